@@ -1,0 +1,77 @@
+//! `triage config show` prints the effective policy; `triage config check [FILE]` validates a
+//! policy file and names the line of every problem.
+
+use crate::context::{Context, Outcome};
+use crate::exit::Failure;
+use crate::policy;
+use clap::Subcommand;
+use serde_json::json;
+use std::path::PathBuf;
+
+/// Arguments of `triage config`.
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Examples:\n  triage config show --text\n  triage config check .triage.toml -e"
+)]
+pub struct Args {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: Action,
+}
+
+/// `config` actions.
+#[derive(Subcommand, Debug)]
+pub enum Action {
+    /// Print the effective policy (the file's, over the seeds' defaults)
+    Show,
+    /// Check a policy file [default: the one in force]; every problem names its line
+    Check {
+        /// The policy file
+        file: Option<PathBuf>,
+    },
+}
+
+/// Runs `triage config`.
+pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+    crate::context::drain_stdin();
+    match &args.action {
+        Action::Show => {
+            let policy = cx.policy()?;
+            let source = cx.policy_path();
+            if cx.global.text {
+                let body = toml::to_string_pretty(policy)
+                    .map_err(|e| Failure::data(format!("cannot render the policy: {e}")))?;
+                let from = source.map_or("built-in defaults".into(), |p| p.display().to_string());
+                return Ok(Outcome::text(format!(
+                    "# effective policy, from {from}\n{body}"
+                )));
+            }
+            Ok(Outcome::json(policy))
+        }
+        Action::Check { file } => {
+            let file = file.clone().or_else(|| cx.policy_path()).ok_or_else(|| {
+                Failure::usage("no policy file to check: name one, or create .triage.toml")
+            })?;
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| Failure::io(format!("cannot read {}: {e}", file.display())))?;
+            let problems = match policy::load(&text) {
+                Ok(_) => Vec::new(),
+                Err(p) => p,
+            };
+            for p in &problems {
+                eprintln!("triage config: {}:{p}", file.display());
+            }
+            let ok = problems.is_empty();
+            let out = if cx.global.text {
+                Outcome::text(if ok {
+                    format!("{}: ok", file.display())
+                } else {
+                    format!("{}: {} problem(s)", file.display(), problems.len())
+                })
+            } else {
+                Outcome::json(&json!({"file": file, "ok": ok, "problems": problems}))
+            };
+            Ok(out.negative(!ok))
+        }
+    }
+}

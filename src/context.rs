@@ -1,0 +1,361 @@
+//! What every command is handed: the common options, the clock, the state root, the policy
+//! (loaded lazily, only by commands that need it), bounded stdin, and the diagnostics trace.
+//!
+//! This is the only place that reads the environment, so the core stays pure.
+
+use crate::exit::Failure;
+use crate::policy::{self, Policy};
+use crate::store;
+use chrono::{DateTime, TimeZone, Utc};
+use clap::Args;
+use serde::Serialize;
+use serde_json::Value;
+use std::cell::OnceCell;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Options every subcommand takes (SPEC §3).
+#[derive(Args, Clone, Debug, Default)]
+pub struct GlobalArgs {
+    /// State root [default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage]
+    #[arg(long, global = true, env = "TRIAGE_DIR", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Policy file [default: .triage.toml in $CLAUDE_PROJECT_DIR, else in the current folder]
+    #[arg(long, global = true, env = "TRIAGE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Human-readable output instead of one JSON line
+    #[arg(long, global = true)]
+    pub text: bool,
+    /// Exit 1 when the verdict is negative (like `jq -e`)
+    #[arg(short = 'e', long = "exit-status", global = true)]
+    pub exit_status: bool,
+    /// Exit non-zero (65, 74, 75) when the job could not be done, instead of 0 with a warning
+    #[arg(long, global = true, env = "TRIAGE_STRICT")]
+    pub strict: bool,
+}
+
+/// What a command produced: the text for stdout (if any) and whether the verdict was negative.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Printed with a newline; `None` prints nothing.
+    pub stdout: Option<String>,
+    /// A negative verdict: exit 1 under `-e`.
+    pub negative: bool,
+    /// The hook protocol's exit-2 blocking form, when asked for.
+    pub block: bool,
+}
+
+impl Outcome {
+    /// One JSON line.
+    pub fn json(value: &impl Serialize) -> Outcome {
+        let line = serde_json::to_string(value).unwrap_or_else(|e| {
+            format!("{{\"status\":\"error\",\"detail\":\"cannot serialize output: {e}\"}}")
+        });
+        Outcome {
+            stdout: Some(line),
+            ..Outcome::default()
+        }
+    }
+
+    /// Text for people.
+    pub fn text(text: impl Into<String>) -> Outcome {
+        let mut s: String = text.into();
+        while s.ends_with('\n') {
+            s.pop();
+        }
+        Outcome {
+            stdout: Some(s),
+            ..Outcome::default()
+        }
+    }
+
+    /// Nothing on stdout.
+    pub fn nothing() -> Outcome {
+        Outcome::default()
+    }
+
+    /// Marks the verdict negative (or not).
+    pub fn negative(mut self, negative: bool) -> Outcome {
+        self.negative = negative;
+        self
+    }
+}
+
+/// The environment of one command run.
+pub struct Context {
+    /// The subcommand's name, which starts every message.
+    pub name: &'static str,
+    /// The common options.
+    pub global: GlobalArgs,
+    /// Now: `TRIAGE_NOW`, else the clock.
+    pub now: DateTime<Utc>,
+    /// `TRIAGE_LOCK_TIMEOUT`, default 2 s.
+    pub lock_timeout: Duration,
+    /// `TRIAGE_MAX_INPUT`, default 16 MiB.
+    pub max_input: usize,
+    /// `CLAUDE_PROJECT_DIR`, if set.
+    pub project_dir: Option<PathBuf>,
+    /// Commands that never write (classify, config) leave no trace unless the root exists.
+    pub writes_state: bool,
+    policy: OnceCell<(Policy, Option<PathBuf>)>,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Parses `TRIAGE_NOW`: RFC 3339, or Unix seconds (with a fraction if wanted).
+pub fn parse_now(text: &str) -> Option<DateTime<Utc>> {
+    let t = text.trim();
+    if let Ok(d) = DateTime::parse_from_rfc3339(t) {
+        return Some(d.with_timezone(&Utc));
+    }
+    let secs: f64 = t.parse().ok()?;
+    if !secs.is_finite() {
+        return None;
+    }
+    let ms = (secs * 1000.0).round() as i64;
+    Utc.timestamp_millis_opt(ms).single()
+}
+
+impl Context {
+    /// Reads the environment for subcommand `name`.
+    pub fn new(
+        name: &'static str,
+        global: GlobalArgs,
+        writes_state: bool,
+    ) -> Result<Context, Failure> {
+        let now = match env("TRIAGE_NOW") {
+            Some(t) => parse_now(&t).ok_or_else(|| {
+                Failure::usage(format!(
+                    "TRIAGE_NOW=`{t}` is not a time; write RFC 3339 (2026-01-02T03:04:05Z) or Unix seconds"
+                ))
+            })?,
+            None => Utc::now(),
+        };
+        let lock_timeout = match env("TRIAGE_LOCK_TIMEOUT") {
+            Some(t) => {
+                t.parse::<crate::duration::Dur>()
+                    .map_err(|e| Failure::usage(format!("TRIAGE_LOCK_TIMEOUT: {e}")))?
+                    .0
+            }
+            None => Duration::from_secs(2),
+        };
+        let max_input = match env("TRIAGE_MAX_INPUT") {
+            Some(t) => t.trim().parse::<usize>().map_err(|_| {
+                Failure::usage(format!("TRIAGE_MAX_INPUT=`{t}` is not a number of bytes"))
+            })?,
+            None => 16 * 1024 * 1024,
+        };
+        Ok(Context {
+            name,
+            global,
+            now,
+            lock_timeout,
+            max_input,
+            project_dir: env("CLAUDE_PROJECT_DIR").map(PathBuf::from),
+            writes_state,
+            policy: OnceCell::new(),
+        })
+    }
+
+    /// The project folder: `$CLAUDE_PROJECT_DIR`, else the current folder.
+    pub fn project(&self) -> PathBuf {
+        self.project_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    /// The state root (not created).
+    pub fn state_root(&self) -> PathBuf {
+        match &self.global.dir {
+            Some(d) => d.clone(),
+            None => self.project().join(".triage"),
+        }
+    }
+
+    /// The state root, created 0700 if missing.
+    pub fn ensure_root(&self) -> Result<PathBuf, Failure> {
+        let root = self.state_root();
+        store::ensure_dir(&root)?;
+        Ok(root)
+    }
+
+    /// The policy file in force, if any: `--config`, else `.triage.toml` in the project.
+    pub fn policy_path(&self) -> Option<PathBuf> {
+        if let Some(p) = &self.global.config {
+            return Some(p.clone());
+        }
+        let mut candidates = Vec::new();
+        if let Some(d) = &self.project_dir {
+            candidates.push(d.join(".triage.toml"));
+        }
+        candidates.push(PathBuf::from(".triage.toml"));
+        candidates.into_iter().find(|p| p.is_file())
+    }
+
+    /// The policy: the file's, or the seeds' defaults. A broken file is a warning and the
+    /// defaults are used (a hook must keep working), or a failure under `--strict`.
+    pub fn policy(&self) -> Result<&Policy, Failure> {
+        if let Some((p, _)) = self.policy.get() {
+            return Ok(p);
+        }
+        let path = self.policy_path();
+        let policy = match &path {
+            None => Policy::default(),
+            Some(path) => match load_policy_file(path) {
+                Ok(p) => p,
+                Err(msg) if self.global.strict => return Err(Failure::data(msg)),
+                Err(msg) => {
+                    self.warn(&format!("{msg}; using the built-in defaults"));
+                    Policy::default()
+                }
+            },
+        };
+        Ok(&self.policy.get_or_init(|| (policy, path)).0)
+    }
+
+    /// Reads stdin when it is not a terminal: `None` when empty. Input over the limit is
+    /// refused, but always drained so the writer never gets EPIPE.
+    pub fn read_stdin(&self) -> Result<Option<Vec<u8>>, Failure> {
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            return Ok(None);
+        }
+        let (bytes, total) = store::read_bounded(stdin.lock(), self.max_input.saturating_add(1))
+            .map_err(|e| Failure::io(format!("cannot read stdin: {e}")))?;
+        if total > self.max_input as u64 {
+            return Err(Failure::data(format!(
+                "stdin is {total} bytes, more than the limit of {} (TRIAGE_MAX_INPUT); send less, or raise TRIAGE_MAX_INPUT",
+                self.max_input
+            )));
+        }
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
+        Ok(Some(bytes))
+    }
+
+    /// Reads stdin as one JSON value; `None` when stdin is empty or a terminal.
+    pub fn read_json(&self) -> Result<Option<Value>, Failure> {
+        match self.read_stdin()? {
+            None => Ok(None),
+            Some(bytes) => parse_json(&bytes).map(Some),
+        }
+    }
+
+    /// A warning that does not stop the command: on stderr, and in `logs/triage.log`.
+    pub fn warn(&self, message: &str) {
+        eprintln!("triage {}: warning: {message}", self.name);
+        self.trace("warning", message);
+    }
+
+    /// One line in `<root>/logs/triage.log`; never fails the command. A command that never
+    /// writes state leaves no trace when the state root does not exist.
+    pub fn trace(&self, level: &str, message: &str) {
+        let root = self.state_root();
+        if !self.writes_state && !root.is_dir() {
+            return;
+        }
+        let logs = root.join("logs");
+        if store::ensure_dir(&logs).is_err() {
+            return;
+        }
+        let line = serde_json::json!({
+            "at": self.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "subcommand": self.name,
+            "level": level,
+            "pid": std::process::id(),
+            "message": message,
+        });
+        let _ = store::append_line_locked(&logs.join("triage.log"), line.to_string().as_bytes());
+    }
+
+    /// A timestamp for file names: `20260102T030405Z`.
+    pub fn stamp(&self) -> String {
+        self.now.format("%Y%m%dT%H%M%SZ").to_string()
+    }
+}
+
+fn load_policy_file(path: &Path) -> Result<Policy, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read policy {}: {e}", path.display()))?;
+    policy::load(&text).map_err(|problems| {
+        let list: Vec<String> = problems
+            .iter()
+            .map(|p| format!("{}: {p}", path.display()))
+            .collect();
+        format!(
+            "policy {}; run `triage config check {}`",
+            list.join("; "),
+            path.display()
+        )
+    })
+}
+
+/// Parses one JSON value, with a message that says what was wrong.
+pub fn parse_json(bytes: &[u8]) -> Result<Value, Failure> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        let why = if std::str::from_utf8(bytes).is_err() && e.is_syntax() {
+            format!("{e} (the input is not valid UTF-8)")
+        } else {
+            e.to_string()
+        };
+        Failure::data(format!(
+            "stdin is not valid JSON: {why}; send one JSON document"
+        ))
+    })
+}
+
+/// Writes one line to stdout; a closed pipe is not an error.
+pub fn print_line(text: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let r = out
+        .write_all(text.as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    match r {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r,
+    }
+}
+
+/// Drains stdin without keeping it, so a writer never gets EPIPE.
+pub fn drain_stdin() {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return;
+    }
+    let _ = std::io::copy(&mut stdin.lock().take(u64::MAX), &mut std::io::sink());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn now_accepts_rfc3339_and_unix_seconds() {
+        let a = parse_now("2026-01-02T03:04:05Z").expect("rfc3339");
+        let b = parse_now("1767323045").expect("unix");
+        assert_eq!(a, b);
+        assert_eq!(
+            parse_now("1767323045.5").map(|t| t.timestamp_millis()),
+            Some(1_767_323_045_500)
+        );
+        assert!(parse_now("soon").is_none());
+        assert!(parse_now("NaN").is_none());
+    }
+
+    #[test]
+    fn json_errors_say_what_to_send() {
+        let e = parse_json(b"{\"a\":").expect_err("truncated");
+        assert!(
+            e.message.contains("not valid JSON") && e.message.contains("send one JSON"),
+            "{e}"
+        );
+        let deep = "[".repeat(100_000);
+        assert!(parse_json(deep.as_bytes()).is_err());
+        assert!(parse_json(b"\"\xff\"").is_err());
+    }
+}

@@ -1,0 +1,155 @@
+//! jq filters, run by the embedded jaq engine: compiled once, run on many values.
+//!
+//! `halt` and `halt_error` are left out of the standard library: they would end the process
+//! from inside a filter, and a policy file must never be able to do that to a hook.
+
+use jaq_core::compile::Lut;
+use jaq_core::load::{Arena, File, Loader};
+use jaq_core::{Compiler, Ctx, Cv, Error, Exn, Native, RcIter, ValXs};
+use jaq_json::Val;
+use serde_json::Value;
+
+/// A compiled jq filter.
+pub struct Filter {
+    filter: jaq_core::Filter<Native<Val>>,
+}
+
+impl Filter {
+    /// Compiles `code`, or says where and why it is wrong.
+    pub fn compile(code: &str) -> Result<Filter, String> {
+        let arena = Arena::default();
+        let loader = Loader::new(jaq_std::defs().chain(jaq_json::defs()));
+        let modules = loader
+            .load(&arena, File { code, path: () })
+            .map_err(|errs| load_errors(code, &errs))?;
+        let funs = jaq_std::funs()
+            .map(|(name, args, native)| match name {
+                "halt" | "halt_error" => (name, args, Native::new(refuse_halt)),
+                _ => (name, args, native),
+            })
+            .chain(jaq_json::funs());
+        let filter = Compiler::default()
+            .with_funs(funs)
+            .compile(modules)
+            .map_err(|errs| {
+                let names: Vec<String> = errs
+                    .iter()
+                    .flat_map(|(_, es)| es.iter().map(|(name, _)| format!("`{name}`")))
+                    .collect();
+                format!("jq filter `{code}`: undefined {}", names.join(", "))
+            })?;
+        Ok(Filter { filter })
+    }
+
+    /// Runs the filter on `input` and collects every output (or the first error).
+    pub fn run(&self, input: &Value) -> Result<Vec<Value>, String> {
+        let inputs = RcIter::new(core::iter::empty());
+        let out = self
+            .filter
+            .run((Ctx::new([], &inputs), Val::from(input.clone())));
+        let mut values = Vec::new();
+        for v in out {
+            values.push(Value::from(v.map_err(|e| format!("jq error: {e}"))?));
+        }
+        Ok(values)
+    }
+
+    /// Runs the filter as a predicate: true only when every output is `true` and there is one.
+    pub fn holds(&self, input: &Value) -> Result<bool, String> {
+        let out = self.run(input)?;
+        Ok(!out.is_empty() && out.iter().all(|v| v == &Value::Bool(true)))
+    }
+}
+
+/// Stands in for `halt` and `halt_error`: an error value instead of ending the process.
+fn refuse_halt<'a>(_: &'a Lut<Native<Val>>, _: Cv<'a, Val>) -> ValXs<'a, Val> {
+    Box::new(core::iter::once(Err(Exn::from(Error::str(
+        "halt is not allowed in triage filters",
+    )))))
+}
+
+fn offset_in(code: &str, part: &str) -> usize {
+    let start = code.as_ptr() as usize;
+    let at = part.as_ptr() as usize;
+    if at >= start && at <= start + code.len() {
+        at - start
+    } else {
+        0
+    }
+}
+
+fn load_errors(code: &str, errs: &jaq_core::load::Errors<&str, ()>) -> String {
+    use jaq_core::load::Error;
+    let mut parts = Vec::new();
+    for (_, e) in errs {
+        match e {
+            Error::Io(v) => parts.extend(v.iter().map(|(p, m)| format!("cannot load {p}: {m}"))),
+            Error::Lex(v) => parts.extend(v.iter().map(|(expect, at)| {
+                format!(
+                    "expected {} at position {}",
+                    expect.as_str(),
+                    offset_in(code, at)
+                )
+            })),
+            Error::Parse(v) => parts.extend(v.iter().map(|(expect, at)| {
+                let pos = offset_in(code, at);
+                let found = if at.is_empty() {
+                    "end of filter".into()
+                } else {
+                    format!("`{at}`")
+                };
+                format!(
+                    "expected {} at position {pos}, found {found}",
+                    expect.as_str()
+                )
+            })),
+        }
+    }
+    format!("jq filter `{code}`: {}", parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn runs_and_updates() {
+        let f = Filter::compile(".n += 1").expect("compile");
+        assert_eq!(f.run(&json!({"n": 1})).expect("run"), vec![json!({"n": 2})]);
+        assert_eq!(f.run(&json!({})).expect("run"), vec![json!({"n": 1})]);
+    }
+
+    #[test]
+    fn predicates() {
+        let f = Filter::compile(".evidence_count > 0").expect("compile");
+        assert!(f.holds(&json!({"evidence_count": 3})).expect("run"));
+        assert!(!f.holds(&json!({"evidence_count": 0})).expect("run"));
+        assert!(!Filter::compile("empty")
+            .expect("compile")
+            .holds(&json!(1))
+            .expect("run"));
+    }
+
+    #[test]
+    fn errors_say_where() {
+        let e = Filter::compile(".a | ").err().expect("error");
+        assert!(e.contains("position"), "{e}");
+        let e = Filter::compile("nosuchfn(1)").err().expect("error");
+        assert!(e.contains("undefined"), "{e}");
+        let halt = Filter::compile("halt").expect("compiles to an error");
+        assert!(halt.run(&json!(1)).is_err());
+        assert!(Filter::compile("\"x\" | halt_error")
+            .expect("compile")
+            .run(&json!(1))
+            .is_err());
+    }
+
+    #[test]
+    fn runtime_errors_are_values_not_panics() {
+        let f = Filter::compile(".a + 1").expect("compile");
+        assert!(f.run(&json!({"a": "x"})).is_err());
+        let f = Filter::compile("error(\"no\")").expect("compile");
+        assert!(f.run(&json!(1)).is_err());
+    }
+}

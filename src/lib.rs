@@ -1,0 +1,30 @@
+//! `triage`: the error-handling layer for LLM-agent workflows.
+//!
+//! How the pieces fit (arrows point one way):
+//!
+//! ```text
+//! main.rs ─► cli (clap, multi-call, exit statuses) ─► commands::<one per subcommand>
+//!                                                         │
+//!            ┌────────────────────────────────────────────┼──────────────────────┐
+//!            ▼                                            ▼                      ▼
+//!   core: vocab, duration, policy, glob, jq,      store: locks, atomic     context: options,
+//!   state (pure functions of input, policy, now)  replace, JSONL append    clock, stdin, policy
+//!                                                 and read, key escaping   loading, trace log
+//! ```
+//!
+//! The core never opens a file, reads the clock or the environment: it is handed `now` and the
+//! policy. [`store`] is the only module that opens shared files. [`context`] is the only one
+//! that reads the environment. A command is the short glue that reads input, calls the core,
+//! persists through the store and writes the answer.
+
+pub mod cli;
+pub mod commands;
+pub mod context;
+pub mod duration;
+pub mod exit;
+pub mod glob;
+pub mod jq;
+pub mod policy;
+pub mod state;
+pub mod store;
+pub mod vocab;

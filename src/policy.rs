@@ -1,0 +1,851 @@
+//! The policy file (SPEC §7): its schema, the seeds' built-in defaults, loading with errors
+//! that name the line and key, and resolution of per-agent and per-key sections with globs.
+//!
+//! Every section is optional. Fields of `[agents.*]` and `[breaker.*]` sections merge from the
+//! least specific matching name to the most specific (the exact name last).
+
+use crate::duration::Dur;
+use crate::glob;
+use crate::vocab::{Criticality, Kind, Severity, Tier};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The whole policy.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Policy {
+    /// How failures are retried.
+    pub retry: RetryPolicy,
+    /// Circuit-breaker defaults and per-key overrides.
+    pub breaker: BreakerSection,
+    /// When a session, phase or workflow is going badly.
+    pub thresholds: Thresholds,
+    /// Phases by number or name.
+    pub phases: BTreeMap<String, PhasePolicy>,
+    /// Agents by name or glob.
+    pub agents: BTreeMap<String, AgentPolicy>,
+    /// Classification rules tried before the built-in ones.
+    pub classify: ClassifySection,
+}
+
+/// `[retry]`: seed 001's schedule, or exponential backoff.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryPolicy {
+    /// Wait before retry 1, retry 2, …
+    pub schedule: Vec<Dur>,
+    /// Attempts in all, the first included; then escalate.
+    pub max_attempts: u32,
+    /// `exponential` replaces the schedule.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<Backoff>,
+    /// First delay of exponential backoff.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initial: Option<Dur>,
+    /// Growth of exponential backoff.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multiplier: Option<f64>,
+    /// Cap of exponential backoff.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_delay: Option<Dur>,
+    /// Jitter of exponential backoff.
+    pub jitter: Jitter,
+    /// Per-kind overrides.
+    pub kinds: BTreeMap<Kind, KindRetry>,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            schedule: vec![Dur::secs(30), Dur::secs(120)],
+            max_attempts: 3,
+            backoff: None,
+            initial: None,
+            multiplier: None,
+            max_delay: None,
+            jitter: Jitter::None,
+            kinds: BTreeMap::from([(
+                Kind::RateLimited,
+                KindRetry {
+                    delay: Some(Dur::secs(5)),
+                    ..KindRetry::default()
+                },
+            )]),
+        }
+    }
+}
+
+/// The backoff family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backoff {
+    /// `initial × multiplier^(attempt-1)`, capped by `max_delay`.
+    Exponential,
+}
+
+/// Jitter modes (the AWS formulas).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Jitter {
+    /// The computed delay exactly.
+    #[default]
+    None,
+    /// Uniform in 0..delay.
+    Full,
+    /// delay/2 + uniform in 0..delay/2.
+    Equal,
+    /// min(cap, uniform in initial..previous×3).
+    Decorrelated,
+}
+
+/// `[retry.kinds.KIND]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KindRetry {
+    /// Wait before retrying this kind (when the server does not say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay: Option<Dur>,
+    /// Attempts in all for this kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    /// Whether this kind is retried at all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retryable: Option<bool>,
+}
+
+/// `[breaker]`: defaults for every key, and sub-tables per key or glob.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct BreakerSection {
+    /// The fields set directly in `[breaker]`.
+    #[serde(flatten)]
+    pub defaults: BreakerOverrides,
+    /// `[breaker."KEY-OR-GLOB"]` tables.
+    #[serde(flatten)]
+    pub keys: BTreeMap<String, BreakerOverrides>,
+}
+
+/// Breaker fields as written in the policy: each optional, merged over the defaults.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerOverrides {
+    /// Consecutive failures that open it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_threshold: Option<u32>,
+    /// How long it stays open before a probe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cooldown: Option<Dur>,
+    /// Probes granted while half-open.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub half_open_probes: Option<u32>,
+    /// Probe successes that close it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success_threshold: Option<u32>,
+    /// `global` or `session`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+    /// Failure ratio (0..1) that trips it once `minimum_calls` are in the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_rate: Option<f64>,
+    /// Count window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_size: Option<u32>,
+    /// Time window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<Dur>,
+    /// Calls needed in the window before the rate counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub minimum_calls: Option<u32>,
+    /// Clears closed-state counts this often.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Dur>,
+    /// Growth of the open period after each failed probe.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cooldown_multiplier: Option<f64>,
+    /// Cap of the open period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_cooldown: Option<Dur>,
+    /// How long a probe permit lasts (default: the cooldown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe_ttl: Option<Dur>,
+    /// A success slower than this counts as a failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_call_threshold: Option<Dur>,
+}
+
+/// The breaker settings for one key, every field decided.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BreakerSettings {
+    /// Consecutive failures that open it (seed 000: 2).
+    pub failure_threshold: u32,
+    /// Open period before a probe (seed 000: 60 s).
+    pub cooldown: Dur,
+    /// Probes granted while half-open (seed 000: 1).
+    pub half_open_probes: u32,
+    /// Probe successes that close it.
+    pub success_threshold: u32,
+    /// `global` or `session`.
+    pub scope: Scope,
+    /// Failure ratio that trips it, if set.
+    pub failure_rate: Option<f64>,
+    /// Count window, if set.
+    pub window_size: Option<u32>,
+    /// Time window, if set.
+    pub window: Option<Dur>,
+    /// Calls needed in the window before the rate counts.
+    pub minimum_calls: u32,
+    /// Closed-state counts are cleared this often, if set.
+    pub interval: Option<Dur>,
+    /// Growth of the open period after a failed probe.
+    pub cooldown_multiplier: f64,
+    /// Cap of the open period.
+    pub max_cooldown: Option<Dur>,
+    /// Lease of a probe permit.
+    pub probe_ttl: Dur,
+    /// A success slower than this counts as a failure, if set.
+    pub slow_call_threshold: Option<Dur>,
+}
+
+/// Whether breaker keys are shared across sessions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// One breaker per key for the whole project.
+    #[default]
+    Global,
+    /// One breaker per key and session.
+    Session,
+}
+
+/// `[thresholds]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Thresholds {
+    /// Failures in one session that stop it (seed 000: 5).
+    pub session_failures: u32,
+    /// Failed share of a phase's agents that stops it (seed 000: more than half).
+    pub phase_failure_ratio: f64,
+    /// Failing agents in one workflow beyond which it pauses (seed 001: more than 2).
+    pub cascade_agents: u32,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            session_failures: 5,
+            phase_failure_ratio: 0.5,
+            cascade_agents: 2,
+        }
+    }
+}
+
+/// `[phases.N]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhasePolicy {
+    /// A readable name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The phase's timeout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+    /// Agents in the fan-out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub size: Option<u32>,
+}
+
+/// `[agents.NAME]`, every field optional (merged across matching globs).
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentPolicy {
+    /// `critical` or `optional` (seed 000).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub criticality: Option<Criticality>,
+    /// The agent's timeout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<Dur>,
+    /// True: never retried automatically (seed 001).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub side_effects: Option<bool>,
+    /// `check-output` rules.
+    #[serde(default, skip_serializing_if = "OutputRules::is_empty")]
+    pub output: OutputRules,
+}
+
+/// `[agents.NAME.output]`: what a good output of this agent looks like (seeds 001, 004).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutputRules {
+    /// Fewest characters.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_chars: Option<u64>,
+    /// Regexes that must all match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub require_all: Option<Vec<String>>,
+    /// Regexes of which one must match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub require_any: Option<Vec<String>>,
+    /// Regexes that must not match.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forbid: Option<Vec<String>>,
+    /// The expected format.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub format: Option<OutputFormat>,
+    /// Dotted paths that must exist (json/yaml).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub required_keys: Option<Vec<String>>,
+    /// jq filters that must yield true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jq: Option<Vec<String>>,
+    /// Globs, relative to the project, that must name non-empty files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files_exist: Option<Vec<String>>,
+    /// Stop-hook blocks before the agent is let go (seed 002: 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_rejections: Option<u32>,
+}
+
+impl OutputRules {
+    fn is_empty(&self) -> bool {
+        self == &OutputRules::default()
+    }
+}
+
+/// The format an output must have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputFormat {
+    /// A JSON value.
+    Json,
+    /// A YAML document.
+    Yaml,
+    /// Markdown text.
+    Markdown,
+    /// Any text.
+    Text,
+}
+
+/// `[classify]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClassifySection {
+    /// `[[classify.rules]]`, tried in order before the built-in rules.
+    pub rules: Vec<ClassifyRule>,
+}
+
+/// One `[[classify.rules]]` entry.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassifyRule {
+    /// Shown as `config:NAME` in `matched_rule`.
+    pub name: String,
+    /// A regex matched against the error text.
+    #[serde(rename = "match", skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// A jq predicate on the input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jq: Option<String>,
+    /// The kind it sets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Kind>,
+    /// Whether it is retryable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retryable: Option<bool>,
+    /// Its tier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<Tier>,
+    /// Its severity.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub severity: Option<Severity>,
+    /// What to do about it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suggestions: Option<Vec<String>>,
+    /// A one-line explanation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Everything decided about one agent.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AgentSettings {
+    /// An agent the policy does not name is critical.
+    pub criticality: Criticality,
+    /// Its timeout, if any.
+    pub timeout: Option<Dur>,
+    /// Never retried automatically when true.
+    pub side_effects: bool,
+    /// Its output rules, merged.
+    pub output: OutputRules,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resolution.
+
+macro_rules! merge_fields {
+    ($into:expr, $from:expr, $($f:ident),+) => {
+        $( if $from.$f.is_some() { $into.$f = $from.$f.clone(); } )+
+    };
+}
+
+impl Policy {
+    /// The settings of breaker `key`: the seed 000 defaults, `[breaker]`, then matching
+    /// `[breaker."GLOB"]` tables, least specific first.
+    pub fn breaker_for(&self, key: &str) -> BreakerSettings {
+        let mut o = self.breaker.defaults.clone();
+        for pat in glob::matching(self.breaker.keys.keys(), key) {
+            if let Some(over) = self.breaker.keys.get(pat) {
+                merge_breaker(&mut o, over);
+            }
+        }
+        let cooldown = o.cooldown.unwrap_or(Dur::secs(60));
+        BreakerSettings {
+            failure_threshold: o.failure_threshold.unwrap_or(2),
+            cooldown,
+            half_open_probes: o.half_open_probes.unwrap_or(1),
+            success_threshold: o.success_threshold.unwrap_or(1),
+            scope: o.scope.unwrap_or_default(),
+            failure_rate: o.failure_rate,
+            window_size: o.window_size,
+            window: o.window,
+            minimum_calls: o.minimum_calls.unwrap_or(1),
+            interval: o.interval,
+            cooldown_multiplier: o.cooldown_multiplier.unwrap_or(1.0),
+            max_cooldown: o.max_cooldown,
+            probe_ttl: o.probe_ttl.unwrap_or(cooldown),
+            slow_call_threshold: o.slow_call_threshold,
+        }
+    }
+
+    /// Everything the policy says of agent `name`, merged across matching `[agents.*]`.
+    pub fn agent(&self, name: &str) -> AgentSettings {
+        let mut merged = AgentPolicy::default();
+        for pat in glob::matching(self.agents.keys(), name) {
+            if let Some(a) = self.agents.get(pat) {
+                merge_fields!(merged, a, criticality, timeout, side_effects);
+                let (into, from) = (&mut merged.output, &a.output);
+                merge_fields!(
+                    into,
+                    from,
+                    min_chars,
+                    require_all,
+                    require_any,
+                    forbid,
+                    format,
+                    required_keys,
+                    jq,
+                    files_exist,
+                    max_rejections
+                );
+            }
+        }
+        AgentSettings {
+            criticality: merged.criticality.unwrap_or(Criticality::Critical),
+            timeout: merged.timeout,
+            side_effects: merged.side_effects.unwrap_or(false),
+            output: merged.output,
+        }
+    }
+
+    /// The phase named by number or name, if the policy has it.
+    pub fn phase(&self, id: &str) -> Option<&PhasePolicy> {
+        self.phases
+            .get(id)
+            .or_else(|| self.phases.values().find(|p| p.name.as_deref() == Some(id)))
+    }
+}
+
+fn merge_breaker(into: &mut BreakerOverrides, from: &BreakerOverrides) {
+    merge_fields!(
+        into,
+        from,
+        failure_threshold,
+        cooldown,
+        half_open_probes,
+        success_threshold,
+        scope,
+        failure_rate,
+        window_size,
+        window,
+        minimum_calls,
+        interval,
+        cooldown_multiplier,
+        max_cooldown,
+        probe_ttl,
+        slow_call_threshold
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// `[breaker]` mixes fields and per-key tables, so it is read by hand.
+
+const BREAKER_FIELDS: &[&str] = &[
+    "failure_threshold",
+    "cooldown",
+    "half_open_probes",
+    "success_threshold",
+    "scope",
+    "failure_rate",
+    "window_size",
+    "window",
+    "minimum_calls",
+    "interval",
+    "cooldown_multiplier",
+    "max_cooldown",
+    "probe_ttl",
+    "slow_call_threshold",
+];
+
+impl<'de> Deserialize<'de> for BreakerSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = BreakerSection;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a [breaker] table")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BreakerSection, A::Error> {
+                let mut fields = toml::Table::new();
+                let mut keys = BTreeMap::new();
+                while let Some(k) = map.next_key::<String>()? {
+                    let v: toml::Value = map.next_value()?;
+                    match v {
+                        toml::Value::Table(t) if !BREAKER_FIELDS.contains(&k.as_str()) => {
+                            let o = BreakerOverrides::deserialize(t).map_err(|e| {
+                                de::Error::custom(format!("in [breaker.\"{k}\"]: {}", e.message()))
+                            })?;
+                            keys.insert(k, o);
+                        }
+                        v => {
+                            if !BREAKER_FIELDS.contains(&k.as_str()) {
+                                return Err(de::Error::unknown_field(&k, BREAKER_FIELDS));
+                            }
+                            fields.insert(k, v);
+                        }
+                    }
+                }
+                let defaults = BreakerOverrides::deserialize(fields)
+                    .map_err(|e| de::Error::custom(format!("in [breaker]: {}", e.message())))?;
+                Ok(BreakerSection { defaults, keys })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading and checking.
+
+/// One problem in a policy file, with where it is.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PolicyProblem {
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// What is wrong, and what to write instead.
+    pub message: String,
+}
+
+impl fmt::Display for PolicyProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "line {l}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// Parses a policy from TOML text. On failure, the problem names the line and key and
+/// suggests the closest valid key.
+pub fn parse(text: &str) -> Result<Policy, PolicyProblem> {
+    toml::from_str::<Policy>(text).map_err(|e| {
+        let line = e.span().map(|s| line_of(text, s.start));
+        let mut message = e.message().trim().to_string();
+        let unknown = unknown_field(&message);
+        if let Some((field, expected)) = &unknown {
+            if let Some(best) = closest(field, expected) {
+                message.push_str(&format!("; did you mean `{best}`?"));
+            }
+        }
+        // Errors raised inside `[breaker]` (read by hand) carry the table's span, not the
+        // key's: find the key, or the quoted bad value, in the text instead.
+        let by_text = unknown
+            .and_then(|(field, _)| find_key_line(text, &field))
+            .or_else(|| {
+                let quoted = message.strip_prefix("in [breaker")?.split('`').nth(1)?;
+                find_text_line(text, quoted)
+            });
+        let line = by_text.or(line);
+        PolicyProblem { line, message }
+    })
+}
+
+/// Checks what parsing alone cannot: regexes compile, jq filters compile, numbers in range.
+pub fn validate(policy: &Policy, text: &str) -> Vec<PolicyProblem> {
+    let mut problems = Vec::new();
+    let mut regex = |where_: String, pattern: &str| {
+        if let Err(e) = regex::Regex::new(pattern) {
+            let first = e
+                .to_string()
+                .lines()
+                .last()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            problems.push(PolicyProblem {
+                line: find_text_line(text, pattern),
+                message: format!("{where_}: bad regex `{pattern}`: {first}"),
+            });
+        }
+    };
+    for rule in &policy.classify.rules {
+        if let Some(p) = &rule.pattern {
+            regex(format!("classify rule `{}`", rule.name), p);
+        }
+    }
+    for (agent, a) in &policy.agents {
+        let o = &a.output;
+        for (field, list) in [
+            ("require_all", &o.require_all),
+            ("require_any", &o.require_any),
+            ("forbid", &o.forbid),
+        ] {
+            for p in list.iter().flatten() {
+                regex(format!("agents.{agent}.output.{field}"), p);
+            }
+        }
+    }
+    let mut jq = |where_: String, code: &str| {
+        if let Err(e) = crate::jq::Filter::compile(code) {
+            problems.push(PolicyProblem {
+                line: find_text_line(text, code),
+                message: format!("{where_}: {e}"),
+            });
+        }
+    };
+    for rule in &policy.classify.rules {
+        if let Some(code) = &rule.jq {
+            jq(format!("classify rule `{}`", rule.name), code);
+        }
+    }
+    for (agent, a) in &policy.agents {
+        for code in a.output.jq.iter().flatten() {
+            jq(format!("agents.{agent}.output.jq"), code);
+        }
+    }
+    for rule in &policy.classify.rules {
+        if rule.pattern.is_none() && rule.jq.is_none() {
+            problems.push(PolicyProblem {
+                line: find_text_line(text, &rule.name),
+                message: format!(
+                    "classify rule `{}` needs `match` (a regex) or `jq` (a predicate)",
+                    rule.name
+                ),
+            });
+        }
+    }
+    let mut ratio = |name: String, v: Option<f64>| {
+        if let Some(v) = v {
+            if !(0.0..=1.0).contains(&v) {
+                problems.push(PolicyProblem {
+                    line: find_key_line(text, name.rsplit('.').next().unwrap_or(&name)),
+                    message: format!("{name} = {v} is not a ratio; write a number from 0 to 1"),
+                });
+            }
+        }
+    };
+    ratio(
+        "thresholds.phase_failure_ratio".into(),
+        Some(policy.thresholds.phase_failure_ratio),
+    );
+    ratio(
+        "breaker.failure_rate".into(),
+        policy.breaker.defaults.failure_rate,
+    );
+    for (k, o) in &policy.breaker.keys {
+        ratio(format!("breaker.\"{k}\".failure_rate"), o.failure_rate);
+    }
+    if policy.retry.max_attempts == 0 {
+        problems.push(PolicyProblem {
+            line: find_key_line(text, "max_attempts"),
+            message:
+                "retry.max_attempts = 0: attempts in all include the first, so write 1 or more"
+                    .into(),
+        });
+    }
+    problems
+}
+
+/// Parses and validates: the policy, or every problem found.
+pub fn load(text: &str) -> Result<Policy, Vec<PolicyProblem>> {
+    let policy = parse(text).map_err(|p| vec![p])?;
+    let problems = validate(&policy, text);
+    if problems.is_empty() {
+        Ok(policy)
+    } else {
+        Err(problems)
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+fn find_key_line(text: &str, key: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            l.strip_prefix(key)
+                .or_else(|| l.strip_prefix(&format!("\"{key}\"")))
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        })
+        .map(|i| i + 1)
+}
+
+fn find_text_line(text: &str, needle: &str) -> Option<usize> {
+    text.lines().position(|l| l.contains(needle)).map(|i| i + 1)
+}
+
+/// From serde's "unknown field `x`, expected one of `a`, `b`": the field and the choices.
+fn unknown_field(message: &str) -> Option<(String, Vec<String>)> {
+    let rest = message.split("unknown field `").nth(1)?;
+    let (field, rest) = rest.split_once('`')?;
+    let expected = rest
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect();
+    Some((field.to_string(), expected))
+}
+
+/// The choice nearest to `word` by edit distance, if it is near enough to be a typo.
+pub fn closest<'a>(word: &str, choices: &'a [String]) -> Option<&'a str> {
+    choices
+        .iter()
+        .map(|c| (edit_distance(word, c), c))
+        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(2))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c.as_str())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_seeds() {
+        let p = Policy::default();
+        assert_eq!(p.retry.schedule, vec![Dur::secs(30), Dur::secs(120)]);
+        assert_eq!(p.retry.max_attempts, 3);
+        let b = p.breaker_for("anything");
+        assert_eq!(
+            (b.failure_threshold, b.cooldown, b.half_open_probes),
+            (2, Dur::secs(60), 1)
+        );
+        assert_eq!(b.probe_ttl, Dur::secs(60));
+        assert_eq!(p.thresholds.session_failures, 5);
+        assert_eq!(p.thresholds.phase_failure_ratio, 0.5);
+        assert_eq!(p.thresholds.cascade_agents, 2);
+        assert_eq!(p.agent("x").criticality, Criticality::Critical);
+    }
+
+    #[test]
+    fn the_spec_example_parses() {
+        let text = include_str!("../tests/fixtures/spec-policy.toml");
+        let p = load(text).expect("spec example");
+        assert_eq!(
+            p.breaker_for("statistician-consultant").failure_threshold,
+            3
+        );
+        assert_eq!(p.breaker_for("researcher").failure_threshold, 2);
+        assert_eq!(p.agent("researcher").output.min_chars, Some(500));
+        assert_eq!(p.classify.rules[0].kind, Some(Kind::CorpusError));
+        assert_eq!(p.phase("2").and_then(|ph| ph.size), Some(3));
+        assert_eq!(
+            p.phase("Subsection planning").and_then(|ph| ph.size),
+            Some(3)
+        );
+    }
+
+    #[test]
+    fn globs_merge_least_specific_first() {
+        let p = parse(
+            "[agents.\"*\"]\ncriticality = \"optional\"\ntimeout = \"1m\"\n\
+             [agents.\"*-consultant\"]\ntimeout = \"5m\"\n\
+             [agents.stats-consultant]\ncriticality = \"critical\"\n",
+        )
+        .expect("parse");
+        let a = p.agent("stats-consultant");
+        assert_eq!(
+            (a.criticality, a.timeout),
+            (Criticality::Critical, Some(Dur::secs(300)))
+        );
+        let b = p.agent("law-consultant");
+        assert_eq!(
+            (b.criticality, b.timeout),
+            (Criticality::Optional, Some(Dur::secs(300)))
+        );
+        assert_eq!(p.agent("writer").timeout, Some(Dur::secs(60)));
+    }
+
+    #[test]
+    fn unknown_keys_name_line_and_suggest() {
+        let e = parse("[retry]\nmax_atempts = 3\n").expect_err("typo");
+        assert_eq!(e.line, Some(2));
+        assert!(
+            e.message.contains("max_atempts") && e.message.contains("did you mean `max_attempts`"),
+            "{e}"
+        );
+        let e = parse("\n[breaker]\nfailur_threshold = 3\n").expect_err("typo");
+        assert_eq!(e.line, Some(3), "{e}");
+        assert!(
+            e.message.contains("did you mean `failure_threshold`"),
+            "{e}"
+        );
+        let e = parse("[breaker.x]\ncooldwn = \"1s\"\n").expect_err("typo");
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.message.contains("did you mean `cooldown`"), "{e}");
+        let e = parse("[retyr]\n").expect_err("typo");
+        assert!(e.message.contains("did you mean `retry`"), "{e}");
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let e = parse("[breaker]\ncooldown = \"soon\"\n").expect_err("bad");
+        assert_eq!(e.line, Some(2), "{e}");
+        assert!(e.message.contains("bad duration `soon`"), "{e}");
+        let e = parse("[agents.a]\ncriticality = \"vital\"\n").expect_err("bad");
+        assert_eq!(e.line, Some(2), "{e}");
+    }
+
+    #[test]
+    fn validation_finds_bad_regex_and_jq() {
+        let text = "[agents.researcher.output]\nrequire_all = ['(unclosed']\njq = ['.a |']\n";
+        let problems = load(text).expect_err("bad");
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0]
+            .message
+            .contains("agents.researcher.output.require_all"));
+        assert_eq!(problems[0].line, Some(2));
+        assert!(problems[1].message.contains("agents.researcher.output.jq"));
+        assert_eq!(problems[1].line, Some(3));
+    }
+}

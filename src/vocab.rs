@@ -1,0 +1,215 @@
+//! The shared vocabulary of SPEC §5: kinds, categories, tiers, severities, actions and
+//! criticality. Every subcommand uses these types; none redefines them. The serde names are
+//! exactly the words the SPEC writes, so JSON in and out matches the contract.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// Declares a unit-only enum with its wire names, `ALL`, `as_str`, `Display` and `FromStr`.
+macro_rules! vocabulary {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// Every value, in the order the SPEC lists them.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The wire name.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str(s: &str) -> Result<Self, String> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(format!(
+                        "unknown {} `{}`; expected one of: {}",
+                        stringify!($name).to_lowercase(),
+                        s,
+                        [$($text),+].join(", ")
+                    )),
+                }
+            }
+        }
+    };
+}
+
+vocabulary! {
+    /// What went wrong (SPEC §5).
+    Kind {
+        Timeout = "timeout",
+        RateLimited = "rate_limited",
+        Overloaded = "overloaded",
+        NetworkError = "network_error",
+        ToolFailure = "tool_failure",
+        PermissionDenied = "permission_denied",
+        NotFound = "not_found",
+        InvalidInput = "invalid_input",
+        SpecAmbiguous = "spec_ambiguous",
+        ValidationFailed = "validation_failed",
+        QualityFailed = "quality_failed",
+        OutputMissing = "output_missing",
+        BuildFailed = "build_failed",
+        TestFailed = "test_failed",
+        CorpusError = "corpus_error",
+        Crash = "crash",
+        ContextExhausted = "context_exhausted",
+        AuthFailed = "auth_failed",
+        Interrupted = "interrupted",
+        Unknown = "unknown",
+    }
+}
+
+vocabulary! {
+    /// Seed 001's error categories.
+    Category {
+        Transient = "transient",
+        SkillError = "skill_error",
+        ValidationFailure = "validation_failure",
+        QualityFailure = "quality_failure",
+    }
+}
+
+vocabulary! {
+    /// Seed 001's severities: critical (P0), error (P1), warning (P2), info.
+    Severity {
+        Critical = "critical",
+        Error = "error",
+        Warning = "warning",
+        Info = "info",
+    }
+}
+
+vocabulary! {
+    /// What the caller should do next.
+    Action {
+        Retry = "retry",
+        AskUser = "ask_user",
+        Escalate = "escalate",
+        Skip = "skip",
+        ProceedDegraded = "proceed_degraded",
+        Abort = "abort",
+    }
+}
+
+vocabulary! {
+    /// Seed 000: a critical agent stops the phase when it fails; an optional one degrades it.
+    Criticality {
+        Critical = "critical",
+        Optional = "optional",
+    }
+}
+
+/// Seed 004's three tiers, written as the numbers 1, 2 and 3 on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "u8", into = "u8")]
+pub enum Tier {
+    /// 1: the agent can recover by itself (retry, fix and go on).
+    SelfRecoverable,
+    /// 2: a person must decide.
+    EscalationRequired,
+    /// 3: the pipeline itself is affected.
+    PipelineAffecting,
+}
+
+impl Tier {
+    /// Every tier, lowest first.
+    pub const ALL: &'static [Tier] = &[
+        Tier::SelfRecoverable,
+        Tier::EscalationRequired,
+        Tier::PipelineAffecting,
+    ];
+
+    /// The tier's number.
+    pub fn number(self) -> u8 {
+        match self {
+            Tier::SelfRecoverable => 1,
+            Tier::EscalationRequired => 2,
+            Tier::PipelineAffecting => 3,
+        }
+    }
+
+    /// Seed 004's name for the tier.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::SelfRecoverable => "self-recoverable",
+            Tier::EscalationRequired => "escalation-required",
+            Tier::PipelineAffecting => "pipeline-affecting",
+        }
+    }
+}
+
+impl TryFrom<u8> for Tier {
+    type Error = String;
+    fn try_from(n: u8) -> Result<Self, String> {
+        match n {
+            1 => Ok(Tier::SelfRecoverable),
+            2 => Ok(Tier::EscalationRequired),
+            3 => Ok(Tier::PipelineAffecting),
+            _ => Err(format!("unknown tier {n}; expected 1, 2 or 3")),
+        }
+    }
+}
+
+impl From<Tier> for u8 {
+    fn from(t: Tier) -> u8 {
+        t.number()
+    }
+}
+
+impl fmt::Display for Tier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
+impl FromStr for Tier {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let n: u8 = s
+            .parse()
+            .map_err(|_| format!("unknown tier `{s}`; expected 1, 2 or 3"))?;
+        Tier::try_from(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_names_round_trip() {
+        for k in Kind::ALL {
+            let json = serde_json::to_string(k).expect("serialize");
+            assert_eq!(json, format!("\"{}\"", k.as_str()));
+            assert_eq!(k.as_str().parse::<Kind>().as_ref(), Ok(k));
+        }
+        assert_eq!(Kind::ALL.len(), 20);
+        assert_eq!(
+            serde_json::to_string(&Tier::EscalationRequired).ok(),
+            Some("2".into())
+        );
+        assert!(serde_json::from_str::<Tier>("4").is_err());
+        assert_eq!(Action::ProceedDegraded.to_string(), "proceed_degraded");
+    }
+
+    #[test]
+    fn unknown_word_names_the_choices() {
+        let err = "slow".parse::<Severity>().expect_err("not a severity");
+        assert!(err.contains("critical, error, warning, info"), "{err}");
+    }
+}
