@@ -1,0 +1,87 @@
+//! The test sandbox: a temp folder, and `triage` commands that run in it with every
+//! `TRIAGE_*` and `CLAUDE_*` variable cleared, so the caller's environment never leaks in.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+/// The `triage` binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_triage"))
+}
+
+/// A temp folder to run `triage` in; its state root is `<dir>/.triage`.
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        Sandbox {
+            dir: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `<dir>/.triage`, the default state root.
+    pub fn root(&self) -> PathBuf {
+        self.path().join(".triage")
+    }
+
+    /// `triage ARGS` in the sandbox, with a clean environment and no stdin.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(bin());
+        clean_env(&mut c);
+        c.current_dir(self.path()).args(args);
+        c
+    }
+
+    /// A std command for process-level tests (spawned in parallel).
+    pub fn std_cmd(&self, args: &[&str]) -> std::process::Command {
+        let mut c = std::process::Command::new(bin());
+        for (k, _) in std::env::vars() {
+            if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") {
+                c.env_remove(k);
+            }
+        }
+        c.current_dir(self.path()).args(args);
+        c
+    }
+
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.path().join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(&p, content).expect("write");
+        p
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path().join(rel)).expect("read")
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        self.path().join(rel).exists()
+    }
+}
+
+/// Clears the tool's variables from a command's environment.
+pub fn clean_env(c: &mut Command) {
+    for (k, _) in std::env::vars() {
+        if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") {
+            c.env_remove(k);
+        }
+    }
+}
+
+/// The one JSON line a command printed.
+pub fn json_out(out: &std::process::Output) -> serde_json::Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}): {text:?}"))
+}

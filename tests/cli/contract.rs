@@ -1,0 +1,96 @@
+//! SPEC §1–3: dispatch, exit statuses, stdin handling.
+
+use crate::common::{bin, Sandbox};
+
+#[test]
+fn unknown_flag_exits_64() {
+    let s = Sandbox::new();
+    s.cmd(&["--no-such-flag"]).assert().code(64);
+    s.cmd(&["state-read", "f", "--no-such-flag"])
+        .assert()
+        .code(64)
+        .stderr(predicates::str::starts_with("triage state-read: "));
+}
+
+#[test]
+fn unknown_subcommand_lists_the_valid_ones() {
+    let s = Sandbox::new();
+    s.cmd(&["frobnicate"])
+        .assert()
+        .code(64)
+        .stderr(predicates::str::contains(
+            "valid subcommands: state-write, state-read",
+        ));
+}
+
+#[test]
+fn symlink_named_after_a_subcommand_runs_it() {
+    let s = Sandbox::new();
+    let link = s.path().join("state-read");
+    std::os::unix::fs::symlink(bin(), &link).unwrap();
+    s.write("f.json", "{\"a\":1}");
+    let out = std::process::Command::new(&link)
+        .arg("f.json")
+        .current_dir(s.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = crate::common::json_out(&out);
+    assert_eq!(v["data"]["a"], 1);
+    assert_eq!(v["recovered_from"], "primary");
+}
+
+#[test]
+fn symlink_with_another_name_exits_64() {
+    let s = Sandbox::new();
+    let link = s.path().join("frobnicate");
+    std::os::unix::fs::symlink(bin(), &link).unwrap();
+    let out = std::process::Command::new(&link).output().unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("state-write"));
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    let s = Sandbox::new();
+    s.cmd(&["--help"]).assert().code(0);
+    s.cmd(&["--version"]).assert().code(0);
+    s.cmd(&["state-write", "--help"]).assert().code(0);
+}
+
+#[test]
+fn missing_arguments_exit_64_not_2() {
+    let s = Sandbox::new();
+    s.cmd(&[]).assert().code(64);
+    s.cmd(&["state-write"]).assert().code(64);
+    s.cmd(&["config"]).assert().code(64);
+}
+
+#[test]
+fn broken_pipe_on_stdout_is_not_an_error() {
+    let s = Sandbox::new();
+    s.write("f.json", format!("{{\"a\":\"{}\"}}", "x".repeat(1 << 20)));
+    let mut child = s
+        .std_cmd(&["state-read", "f.json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn bad_triage_now_is_a_usage_error() {
+    let s = Sandbox::new();
+    s.cmd(&["config", "show"])
+        .env("TRIAGE_NOW", "yesterday")
+        .assert()
+        .code(64);
+}
