@@ -70,6 +70,15 @@ impl Outcome {
         }
     }
 
+    /// A hook response: one JSON object, or nothing when there is nothing to say.
+    pub fn hook(response: &crate::hook_io::Response) -> Outcome {
+        if response.is_empty() {
+            Outcome::nothing()
+        } else {
+            Outcome::json(response)
+        }
+    }
+
     /// Nothing on stdout.
     pub fn nothing() -> Outcome {
         Outcome::default()

@@ -23,6 +23,7 @@ pub mod context;
 pub mod duration;
 pub mod exit;
 pub mod glob;
+pub mod hook_io;
 pub mod jq;
 pub mod policy;
 pub mod state;

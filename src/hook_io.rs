@@ -1,0 +1,298 @@
+//! The Claude Code hook codec: a payload in (tolerant of unknown and missing fields, and of
+//! both names of the subagent tool), one response object out in the documented schema.
+//! It only translates; what to answer is decided by the commands.
+//!
+//! See `shared/reference/claude-code-hooks.md` §1 for the protocol.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// The subagent tool's names: `Agent` since v2.1.63, `Task` before.
+pub const SUBAGENT_TOOLS: &[&str] = &["Agent", "Task"];
+
+/// A hook event payload. Every accessor tolerates a missing or oddly typed field.
+#[derive(Clone, Debug, Default)]
+pub struct Payload(pub Value);
+
+impl Payload {
+    /// Wraps a parsed payload.
+    pub fn new(v: Value) -> Payload {
+        Payload(v)
+    }
+
+    /// A string field at the top level.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.0
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// `hook_event_name`.
+    pub fn event(&self) -> Option<&str> {
+        self.str("hook_event_name")
+    }
+
+    /// `session_id`.
+    pub fn session_id(&self) -> Option<&str> {
+        self.str("session_id")
+    }
+
+    /// `agent_id` (only inside a subagent).
+    pub fn agent_id(&self) -> Option<&str> {
+        self.str("agent_id")
+    }
+
+    /// `agent_type`.
+    pub fn agent_type(&self) -> Option<&str> {
+        self.str("agent_type")
+    }
+
+    /// `tool_name`.
+    pub fn tool_name(&self) -> Option<&str> {
+        self.str("tool_name")
+    }
+
+    /// `tool_use_id`.
+    pub fn tool_use_id(&self) -> Option<&str> {
+        self.str("tool_use_id")
+    }
+
+    /// `tool_input` (null when missing).
+    pub fn tool_input(&self) -> &Value {
+        self.0.get("tool_input").unwrap_or(&Value::Null)
+    }
+
+    /// `tool_response` (null when missing).
+    pub fn tool_response(&self) -> &Value {
+        self.0.get("tool_response").unwrap_or(&Value::Null)
+    }
+
+    /// True when the tool is the subagent tool, under either name.
+    pub fn is_subagent_tool(&self) -> bool {
+        self.tool_name()
+            .is_some_and(|t| SUBAGENT_TOOLS.contains(&t))
+    }
+
+    /// The subagent's type: `tool_input.subagent_type`, else `agent_type`.
+    pub fn subagent_type(&self) -> Option<&str> {
+        self.tool_input()
+            .get("subagent_type")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .or_else(|| self.agent_type())
+    }
+
+    /// `error` as text (PostToolUseFailure's free text, StopFailure's enum word).
+    pub fn error(&self) -> Option<&str> {
+        self.str("error")
+    }
+
+    /// `is_interrupt`.
+    pub fn is_interrupt(&self) -> bool {
+        self.0
+            .get("is_interrupt")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// `duration_ms`.
+    pub fn duration_ms(&self) -> Option<u64> {
+        self.0.get("duration_ms").and_then(Value::as_u64)
+    }
+
+    /// `stop_hook_active`.
+    pub fn stop_hook_active(&self) -> bool {
+        self.0
+            .get("stop_hook_active")
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
+
+    /// `last_assistant_message`.
+    pub fn last_assistant_message(&self) -> Option<&str> {
+        self.str("last_assistant_message")
+    }
+
+    /// `agent_transcript_path`, else `transcript_path`.
+    pub fn transcript_path(&self) -> Option<&str> {
+        self.str("agent_transcript_path")
+            .or_else(|| self.str("transcript_path"))
+    }
+
+    /// The text blocks of a subagent tool's `tool_response.content`, joined; `None` when the
+    /// response has none (or is `async_launched`, which has no output yet).
+    pub fn tool_response_text(&self) -> Option<String> {
+        let r = self.tool_response();
+        if let Some(s) = r.as_str() {
+            return Some(s.to_string());
+        }
+        let blocks = r.get("content")?.as_array()?;
+        let texts: Vec<&str> = blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect();
+        Some(texts.join("\n"))
+    }
+
+    /// True when a subagent was launched in the background and has no output yet.
+    pub fn is_async_launched(&self) -> bool {
+        self.tool_response().get("status").and_then(Value::as_str) == Some("async_launched")
+    }
+}
+
+/// A hook response. Fields left `None` are not printed; an empty response prints nothing.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Response {
+    /// `"block"` to block (Stop, SubagentStop, PostToolUse, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    /// Why, for the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `false` stops Claude.
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_: Option<bool>,
+    /// Shown to the user when `continue` is false.
+    #[serde(rename = "stopReason", skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    /// Shown to the user.
+    #[serde(rename = "systemMessage", skip_serializing_if = "Option::is_none")]
+    pub system_message: Option<String>,
+    /// Event-specific output.
+    #[serde(rename = "hookSpecificOutput", skip_serializing_if = "Option::is_none")]
+    pub hook_specific: Option<Map<String, Value>>,
+}
+
+/// The protocol caps strings at 10,000 characters.
+const MAX_CHARS: usize = 10_000;
+
+fn capped(s: impl Into<String>) -> String {
+    let s: String = s.into();
+    if s.chars().count() <= MAX_CHARS {
+        return s;
+    }
+    let mut out: String = s.chars().take(MAX_CHARS - 1).collect();
+    out.push('…');
+    out
+}
+
+impl Response {
+    /// True when there is nothing to say (print nothing).
+    pub fn is_empty(&self) -> bool {
+        self == &Response::default()
+    }
+
+    /// `{"decision": "block", "reason": ...}`.
+    pub fn block(reason: impl Into<String>) -> Response {
+        Response {
+            decision: Some("block".into()),
+            reason: Some(capped(reason)),
+            ..Response::default()
+        }
+    }
+
+    /// PreToolUse: deny with a reason that goes to Claude.
+    pub fn deny(reason: impl Into<String>) -> Response {
+        let mut r = Response::default();
+        r.specific("PreToolUse", "permissionDecision", Value::from("deny"));
+        r.specific(
+            "PreToolUse",
+            "permissionDecisionReason",
+            Value::from(capped(reason)),
+        );
+        r
+    }
+
+    /// `hookSpecificOutput.additionalContext` for `event`.
+    pub fn context(event: &str, text: impl Into<String>) -> Response {
+        let mut r = Response::default();
+        r.add_context(event, text);
+        r
+    }
+
+    /// Adds (or appends to) `additionalContext`.
+    pub fn add_context(&mut self, event: &str, text: impl Into<String>) {
+        let text: String = text.into();
+        let joined = match self
+            .hook_specific
+            .as_ref()
+            .and_then(|m| m.get("additionalContext"))
+        {
+            Some(Value::String(old)) => format!("{old}\n\n{text}"),
+            _ => text,
+        };
+        self.specific(event, "additionalContext", Value::from(capped(joined)));
+    }
+
+    /// Adds (or appends to) `systemMessage`.
+    pub fn add_system_message(&mut self, text: impl Into<String>) {
+        let text: String = text.into();
+        self.system_message = Some(capped(match self.system_message.take() {
+            Some(old) => format!("{old}\n{text}"),
+            None => text,
+        }));
+    }
+
+    fn specific(&mut self, event: &str, key: &str, value: Value) {
+        let m = self.hook_specific.get_or_insert_with(Map::new);
+        m.insert("hookEventName".into(), Value::from(event));
+        m.insert(key.into(), value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn both_names_of_the_subagent_tool() {
+        for name in ["Agent", "Task"] {
+            let p = Payload::new(
+                json!({"tool_name": name, "tool_input": {"subagent_type": "researcher"}}),
+            );
+            assert!(p.is_subagent_tool());
+            assert_eq!(p.subagent_type(), Some("researcher"));
+        }
+        assert!(!Payload::new(json!({"tool_name": "Bash"})).is_subagent_tool());
+    }
+
+    #[test]
+    fn tolerates_missing_and_odd_fields() {
+        let p = Payload::new(json!({"session_id": 7, "tool_input": "x", "is_interrupt": "yes"}));
+        assert_eq!(p.session_id(), None);
+        assert_eq!(p.subagent_type(), None);
+        assert!(!p.is_interrupt());
+        assert_eq!(Payload::default().event(), None);
+    }
+
+    #[test]
+    fn response_text_blocks() {
+        let p = Payload::new(json!({"tool_response": {"status": "completed", "content": [
+            {"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]}}));
+        assert_eq!(p.tool_response_text().as_deref(), Some("a\nb"));
+        let p = Payload::new(json!({"tool_response": {"status": "async_launched"}}));
+        assert!(p.is_async_launched());
+    }
+
+    #[test]
+    fn responses_serialize_in_the_protocol_schema() {
+        let r = Response::deny("open");
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                "permissionDecision": "deny", "permissionDecisionReason": "open"}})
+        );
+        let mut r = Response::block("finish");
+        r.add_system_message("note");
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            json!({"decision": "block", "reason": "finish", "systemMessage": "note"})
+        );
+        assert!(Response::default().is_empty());
+        let long = Response::block("x".repeat(20_000));
+        assert_eq!(long.reason.map(|s| s.chars().count()), Some(10_000));
+    }
+}
