@@ -6,4 +6,5 @@
 mod common;
 
 mod contract;
+mod docs;
 mod state;

@@ -1,19 +1,509 @@
-//! `state-write` and `state-read` (issue 2).
+//! `state-write` and `state-read` (issue 2): atomic replacement, recovery, concurrency,
+//! crashes, full disks and bad input.
 
-use crate::common::{json_out, Sandbox};
+use crate::common::{bin, json_out, Sandbox};
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::process::Stdio;
+
+fn write(s: &Sandbox, file: &str, doc: &str) {
+    let out = s
+        .cmd(&["state-write", file])
+        .write_stdin(doc)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json_out(&out)["written"], true);
+}
+
+fn read(s: &Sandbox, args: &[&str]) -> serde_json::Value {
+    let mut a = vec!["state-read"];
+    a.extend_from_slice(args);
+    let out = s.cmd(&a).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_out(&out)
+}
+
+fn corrupt_files(s: &Sandbox, dir: &str, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(s.path().join(dir))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
 
 #[test]
-fn write_then_read() {
+fn write_reports_path_size_digest_and_backup() {
     let s = Sandbox::new();
     let out = s
         .cmd(&["state-write", "run/s.json", "--require", "stage"])
         .write_stdin("{\"stage\":2}")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0));
     let v = json_out(&out);
     assert_eq!(v["written"], true);
     assert_eq!(v["bytes"], 11);
-    let out = s.cmd(&["state-read", "run/s.json"]).output().unwrap();
-    assert_eq!(json_out(&out)["data"]["stage"], 2);
+    assert_eq!(v["backup"], serde_json::Value::Null);
+    let expected = {
+        use sha2::Digest;
+        let d = sha2::Sha256::digest(b"{\"stage\":2}");
+        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    assert_eq!(v["sha256"], expected);
+    write(&s, "run/s.json", "{\"stage\":3}");
+    assert_eq!(s.read("run/s.json.bak"), "{\"stage\":2}");
+    assert_eq!(read(&s, &["run/s.json"])["data"]["stage"], 3);
+}
+
+#[test]
+fn concurrent_updates_never_lose_one() {
+    let s = Sandbox::new();
+    write(&s, "s.json", "{\"n\":0}");
+    let workers: Vec<_> = (0..8)
+        .map(|_| {
+            let dir = s.path().to_path_buf();
+            std::thread::spawn(move || {
+                for _ in 0..50 {
+                    let st = std::process::Command::new(bin())
+                        .args(["state-write", "s.json", "--update", ".n += 1", "--strict"])
+                        .env("TRIAGE_LOCK_TIMEOUT", "60s")
+                        .env_remove("TRIAGE_DIR")
+                        .current_dir(&dir)
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .status()
+                        .unwrap();
+                    assert_eq!(st.code(), Some(0));
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(read(&s, &["s.json"])["data"]["n"], 400);
+}
+
+#[test]
+fn update_starts_from_an_empty_object() {
+    let s = Sandbox::new();
+    let out = s
+        .cmd(&["state-write", "new.json", "--update", ".n += 1"])
+        .output()
+        .unwrap();
+    assert_eq!(json_out(&out)["written"], true);
+    assert_eq!(read(&s, &["new.json"])["data"]["n"], 1);
+}
+
+#[test]
+fn invalid_input_leaves_file_and_backup_byte_for_byte() {
+    let s = Sandbox::new();
+    write(&s, "s.json", "{\"v\":1}");
+    write(&s, "s.json", "{\"v\":2}");
+    let before = (s.read("s.json"), s.read("s.json.bak"));
+    let deep = "[".repeat(100_000);
+    let big = format!("{{\"x\":\"{}\"}}", "a".repeat(20 * 1024 * 1024));
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("invalid UTF-8", b"{\"a\":\"\xff\xfe\"}".to_vec()),
+        ("truncated", b"{\"a\": [1, 2".to_vec()),
+        ("NUL bytes", b"{\"a\":\0}".to_vec()),
+        ("deep nesting", deep.into_bytes()),
+        ("20 MB", big.into_bytes()),
+        ("not an object", b"[1,2]".to_vec()),
+        ("two documents", b"{} {}".to_vec()),
+        ("empty", Vec::new()),
+    ];
+    for (what, input) in cases {
+        let out = s
+            .cmd(&["state-write", "s.json"])
+            .write_stdin(input.clone())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{what}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("triage state-write: "), "{what}: {err}");
+        assert!(out.stdout.is_empty(), "{what}");
+        let strict = s
+            .cmd(&["state-write", "s.json", "--strict"])
+            .write_stdin(input)
+            .output()
+            .unwrap();
+        assert_eq!(strict.status.code(), Some(65), "{what}");
+        assert_eq!((s.read("s.json"), s.read("s.json.bak")), before, "{what}");
+    }
+    // Every degradation leaves a trace.
+    let log = s.read(".triage/logs/triage.log");
+    assert!(log.lines().count() >= 8, "{log}");
+}
+
+#[test]
+fn failed_require_or_check_writes_nothing() {
+    let s = Sandbox::new();
+    write(&s, "s.json", "{\"stage\":1}");
+    let out = s
+        .cmd(&[
+            "state-write",
+            "s.json",
+            "--require",
+            "workflow_id",
+            "--strict",
+        ])
+        .write_stdin("{\"stage\":2}")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(65));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("workflow_id"));
+    let out = s
+        .cmd(&["state-write", "s.json", "--check", ".stage < 2", "--strict"])
+        .write_stdin("{\"stage\":2}")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(65));
+    assert_eq!(s.read("s.json"), "{\"stage\":1}");
+    // A filter that does not compile is a usage error.
+    s.cmd(&["state-write", "s.json", "--check", ".a |"])
+        .write_stdin("{}")
+        .assert()
+        .code(64);
+}
+
+#[test]
+fn mode_of_an_existing_file_survives() {
+    let s = Sandbox::new();
+    let p = s.write("s.json", "{}");
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+    write(&s, "s.json", "{\"a\":1}");
+    let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640);
+}
+
+#[test]
+fn checkpoint_keeps_a_copy() {
+    let s = Sandbox::new();
+    let out = s
+        .cmd(&[
+            "state-write",
+            "run/s.json",
+            "--checkpoint",
+            "stage_1_complete.json",
+        ])
+        .write_stdin("{\"stage\":1}")
+        .output()
+        .unwrap();
+    assert!(json_out(&out)["checkpoint"]
+        .as_str()
+        .unwrap()
+        .ends_with("run/checkpoints/stage_1_complete.json"));
+    assert_eq!(
+        s.read("run/checkpoints/stage_1_complete.json"),
+        "{\"stage\":1}"
+    );
+    s.cmd(&["state-write", "run/s.json", "--checkpoint", "../x"])
+        .write_stdin("{}")
+        .assert()
+        .code(64);
+}
+
+#[test]
+fn corrupt_file_is_recovered_from_backup_and_kept() {
+    for (what, garbage) in [
+        ("empty", ""),
+        ("truncated", "{\"stage\": 2, \"wor"),
+        ("garbage", "\u{0}\u{1}PK binary"),
+        ("fails --require", "{\"other\": true}"),
+    ] {
+        let s = Sandbox::new();
+        write(&s, "s.json", "{\"stage\":1}");
+        write(&s, "s.json", "{\"stage\":2}");
+        s.write("s.json", garbage);
+        let v = read(&s, &["s.json", "--require", "stage"]);
+        assert_eq!(v["recovered_from"], "backup", "{what}");
+        assert_eq!(v["data"]["stage"], 1, "{what}");
+        assert_eq!(v["tried"][0]["source"], "primary", "{what}");
+        let kept = corrupt_files(&s, ".", "s.json.corrupt-");
+        assert_eq!(kept.len(), 1, "{what}");
+        assert_eq!(s.read(&kept[0]), garbage, "{what}");
+    }
+}
+
+#[test]
+fn recovery_falls_back_to_the_newest_checkpoint() {
+    let s = Sandbox::new();
+    for (stage, name) in [(1, "a.json"), (2, "b.json")] {
+        s.cmd(&["state-write", "run/s.json", "--checkpoint", name])
+            .write_stdin(format!("{{\"stage\":{stage}}}"))
+            .assert()
+            .code(0);
+    }
+    // Make the older checkpoint clearly older, whatever the file system's time resolution.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(s.path().join("run/checkpoints/a.json"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    s.write("run/s.json", "garbage");
+    s.write("run/s.json.bak", "{\"broken\":");
+    let v = read(&s, &["run/s.json"]);
+    assert_eq!(v["recovered_from"], "checkpoint:b.json");
+    assert_eq!(v["data"]["stage"], 2);
+}
+
+#[test]
+fn nothing_valid_lists_what_was_tried() {
+    let s = Sandbox::new();
+    s.write("s.json", "garbage");
+    let out = s.cmd(&["state-read", "s.json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = json_out(&out);
+    assert_eq!(v["recovered_from"], serde_json::Value::Null);
+    assert_eq!(v["tried"].as_array().unwrap().len(), 2);
+    s.cmd(&["state-read", "s.json", "-e"]).assert().code(1);
+    s.write("s.json", "garbage");
+    s.cmd(&["state-read", "s.json", "--strict"])
+        .assert()
+        .code(65);
+}
+
+#[test]
+fn update_of_a_corrupt_file_uses_the_backup() {
+    let s = Sandbox::new();
+    write(&s, "s.json", "{\"n\":1}");
+    write(&s, "s.json", "{\"n\":2}");
+    s.write("s.json", "{\"n\":");
+    s.cmd(&["state-write", "s.json", "--update", ".n += 10"])
+        .assert()
+        .code(0);
+    assert_eq!(read(&s, &["s.json"])["data"]["n"], 11);
+    assert_eq!(corrupt_files(&s, ".", "s.json.corrupt-").len(), 1);
+    // The good backup was not replaced by the corrupt file.
+    assert_eq!(s.read("s.json.bak"), "{\"n\":1}");
+}
+
+/// Starts a write that stops at `step` (a test-only fault point), kills it with SIGKILL, and
+/// checks that the file is the old or the new document and that the next write cleans up.
+fn kill_at(step: &str) {
+    let s = Sandbox::new();
+    write(&s, "s.json", "{\"v\":\"old\"}");
+    let mut child = s
+        .std_cmd(&["state-write", "s.json"])
+        .env("TRIAGE_FAULT", format!("{step}:sleep"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"{\"v\":\"new\"}")
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let ready = lines.next().unwrap().unwrap();
+    assert_eq!(ready, format!("READY {step}"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let now = s.read("s.json");
+    assert!(
+        now == "{\"v\":\"old\"}" || now == "{\"v\":\"new\"}",
+        "{step}: torn: {now:?}"
+    );
+    write(&s, "s.json", "{\"v\":\"later\"}");
+    let temps: Vec<String> = corrupt_files(&s, ".", ".s.json.tmp-");
+    assert!(temps.is_empty(), "{step}: temp files left: {temps:?}");
+    assert_eq!(s.read("s.json"), "{\"v\":\"later\"}");
+}
+
+#[test]
+fn sigkill_after_the_temp_write_leaves_the_old_document() {
+    kill_at("after-temp-write");
+}
+
+#[test]
+fn sigkill_before_the_rename_leaves_the_old_document() {
+    kill_at("before-rename");
+}
+
+#[test]
+fn sigkill_before_the_folder_fsync_leaves_old_or_new() {
+    kill_at("before-dir-fsync");
+}
+
+#[test]
+fn failed_fsync_is_never_a_success() {
+    let s = Sandbox::new();
+    write(&s, "s.json", "{\"v\":1}");
+    let out = s
+        .cmd(&["state-write", "s.json", "--strict"])
+        .env("TRIAGE_FAULT", "fsync:eio")
+        .write_stdin("{\"v\":2}")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(74));
+    assert!(out.stdout.is_empty());
+    assert_eq!(s.read("s.json"), "{\"v\":1}");
+    assert!(corrupt_files(&s, ".", ".s.json.tmp-").is_empty());
+}
+
+#[test]
+fn lock_held_elsewhere_times_out_without_hanging() {
+    let s = Sandbox::new();
+    write(&s, "s.json", "{\"v\":1}");
+    let lock = std::fs::File::create(s.path().join("s.json.lock")).unwrap();
+    lock.lock().unwrap();
+    let out = s
+        .cmd(&["state-write", "s.json", "--strict"])
+        .env("TRIAGE_LOCK_TIMEOUT", "50ms")
+        .write_stdin("{\"v\":2}")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(75));
+    let out = s
+        .cmd(&["state-write", "s.json"])
+        .env("TRIAGE_LOCK_TIMEOUT", "50ms")
+        .write_stdin("{\"v\":2}")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TRIAGE_LOCK_TIMEOUT"));
+    assert_eq!(s.read("s.json"), "{\"v\":1}");
+}
+
+// --- A full disk: a 64 KiB tmpfs in a user and mount namespace. ---------------------------
+
+const NOSPACE_DIR: &str = "TRIAGE_TEST_NOSPACE_DIR";
+
+/// Runs this test binary's `full_disk_child` inside `unshare -Urm` with a 64 KiB tmpfs.
+#[test]
+fn full_disk_changes_nothing() {
+    let probe = std::process::Command::new("unshare")
+        .args(["-Urm", "true"])
+        .output();
+    if !probe.map(|o| o.status.success()).unwrap_or(false) {
+        eprintln!("skipped: `unshare -Urm` is not allowed here, so no small tmpfs can be mounted");
+        return;
+    }
+    let s = Sandbox::new();
+    let mnt = s.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let out = std::process::Command::new("unshare")
+        .args([
+            "-Urm",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=64k tmpfs \"$1\" && shift && exec \"$@\"",
+            "sh",
+        ])
+        .arg(&mnt)
+        .arg(&exe)
+        .args([
+            "--exact",
+            "state::full_disk_child",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(NOSPACE_DIR, &mnt)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("1 passed"),
+        "the child test did not run: {text}"
+    );
+}
+
+#[test]
+#[ignore = "runs only inside full_disk_changes_nothing's namespace"]
+fn full_disk_child() {
+    let Ok(dir) = std::env::var(NOSPACE_DIR) else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    let run = |args: &[&str], input: &[u8]| {
+        let mut c = std::process::Command::new(bin());
+        c.args(args)
+            .current_dir(&dir)
+            .env("TRIAGE_DIR", dir.join(".triage"));
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        let _ = child.stdin.take().unwrap().write_all(input);
+        child.wait_with_output().unwrap()
+    };
+    // A small state and its backup fit.
+    assert!(run(&["state-write", "F"], b"{\"v\":1}").status.success());
+    assert!(run(&["state-write", "F"], b"{\"v\":2}").status.success());
+    let before = (
+        std::fs::read(dir.join("F")).unwrap(),
+        std::fs::read(dir.join("F.bak")).unwrap(),
+    );
+    // A document larger than the disk does not.
+    let big = format!("{{\"x\":\"{}\"}}", "a".repeat(100 * 1024));
+    let out = run(&["state-write", "F"], big.as_bytes());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warning") || !out.stderr.is_empty());
+    let out = run(&["state-write", "F", "--strict"], big.as_bytes());
+    assert_eq!(
+        out.status.code(),
+        Some(74),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = (
+        std::fs::read(dir.join("F")).unwrap(),
+        std::fs::read(dir.join("F.bak")).unwrap(),
+    );
+    assert_eq!(before, after);
+    let temps = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".F.tmp-"))
+        .count();
+    assert_eq!(temps, 0);
+
+    // An append that runs out of space leaves no partial line.
+    let log = dir.join("log.jsonl");
+    let line = format!("{{\"pad\":\"{}\"}}", "b".repeat(8000));
+    let mut ok = 0;
+    let err = loop {
+        match triage::store::append_line(&log, line.as_bytes(), std::time::Duration::from_secs(1)) {
+            Ok(()) => ok += 1,
+            Err(e) => break e,
+        }
+        assert!(ok < 100, "the disk never filled");
+    };
+    assert!(err.is_no_space(), "{err}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.ends_with('\n'));
+    assert_eq!(text.lines().count(), ok);
+    assert!(text
+        .lines()
+        .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
 }
