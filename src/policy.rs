@@ -417,6 +417,31 @@ impl Policy {
         }
     }
 
+    /// The policy as `config show` prints it: every default decided, `null` where an
+    /// optional rule is off.
+    pub fn effective(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        let mut defaults = BreakerSection {
+            defaults: self.breaker.defaults.clone(),
+            keys: BTreeMap::new(),
+        };
+        defaults.keys.clear();
+        let resolved = Policy {
+            breaker: defaults,
+            ..Policy::default()
+        }
+        .breaker_for("");
+        if let (Some(obj), Ok(serde_json::Value::Object(b))) = (
+            v.get_mut("breaker").and_then(|b| b.as_object_mut()),
+            serde_json::to_value(resolved),
+        ) {
+            for (k, val) in b {
+                obj.insert(k, val);
+            }
+        }
+        v
+    }
+
     /// Everything the policy says of agent `name`, merged across matching `[agents.*]`.
     pub fn agent(&self, name: &str) -> AgentSettings {
         let mut merged = AgentPolicy::default();
@@ -765,6 +790,10 @@ mod tests {
         assert_eq!(p.thresholds.phase_failure_ratio, 0.5);
         assert_eq!(p.thresholds.cascade_agents, 2);
         assert_eq!(p.agent("x").criticality, Criticality::Critical);
+        let shown = p.effective();
+        assert_eq!(shown["breaker"]["failure_threshold"], 2);
+        assert_eq!(shown["breaker"]["cooldown"], "1m");
+        assert_eq!(shown["breaker"]["failure_rate"], serde_json::Value::Null);
     }
 
     #[test]

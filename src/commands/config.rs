@@ -38,15 +38,16 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         Action::Show => {
             let policy = cx.policy()?;
             let source = cx.policy_path();
+            let shown = policy.effective();
             if cx.global.text {
-                let body = toml::to_string_pretty(policy)
+                let body = toml::to_string_pretty(&without_nulls(shown))
                     .map_err(|e| Failure::data(format!("cannot render the policy: {e}")))?;
                 let from = source.map_or("built-in defaults".into(), |p| p.display().to_string());
                 return Ok(Outcome::text(format!(
                     "# effective policy, from {from}\n{body}"
                 )));
             }
-            Ok(Outcome::json(policy))
+            Ok(Outcome::json(&shown))
         }
         Action::Check { file } => {
             let file = file.clone().or_else(|| cx.policy_path()).ok_or_else(|| {
@@ -73,5 +74,21 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             };
             Ok(out.negative(!ok))
         }
+    }
+}
+
+/// TOML has no null: an option that is off is left out of the text form.
+fn without_nulls(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => serde_json::Value::Object(
+            m.into_iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k, without_nulls(v)))
+                .collect(),
+        ),
+        serde_json::Value::Array(a) => {
+            serde_json::Value::Array(a.into_iter().map(without_nulls).collect())
+        }
+        v => v,
     }
 }

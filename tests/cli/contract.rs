@@ -94,3 +94,42 @@ fn bad_triage_now_is_a_usage_error() {
         .assert()
         .code(64);
 }
+
+/// No input of any kind makes any subcommand exit 2 (clap's usage status) or panic (101).
+#[test]
+fn no_input_makes_any_subcommand_exit_2_or_panic() {
+    use clap::CommandFactory;
+    let names: Vec<String> = triage::cli::Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect();
+    let inputs: Vec<Vec<u8>> = vec![
+        Vec::new(),
+        b"\xff\xfe garbage \0".to_vec(),
+        b"{\"hook_event_name\": \"PreToolUse\", \"tool_name\": 7".to_vec(),
+        "[".repeat(100_000).into_bytes(),
+        b"{\"hook_event_name\": 42, \"session_id\": [], \"error\": {}}".to_vec(),
+    ];
+    let arg_sets: [&[&str]; 4] = [&[], &["--bogus"], &["x", "y", "z", "w"], &["--help"]];
+    let s = Sandbox::new();
+    for name in &names {
+        for args in arg_sets {
+            for input in &inputs {
+                let mut a = vec![name.as_str()];
+                a.extend_from_slice(args);
+                let out = s
+                    .cmd(&a)
+                    .env("TRIAGE_LOCK_TIMEOUT", "100ms")
+                    .write_stdin(input.clone())
+                    .output()
+                    .unwrap();
+                let code = out.status.code();
+                assert!(
+                    code != Some(2) && code != Some(101) && code.is_some(),
+                    "triage {a:?} exited {code:?}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+        }
+    }
+}

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod config;
 mod contract;
 mod docs;
 mod state;

@@ -1,0 +1,86 @@
+//! `config show` and `config check`, and how a broken policy degrades at run time.
+
+use crate::common::{json_out, Sandbox};
+
+#[test]
+fn show_prints_the_seed_defaults_without_a_policy_file() {
+    let s = Sandbox::new();
+    let v = json_out(&s.cmd(&["config", "show"]).output().unwrap());
+    assert_eq!(v["retry"]["schedule"], serde_json::json!(["30s", "2m"]));
+    assert_eq!(v["retry"]["max_attempts"], 3);
+    assert_eq!(v["thresholds"]["session_failures"], 5);
+    assert_eq!(v["thresholds"]["cascade_agents"], 2);
+    assert_eq!(v["breaker"]["failure_threshold"], 2);
+    assert_eq!(v["breaker"]["cooldown"], "1m");
+    assert_eq!(v["breaker"]["half_open_probes"], 1);
+    assert!(!s.root().exists(), "config show writes nothing");
+}
+
+#[test]
+fn show_reads_the_project_policy() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[breaker]\nfailure_threshold = 4\n");
+    let v = json_out(&s.cmd(&["config", "show"]).output().unwrap());
+    assert_eq!(v["breaker"]["failure_threshold"], 4);
+    let p = s.write("proj/.triage.toml", "[breaker]\nfailure_threshold = 7\n");
+    let v = json_out(
+        &s.cmd(&["config", "show"])
+            .env("CLAUDE_PROJECT_DIR", p.parent().unwrap())
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(v["breaker"]["failure_threshold"], 7);
+    s.cmd(&["config", "show", "--text"])
+        .assert()
+        .code(0)
+        .stdout(predicates::str::contains("failure_threshold = 4"));
+}
+
+#[test]
+fn check_names_file_line_key_and_the_closest_valid_key() {
+    let s = Sandbox::new();
+    s.write("p.toml", "[retry]\nschedule = [\"1s\"]\nmax_atempts = 2\n");
+    let out = s.cmd(&["config", "check", "p.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("p.toml:line 3: unknown field `max_atempts`"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `max_attempts`"), "{err}");
+    let v = json_out(&out);
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["problems"][0]["line"], 3);
+    s.cmd(&["config", "check", "p.toml", "-e"]).assert().code(1);
+    s.write("good.toml", include_str!("../fixtures/spec-policy.toml"));
+    s.cmd(&["config", "check", "good.toml", "-e"])
+        .assert()
+        .code(0);
+}
+
+#[test]
+fn check_reports_bad_regexes_with_their_line() {
+    let s = Sandbox::new();
+    s.write(
+        "p.toml",
+        "[[classify.rules]]\nname = \"x\"\nmatch = '(unclosed'\nkind = \"unknown\"\n",
+    );
+    let out = s.cmd(&["config", "check", "p.toml"]).output().unwrap();
+    let v = json_out(&out);
+    assert_eq!(v["problems"][0]["line"], 3);
+    assert!(v["problems"][0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("classify rule `x`"));
+}
+
+#[test]
+fn a_broken_policy_warns_and_falls_back_to_defaults() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[breaker]\nfailure_threshold = \"many\"\n");
+    let out = s.cmd(&["config", "show"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("using the built-in defaults"));
+    assert_eq!(json_out(&out)["breaker"]["failure_threshold"], 2);
+    s.cmd(&["config", "show", "--strict"]).assert().code(65);
+}
