@@ -1,7 +1,7 @@
 //! The integration tests: one binary, one module per subcommand, all through the real
 //! `triage` executable in a temp folder with the tool's environment cleared.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
