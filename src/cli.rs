@@ -52,10 +52,12 @@ pub enum Command {
     Config(commands::config::Args),
     /// Create the multi-call symlinks (state-write, ...) next to the binary
     InstallLinks(commands::install_links::Args),
+    /// Classify a failure: kind, tier, retryable, and what to do next
+    Classify(commands::classify::Args),
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
-pub const MULTICALL: &[&str] = &["state-write", "state-read"];
+pub const MULTICALL: &[&str] = &["state-write", "state-read", "classify"];
 
 impl Command {
     /// The subcommand's name, which starts its messages.
@@ -65,12 +67,13 @@ impl Command {
             Command::StateRead(_) => "state-read",
             Command::Config(_) => "config",
             Command::InstallLinks(_) => "install-links",
+            Command::Classify(_) => "classify",
         }
     }
 
     /// Whether the command writes under the state root (and so may leave a trace there).
     fn writes_state(&self) -> bool {
-        !matches!(self, Command::Config(_))
+        !matches!(self, Command::Config(_) | Command::Classify(_))
     }
 
     fn run(&self, cx: &Context) -> Result<Outcome, Failure> {
@@ -79,6 +82,7 @@ impl Command {
             Command::StateRead(a) => commands::state_read::run(a, cx),
             Command::Config(a) => commands::config::run(a, cx),
             Command::InstallLinks(a) => commands::install_links::run(a, cx),
+            Command::Classify(a) => commands::classify::run(a, cx),
         }
     }
 }

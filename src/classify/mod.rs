@@ -368,6 +368,12 @@ pub fn hook_context(e: &ErrorObject) -> String {
         (Action::Skip, _) => "skip this step and go on".into(),
         (Action::Abort, _) => "stop the workflow and keep what is done".into(),
     };
+    // Seed 004: a tier-1 error is one the agent handles itself, so the model is told to.
+    let next = if e.action != Action::Retry && e.tier == Tier::SelfRecoverable {
+        format!("handle it yourself (a tier-1 error), without repeating the same call; if you cannot, {next}")
+    } else {
+        next
+    };
     let mut p = format!(
         "triage: this failure is `{}` (tier {} {}, {}, {}). {}. Next step: {}.",
         e.kind,
@@ -410,27 +416,27 @@ fn fmt_secs(s: f64) -> String {
     }
 }
 
-/// The man page's table: every kind with its default tier, category, retryability,
-/// severity and action when not retried.
+/// The man page's table: every kind with its default tier, category, retryability and
+/// severity (narrow enough for an 80-column man page).
 pub fn kinds_table() -> String {
     let mut out = String::from(
-        "Kinds and their defaults (seed 004 tiers, seed 001 categories and severities, seed 003 \
-         retryability; [[classify.rules]] and [retry.kinds.KIND] change them):\n\n",
+        "Kinds and their defaults (tiers: seed 004; categories and severities: seed 001; \
+         retryability: seed 003). [[classify.rules]] and [retry.kinds.KIND] change them.\n\n",
     );
-    out.push_str(&format!(
-        "  {:<18} {:<5} {:<19} {:<10} {:<9} {}\n",
-        "kind", "tier", "category", "retryable", "severity", "when not retried"
-    ));
+    let row = |k: &str, t: &str, c: &str, r: &str, s: &str| {
+        format!(" {k:<17} {t:<4} {c:<18} {r:<9} {s}\n")
+    };
+    out.push_str(&row("kind", "tier", "category", "retryable", "severity"));
     for k in Kind::ALL {
         let d = rules::defaults(*k);
-        out.push_str(&format!(
-            "  {:<18} {:<5} {:<19} {:<10} {:<9} {}\n",
+        let tier = d.tier.number().to_string();
+        let retry = if d.retryable { "yes" } else { "no" };
+        out.push_str(&row(
             k.as_str(),
-            d.tier.number(),
+            &tier,
             d.category.as_str(),
-            if d.retryable { "yes" } else { "no" },
+            retry,
             d.severity.as_str(),
-            d.fallback.as_str()
         ));
     }
     out
@@ -614,7 +620,7 @@ mod tests {
     fn the_kinds_table_names_every_kind() {
         let t = kinds_table();
         for k in Kind::ALL {
-            assert!(t.contains(&format!("  {:<18} ", k.as_str())), "{k}");
+            assert!(t.contains(&format!(" {:<17} ", k.as_str())), "{k}");
         }
     }
 }

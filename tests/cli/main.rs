@@ -5,6 +5,7 @@
 
 mod common;
 
+mod classify;
 mod config;
 mod contract;
 mod docs;
