@@ -13,7 +13,7 @@ Examples:
   echo 'curl: (6) Could not resolve host: example.invalid' | triage classify --raw
   triage classify --message 'Command timed out after 2m 0s' --agent researcher --attempt 2
   echo '{\"message\": \"Error: connect ECONNREFUSED 127.0.0.1:5432\", \"exit_code\": 1}' | triage classify --text
-  echo '{\"hook_event_name\": \"PostToolUseFailure\", \"tool_name\": \"Bash\", \"error\": \"Exit code 127\\nbash: jqq: command not found\"}' | triage classify --hook
+  printf '%s' '{\"hook_event_name\": \"PostToolUseFailure\", \"tool_name\": \"Bash\", \"error\": \"Exit code 127\\nbash: jqq: command not found\"}' | triage classify --hook
 
 -e exits 1 when no retry is advised. TRIAGE_SEED=N makes jitter repeatable.";
 

@@ -374,3 +374,48 @@ fn long_help_lists_every_kind_with_its_defaults() {
         "{help}"
     );
 }
+
+/// The examples in `triage classify --help` are real commands: each runs and prints JSON.
+#[test]
+fn help_examples_run() {
+    let s = Sandbox::new();
+    let out = s.cmd(&["classify", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    let examples: Vec<&str> = help
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            ["echo ", "printf ", "triage "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect();
+    assert!(examples.len() >= 4, "{help}");
+    let dir = bin().parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    for ex in examples {
+        let out = std::process::Command::new("sh")
+            .args(["-c", ex])
+            .env("PATH", &path)
+            .env_remove("TRIAGE_CONFIG")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .current_dir(s.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{ex}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{ex}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stdout.is_empty(), "{ex}");
+    }
+}
