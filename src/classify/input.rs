@@ -6,7 +6,7 @@
 use super::Overrides;
 use crate::hook_io::Payload;
 use crate::vocab::Kind;
-use regex::Regex;
+use regex::bytes::Regex;
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
 
@@ -238,8 +238,12 @@ fn tool_response(r: &Value, f: &mut Facts) {
     }
 }
 
+fn utf8(b: &[u8]) -> &str {
+    std::str::from_utf8(b).unwrap_or_default()
+}
+
 fn re(cell: &'static OnceLock<Option<Regex>>, pattern: &str) -> Option<&'static Regex> {
-    cell.get_or_init(|| Regex::new(pattern).ok()).as_ref()
+    cell.get_or_init(|| super::rules::ascii(pattern)).as_ref()
 }
 
 /// Facts read from the text itself: exit status, HTTP status, Retry-After, errno.
@@ -249,30 +253,30 @@ fn from_text(f: &mut Facts) {
     static HTTP_PHRASE: OnceLock<Option<Regex>> = OnceLock::new();
     static RETRY: OnceLock<Option<Regex>> = OnceLock::new();
     static ERRNO: OnceLock<Option<Regex>> = OnceLock::new();
-    let text = f.text.clone();
+    let text = f.text.to_ascii_lowercase();
     if f.exit_code.is_none() {
         // Claude Code's Bash errors start with `Exit code N`; Python says `non-zero exit status N`.
         f.exit_code = re(
             &EXIT,
             r"(?i)(?:^exit code:?|exit status|exited with code|non-zero exit status)\s+(-?\d+)",
         )
-        .and_then(|r| r.captures(&text))
-        .and_then(|c| c[1].parse().ok());
+        .and_then(|r| r.captures(text.as_bytes()))
+        .and_then(|c| utf8(&c[1]).parse().ok());
     }
     if f.http_status.is_none() {
         let code = re(&HTTP, r"(?i)(?:\bHTTP(?:/\d(?:\.\d)?)?[ :]+|\bstatus(?:[ _]?code)?[ :=]+|\berror code[ :=]+|\bAPI Error:?\s*|returned error:?\s*|\bError:\s+)([45]\d\d)\b")
-            .and_then(|r| r.captures(&text))
+            .and_then(|r| r.captures(text.as_bytes()))
             .or_else(|| {
                 re(&HTTP_PHRASE, r"(?i)\b([45]\d\d) (?:Too Many Requests|Service Unavailable|Bad Gateway|Gateway Time-?out|Not Found|Unauthorized|Forbidden|Bad Request|Internal Server Error|Unprocessable Entity|Request Timeout)")
-                    .and_then(|r| r.captures(&text))
+                    .and_then(|r| r.captures(text.as_bytes()))
             })
-            .and_then(|c| c[1].parse().ok());
+            .and_then(|c| utf8(&c[1]).parse().ok());
         f.http_status = code;
     }
     if f.retry_after_s.is_none() {
         f.retry_after_s = re(&RETRY, r#"(?i)retry[-_ ]after["']?\s*[:=]?\s*"?(\d+(?:\.\d+)?)|(?:retry|try again) in (\d+(?:\.\d+)?)\s*s"#)
-            .and_then(|r| r.captures(&text))
-            .and_then(|c| c.get(1).or(c.get(2)).and_then(|m| m.as_str().parse().ok()));
+            .and_then(|r| r.captures(text.as_bytes()))
+            .and_then(|c| c.get(1).or(c.get(2)).and_then(|m| utf8(m.as_bytes()).parse().ok()));
     }
     if let Some(code) = f.exit_code {
         f.context.insert("exit_code".into(), Value::from(code));
@@ -284,9 +288,9 @@ fn from_text(f: &mut Facts) {
         f.context.insert("retry_after_s".into(), Value::from(r));
     }
     if let Some(m) = re(&ERRNO, r"\b(E(?:NOENT|ACCES|PERM|CONNREFUSED|CONNRESET|NOTFOUND|TIMEDOUT|HOSTUNREACH|NETUNREACH|AI_AGAIN|PIPE|ROFS|NOSPC|MFILE))\b")
-        .and_then(|r| r.captures(&text))
+        .and_then(|r| r.captures(text.as_bytes()))
     {
-        f.context.insert("errno".into(), Value::from(&m[1]));
+        f.context.insert("errno".into(), Value::from(utf8(&m[1]).to_ascii_uppercase()));
     }
     if let Some(t) = &f.tool {
         f.context.insert("tool".into(), Value::from(t.clone()));

@@ -223,14 +223,12 @@ fn builtin<'p>(f: &input::Facts) -> Verdict<'p> {
             return v(kind, &format!("stop-failure-{word}"), details, None);
         }
     }
-    let (all, split) = rules::compiled();
-    let text_rule = |range: &[(&'static rules::TextRule, regex::Regex)]| {
-        range.iter().find_map(|(r, re)| {
-            re.find(&f.text)
-                .map(|m| v(r.kind, r.name, Some(line_at(&f.text, m.start())), None))
-        })
+    let lower = f.text.to_ascii_lowercase();
+    let text_rule = |specific: bool| {
+        rules::first_match(specific, lower.as_bytes())
+            .map(|(r, at)| v(r.kind, r.name, Some(line_at(&f.text, at)), None))
     };
-    if let Some(hit) = text_rule(&all[..*split]) {
+    if let Some(hit) = text_rule(true) {
         return hit;
     }
     if let Some((code, kind)) = f
@@ -244,7 +242,7 @@ fn builtin<'p>(f: &input::Facts) -> Verdict<'p> {
             .map(clip);
         return v(kind, &format!("http-{code}"), line, None);
     }
-    if let Some(mut hit) = text_rule(&all[*split..]) {
+    if let Some(mut hit) = text_rule(false) {
         // A crash by an outside signal (SIGKILL, SIGTERM) may pass on a new attempt.
         if let Some((Kind::Crash, _, r)) = f.exit_code.and_then(rules::exit_kind) {
             if hit.kind == Kind::Crash {
@@ -262,9 +260,17 @@ fn builtin<'p>(f: &input::Facts) -> Verdict<'p> {
 
 /// The line of `text` around byte `at`, trimmed and clipped.
 fn line_at(text: &str, at: usize) -> String {
-    let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
-    clip(&text[start..end])
+    let b = text.as_bytes();
+    let at = at.min(b.len());
+    let start = b[..at]
+        .iter()
+        .rposition(|&c| c == b'\n')
+        .map_or(0, |i| i + 1);
+    let end = b[at..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(b.len(), |i| at + i);
+    clip(&String::from_utf8_lossy(&b[start..end]))
 }
 
 /// The first line that says something (Claude Code's `Exit code N` line says nothing new).
