@@ -50,12 +50,14 @@ pub enum Command {
     StateRead(commands::state_read::Args),
     /// Show the effective policy, or check a policy file
     Config(commands::config::Args),
+    /// Circuit breakers shared by every process: check, record, status, reset, trip, disable
+    Breaker(commands::breaker::Args),
     /// Create the multi-call symlinks (state-write, ...) next to the binary
     InstallLinks(commands::install_links::Args),
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
-pub const MULTICALL: &[&str] = &["state-write", "state-read"];
+pub const MULTICALL: &[&str] = &["state-write", "state-read", "breaker"];
 
 impl Command {
     /// The subcommand's name, which starts its messages.
@@ -65,6 +67,7 @@ impl Command {
             Command::StateRead(_) => "state-read",
             Command::Config(_) => "config",
             Command::InstallLinks(_) => "install-links",
+            Command::Breaker(_) => "breaker",
         }
     }
 
@@ -79,6 +82,7 @@ impl Command {
             Command::StateRead(a) => commands::state_read::run(a, cx),
             Command::Config(a) => commands::config::run(a, cx),
             Command::InstallLinks(a) => commands::install_links::run(a, cx),
+            Command::Breaker(a) => commands::breaker::run(a, cx),
         }
     }
 }

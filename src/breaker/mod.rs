@@ -160,8 +160,12 @@ pub struct Totals {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Breaker {
-    /// The key, unescaped (the file name is its escaped form).
+    /// The key, unescaped (the file name is its escaped form); with `scope = "session"` it
+    /// starts with the session id and a `/`.
     pub key: String,
+    /// The session of a `scope = "session"` key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
     /// The state.
     pub state: State,
     /// Bumped on every transition; a ticket from another generation is stale.

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod breaker;
 mod config;
 mod contract;
 mod docs;
