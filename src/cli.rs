@@ -50,6 +50,8 @@ pub enum Command {
     StateRead(commands::state_read::Args),
     /// Show the effective policy, or check a policy file
     Config(commands::config::Args),
+    /// Circuit breakers shared by every process: check, record, status, reset, trip, disable
+    Breaker(commands::breaker::Args),
     /// Create the multi-call symlinks (state-write, ...) next to the binary
     InstallLinks(commands::install_links::Args),
     /// Classify a failure: kind, tier, retryable, and what to do next
@@ -57,7 +59,7 @@ pub enum Command {
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
-pub const MULTICALL: &[&str] = &["state-write", "state-read", "classify"];
+pub const MULTICALL: &[&str] = &["state-write", "state-read", "classify", "breaker"];
 
 impl Command {
     /// The subcommand's name, which starts its messages.
@@ -68,6 +70,7 @@ impl Command {
             Command::Config(_) => "config",
             Command::InstallLinks(_) => "install-links",
             Command::Classify(_) => "classify",
+            Command::Breaker(_) => "breaker",
         }
     }
 
@@ -83,6 +86,7 @@ impl Command {
             Command::Config(a) => commands::config::run(a, cx),
             Command::InstallLinks(a) => commands::install_links::run(a, cx),
             Command::Classify(a) => commands::classify::run(a, cx),
+            Command::Breaker(a) => commands::breaker::run(a, cx),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! One module per subcommand: each exposes its clap `Args` and a `run` that reads input,
 //! calls the core, persists through the store and returns the answer.
 
+pub mod breaker;
 pub mod classify;
 pub mod config;
 pub mod install_links;

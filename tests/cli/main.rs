@@ -5,6 +5,7 @@
 
 mod common;
 
+mod breaker;
 mod classify;
 mod config;
 mod contract;
