@@ -1,6 +1,7 @@
 //! One module per subcommand: each exposes its clap `Args` and a `run` that reads input,
 //! calls the core, persists through the store and returns the answer.
 
+pub mod check_output;
 pub mod config;
 pub mod install_links;
 pub mod state_read;
