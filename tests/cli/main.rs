@@ -5,6 +5,7 @@
 
 mod common;
 
+mod check_output;
 mod config;
 mod contract;
 mod docs;
