@@ -22,7 +22,7 @@ pub use hook::judge_hook;
 /// Arguments of `triage check-output`.
 #[derive(clap::Args, Debug, Default)]
 #[command(after_help = "Examples:\n  \
-    echo '{\"agent\": \"researcher\", \"output\": \"too short\"}' | triage check-output -e\n  \
+    echo '{\"agent\": \"researcher\", \"output\": \"too short\"}' | triage check-output --min-chars 500 -e\n  \
     triage check-output --raw --agent fact-checker --require-any Verified --require-any 'Issues found' < review.md\n  \
     echo '{\"output\": {\"agent\": \"a\", \"phase\": 2}}' | triage check-output --format json --required-key status --jq '.evidence_count > 0'\n  \
     triage check-output --hook < payload.json")]

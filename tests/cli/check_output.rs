@@ -660,3 +660,52 @@ fn multicall_name() {
         .unwrap();
     assert_eq!(json_out(&out)["ok"], true);
 }
+
+/// The examples in `check-output --help` are real commands: each runs and prints JSON.
+#[test]
+fn help_examples_run() {
+    let s = Sandbox::new();
+    s.write("review.md", "All claims Verified.\n");
+    s.write(
+        "payload.json",
+        json!({"hook_event_name": "SubagentStop", "session_id": "s", "agent_id": "a",
+               "agent_type": "researcher", "last_assistant_message": ""})
+        .to_string(),
+    );
+    let help = s.cmd(&["check-output", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let examples: Vec<&str> = help
+        .split("Examples:")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.contains("triage check-output"))
+        .collect();
+    assert_eq!(examples.len(), 4, "{help}");
+    let dir = bin().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for line in examples {
+        let mut c = std::process::Command::new("sh");
+        for (k, _) in std::env::vars() {
+            if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") {
+                c.env_remove(k);
+            }
+        }
+        let out = c
+            .args(["-c", line])
+            .current_dir(s.path())
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{line}: {out:?}");
+        assert!(
+            serde_json::from_slice::<Value>(&out.stdout).is_ok(),
+            "{line}: {out:?}"
+        );
+    }
+}
