@@ -709,3 +709,38 @@ fn help_examples_run() {
         );
     }
 }
+
+/// Concurrent stops of one agent never lose a count: the counter is updated under its lock.
+#[test]
+fn concurrent_rejections_are_all_counted() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.researcher.output]\nmin_chars = 50\nmax_rejections = 100\n",
+    );
+    let payload = stop("a1", "short", true).to_string();
+    let children: Vec<_> = (0..8)
+        .map(|_| {
+            let mut c = s.std_cmd(&["check-output", "--hook"]);
+            c.stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped());
+            let mut child = c.spawn().unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(payload.as_bytes())
+                .unwrap();
+            child
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(json_out(&out)["decision"], "block");
+    }
+    let (r, _) = hook(&s, &[], &stop("a1", "short", true));
+    assert!(
+        r["reason"].as_str().unwrap().contains("rejection 9 of 100"),
+        "{r}"
+    );
+}
