@@ -48,6 +48,8 @@ pub enum Command {
     StateWrite(commands::state_write::Args),
     /// Read a JSON state file, recovering from .bak or a checkpoint when it is corrupt
     StateRead(commands::state_read::Args),
+    /// Check an agent's output for silent failures: empty, short, missing sections, BLOCKED
+    CheckOutput(commands::check_output::Args),
     /// Show the effective policy, or check a policy file
     Config(commands::config::Args),
     /// Circuit breakers shared by every process: check, record, status, reset, trip, disable
@@ -59,7 +61,13 @@ pub enum Command {
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
-pub const MULTICALL: &[&str] = &["state-write", "state-read", "classify", "breaker"];
+pub const MULTICALL: &[&str] = &[
+    "state-write",
+    "state-read",
+    "classify",
+    "breaker",
+    "check-output",
+];
 
 impl Command {
     /// The subcommand's name, which starts its messages.
@@ -67,6 +75,7 @@ impl Command {
         match self {
             Command::StateWrite(_) => "state-write",
             Command::StateRead(_) => "state-read",
+            Command::CheckOutput(_) => "check-output",
             Command::Config(_) => "config",
             Command::InstallLinks(_) => "install-links",
             Command::Classify(_) => "classify",
@@ -83,6 +92,7 @@ impl Command {
         match self {
             Command::StateWrite(a) => commands::state_write::run(a, cx),
             Command::StateRead(a) => commands::state_read::run(a, cx),
+            Command::CheckOutput(a) => commands::check_output::run(a, cx),
             Command::Config(a) => commands::config::run(a, cx),
             Command::InstallLinks(a) => commands::install_links::run(a, cx),
             Command::Classify(a) => commands::classify::run(a, cx),

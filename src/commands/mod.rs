@@ -2,6 +2,7 @@
 //! calls the core, persists through the store and returns the answer.
 
 pub mod breaker;
+pub mod check_output;
 pub mod classify;
 pub mod config;
 pub mod install_links;

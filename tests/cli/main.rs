@@ -6,6 +6,7 @@
 mod common;
 
 mod breaker;
+mod check_output;
 mod classify;
 mod config;
 mod contract;
