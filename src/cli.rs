@@ -52,10 +52,12 @@ pub enum Command {
     Config(commands::config::Args),
     /// Create the multi-call symlinks (state-write, ...) next to the binary
     InstallLinks(commands::install_links::Args),
+    /// Append an error record to logs/errors.jsonl and report the thresholds it crosses
+    RecordError(commands::record_error::Args),
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
-pub const MULTICALL: &[&str] = &["state-write", "state-read"];
+pub const MULTICALL: &[&str] = &["state-write", "state-read", "record-error"];
 
 impl Command {
     /// The subcommand's name, which starts its messages.
@@ -65,6 +67,7 @@ impl Command {
             Command::StateRead(_) => "state-read",
             Command::Config(_) => "config",
             Command::InstallLinks(_) => "install-links",
+            Command::RecordError(_) => "record-error",
         }
     }
 
@@ -79,6 +82,7 @@ impl Command {
             Command::StateRead(a) => commands::state_read::run(a, cx),
             Command::Config(a) => commands::config::run(a, cx),
             Command::InstallLinks(a) => commands::install_links::run(a, cx),
+            Command::RecordError(a) => commands::record_error::run(a, cx),
         }
     }
 }
