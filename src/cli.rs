@@ -54,6 +54,8 @@ pub enum Command {
     InstallLinks(commands::install_links::Args),
     /// Append an error record to logs/errors.jsonl and report the thresholds it crosses
     RecordError(commands::record_error::Args),
+    /// Summarize the error log, render the seeds' escalation texts, or prune old records
+    Report(commands::report::Args),
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
@@ -68,6 +70,7 @@ impl Command {
             Command::Config(_) => "config",
             Command::InstallLinks(_) => "install-links",
             Command::RecordError(_) => "record-error",
+            Command::Report(_) => "report",
         }
     }
 
@@ -83,6 +86,7 @@ impl Command {
             Command::Config(a) => commands::config::run(a, cx),
             Command::InstallLinks(a) => commands::install_links::run(a, cx),
             Command::RecordError(a) => commands::record_error::run(a, cx),
+            Command::Report(a) => commands::report::run(a, cx),
         }
     }
 }

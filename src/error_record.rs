@@ -264,6 +264,41 @@ pub struct LogLine<'a> {
     /// What was done.
     #[serde(default, borrow)]
     pub resolution: Option<ResolutionRef<'a>>,
+    /// Partial outputs kept.
+    #[serde(default, borrow)]
+    pub preserved_outputs: Option<Lenient<Vec<Cow<'a, str>>>>,
+    /// The error's context, for `last_progress` (seed 001).
+    #[serde(default, borrow)]
+    pub context: Option<Lenient<ContextRef<'a>>>,
+}
+
+/// A nested field that, when it has another shape than expected, is ignored rather than
+/// making the whole line unreadable.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Lenient<T> {
+    /// The expected shape.
+    Value(T),
+    /// Anything else.
+    Other(serde::de::IgnoredAny),
+}
+
+impl<T> Lenient<T> {
+    /// The value, when it had the expected shape.
+    pub fn get(&self) -> Option<&T> {
+        match self {
+            Lenient::Value(v) => Some(v),
+            Lenient::Other(_) => None,
+        }
+    }
+}
+
+/// The part of an error's `context` a reader uses.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ContextRef<'a> {
+    /// Seed 001's "Last progress".
+    #[serde(default, borrow)]
+    pub last_progress: Option<Cow<'a, str>>,
 }
 
 impl<'a> LogLine<'a> {

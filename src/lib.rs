@@ -27,6 +27,8 @@ pub mod glob;
 pub mod hook_io;
 pub mod jq;
 pub mod policy;
+pub mod report;
 pub mod state;
 pub mod store;
+pub mod templates;
 pub mod vocab;

@@ -4,5 +4,6 @@
 pub mod config;
 pub mod install_links;
 pub mod record_error;
+pub mod report;
 pub mod state_read;
 pub mod state_write;

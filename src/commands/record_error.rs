@@ -237,7 +237,7 @@ pub fn load_counters(root: &Path) -> Result<Counters, Failure> {
 }
 
 /// Saves the counters with the log's new length; a failure only costs a rebuild next time.
-fn save_counters(cx: &Context, root: &Path, counters: &mut Counters) {
+pub fn save_counters(cx: &Context, root: &Path, counters: &mut Counters) {
     let written = store::file_len(&log_path(root))
         .map_err(|e| e.to_string())
         .and_then(|len| {
