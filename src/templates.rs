@@ -723,3 +723,151 @@ fn pipeline_status(v: &View) -> Result<(Value, String), String> {
     });
     Ok((fields, text.trim_end().to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A session like seed 000's: phase 2's consultants fail, one recovers on retry.
+    const LOG: &[&str] = &[
+        r#"{"error_id":"e1","timestamp":"2026-02-04T14:10:00Z","session_id":"s1","workflow_id":"w1","phase":1,"agent":"research-architect","kind":"crash","detail":"Task tool failed","retry_count":0}"#,
+        r#"{"resolves":"e1","timestamp":"2026-02-04T14:12:00Z","session_id":"s1","workflow_id":"w1","phase":1,"agent":"research-architect","resolution":{"action_taken":"retry","successful":true}}"#,
+        r#"{"error_id":"e2","timestamp":"2026-02-04T14:25:00Z","session_id":"s1","workflow_id":"w1","phase":2,"agent":"mathematician-consultant","kind":"timeout","detail":"Agent exceeded 5 minute timeout","duration_ms":300000,"preserved_outputs":["plans/ch3_partial.md"]}"#,
+        r#"{"error_id":"e3","timestamp":"2026-02-04T14:28:00Z","session_id":"s1","workflow_id":"w1","phase":2,"agent":"programmer-consultant","kind":"rate_limited","detail":"429 Too Many Requests"}"#,
+        r#"{"error_id":"e4","timestamp":"2026-02-04T14:29:00Z","session_id":"s1","workflow_id":"w1","phase":2,"agent":"statistician-consultant","kind":"timeout","detail":"Agent exceeded 5 minute timeout","retry_count":0,"duration_ms":300000}"#,
+        r#"{"error_id":"e5","timestamp":"2026-02-04T14:30:22Z","session_id":"s1","workflow_id":"w1","phase":2,"agent":"statistician-consultant","kind":"timeout","detail":"Agent exceeded 5 minute timeout","retry_count":1,"duration_ms":300000,"context":{"last_progress":"Reviewing section 2 of 4"}}"#,
+    ];
+
+    const POLICY: &str = r#"
+[phases.2]
+name = "Subsection planning"
+timeout = "20m"
+size = 3
+
+[agents."*-consultant"]
+timeout = "5m"
+
+[agents.mathematician-consultant]
+criticality = "optional"
+
+[agents.programmer-consultant]
+criticality = "optional"
+"#;
+
+    fn render(name: TemplateName, tweak: impl FnOnce(&mut TemplateInput)) -> Rendered {
+        let policy = crate::policy::load(POLICY).expect("policy");
+        let records = LOG
+            .iter()
+            .map(|l| Rec::from_line(&LogLine::parse(l.as_bytes()).expect("line")))
+            .collect();
+        let mut input = TemplateInput {
+            records,
+            policy: &policy,
+            now: "2026-02-04T14:35:00Z".parse().expect("now"),
+            state_root: ".triage".into(),
+            session: Some("s1".into()),
+            workflow: None,
+            agent: None,
+            phase: None,
+            completed: Vec::new(),
+            pipeline: Vec::new(),
+            runs: None,
+            open_breakers: vec!["statistician-consultant".into()],
+        };
+        tweak(&mut input);
+        let r = build(name, &input).expect("renders");
+        assert_eq!(r.fields["template"], json!(name));
+        assert!(r.fields.is_object());
+        r
+    }
+
+    #[test]
+    fn agent_failure() {
+        insta::assert_snapshot!(render(TemplateName::AgentFailure, |_| {}).text);
+    }
+
+    #[test]
+    fn multiple_failures() {
+        let r = render(TemplateName::MultipleFailures, |i| {
+            i.completed = vec!["analysis-planner".into()];
+        });
+        assert_eq!(r.fields["count"], 3);
+        insta::assert_snapshot!(r.text);
+    }
+
+    #[test]
+    fn phase_timeout() {
+        let r = render(TemplateName::PhaseTimeout, |i| {
+            i.completed = vec!["analysis-planner".into()];
+            i.pipeline = vec![
+                "analysis-planner".into(),
+                "statistician-consultant".into(),
+                "mathematician-consultant".into(),
+                "notebook-reviewer".into(),
+            ];
+        });
+        assert_eq!(r.fields["timeout"], 20);
+        insta::assert_snapshot!(r.text);
+    }
+
+    #[test]
+    fn breaker_open() {
+        let r = render(TemplateName::BreakerOpen, |_| {});
+        assert_eq!(r.fields["failure_count"], 2);
+        assert_eq!(r.fields["breaker_open"], true);
+        insta::assert_snapshot!(r.text);
+    }
+
+    #[test]
+    fn stability_warning() {
+        let r = render(TemplateName::StabilityWarning, |i| i.runs = Some(12));
+        assert_eq!(r.fields["failure_rate"], 42);
+        insta::assert_snapshot!(r.text);
+    }
+
+    #[test]
+    fn degradation() {
+        insta::assert_snapshot!(render(TemplateName::Degradation, |_| {}).text);
+    }
+
+    #[test]
+    fn session_summary() {
+        insta::assert_snapshot!(render(TemplateName::SessionSummary, |_| {}).text);
+    }
+
+    #[test]
+    fn pipeline_status() {
+        let r = render(TemplateName::PipelineStatus, |i| {
+            i.pipeline = vec![
+                "research-architect".into(),
+                "statistician-consultant".into(),
+                "notebook-generator".into(),
+            ];
+        });
+        assert_eq!(r.fields["failed_index"], 2);
+        insta::assert_snapshot!(r.text);
+    }
+
+    #[test]
+    fn missing_inputs_say_what_to_give() {
+        let policy = Policy::default();
+        let input = TemplateInput {
+            records: Vec::new(),
+            policy: &policy,
+            now: "2026-02-04T14:35:00Z".parse().expect("now"),
+            state_root: ".triage".into(),
+            session: None,
+            workflow: None,
+            agent: None,
+            phase: None,
+            completed: Vec::new(),
+            pipeline: Vec::new(),
+            runs: None,
+            open_breakers: Vec::new(),
+        };
+        let e = build(TemplateName::AgentFailure, &input).expect_err("no records");
+        assert!(e.contains("widen the filter"), "{e}");
+        let e = build(TemplateName::PipelineStatus, &input).expect_err("no pipeline");
+        assert!(e.contains("--pipeline"), "{e}");
+    }
+}
