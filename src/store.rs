@@ -359,22 +359,23 @@ pub fn file_len(path: &Path) -> Result<Option<u64>> {
     }
 }
 
-/// Replaces a cache file (one that can be rebuilt from other data) by temp file and rename,
-/// without fsync: a crash may lose it or leave the old version, never a torn one. The caller
-/// holds the lock that guards it.
-pub fn replace_cache(target: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = parent_of(target);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&temp_prefix(target))
-        .rand_bytes(8)
-        .tempfile_in(dir)
-        .map_err(|e| StoreError::io("cannot create a temp file in", dir, e))?;
-    tmp.as_file_mut()
-        .write_all(bytes)
-        .map_err(|e| StoreError::io("cannot write", tmp.path(), e))?;
-    tmp.persist(target)
-        .map_err(|e| StoreError::io("cannot rename onto", target, e.error))?;
-    Ok(())
+/// Overwrites a cache file (one that can be rebuilt from other data) in place, without
+/// fsync and without a rename: replace-by-rename makes ext4 flush the data first
+/// (`auto_da_alloc`), which costs milliseconds on every call. Safe because the caller holds the
+/// lock that guards the file, so no reader sees it half-written, and a crash mid-write leaves
+/// bytes that no longer parse (a cut JSON text, or new JSON followed by the old tail), which
+/// the caller detects and rebuilds from.
+pub fn overwrite_cache(target: &Path, bytes: &[u8]) -> Result<()> {
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(target)
+        .map_err(|e| StoreError::io("cannot open", target, e))?;
+    f.write_all_at(bytes, 0)
+        .and_then(|()| f.set_len(bytes.len() as u64))
+        .map_err(|e| StoreError::io("cannot write", target, e))
 }
 
 /// What [`move_lines`] did.

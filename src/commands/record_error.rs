@@ -171,20 +171,33 @@ pub fn record(
     mut rec: ErrorRecord,
     phase_size: Option<u32>,
 ) -> Result<Recorded, Failure> {
+    let thresholds = cx.policy()?.thresholds.clone();
     let root = cx.ensure_root()?;
     store::ensure_dir(&root.join("logs"))?;
     let log = log_path(&root);
-    let _lock = store::lock(&log, cx.lock_timeout)?;
-    let mut counters = load_counters(&root)?;
-    counters.seq += 1;
-    rec.error_id = error_record::error_id(cx.now.timestamp_millis(), counters.seq);
     rec.timestamp = normalized_time(&rec.timestamp)
         .unwrap_or_else(|| cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
     if !rec.error.contains_key("status") {
         rec.error.insert("status".into(), "error".into());
     }
-    let line = serde_json::to_vec(&rec)
+    // Serialized before the lock is taken (messages can be large); only the id, which needs
+    // the sequence number kept under the lock, is spliced in while holding it.
+    rec.error_id = String::new();
+    let body = serde_json::to_vec(&rec)
         .map_err(|e| Failure::data(format!("cannot serialize the record: {e}")))?;
+    let rest = body
+        .strip_prefix(ID_PREFIX)
+        .ok_or_else(|| Failure::data("the record does not start with its error_id"))?;
+
+    let lock = store::lock(&log, cx.lock_timeout)?;
+    let mut counters = load_counters(&root)?;
+    counters.seq += 1;
+    rec.error_id = error_record::error_id(cx.now.timestamp_millis(), counters.seq);
+    let mut line = Vec::with_capacity(body.len() + 40);
+    line.extend_from_slice(&ID_PREFIX[..ID_PREFIX.len() - 1]);
+    line.extend_from_slice(rec.error_id.as_bytes());
+    line.push(b'"');
+    line.extend_from_slice(rest);
     store::append_line_locked(&log, &line)?;
 
     let phase = rec.phase.as_ref().map(Phase::to_string);
@@ -196,12 +209,16 @@ pub fn record(
     };
     counters.count(&keys);
     save_counters(cx, &root, &mut counters);
-    let warnings = error_record::warnings(&counters, &keys, &cx.policy()?.thresholds, phase_size);
+    drop(lock);
+    let warnings = error_record::warnings(&counters, &keys, &thresholds, phase_size);
     Ok(Recorded {
         record: rec,
         warnings,
     })
 }
+
+/// How every serialized record begins while its id is still empty.
+const ID_PREFIX: &[u8] = br#"{"error_id":"""#;
 
 fn normalized_time(text: &str) -> Option<String> {
     let t = chrono::DateTime::parse_from_rfc3339(text.trim()).ok()?;
@@ -243,7 +260,7 @@ pub fn save_counters(cx: &Context, root: &Path, counters: &mut Counters) {
         .and_then(|len| {
             counters.log_len = len.unwrap_or(0);
             let bytes = serde_json::to_vec(&counters).map_err(|e| e.to_string())?;
-            store::replace_cache(&counters_path(root), &bytes).map_err(|e| e.to_string())
+            store::overwrite_cache(&counters_path(root), &bytes).map_err(|e| e.to_string())
         });
     if let Err(e) = written {
         cx.warn(&format!(
