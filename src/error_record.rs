@@ -268,8 +268,8 @@ pub struct LogLine<'a> {
     #[serde(default, borrow)]
     pub preserved_outputs: Option<Lenient<Vec<Cow<'a, str>>>>,
     /// The error's context, for `last_progress` (seed 001).
-    #[serde(default, borrow)]
-    pub context: Option<Lenient<ContextRef<'a>>>,
+    #[serde(default)]
+    pub context: Option<ContextRef>,
 }
 
 /// A nested field that, when it has another shape than expected, is ignored rather than
@@ -293,12 +293,81 @@ impl<T> Lenient<T> {
     }
 }
 
-/// The part of an error's `context` a reader uses.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct ContextRef<'a> {
+/// The part of an error's `context` a reader uses. Read field by field, skipping the rest
+/// without buffering it, and ignored whole when `context` is not an object: most records
+/// carry a context, so this is on the report's hot path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContextRef {
     /// Seed 001's "Last progress".
-    #[serde(default, borrow)]
-    pub last_progress: Option<Cow<'a, str>>,
+    pub last_progress: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for ContextRef {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ContextVisitor)
+    }
+}
+
+struct ContextVisitor;
+
+struct IsLastProgress(bool);
+
+impl<'de> Deserialize<'de> for IsLastProgress {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct K;
+        impl serde::de::Visitor<'_> for K {
+            type Value = IsLastProgress;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<IsLastProgress, E> {
+                Ok(IsLastProgress(v == "last_progress"))
+            }
+        }
+        d.deserialize_str(K)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ContextVisitor {
+    type Value = ContextRef;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<ContextRef, A::Error> {
+        let mut out = ContextRef::default();
+        while let Some(IsLastProgress(wanted)) = m.next_key()? {
+            if wanted {
+                if let Value::String(s) = m.next_value::<Value>()? {
+                    out.last_progress = Some(s);
+                }
+            } else {
+                m.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(out)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<ContextRef, A::Error> {
+        while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(ContextRef::default())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<ContextRef, E> {
+        Ok(ContextRef::default())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<ContextRef, E> {
+        Ok(ContextRef::default())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<ContextRef, E> {
+        Ok(ContextRef::default())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<ContextRef, E> {
+        Ok(ContextRef::default())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<ContextRef, E> {
+        Ok(ContextRef::default())
+    }
+    fn visit_unit<E>(self) -> Result<ContextRef, E> {
+        Ok(ContextRef::default())
+    }
 }
 
 impl<'a> LogLine<'a> {

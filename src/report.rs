@@ -9,7 +9,7 @@ use crate::error_record::{LogLine, PhaseRef};
 use crate::policy::Policy;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// What to group by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -250,9 +250,9 @@ pub struct Aggregator<'p> {
     by: By,
     policy: &'p Policy,
     groups: BTreeMap<String, Group>,
-    sessions: BTreeMap<String, u64>,
-    workflows: BTreeMap<String, BTreeSet<String>>,
-    phases: BTreeMap<(String, String), BTreeSet<String>>,
+    sessions: HashMap<String, u64>,
+    workflows: HashMap<String, BTreeSet<String>>,
+    phases: HashMap<String, BTreeMap<String, BTreeSet<String>>>,
     records: u64,
     resolutions: u64,
     resolved: u64,
@@ -265,6 +265,16 @@ fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
         None => {
             map.insert(key.to_string(), 1);
         }
+    }
+}
+
+fn reuse(slot: &mut Option<String>, value: Option<&str>) {
+    match (slot.as_mut(), value) {
+        (Some(s), Some(v)) => {
+            s.clear();
+            s.push_str(v);
+        }
+        (_, v) => *slot = v.map(String::from),
     }
 }
 
@@ -283,9 +293,9 @@ impl<'p> Aggregator<'p> {
             by,
             policy,
             groups: BTreeMap::new(),
-            sessions: BTreeMap::new(),
-            workflows: BTreeMap::new(),
-            phases: BTreeMap::new(),
+            sessions: HashMap::new(),
+            workflows: HashMap::new(),
+            phases: HashMap::new(),
             records: 0,
             resolutions: 0,
             resolved: 0,
@@ -315,30 +325,36 @@ impl<'p> Aggregator<'p> {
         true
     }
 
-    fn key(&self, l: &LogLine) -> String {
+    fn key<'l>(&self, l: &'l LogLine) -> std::borrow::Cow<'l, str> {
+        use std::borrow::Cow;
         let k = match self.by {
-            By::Agent => l.agent().map(String::from),
-            By::Kind => l.kind().map(String::from),
-            By::Phase => phase_text(l.phase()),
-            By::Category => l.category.as_deref().map(String::from),
+            By::Agent => l.agent().map(Cow::Borrowed),
+            By::Kind => l.kind().map(Cow::Borrowed),
+            By::Phase => phase_text(l.phase()).map(Cow::Owned),
+            By::Category => l.category.as_deref().map(Cow::Borrowed),
         };
-        k.unwrap_or_else(|| "(none)".into())
+        k.unwrap_or(Cow::Borrowed("(none)"))
     }
 
-    fn group(&mut self, l: &LogLine) -> &mut Group {
+    fn group(&mut self, l: &LogLine) -> Option<&mut Group> {
         let key = self.key(l);
-        let timeout_ms = match self.by {
-            By::Agent => self.policy.agent(&key).timeout.map(|d| d.as_millis()),
-            _ => None,
-        };
-        self.groups.entry(key.clone()).or_insert_with(|| Group {
-            summary: GroupSummary {
-                key,
-                ..GroupSummary::default()
-            },
-            timeout_ms,
-            ..Group::default()
-        })
+        // A new group resolves its agent's policy once: glob matching on every line is slow.
+        if !self.groups.contains_key(key.as_ref()) {
+            let timeout_ms = match self.by {
+                By::Agent => self.policy.agent(&key).timeout.map(|d| d.as_millis()),
+                _ => None,
+            };
+            let group = Group {
+                summary: GroupSummary {
+                    key: key.to_string(),
+                    ..GroupSummary::default()
+                },
+                timeout_ms,
+                ..Group::default()
+            };
+            self.groups.insert(key.to_string(), group);
+        }
+        self.groups.get_mut(key.as_ref())
     }
 
     fn add_line(&mut self, l: &LogLine) {
@@ -347,7 +363,9 @@ impl<'p> Aggregator<'p> {
             self.resolutions += 1;
             if successful {
                 self.resolved += 1;
-                self.group(l).summary.resolved += 1;
+                if let Some(g) = self.group(l) {
+                    g.summary.resolved += 1;
+                }
             }
             return;
         }
@@ -356,12 +374,19 @@ impl<'p> Aggregator<'p> {
             self.resolved += 1;
         }
         if let Some(s) = l.session_id.as_deref() {
-            bump(&mut self.sessions, s);
+            match self.sessions.get_mut(s) {
+                Some(n) => *n += 1,
+                None => {
+                    self.sessions.insert(s.to_string(), 1);
+                }
+            }
         }
         let agent = l.agent();
         if let (Some(w), Some(a)) = (l.workflow_id.as_deref(), agent) {
-            let set = self.workflows.entry(w.to_string()).or_default();
-            if !set.contains(a) {
+            if !self.workflows.contains_key(w) {
+                self.workflows.insert(w.to_string(), BTreeSet::new());
+            }
+            if let Some(set) = self.workflows.get_mut(w).filter(|s| !s.contains(a)) {
                 set.insert(a.to_string());
             }
         }
@@ -371,13 +396,22 @@ impl<'p> Aggregator<'p> {
                 .as_deref()
                 .or(l.session_id.as_deref())
                 .unwrap_or("");
-            let set = self.phases.entry((scope.to_string(), p)).or_default();
-            if !set.contains(a) {
-                set.insert(a.to_string());
+            if !self.phases.contains_key(scope) {
+                self.phases.insert(scope.to_string(), BTreeMap::new());
+            }
+            if let Some(phases) = self.phases.get_mut(scope) {
+                if !phases.contains_key(&p) {
+                    phases.insert(p.clone(), BTreeSet::new());
+                }
+                if let Some(set) = phases.get_mut(&p).filter(|s| !s.contains(a)) {
+                    set.insert(a.to_string());
+                }
             }
         }
         let by_agent = self.by == By::Agent;
-        let g = self.group(l);
+        let Some(g) = self.group(l) else {
+            return;
+        };
         let s = &mut g.summary;
         s.count += 1;
         bump(&mut s.kinds, l.kind().unwrap_or("unknown"));
@@ -387,12 +421,21 @@ impl<'p> Aggregator<'p> {
         if successful {
             s.resolved += 1;
         }
-        s.last_error = LastError {
-            error_id: l.error_id.as_deref().map(String::from),
-            timestamp: l.timestamp.as_deref().map(String::from),
-            kind: l.kind().map(String::from),
-            detail: l.detail().map(|d| cut(d, 300)),
-        };
+        // Overwritten on every line: reuse the buffers rather than allocate four strings.
+        let last = &mut s.last_error;
+        reuse(&mut last.error_id, l.error_id.as_deref());
+        reuse(&mut last.timestamp, l.timestamp.as_deref());
+        reuse(&mut last.kind, l.kind());
+        let detail = l.detail().map(|d| match d.char_indices().nth(300) {
+            Some((i, _)) => &d[..i],
+            None => d,
+        });
+        reuse(&mut last.detail, detail);
+        if detail.map(str::len) != l.detail().map(str::len) {
+            if let Some(d) = last.detail.as_mut() {
+                d.push('…');
+            }
+        }
         if let (true, Some(ms)) = (by_agent, l.duration_ms) {
             g.hist.add(ms);
             if g.timeout_ms.is_some_and(|t| ms > t) {
@@ -425,7 +468,11 @@ impl<'p> Aggregator<'p> {
                 });
             }
         }
-        for ((scope, phase), agents) in &self.phases {
+        let phases = self
+            .phases
+            .iter()
+            .flat_map(|(scope, ps)| ps.iter().map(move |(p, a)| (scope, p, a)));
+        for (scope, phase, agents) in phases {
             let size = self.policy.phase(phase).and_then(|p| p.size).unwrap_or(0);
             let n = agents.len() as u64;
             if size > 0 && n as f64 / f64::from(size) > t.phase_failure_ratio {
@@ -437,6 +484,7 @@ impl<'p> Aggregator<'p> {
                 });
             }
         }
+        thresholds.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.scope.cmp(&b.scope)));
         let by_agent = self.by == By::Agent;
         let mut groups: Vec<GroupSummary> = self
             .groups

@@ -90,11 +90,7 @@ impl Rec {
                 .and_then(|p| p.get())
                 .map(|v| v.iter().map(|s| s.to_string()).collect())
                 .unwrap_or_default(),
-            last_progress: l
-                .context
-                .as_ref()
-                .and_then(|c| c.get())
-                .and_then(|c| c.last_progress.as_deref().map(String::from)),
+            last_progress: l.context.as_ref().and_then(|c| c.last_progress.clone()),
         }
     }
 }
