@@ -58,6 +58,10 @@ pub enum Command {
     InstallLinks(commands::install_links::Args),
     /// Classify a failure: kind, tier, retryable, and what to do next
     Classify(commands::classify::Args),
+    /// Append an error record to logs/errors.jsonl and report the thresholds it crosses
+    RecordError(commands::record_error::Args),
+    /// Summarize the error log, render the seeds' escalation texts, or prune old records
+    Report(commands::report::Args),
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
@@ -67,6 +71,7 @@ pub const MULTICALL: &[&str] = &[
     "classify",
     "breaker",
     "check-output",
+    "record-error",
 ];
 
 impl Command {
@@ -80,6 +85,8 @@ impl Command {
             Command::InstallLinks(_) => "install-links",
             Command::Classify(_) => "classify",
             Command::Breaker(_) => "breaker",
+            Command::RecordError(_) => "record-error",
+            Command::Report(_) => "report",
         }
     }
 
@@ -97,6 +104,8 @@ impl Command {
             Command::InstallLinks(a) => commands::install_links::run(a, cx),
             Command::Classify(a) => commands::classify::run(a, cx),
             Command::Breaker(a) => commands::breaker::run(a, cx),
+            Command::RecordError(a) => commands::record_error::run(a, cx),
+            Command::Report(a) => commands::report::run(a, cx),
         }
     }
 }

@@ -6,5 +6,7 @@ pub mod check_output;
 pub mod classify;
 pub mod config;
 pub mod install_links;
+pub mod record_error;
+pub mod report;
 pub mod state_read;
 pub mod state_write;

@@ -11,4 +11,5 @@ mod classify;
 mod config;
 mod contract;
 mod docs;
+mod record;
 mod state;
