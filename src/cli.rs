@@ -52,6 +52,8 @@ pub enum Command {
     Config(commands::config::Args),
     /// Create the multi-call symlinks (state-write, ...) next to the binary
     InstallLinks(commands::install_links::Args),
+    /// Record a workflow's steps with their compensations, and undo them in reverse
+    Saga(commands::saga::Args),
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
@@ -65,6 +67,7 @@ impl Command {
             Command::StateRead(_) => "state-read",
             Command::Config(_) => "config",
             Command::InstallLinks(_) => "install-links",
+            Command::Saga(_) => "saga",
         }
     }
 
@@ -79,6 +82,7 @@ impl Command {
             Command::StateRead(a) => commands::state_read::run(a, cx),
             Command::Config(a) => commands::config::run(a, cx),
             Command::InstallLinks(a) => commands::install_links::run(a, cx),
+            Command::Saga(a) => commands::saga::run(a, cx),
         }
     }
 }

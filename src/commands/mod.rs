@@ -3,5 +3,6 @@
 
 pub mod config;
 pub mod install_links;
+pub mod saga;
 pub mod state_read;
 pub mod state_write;
