@@ -54,6 +54,8 @@ pub enum Command {
     InstallLinks(commands::install_links::Args),
     /// Record a workflow's steps with their compensations, and undo them in reverse
     Saga(commands::saga::Args),
+    /// Run a command with a timeout, retries on the policy's schedule and clean interrupts
+    Run(commands::run::Args),
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
@@ -68,6 +70,7 @@ impl Command {
             Command::Config(_) => "config",
             Command::InstallLinks(_) => "install-links",
             Command::Saga(_) => "saga",
+            Command::Run(_) => "run",
         }
     }
 
@@ -83,6 +86,7 @@ impl Command {
             Command::Config(a) => commands::config::run(a, cx),
             Command::InstallLinks(a) => commands::install_links::run(a, cx),
             Command::Saga(a) => commands::saga::run(a, cx),
+            Command::Run(a) => commands::run::run(a, cx),
         }
     }
 }
@@ -146,7 +150,9 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
                     return failed(name, &f, Some(&cx), strict);
                 }
             }
-            if outcome.block {
+            if let Some(status) = outcome.exit {
+                ExitCode::from(status)
+            } else if outcome.block {
                 ExitStatus::Block.into()
             } else if outcome.negative && exit_status {
                 ExitStatus::Negative.into()

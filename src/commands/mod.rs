@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod install_links;
+pub mod run;
 pub mod saga;
 pub mod state_read;
 pub mod state_write;

@@ -8,5 +8,6 @@ mod common;
 mod config;
 mod contract;
 mod docs;
+mod run;
 mod saga;
 mod state;
