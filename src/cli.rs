@@ -62,6 +62,10 @@ pub enum Command {
     RecordError(commands::record_error::Args),
     /// Summarize the error log, render the seeds' escalation texts, or prune old records
     Report(commands::report::Args),
+    /// Record a workflow's steps with their compensations, and undo them in reverse
+    Saga(commands::saga::Args),
+    /// Run a command with a timeout, retries on the policy's schedule and clean interrupts
+    Run(commands::run::Args),
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
@@ -87,6 +91,8 @@ impl Command {
             Command::Breaker(_) => "breaker",
             Command::RecordError(_) => "record-error",
             Command::Report(_) => "report",
+            Command::Saga(_) => "saga",
+            Command::Run(_) => "run",
         }
     }
 
@@ -106,6 +112,8 @@ impl Command {
             Command::Breaker(a) => commands::breaker::run(a, cx),
             Command::RecordError(a) => commands::record_error::run(a, cx),
             Command::Report(a) => commands::report::run(a, cx),
+            Command::Saga(a) => commands::saga::run(a, cx),
+            Command::Run(a) => commands::run::run(a, cx),
         }
     }
 }
@@ -169,7 +177,9 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
                     return failed(name, &f, Some(&cx), strict);
                 }
             }
-            if outcome.block {
+            if let Some(status) = outcome.exit {
+                ExitCode::from(status)
+            } else if outcome.block {
                 ExitStatus::Block.into()
             } else if outcome.negative && exit_status {
                 ExitStatus::Negative.into()

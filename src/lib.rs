@@ -31,6 +31,8 @@ pub mod jq;
 pub mod output_check;
 pub mod policy;
 pub mod report;
+pub mod run;
+pub mod saga;
 pub mod state;
 pub mod store;
 pub mod templates;

@@ -8,5 +8,7 @@ pub mod config;
 pub mod install_links;
 pub mod record_error;
 pub mod report;
+pub mod run;
+pub mod saga;
 pub mod state_read;
 pub mod state_write;

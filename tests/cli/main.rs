@@ -12,4 +12,6 @@ mod config;
 mod contract;
 mod docs;
 mod record;
+mod run;
+mod saga;
 mod state;

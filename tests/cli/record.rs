@@ -158,7 +158,10 @@ fn a_torn_last_line_is_followed_on_a_fresh_line_and_counted_by_report() {
     let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
     std::io::Write::write_all(&mut f, br#"{"error_id":"torn","kind":"cra"#).unwrap();
     let v = record(&s, "connection reset by peer", &["--session", "s1"]);
-    assert!(v["detail"].as_str().unwrap().contains("connection reset by peer"));
+    assert!(v["detail"]
+        .as_str()
+        .unwrap()
+        .contains("connection reset by peer"));
     assert_eq!(v["kind"], "network_error");
     let lines = log_lines(&s);
     assert_eq!(lines.len(), 3);
