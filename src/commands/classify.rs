@@ -103,7 +103,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
 }
 
 /// `TRIAGE_SEED` (a number), else one drawn from the clock and the process id.
-fn seed(cx: &Context) -> Result<u64, Failure> {
+pub fn seed(cx: &Context) -> Result<u64, Failure> {
     match std::env::var("TRIAGE_SEED") {
         Ok(s) if !s.trim().is_empty() => s.trim().parse().map_err(|_| {
             Failure::usage(format!(

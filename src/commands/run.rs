@@ -2,20 +2,24 @@
 //! retry schedule (seeds 000 and 001), stop it cleanly on Ctrl+C keeping its partial output
 //! (seed 002 "Interrupt Handling"), and end like `timeout(1)`: the command's own status, 124
 //! on timeout, 126/127 when it cannot run, 128+signal, 130 when interrupted, 125 when `triage
-//! run` itself fails. A JSON report of the attempts is the last line of stderr (or `--report`).
+//! run` itself fails; 75 when the agent's breaker is open, 1 when `--until-output-ok` rejects
+//! the output. A JSON report of the attempts is the last line of stderr (or `--report`).
 //!
-//! The breaker gate, the classification of each failure and the error log belong to
-//! `breaker`, `classify` and `record-error`; the places where `run` calls them are marked
-//! below. Until they are wired in, a failure's kind and retryability are those of the
-//! process's end alone (`plan::End::kind`), and `[retry.kinds.KIND] retryable` of the policy.
+//! Each attempt: the agent's breaker gate, the attempt, then for a failure the classifier's
+//! verdict (which decides retry and delay), a record in the error log and the outcome on the
+//! breaker — all through the other commands' own functions ([`effects`]).
 
+mod effects;
+
+use crate::commands::breaker::Outcome as BreakerOutcome;
 use crate::context::{Context, Outcome};
 use crate::duration::Dur;
 use crate::exit::Failure;
 use crate::run::child::{self, Attempt, Interrupts, Spec};
-use crate::run::plan::{self, End, Failed, Next};
+use crate::run::plan::{self, End, Next};
 use crate::store::{self, Backup};
 use crate::vocab::Kind;
+use effects::Gate;
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Read};
@@ -25,6 +29,10 @@ use std::time::Duration;
 
 /// `triage run` itself failed (like `timeout(1)`'s 125).
 const OWN_FAILURE: u8 = 125;
+/// The agent's breaker is open: not run (EX_TEMPFAIL, "try again later").
+const BREAKER_OPEN: u8 = 75;
+/// `--until-output-ok` rejected the output.
+const OUTPUT_REJECTED: u8 = 1;
 
 /// Arguments of `triage run`.
 #[derive(clap::Args, Debug)]
@@ -32,10 +40,16 @@ const OWN_FAILURE: u8 = 125;
     triage run --timeout 5m -- ./fetch-papers.sh topic.txt\n  \
     triage run --agent researcher --preserve-partial scratchpad/researcher -- claude -p 'summarize'\n  \
     echo '{\"q\": 1}' | triage run --report run-report.json -- ./step.sh\n\n\
-Exit status: the command's own; 124 timed out; 125 triage run failed; 126 cannot execute;\n\
-127 not found; 128+N killed by signal N; 130 interrupted (SIGINT or SIGTERM); 64 usage error.")]
+Before each attempt the --agent's breaker is asked; when it is open the command is not run.\n\
+A failure is classified (exit status, the last 8 KiB of stderr, timeout, interrupt), recorded\n\
+in logs/errors.jsonl and on the breaker, and retried only when the classifier advises it\n\
+(never for an agent with side_effects = true, nor a failed output check).\n\n\
+Exit status: the command's own; 1 --until-output-ok rejected the output; 75 the breaker is\n\
+open (not run; stderr says when to retry); 124 timed out; 125 triage run failed; 126 cannot\n\
+execute; 127 not found; 128+N killed by signal N; 130 interrupted (SIGINT or SIGTERM);\n\
+64 usage error.")]
 pub struct Args {
-    /// The agent this command is (policy: timeout, side effects, retry)
+    /// The agent this command is (policy: timeout, side effects, retry; its breaker's key)
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
     /// Stop an attempt after this long [default: the agent's, else the phase's timeout]
@@ -62,6 +76,10 @@ pub struct Args {
     /// The NAME of preserved files [default: the agent, else the command's file name]
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+    /// Check the final attempt's stdout with the agent's output rules (check-output); a
+    /// rejected output is a validation_failed failure, not retried, exit 1
+    #[arg(long)]
+    pub until_output_ok: bool,
     /// Write the JSON report here instead of as the last line of stderr
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -115,13 +133,23 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 .unwrap_or_else(|| "command".into())
         });
 
+    let key = args.agent.as_deref();
+    let session = args.session.as_deref();
+    let seed = crate::commands::classify::seed(cx)?;
     let mut report = Report::new(args, &name, timeout);
     let mut attempt_no = 0u32;
     let mut delay_before = Duration::ZERO;
-    let last = loop {
+    let (last, status) = loop {
         attempt_no += 1;
-        // Breaker gate before each attempt: `crate::commands::breaker::check` (issue: breaker),
-        // wired in when that command is merged.
+        let ticket = match effects::gate(cx, key, session)? {
+            Gate::Go(ticket) => ticket,
+            Gate::Refused { message, facts } => {
+                eprintln!("{message}");
+                report.outcome = "breaker_open";
+                report.breaker = Some(facts);
+                return finish(args, cx, &report, BREAKER_OPEN);
+            }
+        };
         let spec = Spec {
             command: &args.command,
             stdin: stdin.clone(),
@@ -132,88 +160,160 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         };
         let attempt = child::run(&spec, &interrupts)
             .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;
-        let kind = attempt.end.kind();
-        // Classification of the failure: `crate::classify::classify` (issue: classify) refines
-        // the kind from the stderr tail and decides retryability; wired in when merged.
-        let retryable = kind.is_some_and(|k| process_retryable(cx, k));
-        // Every failure goes to `record-error`, every outcome to the breaker (issues:
-        // record-error, breaker); wired in when merged.
         let mut entry = json!({
             "attempt": attempt_no,
             "delay_before_ms": delay_before.as_millis() as u64,
             "elapsed_ms": attempt.elapsed.as_millis() as u64,
             "exit_status": attempt.end.exit_status(),
             "end": attempt.end.describe(),
-            "kind": kind,
+            "kind": attempt.end.kind(),
         });
-        if attempt.end.success() {
+        let (error, rejected) = if !attempt.end.success() {
+            let e = effects::classify_failure(
+                cx,
+                key,
+                attempt_no,
+                &attempt.end,
+                &attempt.stderr_tail,
+                attempt.elapsed,
+                seed.wrapping_add(u64::from(attempt_no)),
+            )?;
+            (Some(e), false)
+        } else if args.until_output_ok {
+            let stdout = read_back(&attempt.stdout)?;
+            let e = effects::check_stdout(cx, key, attempt_no, &stdout)?;
+            let rejected = e.is_some();
+            (e, rejected)
+        } else {
+            (None, false)
+        };
+        let Some(error) = error else {
+            let b = effects::breaker_outcome(
+                cx,
+                key,
+                session,
+                BreakerOutcome::Success,
+                ticket,
+                None,
+                attempt.elapsed,
+            );
+            entry["breaker"] = json!(b);
             report.attempts.push(entry);
-            break attempt;
+            break (attempt, None);
+        };
+        entry["kind"] = json!(error.kind);
+        let interrupted = matches!(attempt.end, End::Interrupted(_));
+        let next = if rejected {
+            Next::Stop(
+                "the output failed its check (validation_failed), which is never retried automatically (seed 001)"
+                    .into(),
+            )
+        } else {
+            plan::next(&attempt.end, &error, side_effects)
+        };
+        let keep = match &next {
+            Next::Retry(_) => Some(false),
+            Next::Stop(_) if interrupted => Some(true),
+            Next::Stop(_) if rejected => Some(false),
+            Next::Stop(_) => None,
+        };
+        let mut preserved = Vec::new();
+        if let Some(always) = keep {
+            if let Some(p) = preserve(args, cx, &name, attempt_no, &attempt, always)? {
+                entry["partial"] = json!(p);
+                report.preserved.push(p.clone());
+                preserved.push(p);
+            }
         }
-        let next = plan::next(
-            &policy.retry,
-            &Failed {
+        let id = effects::record_failure(
+            cx,
+            args,
+            &error,
+            effects::Failed {
                 attempt: attempt_no,
-                end: &attempt.end,
-                kind,
-                retryable,
-                side_effects,
+                end: attempt.end.describe(),
+                elapsed: attempt.elapsed,
+                preserved,
+                agent: key.unwrap_or(&name),
             },
         );
+        entry["error_id"] = json!(id);
+        // An interrupt is the user's doing, not the agent's failure: neutral for the breaker.
+        let outcome = if interrupted {
+            BreakerOutcome::Ignored
+        } else {
+            BreakerOutcome::Failure
+        };
+        let b = effects::breaker_outcome(
+            cx,
+            key,
+            session,
+            outcome,
+            ticket,
+            Some(&error),
+            attempt.elapsed,
+        );
+        entry["breaker"] = json!(b);
         match next {
             Next::Retry(delay) => {
-                if let Some(p) = preserve(args, cx, &name, attempt_no, &attempt, false)? {
-                    entry["partial"] = json!(p);
-                    report.preserved.push(p);
-                }
                 report.attempts.push(entry);
                 eprintln!(
-                    "triage run: attempt {attempt_no} {}; retrying in {}",
+                    "triage run: attempt {attempt_no} {} ({}); retrying in {}",
                     attempt.end.describe(),
+                    error.kind,
                     human(delay)
                 );
                 if let Some(sig) = wait(&interrupts, delay) {
                     report.interrupted_between(sig);
+                    let e = effects::interrupted_while_waiting(cx, key, attempt_no + 1, sig)?;
+                    let id = effects::record_failure(
+                        cx,
+                        args,
+                        &e,
+                        effects::Failed {
+                            attempt: attempt_no + 1,
+                            end: format!("interrupted (signal {sig}) while waiting to retry"),
+                            elapsed: Duration::ZERO,
+                            preserved: report.preserved.clone(),
+                            agent: key.unwrap_or(&name),
+                        },
+                    );
+                    if let Some(last) = report.attempts.last_mut() {
+                        last["error_id"] = json!(id);
+                    }
                     return finish(args, cx, &report, 130);
                 }
                 delay_before = delay;
             }
             Next::Stop(why) => {
-                if matches!(attempt.end, End::Interrupted(_)) {
-                    if let Some(p) = preserve(args, cx, &name, attempt_no, &attempt, true)? {
-                        entry["partial"] = json!(p);
-                        report.preserved.push(p);
-                    }
-                }
                 entry["stopped"] = json!(why);
                 report.attempts.push(entry);
-                if !matches!(attempt.end, End::Interrupted(_)) && attempt_no > 1 || side_effects {
+                if !interrupted {
                     eprintln!(
-                        "triage run: attempt {attempt_no} {}; not retried: {why}",
-                        attempt.end.describe()
+                        "triage run: attempt {attempt_no} {} ({}); not retried: {why}",
+                        if rejected {
+                            "printed an output that failed its check".to_string()
+                        } else {
+                            attempt.end.describe()
+                        },
+                        error.kind
                     );
                 }
-                break attempt;
+                break (attempt, rejected.then_some(OUTPUT_REJECTED));
             }
         }
     };
     pass_stdout(last.stdout)?;
-    report.outcome = outcome_word(&last.end);
-    finish(args, cx, &report, last.end.exit_status())
-}
-
-/// Whether a failure of `kind` is retried, as far as the process's end tells: the policy's
-/// `[retry.kinds.KIND] retryable`, else yes except for a command that cannot run.
-fn process_retryable(cx: &Context, kind: Kind) -> bool {
-    let policy_says = cx
-        .policy()
-        .ok()
-        .and_then(|p| p.retry.kinds.get(&kind))
-        .and_then(|k| k.retryable);
-    policy_says.unwrap_or(!matches!(
-        kind,
-        Kind::NotFound | Kind::PermissionDenied | Kind::Interrupted
-    ))
+    report.outcome = match status {
+        Some(_) => "output_rejected",
+        None => outcome_word(&last.end),
+    };
+    finish(
+        args,
+        cx,
+        &report,
+        status.unwrap_or_else(|| last.end.exit_status()),
+    )
 }
 
 /// Stdin, read whole when it is not a terminal, to replay to every attempt.
@@ -248,17 +348,23 @@ fn preserve(
         (None, true) => cx.state_root().join("partial"),
         (None, false) => return Ok(None),
     };
-    let mut bytes = Vec::new();
-    let mut out = &attempt.stdout;
-    out.read_to_end(&mut bytes)
-        .map_err(|e| Failure::io(format!("cannot read the attempt's stdout back: {e}")))?;
-    let mut rewound = &attempt.stdout;
-    std::io::Seek::rewind(&mut rewound)
-        .map_err(|e| Failure::io(format!("cannot read the attempt's stdout back: {e}")))?;
+    let bytes = read_back(&attempt.stdout)?;
     store::ensure_dir(&dir)?;
     let path = dir.join(format!("{}-{attempt_no}_partial", store::escape_key(name)));
     store::replace(&path, &bytes, Backup::Skip)?;
     Ok(Some(path.display().to_string()))
+}
+
+/// An attempt's stdout, read whole, the file rewound for whoever reads it next.
+fn read_back(file: &std::fs::File) -> Result<Vec<u8>, Failure> {
+    let mut bytes = Vec::new();
+    let mut out = file;
+    out.read_to_end(&mut bytes)
+        .map_err(|e| Failure::io(format!("cannot read the attempt's stdout back: {e}")))?;
+    let mut rewound = file;
+    std::io::Seek::rewind(&mut rewound)
+        .map_err(|e| Failure::io(format!("cannot read the attempt's stdout back: {e}")))?;
+    Ok(bytes)
 }
 
 /// Waits before a retry, with a countdown on stderr when a person is watching.
@@ -314,6 +420,7 @@ struct Report {
     attempts: Vec<Value>,
     preserved: Vec<String>,
     outcome: &'static str,
+    breaker: Option<Value>,
 }
 
 impl Report {
@@ -336,6 +443,7 @@ impl Report {
             attempts: Vec::new(),
             preserved: Vec::new(),
             outcome: "failed",
+            breaker: None,
         }
     }
 
@@ -357,6 +465,9 @@ fn finish(args: &Args, cx: &Context, report: &Report, status: u8) -> Result<u8, 
         o.insert("exit_status".into(), json!(status));
         o.insert("attempts".into(), json!(report.attempts));
         o.insert("preserved_outputs".into(), json!(report.preserved));
+        if let Some(b) = &report.breaker {
+            o.insert("breaker".into(), b.clone());
+        }
         o.insert("at".into(), json!(crate::saga::stamp(cx.now)));
     }
     let line = doc.to_string();

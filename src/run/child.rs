@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 /// How often the waiting loop looks at the clock and the signal flags.
 const POLL: Duration = Duration::from_millis(10);
 /// Bytes of stderr kept for classification.
-const TAIL: usize = 4096;
+const TAIL: usize = 8192;
 
 /// SIGINT and SIGTERM received by this process, as flags.
 pub struct Interrupts {

@@ -1,11 +1,11 @@
 //! What one attempt's end means and what comes next: the exit status `triage run` reports
 //! (like `timeout(1)`: 124 on timeout, 126/127 when the command cannot run, 128+signal), the
-//! kind of failure as the process saw it, and the wait before the next attempt from the
-//! policy's `[retry]` section. Pure: no clock, no process.
+//! kind of failure as the process saw it, what the classifier is told about it, and what
+//! follows from the classifier's verdict. Pure: no clock, no process.
 
-use crate::duration::Dur;
-use crate::policy::{Backoff, RetryPolicy};
-use crate::vocab::Kind;
+use crate::classify::ErrorObject;
+use crate::vocab::{Action, Kind};
+use serde_json::{Map, Value};
 use std::time::Duration;
 
 /// How an attempt ended.
@@ -74,38 +74,50 @@ impl End {
     }
 }
 
-/// The wait before retry number `retry` (1 = the second attempt), from the policy:
-/// the kind's own delay, else the exponential backoff, else the schedule (its last entry
-/// repeats). Jitter is left to `classify`'s decision, which draws it from a seed.
-pub fn retry_delay(retry: &RetryPolicy, kind: Option<Kind>, n: u32) -> Duration {
-    if let Some(d) = kind.and_then(|k| retry.kinds.get(&k)).and_then(|k| k.delay) {
-        return d.0;
+/// What the classifier is told about a failed attempt: the stderr tail as the message, the
+/// exit status (128+N for a signal), and the kind when the process's end settles it (a
+/// timeout, an interrupt, a command that could not run) so no text in stderr can override it.
+pub fn classify_input(end: &End, stderr_tail: &str, elapsed_ms: u64) -> Value {
+    let mut m = Map::new();
+    if !stderr_tail.trim().is_empty() {
+        m.insert("message".into(), stderr_tail.into());
     }
-    if retry.backoff == Some(Backoff::Exponential) {
-        let initial = retry.initial.unwrap_or(Dur::secs(1)).0.as_secs_f64();
-        let mult = retry.multiplier.unwrap_or(2.0).max(1.0);
-        let exp = i32::try_from(n.saturating_sub(1)).unwrap_or(i32::MAX);
-        let mut secs = initial * mult.powi(exp);
-        if let Some(cap) = retry.max_delay {
-            secs = secs.min(cap.0.as_secs_f64());
+    m.insert("exit_code".into(), end.exit_status().into());
+    m.insert("elapsed".into(), format!("{elapsed_ms}ms").into());
+    match end {
+        End::Signaled(s) | End::Interrupted(s) => {
+            m.insert("signal".into(), (*s).into());
         }
-        return Duration::try_from_secs_f64(secs).unwrap_or(Duration::MAX);
+        _ => {}
     }
-    let i = usize::try_from(n.saturating_sub(1)).unwrap_or(usize::MAX);
-    retry
-        .schedule
-        .get(i)
-        .or(retry.schedule.last())
-        .map(|d| d.0)
-        .unwrap_or_default()
+    let settled = match end {
+        End::TimedOut { .. } | End::Interrupted(_) | End::CannotRun { .. } => end.kind(),
+        _ => None,
+    };
+    if let (Some(k), End::CannotRun { detail, .. }) = (settled, end) {
+        m.insert("message".into(), detail.clone().into());
+        m.insert("kind".into(), k.as_str().into());
+    } else if let Some(k) = settled {
+        m.insert("kind".into(), k.as_str().into());
+    }
+    if matches!(end, End::Interrupted(_)) {
+        m.insert("interrupted".into(), true.into());
+    }
+    Value::Object(m)
 }
 
-/// Attempts in all for a failure of `kind`.
-pub fn max_attempts(retry: &RetryPolicy, kind: Option<Kind>) -> u32 {
-    kind.and_then(|k| retry.kinds.get(&k))
-        .and_then(|k| k.max_attempts)
-        .unwrap_or(retry.max_attempts)
-        .max(1)
+/// The classifier found nothing in a plain non-zero exit: the command failed, and `run`
+/// says so (`tool_failure`, retryable by default) instead of `unknown`.
+pub fn needs_fallback(end: &End, classified: &ErrorObject) -> bool {
+    matches!(end, End::Exited(c) if *c != 0) && classified.kind == Kind::Unknown
+}
+
+/// [`classify_input`] with the fallback kind set.
+pub fn with_fallback_kind(mut input: Value, end: &End) -> Value {
+    if let (Some(m), Some(k)) = (input.as_object_mut(), end.kind()) {
+        m.insert("kind".into(), k.as_str().into());
+    }
+    input
 }
 
 /// Whether a failed attempt is followed by another, and why not when it is not.
@@ -117,50 +129,59 @@ pub enum Next {
     Stop(String),
 }
 
-/// What the loop knows after a failed attempt.
-pub struct Failed<'a> {
-    /// The attempt that failed, from 1.
-    pub attempt: u32,
-    /// How it ended.
-    pub end: &'a End,
-    /// Its kind (classify's, when it has one).
-    pub kind: Option<Kind>,
-    /// Whether the failure is worth retrying (classify's verdict).
-    pub retryable: bool,
-    /// The agent has side effects: never retried automatically (seed 001).
-    pub side_effects: bool,
-}
-
-/// Decides what follows a failed attempt.
-pub fn next(retry: &RetryPolicy, f: &Failed<'_>) -> Next {
-    if matches!(f.end, End::Interrupted(_)) {
+/// Decides what follows a failed attempt from the classifier's verdict: retry after its
+/// advised delay, or stop. An interrupt, a command that cannot run and an agent with side
+/// effects always stop, whatever the verdict (seed 001: never retried automatically).
+pub fn next(end: &End, e: &ErrorObject, side_effects: bool) -> Next {
+    if matches!(end, End::Interrupted(_)) {
         return Next::Stop("interrupted".into());
     }
-    if let End::CannotRun { detail, .. } = f.end {
+    if let End::CannotRun { detail, .. } = end {
         return Next::Stop(format!("the command could not run ({detail})"));
     }
-    if f.side_effects {
+    if side_effects {
         return Next::Stop(
             "the agent has side effects, so it is never retried automatically".into(),
         );
     }
-    if !f.retryable {
-        return Next::Stop("the failure is not retryable".into());
+    match (&e.action, &e.retry) {
+        (Action::Retry, Some(r)) => {
+            Next::Retry(Duration::try_from_secs_f64(r.delay_s.max(0.0)).unwrap_or(Duration::MAX))
+        }
+        _ => {
+            let why = e
+                .context
+                .get("action_reason")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| {
+                    format!(
+                        "a `{}` failure is not retryable; next: {}",
+                        e.kind, e.action
+                    )
+                });
+            Next::Stop(why)
+        }
     }
-    let max = max_attempts(retry, f.kind);
-    if f.attempt >= max {
-        return Next::Stop(format!("{max} attempt(s) made, the most the policy allows"));
-    }
-    Next::Retry(retry_delay(retry, f.kind, f.attempt))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::KindRetry;
+    use crate::classify::{classify, Overrides};
+    use crate::policy::Policy;
 
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
+    fn classified(end: &End, stderr: &str, attempt: u32, policy: &Policy) -> ErrorObject {
+        let o = Overrides {
+            attempt: Some(attempt),
+            ..Overrides::default()
+        };
+        let input = classify_input(end, stderr, 5);
+        let e = classify(&input, &o, policy, 1);
+        if needs_fallback(end, &e) {
+            return classify(&with_fallback_kind(input, end), &o, policy, 1);
+        }
+        e
     }
 
     #[test]
@@ -178,61 +199,38 @@ mod tests {
     }
 
     #[test]
-    fn the_schedule_gives_each_retry_its_delay_and_repeats_the_last() {
-        let r = RetryPolicy {
-            schedule: vec![Dur(ms(10)), Dur(ms(20))],
-            ..RetryPolicy::default()
-        };
-        assert_eq!(retry_delay(&r, Some(Kind::ToolFailure), 1), ms(10));
-        assert_eq!(retry_delay(&r, Some(Kind::ToolFailure), 2), ms(20));
-        assert_eq!(retry_delay(&r, Some(Kind::ToolFailure), 5), ms(20));
-        assert_eq!(retry_delay(&r, Some(Kind::RateLimited), 1), ms(5000));
+    fn the_process_end_settles_the_kind_over_stderr() {
+        let p = Policy::default();
+        let t = End::TimedOut { killed: true };
+        let e = classified(&t, "Error: connect ECONNREFUSED 127.0.0.1:80", 1, &p);
+        assert_eq!(e.kind, Kind::Timeout);
+        let i = End::Interrupted(2);
+        assert_eq!(classified(&i, "", 1, &p).kind, Kind::Interrupted);
+        // Stderr decides for a plain exit; nothing recognisable is a tool failure.
+        let x = End::Exited(1);
+        let e = classified(&x, "Error: connect ECONNREFUSED 127.0.0.1:80", 1, &p);
+        assert_eq!(e.kind, Kind::NetworkError);
+        assert_eq!(classified(&x, "fail 1", 1, &p).kind, Kind::ToolFailure);
+        assert_eq!(classified(&End::Signaled(9), "", 1, &p).kind, Kind::Crash);
     }
 
     #[test]
-    fn exponential_backoff_is_capped() {
-        let r = RetryPolicy {
-            backoff: Some(Backoff::Exponential),
-            initial: Some(Dur(ms(100))),
-            multiplier: Some(3.0),
-            max_delay: Some(Dur(ms(500))),
-            ..RetryPolicy::default()
-        };
-        assert_eq!(retry_delay(&r, None, 1), ms(100));
-        assert_eq!(retry_delay(&r, None, 2), ms(300));
-        assert_eq!(retry_delay(&r, None, 3), ms(500));
-    }
-
-    #[test]
-    fn stops_on_side_effects_interrupts_and_the_attempt_limit() {
-        let mut r = RetryPolicy::default();
-        let end = End::Exited(1);
-        let f = |attempt, side_effects| Failed {
-            attempt,
-            end: &end,
-            kind: Some(Kind::ToolFailure),
-            retryable: true,
-            side_effects,
-        };
-        assert_eq!(next(&r, &f(1, false)), Next::Retry(Duration::from_secs(30)));
-        assert!(matches!(next(&r, &f(1, true)), Next::Stop(w) if w.contains("side effects")));
-        assert!(matches!(next(&r, &f(3, false)), Next::Stop(w) if w.contains("3 attempt")));
-        r.kinds.insert(
-            Kind::ToolFailure,
-            KindRetry {
-                max_attempts: Some(1),
-                ..KindRetry::default()
-            },
-        );
-        assert!(matches!(next(&r, &f(1, false)), Next::Stop(_)));
-        let int = End::Interrupted(2);
-        let g = Failed {
-            attempt: 1,
-            end: &int,
-            kind: Some(Kind::Interrupted),
-            retryable: true,
-            side_effects: false,
-        };
-        assert_eq!(next(&r, &g), Next::Stop("interrupted".into()));
+    fn follows_the_classifiers_schedule_and_stops_where_it_says() {
+        let p: Policy =
+            toml::from_str("[retry]\nschedule = [\"10ms\", \"30ms\"]\nmax_attempts = 3\n").unwrap();
+        let x = End::Exited(1);
+        let at = |n| next(&x, &classified(&x, "fail", n, &p), false);
+        assert_eq!(at(1), Next::Retry(Duration::from_millis(10)));
+        assert_eq!(at(2), Next::Retry(Duration::from_millis(30)));
+        assert!(matches!(at(3), Next::Stop(w) if w.contains("all 3 attempts")));
+        assert!(matches!(
+            next(&x, &classified(&x, "fail", 1, &p), true),
+            Next::Stop(w) if w.contains("side effects")
+        ));
+        let e = classified(&x, "error[E0308]: mismatched types", 1, &p);
+        assert!(matches!(next(&x, &e, false), Next::Stop(w) if w.contains("not retryable")));
+        let i = End::Interrupted(2);
+        let e = classified(&i, "", 1, &p);
+        assert_eq!(next(&i, &e, false), Next::Stop("interrupted".into()));
     }
 }

@@ -1,0 +1,251 @@
+//! `triage run`'s calls into the other commands, in-process: the breaker gate before each
+//! attempt and the outcome after it (`breaker`'s `check_in`/`record_in`, under the breaker's
+//! lock), the classifier's verdict on a failure, the error log (`record-error`'s `record`, under
+//! the log's lock, counters included) and the output check of `--until-output-ok`
+//! (`check-output`'s `judge`). The breaker and the log are best effort: when they cannot be
+//! used, `run` warns and goes on, like the commands themselves (SPEC §2).
+
+use super::Args;
+use crate::breaker::CallReport;
+use crate::classify::{self, ErrorObject, Overrides};
+use crate::commands::breaker::{self, template4_reason, Outcome};
+use crate::commands::{check_output, record_error};
+use crate::context::Context;
+use crate::error_record::{ErrorRecord, Phase};
+use crate::exit::Failure;
+use crate::policy::OutputRules;
+use crate::run::plan::{self, End};
+use crate::vocab::Kind;
+use chrono::SecondsFormat;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// The breaker's answer before an attempt.
+pub enum Gate {
+    /// Go ahead; hand the ticket back with the outcome.
+    Go(Option<String>),
+    /// Refused: the message for stderr and the facts for the report.
+    Refused {
+        /// `triage run: breaker KEY is open; retry after TIME` and seed 000's Template 4.
+        message: String,
+        /// `{key, reason, retry_after_s, retry_at}`.
+        facts: Value,
+    },
+}
+
+/// Asks the breaker `key` (the agent) whether an attempt may start. No key, no gate; a
+/// breaker that cannot be read lets the attempt go ahead with a warning (`check_in` fails
+/// open) unless `--strict`.
+pub fn gate(cx: &Context, key: Option<&str>, session: Option<&str>) -> Result<Gate, Failure> {
+    let Some(key) = key else {
+        return Ok(Gate::Go(None));
+    };
+    let r = breaker::check_in(cx, key, session)?;
+    if r.allowed {
+        return Ok(Gate::Go(r.ticket));
+    }
+    let at = r.retry_after_s.map(|s| {
+        let secs = i64::try_from(s).unwrap_or(i64::MAX / 2_000);
+        (cx.now + chrono::Duration::seconds(secs)).to_rfc3339_opts(SecondsFormat::Secs, true)
+    });
+    let when = match (&at, r.retry_after_s) {
+        (Some(at), Some(s)) => format!("{at} (in {s}s)"),
+        _ => format!("it is reset (`triage breaker reset {}`)", r.key),
+    };
+    let message = format!(
+        "triage run: breaker {} is open; retry after {when}\n{}",
+        r.key,
+        template4_reason(&r)
+    );
+    let facts = json!({
+        "key": r.key,
+        "reason": r.reason,
+        "retry_after_s": r.retry_after_s,
+        "retry_at": at,
+    });
+    Ok(Gate::Refused { message, facts })
+}
+
+/// Reports an attempt's outcome to the breaker `key`, with the ticket the gate gave.
+/// Returns the breaker's state afterwards, for the report; a failure is a warning.
+pub fn breaker_outcome(
+    cx: &Context,
+    key: Option<&str>,
+    session: Option<&str>,
+    outcome: Outcome,
+    ticket: Option<String>,
+    error: Option<&ErrorObject>,
+    elapsed: Duration,
+) -> Option<Value> {
+    let key = key?;
+    let report = CallReport {
+        outcome: Some(outcome),
+        ticket,
+        kind: error.map(|e| e.kind),
+        detail: error.map(|e| e.detail.clone()),
+        duration_ms: Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)),
+    };
+    match breaker::record_in(cx, key, session, &report) {
+        Ok(r) => Some(json!({"key": r.key, "state": r.state, "effect": r.effect})),
+        Err(f) => {
+            cx.warn(&format!(
+                "could not record the attempt on breaker `{key}`: {f}"
+            ));
+            None
+        }
+    }
+}
+
+/// The classifier's verdict on a failed attempt: its end, the stderr tail, the agent and the
+/// attempt number (for the retry advice). A plain non-zero exit that no rule recognises is a
+/// `tool_failure`.
+pub fn classify_failure(
+    cx: &Context,
+    agent: Option<&str>,
+    attempt: u32,
+    end: &End,
+    stderr_tail: &[u8],
+    elapsed: Duration,
+    seed: u64,
+) -> Result<ErrorObject, Failure> {
+    let policy = cx.policy()?;
+    let o = Overrides {
+        agent: agent.map(str::to_string),
+        attempt: Some(attempt),
+        ..Overrides::default()
+    };
+    let tail = String::from_utf8_lossy(stderr_tail);
+    let ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+    let input = plan::classify_input(end, &tail, ms);
+    let e = classify::classify(&input, &o, policy, seed);
+    if plan::needs_fallback(end, &e) {
+        return Ok(classify::classify(
+            &plan::with_fallback_kind(input, end),
+            &o,
+            policy,
+            seed,
+        ));
+    }
+    Ok(e)
+}
+
+/// `--until-output-ok`: judges the attempt's stdout by the agent's output rules (or the
+/// default ones: present and not empty). A rejected output is a `validation_failed` error,
+/// classified like any other (never retried: seed 001); the check's own kind
+/// (`output_missing`, `quality_failed`, …) is kept as `context.check_kind`.
+pub fn check_stdout(
+    cx: &Context,
+    agent: Option<&str>,
+    attempt: u32,
+    stdout: &[u8],
+) -> Result<Option<ErrorObject>, Failure> {
+    let input = check_output::Input {
+        agent: agent.map(str::to_string),
+        output: Some(Value::String(String::from_utf8_lossy(stdout).into_owned())),
+        ..check_output::Input::default()
+    };
+    let verdict = check_output::judge(cx, &input, &OutputRules::default())?;
+    let Some(error) = verdict.error.filter(|_| !verdict.ok) else {
+        return Ok(None);
+    };
+    let mut v = serde_json::to_value(&error)
+        .map_err(|e| Failure::data(format!("cannot serialize the output check: {e}")))?;
+    if let Some(m) = v.as_object_mut() {
+        if let Some(Value::Object(c)) = m.get_mut("context") {
+            c.insert("check_kind".into(), error.kind.as_str().into());
+            c.insert("checks".into(), json!(verdict.checks));
+        }
+        m.insert("kind".into(), Kind::ValidationFailed.as_str().into());
+        m.insert("retryable".into(), false.into());
+    }
+    let o = Overrides {
+        agent: agent.map(str::to_string),
+        attempt: Some(attempt),
+        ..Overrides::default()
+    };
+    Ok(Some(classify::classify(&v, &o, cx.policy()?, 0)))
+}
+
+/// What the error log is told besides the error object.
+pub struct Failed<'a> {
+    /// The attempt, from 1.
+    pub attempt: u32,
+    /// How it ended, in words.
+    pub end: String,
+    /// How long it ran.
+    pub elapsed: Duration,
+    /// Partial outputs kept.
+    pub preserved: Vec<String>,
+    /// The record's agent: `--agent`, else the run's name.
+    pub agent: &'a str,
+}
+
+/// Appends one record to `logs/errors.jsonl` with `record-error`'s own function (its lock,
+/// sequence and threshold counters). Returns the error id; a failure is a warning, and so is
+/// every threshold the record crossed.
+pub fn record_failure(cx: &Context, args: &Args, e: &ErrorObject, f: Failed) -> Option<String> {
+    let mut error = match serde_json::to_value(e) {
+        Ok(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    if let Some(Value::Object(c)) = error.get_mut("context") {
+        let command: Vec<String> = args
+            .command
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect();
+        c.insert("command".into(), json!(command));
+        c.insert("attempt".into(), f.attempt.into());
+        c.insert("end".into(), f.end.into());
+    }
+    let rec = ErrorRecord {
+        session_id: args.session.clone(),
+        workflow_id: args.workflow.clone(),
+        phase: args.phase.as_deref().map(Phase::parse),
+        agent: Some(f.agent.to_string()),
+        retry_count: Some(f.attempt.saturating_sub(1)),
+        duration_ms: Some(u64::try_from(f.elapsed.as_millis()).unwrap_or(u64::MAX)),
+        preserved_outputs: f.preserved,
+        error,
+        ..ErrorRecord::default()
+    };
+    let size = args
+        .phase
+        .as_deref()
+        .and_then(|p| cx.policy().ok()?.phase(p)?.size);
+    match record_error::record(cx, rec, size) {
+        Ok(done) => {
+            for w in &done.warnings {
+                cx.warn(&w.message);
+            }
+            Some(done.record.error_id)
+        }
+        Err(f) => {
+            cx.warn(&format!(
+                "could not record the failure in the error log: {f}"
+            ));
+            None
+        }
+    }
+}
+
+/// The error object of an interrupt that came while waiting to retry.
+pub fn interrupted_while_waiting(
+    cx: &Context,
+    agent: Option<&str>,
+    attempt: u32,
+    sig: i32,
+) -> Result<ErrorObject, Failure> {
+    let input = json!({
+        "kind": Kind::Interrupted.as_str(),
+        "interrupted": true,
+        "signal": sig,
+        "message": format!("interrupted (signal {sig}) while waiting to retry"),
+    });
+    let o = Overrides {
+        agent: agent.map(str::to_string),
+        attempt: Some(attempt),
+        ..Overrides::default()
+    };
+    Ok(classify::classify(&input, &o, cx.policy()?, 0))
+}
