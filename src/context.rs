@@ -177,6 +177,21 @@ impl Context {
         })
     }
 
+    /// The same context at another time, for a command that lasts (`triage run` between
+    /// attempts); the policy already read is kept.
+    pub fn at(&self, now: DateTime<Utc>) -> Context {
+        Context {
+            name: self.name,
+            global: self.global.clone(),
+            now,
+            lock_timeout: self.lock_timeout,
+            max_input: self.max_input,
+            project_dir: self.project_dir.clone(),
+            writes_state: self.writes_state,
+            policy: self.policy.clone(),
+        }
+    }
+
     /// The project folder: `$CLAUDE_PROJECT_DIR`, else the current folder.
     pub fn project(&self) -> PathBuf {
         self.project_dir

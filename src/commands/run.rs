@@ -136,11 +136,22 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
     let key = args.agent.as_deref();
     let session = args.session.as_deref();
     let seed = crate::commands::classify::seed(cx)?;
+    // Attempts and waits take time: the breaker and the log get the time of each event,
+    // unless TRIAGE_NOW fixes it.
+    let fixed_clock = std::env::var("TRIAGE_NOW").is_ok_and(|t| !t.trim().is_empty());
+    let base = cx;
     let mut report = Report::new(args, &name, timeout);
     let mut attempt_no = 0u32;
     let mut delay_before = Duration::ZERO;
     let (last, status) = loop {
         attempt_no += 1;
+        let before;
+        let cx = if fixed_clock {
+            base
+        } else {
+            before = base.at(chrono::Utc::now());
+            &before
+        };
         let ticket = match effects::gate(cx, key, session)? {
             Gate::Go(ticket) => ticket,
             Gate::Refused { message, facts } => {
@@ -160,6 +171,13 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         };
         let attempt = child::run(&spec, &interrupts)
             .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;
+        let after;
+        let cx = if fixed_clock {
+            base
+        } else {
+            after = base.at(chrono::Utc::now());
+            &after
+        };
         let mut entry = json!({
             "attempt": attempt_no,
             "delay_before_ms": delay_before.as_millis() as u64,
@@ -235,6 +253,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 elapsed: attempt.elapsed,
                 preserved,
                 agent: key.unwrap_or(&name),
+                stderr_tail: &attempt.stderr_tail,
             },
         );
         entry["error_id"] = json!(id);
@@ -253,8 +272,22 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
             Some(&error),
             attempt.elapsed,
         );
+        // A breaker this failure opened refuses the next attempt: no point waiting for it.
+        let opened = b
+            .as_ref()
+            .and_then(|b| b["state"].as_str())
+            .is_some_and(|s| s == "open" || s == "forced_open");
         entry["breaker"] = json!(b);
         match next {
+            Next::Retry(_) if opened => {
+                report.attempts.push(entry);
+                eprintln!(
+                    "triage run: attempt {attempt_no} {} ({}); its breaker is now open",
+                    attempt.end.describe(),
+                    error.kind,
+                );
+                delay_before = Duration::ZERO;
+            }
             Next::Retry(delay) => {
                 report.attempts.push(entry);
                 eprintln!(
@@ -276,6 +309,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                             elapsed: Duration::ZERO,
                             preserved: report.preserved.clone(),
                             agent: key.unwrap_or(&name),
+                            stderr_tail: &[],
                         },
                     );
                     if let Some(last) = report.attempts.last_mut() {

@@ -112,10 +112,12 @@ pub fn needs_fallback(end: &End, classified: &ErrorObject) -> bool {
     matches!(end, End::Exited(c) if *c != 0) && classified.kind == Kind::Unknown
 }
 
-/// [`classify_input`] with the fallback kind set.
-pub fn with_fallback_kind(mut input: Value, end: &End) -> Value {
+/// [`classify_input`] with the fallback kind set, keeping the first verdict's detail (its
+/// evidence from stderr).
+pub fn with_fallback_kind(mut input: Value, end: &End, detail: &str) -> Value {
     if let (Some(m), Some(k)) = (input.as_object_mut(), end.kind()) {
         m.insert("kind".into(), k.as_str().into());
+        m.insert("detail".into(), detail.into());
     }
     input
 }
@@ -179,7 +181,7 @@ mod tests {
         let input = classify_input(end, stderr, 5);
         let e = classify(&input, &o, policy, 1);
         if needs_fallback(end, &e) {
-            return classify(&with_fallback_kind(input, end), &o, policy, 1);
+            return classify(&with_fallback_kind(input, end, &e.detail), &o, policy, 1);
         }
         e
     }
@@ -210,7 +212,9 @@ mod tests {
         let x = End::Exited(1);
         let e = classified(&x, "Error: connect ECONNREFUSED 127.0.0.1:80", 1, &p);
         assert_eq!(e.kind, Kind::NetworkError);
-        assert_eq!(classified(&x, "fail 1", 1, &p).kind, Kind::ToolFailure);
+        let e = classified(&x, "fail 1", 1, &p);
+        assert_eq!(e.kind, Kind::ToolFailure);
+        assert!(e.detail.contains("fail 1"), "{}", e.detail);
         assert_eq!(classified(&End::Signaled(9), "", 1, &p).kind, Kind::Crash);
     }
 

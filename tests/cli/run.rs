@@ -1,12 +1,22 @@
 //! `triage run`: retries on the policy's schedule, timeouts that kill the whole process group,
 //! `timeout(1)`'s exit statuses, interrupts forwarded with the partial output kept.
 
-use crate::common::Sandbox;
+use crate::common::{json_out, Sandbox};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
 const POLICY: &str = "[retry]\nschedule = [\"10ms\", \"30ms\"]\nmax_attempts = 3\n\n\
-[agents.mailer]\nside_effects = true\n";
+[agents.mailer]\nside_effects = true\n\n[breaker.flaky]\nfailure_threshold = 3\n";
+
+/// The records in `logs/errors.jsonl`.
+fn errors(s: &Sandbox) -> Vec<Value> {
+    let path = s.root().join("logs/errors.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
 
 fn sandbox() -> Sandbox {
     let s = Sandbox::new();
@@ -109,6 +119,12 @@ fn a_hung_command_is_killed_with_its_children_and_exits_124() {
         !alive || state.contains(") Z"),
         "child {pid} survived: {state}"
     );
+    let recs = errors(&s);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0]["kind"], "timeout");
+    assert_eq!(recs[0]["agent"], "mailer");
+    assert_eq!(recs[0]["context"]["exit_code"], 124);
+    assert_eq!(r["attempts"][0]["error_id"], recs[0]["error_id"]);
 }
 
 #[test]
@@ -158,7 +174,17 @@ fn sigint_is_forwarded_and_the_partial_output_kept() {
     let s = sandbox();
     let script = "echo partial-line; touch started; while :; do sleep 0.05; done";
     let child = s
-        .std_cmd(&["run", "--grace", "2s", "--", "sh", "-c", script])
+        .std_cmd(&[
+            "run",
+            "--grace",
+            "2s",
+            "--session",
+            "s1",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -184,5 +210,189 @@ fn sigint_is_forwarded_and_the_partial_output_kept() {
     assert_eq!(
         std::fs::read_to_string(s.path().join(kept)).unwrap(),
         "partial-line\n"
+    );
+    let recs = errors(&s);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0]["kind"], "interrupted");
+    assert_eq!(recs[0]["session_id"], "s1");
+    assert_eq!(recs[0]["preserved_outputs"], serde_json::json!([kept]));
+}
+
+#[test]
+fn failures_are_recorded_and_the_breaker_sees_the_success() {
+    let s = sandbox();
+    s.write("flaky.sh", FLAKY);
+    let out = s
+        .cmd(&[
+            "run",
+            "--agent",
+            "flaky",
+            "--session",
+            "s1",
+            "--workflow",
+            "w1",
+            "--phase",
+            "2",
+            "--",
+            "sh",
+            "flaky.sh",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let recs = errors(&s);
+    assert_eq!(recs.len(), 2, "one record per failed attempt: {recs:?}");
+    for (i, r) in recs.iter().enumerate() {
+        assert_eq!(r["kind"], "tool_failure", "{r}");
+        assert_eq!(r["retry_count"], i as u64);
+        assert_eq!(
+            (
+                &r["agent"],
+                &r["session_id"],
+                &r["workflow_id"],
+                &r["phase"]
+            ),
+            (
+                &Value::from("flaky"),
+                &Value::from("s1"),
+                &Value::from("w1"),
+                &Value::from(2)
+            )
+        );
+        assert_eq!(r["context"]["attempt"], i as u64 + 1);
+        assert!(
+            r["detail"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("fail {}", i + 1)),
+            "{r}"
+        );
+    }
+    let status = json_out(&s.cmd(&["breaker", "status", "flaky"]).output().unwrap());
+    let b = &status["breakers"][0];
+    assert_eq!(b["state"], "closed");
+    assert_eq!(b["consecutive_failures"], 0, "the success reset the count");
+    assert_eq!(b["totals"]["failures"], 2);
+    assert_eq!(b["totals"]["successes"], 1);
+}
+
+#[test]
+fn an_open_breaker_stops_run_before_the_command_starts() {
+    let s = sandbox();
+    let t0 = "2026-02-04T14:30:00Z";
+    s.cmd(&["breaker", "trip", "researcher", "--for", "10m"])
+        .env("TRIAGE_NOW", t0)
+        .assert()
+        .success();
+    let out = s
+        .cmd(&["run", "--agent", "researcher", "--", "touch", "marker"])
+        .env("TRIAGE_NOW", "2026-02-04T14:35:00Z")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(75));
+    assert!(!s.exists("marker"), "the command must not have run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "triage run: breaker researcher is open; retry after 2026-02-04T14:40:00Z (in 300s)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("[CIRCUIT BREAKER] researcher"),
+        "Template 4: {err}"
+    );
+    let r = report(&out.stderr);
+    assert_eq!(r["outcome"], "breaker_open");
+    assert_eq!(r["attempts"], serde_json::json!([]));
+    assert!(errors(&s).is_empty(), "nothing ran, nothing failed");
+    // After the open period the breaker lets a probe through; its success closes it.
+    s.cmd(&["run", "--agent", "researcher", "--", "touch", "marker"])
+        .env("TRIAGE_NOW", "2026-02-04T14:41:00Z")
+        .assert()
+        .code(0);
+    assert!(s.exists("marker"));
+    let status = json_out(
+        &s.cmd(&["breaker", "status", "researcher"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(status["breakers"][0]["state"], "closed");
+}
+
+#[test]
+fn a_breaker_that_opens_between_attempts_stops_the_retries() {
+    let s = sandbox();
+    s.write("flaky.sh", FLAKY);
+    // The default breaker opens after 2 consecutive failures, before the third attempt.
+    let out = s
+        .cmd(&["run", "--agent", "researcher", "--", "sh", "flaky.sh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(75));
+    assert_eq!(s.read("count").trim(), "2");
+    assert_eq!(errors(&s).len(), 2);
+    assert!(out.stdout.is_empty(), "no attempt was the final one");
+}
+
+#[test]
+fn a_rejected_output_is_a_validation_failure_and_not_retried() {
+    let s = sandbox();
+    s.write(
+        "quiet.sh",
+        "n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count\n",
+    );
+    let out = s
+        .cmd(&[
+            "run",
+            "--until-output-ok",
+            "--agent",
+            "writer",
+            "--",
+            "sh",
+            "quiet.sh",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(s.read("count").trim(), "1", "not retried");
+    let recs = errors(&s);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0]["kind"], "validation_failed");
+    assert_eq!(recs[0]["retryable"], false);
+    assert_eq!(recs[0]["context"]["check_kind"], "output_missing");
+    let r = report(&out.stderr);
+    assert_eq!(r["outcome"], "output_rejected");
+    let status = json_out(&s.cmd(&["breaker", "status", "writer"]).output().unwrap());
+    assert_eq!(status["breakers"][0]["totals"]["failures"], 1);
+    // A good output passes.
+    s.cmd(&["run", "--until-output-ok", "--", "echo", "done"])
+        .assert()
+        .code(0)
+        .stdout("done\n");
+}
+
+#[test]
+fn an_agent_with_side_effects_is_never_retried() {
+    let s = sandbox();
+    s.write(
+        "send.sh",
+        "n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count\n\
+         echo 'Error: connect ECONNREFUSED 10.0.0.5:25' >&2; exit 1\n",
+    );
+    let out = s
+        .cmd(&["run", "--agent", "mailer", "--", "sh", "send.sh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(s.read("count").trim(), "1");
+    let recs = errors(&s);
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0]["kind"], "network_error", "retryable in itself");
+    assert_eq!(recs[0]["action"], "ask_user");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not retried") && err.contains("side effects"),
+        "{err}"
     );
 }

@@ -120,7 +120,7 @@ pub fn classify_failure(
     let e = classify::classify(&input, &o, policy, seed);
     if plan::needs_fallback(end, &e) {
         return Ok(classify::classify(
-            &plan::with_fallback_kind(input, end),
+            &plan::with_fallback_kind(input, end, &e.detail),
             &o,
             policy,
             seed,
@@ -178,7 +178,12 @@ pub struct Failed<'a> {
     pub preserved: Vec<String>,
     /// The record's agent: `--agent`, else the run's name.
     pub agent: &'a str,
+    /// The end of the attempt's stderr.
+    pub stderr_tail: &'a [u8],
 }
+
+/// Bytes of stderr kept in a record's context.
+const RECORD_TAIL: usize = 1024;
 
 /// Appends one record to `logs/errors.jsonl` with `record-error`'s own function (its lock,
 /// sequence and threshold counters). Returns the error id; a failure is a warning, and so is
@@ -197,6 +202,11 @@ pub fn record_failure(cx: &Context, args: &Args, e: &ErrorObject, f: Failed) -> 
         c.insert("command".into(), json!(command));
         c.insert("attempt".into(), f.attempt.into());
         c.insert("end".into(), f.end.into());
+        let tail = &f.stderr_tail[f.stderr_tail.len().saturating_sub(RECORD_TAIL)..];
+        let tail = String::from_utf8_lossy(tail);
+        if !tail.trim().is_empty() {
+            c.insert("stderr_tail".into(), tail.trim_end().into());
+        }
     }
     let rec = ErrorRecord {
         session_id: args.session.clone(),
