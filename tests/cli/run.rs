@@ -396,3 +396,68 @@ fn an_agent_with_side_effects_is_never_retried() {
         "{err}"
     );
 }
+
+#[test]
+fn an_interrupt_while_waiting_to_retry_is_recorded_with_the_kept_outputs() {
+    use std::io::BufRead;
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[retry]\nschedule = [\"20s\"]\n");
+    let mut child = s
+        .std_cmd(&[
+            "run",
+            "--preserve-partial",
+            "scratch",
+            "--name",
+            "step",
+            "--",
+            "sh",
+            "-c",
+            "echo half; echo 'fail' >&2; exit 1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("retrying in") {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "no retry: {seen}");
+        seen.push_str(&line);
+    }
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let r = report(rest.as_bytes());
+    assert_eq!(r["outcome"], "interrupted");
+    let recs = errors(&s);
+    assert_eq!(recs.len(), 2, "{recs:?}");
+    assert_eq!(recs[0]["kind"], "tool_failure");
+    assert_eq!(recs[1]["kind"], "interrupted");
+    assert_eq!(
+        recs[1]["preserved_outputs"],
+        serde_json::json!(["scratch/step-1_partial"])
+    );
+    assert_eq!(s.read("scratch/step-1_partial"), "half\n");
+}
+
+#[test]
+fn an_unusable_breaker_fails_open_with_a_warning() {
+    let s = sandbox();
+    s.write(".triage/breakers", "not a folder");
+    let out = s
+        .cmd(&["run", "--agent", "researcher", "--", "touch", "marker"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(s.exists("marker"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("triage run: warning: breaker `researcher` unavailable, allowing the call"),
+        "{err}"
+    );
+}
