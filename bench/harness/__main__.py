@@ -401,10 +401,11 @@ class Config:
         self.sizes = [(1000, 2)] if args.smoke else [(10_000, 10), (100_000, 5), (1_000_000, 3)]
 
 
-def update_doc(path, md):
+def update_doc(path, md, label):
+    marker = "results" if label == "default" else "results-" + label
     with open(path) as f:
         doc = f.read()
-    new = re.sub(r"(<!-- results:begin -->\n).*?(<!-- results:end -->)",
+    new = re.sub(r"(<!-- %s:begin -->\n).*?(<!-- %s:end -->)" % (marker, marker),
                  lambda m: m.group(1) + md + m.group(2), doc, flags=re.S)
     with open(path, "w") as f:
         f.write(new)
@@ -417,6 +418,7 @@ def main():
     ap.add_argument("--smoke", action="store_true", help="a few runs of everything, no timing claims")
     ap.add_argument("--only", action="append", default=[], help="case id (repeatable)")
     ap.add_argument("--runs", type=int, help="timed runs per variant of single-call cases")
+    ap.add_argument("--label", default="default", help="how the binary was built")
     ap.add_argument("--update-doc", help="replace the results section of this Markdown file")
     args = ap.parse_args()
     x, cfg = Env(args), Config(args)
@@ -429,7 +431,7 @@ def main():
                             text=True).stdout.strip()
     results = {"started_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                "mode": "smoke" if cfg.smoke else "full", "machine": machine(x),
-               "triage": {"bin": x.triage, "version": version, "commit": commit},
+               "triage": {"bin": x.triage, "version": version, "commit": commit, "build": args.label},
                "policy": os.path.relpath(x.policy, REPO), "cases": []}
     want = set(args.only)
     failed = False
@@ -462,14 +464,15 @@ def main():
     for c in results["cross_check"]:
         print("cross-check %-20s harness %s, hyperfine -N %s" % (
             c["command"], report.fmt_ms(c["harness_median_ms"]), report.fmt_ms(c["hyperfine_median_ms"])))
-    with open(os.path.join(x.out, "results.json"), "w") as f:
+    name = "results.json" if args.label == "default" else "results-%s.json" % args.label
+    with open(os.path.join(x.out, name), "w") as f:
         json.dump(results, f, indent=1)
     md = report.markdown(results)
-    with open(os.path.join(x.out, "results.md"), "w") as f:
+    with open(os.path.join(x.out, name.replace(".json", ".md")), "w") as f:
         f.write(md)
     if args.update_doc:
-        update_doc(args.update_doc, md)
-    print("\nwrote %s and results.md" % os.path.join(x.out, "results.json"))
+        update_doc(args.update_doc, md, args.label)
+    print("\nwrote %s and the .md beside it" % os.path.join(x.out, name))
     sys.exit(1 if failed else 0)
 
 

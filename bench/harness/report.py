@@ -85,8 +85,9 @@ def targets_lines(targets):
 
 def markdown(results):
     m = results["machine"]
-    parts = ["Run of %s, %s mode, triage %s (commit %s)." % (
-        results["started_at"], results["mode"], results["triage"]["version"], results["triage"]["commit"]),
+    parts = ["Run of %s, %s mode, triage %s (commit %s, %s build)." % (
+        results["started_at"], results["mode"], results["triage"]["version"], results["triage"]["commit"],
+        results["triage"].get("build", "default")),
         "",
         "Machine: %s, %s cores, %s RAM, Linux %s; load average %s at start, %s at end; %s; %s; %s." % (
             m["cpu"], m["cores"], m["memory"], m["kernel"], m["load_start"], m["load_end"],
