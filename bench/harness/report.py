@@ -85,7 +85,7 @@ def targets_lines(targets):
 
 def markdown(results):
     m = results["machine"]
-    parts = ["Run of %s, %s mode, triage %s (commit %s, %s build)." % (
+    parts = ["Run of %s, %s mode, %s (commit %s, %s build)." % (
         results["started_at"], results["mode"], results["triage"]["version"], results["triage"]["commit"],
         results["triage"].get("build", "default")),
         "",
