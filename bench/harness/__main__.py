@@ -140,23 +140,6 @@ def run_single(x, case, cfg):
     return res
 
 
-def check_log(path, total, id_field):
-    """Lines, valid JSON lines and distinct ids in a JSONL log."""
-    lines = valid = 0
-    ids = set()
-    with open(path, "rb") as f:
-        for line in f:
-            lines += 1
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            valid += 1
-            ids.add(rec.get(id_field))
-    ok = lines == valid == len(ids) == total
-    return ok, "%d lines, %d valid, %d distinct ids, %d expected" % (lines, valid, len(ids), total)
-
-
 def run_concurrent(x, case, cfg):
     writers = case.opts["writers"] if not cfg.smoke else 4
     per = cfg.per_writer
@@ -171,7 +154,7 @@ def run_concurrent(x, case, cfg):
             os.chdir(root)
             ns, failed = measure.concurrent(v.argv, env, v.stdin, writers, per)
             if "log" in case.opts:
-                ok, note = check_log(os.path.join(root, case.opts["log"]), total, case.opts["id_field"])
+                ok, note = C.check_log(os.path.join(root, case.opts["log"]), total, case.opts["id_field"])
             else:
                 with open(os.path.join(root, case.opts["counter"])) as f:
                     n = json.load(f).get("n")
@@ -211,33 +194,6 @@ def record_templates(x):
     return got, "records written by triage record-error"
 
 
-def agent_counts(v, agents):
-    """Finds per-agent counts in a report, whatever its exact nesting: {agent: n}."""
-    found = {}
-
-    def count_of(obj):
-        for k in ("count", "n", "errors", "total"):
-            if isinstance(obj.get(k), int):
-                return obj[k]
-        return None
-
-    def walk(node):
-        if isinstance(node, dict):
-            for k, val in node.items():
-                if k in agents and isinstance(val, dict) and count_of(val) is not None:
-                    found[k] = count_of(val)
-            name = next((node.get(k) for k in ("agent", "key", "group", "name") if node.get(k) in agents), None)
-            if name is not None and count_of(node) is not None:
-                found[name] = count_of(node)
-            for val in node.values():
-                walk(val)
-        elif isinstance(node, list):
-            for val in node:
-                walk(val)
-    walk(v)
-    return found
-
-
 def run_scaling(x, cfg):
     case = C.report_case(x)
     res = {"id": case.id, "title": case.title, "kind": "scaling", "variants": [], "sizes": []}
@@ -260,7 +216,7 @@ def run_scaling(x, cfg):
         os.chdir(root)
         code, out, err = measure.capture(tri.argv, env)
         parsed = C.parse(out)
-        counts = agent_counts(parsed, set(truth)) if parsed is not None else {}
+        counts = C.agent_counts(parsed, set(truth)) if parsed is not None else {}
         if code != 0 or err.strip():
             res["status"] = "failed at %d records: exit %d %s" % (n, code, err.strip()[:300])
             return res

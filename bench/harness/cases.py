@@ -152,3 +152,47 @@ def report_case(x):
                 kind="scaling",
                 variants=[Variant("triage report --by agent", "triage", [x.triage, "report", "--by", "agent"]),
                           Variant("jq -s group_by(.agent)", "jq", [x.jq, "-c", "-s", REPORT_JQ])])
+
+
+def check_log(path, total, id_field):
+    """Lines, valid JSON lines and distinct ids in a JSONL log."""
+    lines = valid = 0
+    ids = set()
+    with open(path, "rb") as f:
+        for line in f:
+            lines += 1
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            valid += 1
+            ids.add(rec.get(id_field))
+    ok = lines == valid == len(ids) == total
+    return ok, "%d lines, %d valid, %d distinct ids, %d expected" % (lines, valid, len(ids), total)
+
+
+def agent_counts(v, agents):
+    """Finds per-agent counts in a report, whatever its exact nesting: {agent: n}."""
+    found = {}
+
+    def count_of(obj):
+        for k in ("count", "n", "errors", "total"):
+            if isinstance(obj.get(k), int):
+                return obj[k]
+        return None
+
+    def walk(node):
+        if isinstance(node, dict):
+            for k, val in node.items():
+                if k in agents and isinstance(val, dict) and count_of(val) is not None:
+                    found[k] = count_of(val)
+            name = next((node.get(k) for k in ("agent", "key", "group", "name") if node.get(k) in agents), None)
+            if name is not None and count_of(node) is not None:
+                found[name] = count_of(node)
+            for val in node.values():
+                walk(val)
+        elif isinstance(node, list):
+            for val in node:
+                walk(val)
+    walk(v)
+    return found
