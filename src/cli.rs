@@ -50,6 +50,8 @@ pub enum Command {
     StateRead(commands::state_read::Args),
     /// Show the effective policy, or check a policy file
     Config(commands::config::Args),
+    /// Wire `triage hook` into Claude Code's settings.json, with a starter policy
+    Init(commands::init::Args),
     /// Create the multi-call symlinks (state-write, ...) next to the binary
     InstallLinks(commands::install_links::Args),
 }
@@ -64,6 +66,7 @@ impl Command {
             Command::StateWrite(_) => "state-write",
             Command::StateRead(_) => "state-read",
             Command::Config(_) => "config",
+            Command::Init(_) => "init",
             Command::InstallLinks(_) => "install-links",
         }
     }
@@ -78,6 +81,7 @@ impl Command {
             Command::StateWrite(a) => commands::state_write::run(a, cx),
             Command::StateRead(a) => commands::state_read::run(a, cx),
             Command::Config(a) => commands::config::run(a, cx),
+            Command::Init(a) => commands::init::run(a, cx),
             Command::InstallLinks(a) => commands::install_links::run(a, cx),
         }
     }

@@ -26,6 +26,7 @@ pub mod glob;
 pub mod hook_io;
 pub mod jq;
 pub mod policy;
+pub mod settings;
 pub mod state;
 pub mod store;
 pub mod vocab;

@@ -8,4 +8,5 @@ mod common;
 mod config;
 mod contract;
 mod docs;
+mod init;
 mod state;
