@@ -5,8 +5,14 @@
 
 mod common;
 
+mod breaker;
+mod check_output;
+mod classify;
 mod config;
 mod contract;
 mod docs;
 mod init;
+mod record;
+mod run;
+mod saga;
 mod state;
