@@ -48,14 +48,39 @@ pub enum Command {
     StateWrite(commands::state_write::Args),
     /// Read a JSON state file, recovering from .bak or a checkpoint when it is corrupt
     StateRead(commands::state_read::Args),
+    /// Check an agent's output for silent failures: empty, short, missing sections, BLOCKED
+    CheckOutput(commands::check_output::Args),
     /// Show the effective policy, or check a policy file
     Config(commands::config::Args),
+    /// Answer a Claude Code hook event: breaker gate, classify and log failures, check outputs
+    Hook(commands::hook::Args),
+    /// Wire `triage hook` into Claude Code's settings.json, with a starter policy
+    Init(commands::init::Args),
+    /// Circuit breakers shared by every process: check, record, status, reset, trip, disable
+    Breaker(commands::breaker::Args),
     /// Create the multi-call symlinks (state-write, ...) next to the binary
     InstallLinks(commands::install_links::Args),
+    /// Classify a failure: kind, tier, retryable, and what to do next
+    Classify(commands::classify::Args),
+    /// Append an error record to logs/errors.jsonl and report the thresholds it crosses
+    RecordError(commands::record_error::Args),
+    /// Summarize the error log, render the seeds' escalation texts, or prune old records
+    Report(commands::report::Args),
+    /// Record a workflow's steps with their compensations, and undo them in reverse
+    Saga(commands::saga::Args),
+    /// Run a command with a timeout, retries on the policy's schedule and clean interrupts
+    Run(commands::run::Args),
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
-pub const MULTICALL: &[&str] = &["state-write", "state-read"];
+pub const MULTICALL: &[&str] = &[
+    "state-write",
+    "state-read",
+    "classify",
+    "breaker",
+    "check-output",
+    "record-error",
+];
 
 impl Command {
     /// The subcommand's name, which starts its messages.
@@ -63,22 +88,40 @@ impl Command {
         match self {
             Command::StateWrite(_) => "state-write",
             Command::StateRead(_) => "state-read",
+            Command::CheckOutput(_) => "check-output",
             Command::Config(_) => "config",
+            Command::Hook(_) => "hook",
+            Command::Init(_) => "init",
             Command::InstallLinks(_) => "install-links",
+            Command::Classify(_) => "classify",
+            Command::Breaker(_) => "breaker",
+            Command::RecordError(_) => "record-error",
+            Command::Report(_) => "report",
+            Command::Saga(_) => "saga",
+            Command::Run(_) => "run",
         }
     }
 
     /// Whether the command writes under the state root (and so may leave a trace there).
     fn writes_state(&self) -> bool {
-        !matches!(self, Command::Config(_))
+        !matches!(self, Command::Config(_) | Command::Classify(_))
     }
 
     fn run(&self, cx: &Context) -> Result<Outcome, Failure> {
         match self {
             Command::StateWrite(a) => commands::state_write::run(a, cx),
             Command::StateRead(a) => commands::state_read::run(a, cx),
+            Command::CheckOutput(a) => commands::check_output::run(a, cx),
             Command::Config(a) => commands::config::run(a, cx),
+            Command::Hook(a) => commands::hook::run(a, cx),
+            Command::Init(a) => commands::init::run(a, cx),
             Command::InstallLinks(a) => commands::install_links::run(a, cx),
+            Command::Classify(a) => commands::classify::run(a, cx),
+            Command::Breaker(a) => commands::breaker::run(a, cx),
+            Command::RecordError(a) => commands::record_error::run(a, cx),
+            Command::Report(a) => commands::report::run(a, cx),
+            Command::Saga(a) => commands::saga::run(a, cx),
+            Command::Run(a) => commands::run::run(a, cx),
         }
     }
 }
@@ -142,7 +185,9 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
                     return failed(name, &f, Some(&cx), strict);
                 }
             }
-            if outcome.block {
+            if let Some(status) = outcome.exit {
+                ExitCode::from(status)
+            } else if outcome.block {
                 ExitStatus::Block.into()
             } else if outcome.negative && exit_status {
                 ExitStatus::Negative.into()

@@ -44,6 +44,8 @@ pub struct Outcome {
     pub negative: bool,
     /// The hook protocol's exit-2 blocking form, when asked for.
     pub block: bool,
+    /// An exit status of the command's own (`triage run` ends with its child's).
+    pub exit: Option<u8>,
 }
 
 impl Outcome {
@@ -82,6 +84,12 @@ impl Outcome {
     /// Nothing on stdout.
     pub fn nothing() -> Outcome {
         Outcome::default()
+    }
+
+    /// Ends with this exit status whatever the options (`triage run`: the child's status).
+    pub fn exit(mut self, status: u8) -> Outcome {
+        self.exit = Some(status);
+        self
     }
 
     /// Marks the verdict negative (or not).

@@ -17,15 +17,25 @@
 //! that reads the environment. A command is the short glue that reads input, calls the core,
 //! persists through the store and writes the answer.
 
+pub mod breaker;
+pub mod classify;
 pub mod cli;
 pub mod commands;
 pub mod context;
 pub mod duration;
+pub mod error_record;
 pub mod exit;
 pub mod glob;
 pub mod hook_io;
 pub mod jq;
+pub mod output_check;
 pub mod policy;
+pub mod report;
+pub mod run;
+pub mod saga;
+pub mod settings;
 pub mod state;
 pub mod store;
+pub mod templates;
+pub mod transcript;
 pub mod vocab;

@@ -350,6 +350,121 @@ pub fn append_line_locked(path: &Path, line: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// The length of a file in bytes; `Ok(None)` when it does not exist.
+pub fn file_len(path: &Path) -> Result<Option<u64>> {
+    match fs::metadata(path) {
+        Ok(m) => Ok(Some(m.len())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io("cannot stat", path, e)),
+    }
+}
+
+/// Overwrites a cache file (one that can be rebuilt from other data) in place, without
+/// fsync and without a rename: replace-by-rename makes ext4 flush the data first
+/// (`auto_da_alloc`), which costs milliseconds on every call. Safe because the caller holds the
+/// lock that guards the file, so no reader sees it half-written, and a crash mid-write leaves
+/// bytes that no longer parse (a cut JSON text, or new JSON followed by the old tail), which
+/// the caller detects and rebuilds from.
+pub fn overwrite_cache(target: &Path, bytes: &[u8]) -> Result<()> {
+    let f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(target)
+        .map_err(|e| StoreError::io("cannot open", target, e))?;
+    f.write_all_at(bytes, 0)
+        .and_then(|()| f.set_len(bytes.len() as u64))
+        .map_err(|e| StoreError::io("cannot write", target, e))
+}
+
+/// What [`move_lines`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Moved {
+    /// Lines appended to the destination.
+    pub moved: u64,
+    /// Lines (and a torn tail) left in the source.
+    pub kept: u64,
+}
+
+/// Moves the lines of a JSONL file that `take` selects to the end of `to`, streaming, losing
+/// nothing: the moved lines are appended to `to` and fsynced first, then `path` is replaced
+/// atomically by the lines left (a torn last line stays as it was). A crash in between leaves
+/// a line in both files, never in neither. The caller holds `path`'s lock.
+pub fn move_lines(path: &Path, to: &Path, mut take: impl FnMut(&[u8]) -> bool) -> Result<Moved> {
+    let mut counts = Moved::default();
+    let src = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(counts),
+        Err(e) => return Err(StoreError::io("cannot open", path, e)),
+    };
+    let dir = parent_of(path);
+    remove_stale_temps(path);
+    let mut rest = tempfile::Builder::new()
+        .prefix(&temp_prefix(path))
+        .rand_bytes(8)
+        .tempfile_in(dir)
+        .map_err(|e| StoreError::io("cannot create a temp file in", dir, e))?;
+    let mode = src
+        .metadata()
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0o600);
+    let mut dest: Option<io::BufWriter<File>> = None;
+    let mut reader = BufReader::with_capacity(256 * 1024, src);
+    let mut kept = io::BufWriter::with_capacity(256 * 1024, rest.as_file_mut());
+    let mut line = Vec::with_capacity(4096);
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| StoreError::io("cannot read", path, e))?;
+        if n == 0 {
+            break;
+        }
+        let whole = line.last() == Some(&b'\n');
+        if whole && take(&line[..line.len() - 1]) {
+            if dest.is_none() {
+                let f = OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .mode(0o600)
+                    .open(to)
+                    .map_err(|e| StoreError::io("cannot open", to, e))?;
+                dest = Some(io::BufWriter::with_capacity(256 * 1024, f));
+            }
+            if let Some(d) = dest.as_mut() {
+                d.write_all(&line)
+                    .map_err(|e| StoreError::io("cannot append to", to, e))?;
+            }
+            counts.moved += 1;
+        } else {
+            kept.write_all(&line)
+                .map_err(|e| StoreError::io("cannot write", path, e))?;
+            counts.kept += 1;
+        }
+    }
+    kept.flush()
+        .map_err(|e| StoreError::io("cannot write", path, e))?;
+    drop(kept);
+    let Some(dest) = dest else {
+        return Ok(counts);
+    };
+    let dest = dest
+        .into_inner()
+        .map_err(|e| StoreError::io("cannot append to", to, e.into_error()))?;
+    dest.sync_all()
+        .map_err(|e| StoreError::io("cannot fsync", to, e))?;
+    sync_dir(parent_of(to))?;
+    rest.as_file()
+        .set_permissions(fs::Permissions::from_mode(mode))
+        .and_then(|()| rest.as_file().sync_all())
+        .map_err(|e| StoreError::io("cannot fsync", rest.path(), e))?;
+    rest.persist(path)
+        .map_err(|e| StoreError::io("cannot rename onto", path, e.error))?;
+    sync_dir(dir)?;
+    Ok(counts)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Atomic replacement.
 
@@ -505,6 +620,21 @@ pub fn quarantine(path: &Path, stamp: &str) -> Result<PathBuf> {
     fs::rename(path, &dest).map_err(|e| StoreError::io("cannot move aside", path, e))?;
     sync_dir(parent_of(path))?;
     Ok(dest)
+}
+
+/// Creates a folder and its parents with the usual mode (for folders that belong to the
+/// user, such as `.claude/`, rather than to the state root).
+pub fn create_dirs(dir: &Path) -> Result<()> {
+    fs::create_dir_all(dir).map_err(|e| StoreError::io("cannot create folder", dir, e))
+}
+
+/// Removes a file and fsyncs its folder; a file already gone is not an error.
+pub fn remove(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => sync_dir(parent_of(path)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StoreError::io("cannot remove", path, e)),
+    }
 }
 
 /// Reads bytes with a limit: at most `limit` bytes are kept, the rest is drained and counted.

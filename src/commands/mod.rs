@@ -1,7 +1,16 @@
 //! One module per subcommand: each exposes its clap `Args` and a `run` that reads input,
 //! calls the core, persists through the store and returns the answer.
 
+pub mod breaker;
+pub mod check_output;
+pub mod classify;
 pub mod config;
+pub mod hook;
+pub mod init;
 pub mod install_links;
+pub mod record_error;
+pub mod report;
+pub mod run;
+pub mod saga;
 pub mod state_read;
 pub mod state_write;

@@ -5,7 +5,15 @@
 
 mod common;
 
+mod breaker;
+mod check_output;
+mod classify;
 mod config;
 mod contract;
 mod docs;
+mod hook;
+mod init;
+mod record;
+mod run;
+mod saga;
 mod state;

@@ -1,0 +1,408 @@
+//! `triage check-output`: catch the silent failures (seeds 001, 004) — an agent that
+//! "succeeds" with an empty, short, malformed or BLOCKED output. Reads `{agent, output,
+//! status, files}` (or `--raw` text, or a hook payload with `--hook`), resolves the agent's
+//! rules from the policy and the flags, and hands them to [`crate::output_check`].
+//!
+//! The stop-hook answer and its loop guard live in [`judge_hook`]; `triage hook` calls it
+//! in-process.
+
+use crate::context::{Context, Outcome};
+use crate::exit::Failure;
+use crate::hook_io::{Payload, Response};
+use crate::output_check::{self, FileFacts, Subject, Verdict};
+use crate::policy::{OutputFormat, OutputRules};
+use crate::store;
+use crate::vocab::Criticality;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+mod hook;
+pub use hook::judge_hook;
+
+/// Arguments of `triage check-output`.
+#[derive(clap::Args, Debug, Default)]
+#[command(after_help = "Examples:\n  \
+    echo '{\"agent\": \"researcher\", \"output\": \"too short\"}' | triage check-output --min-chars 500 -e\n  \
+    triage check-output --raw --agent fact-checker --require-any Verified --require-any 'Issues found' < review.md\n  \
+    echo '{\"output\": {\"agent\": \"a\", \"phase\": 2}}' | triage check-output --format json --required-key status --jq '.evidence_count > 0'\n  \
+    triage check-output --hook < payload.json")]
+pub struct Args {
+    /// The agent whose rules apply ([agents.NAME.output] in the policy, globs allowed)
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Stdin is the output text itself, not a JSON object
+    #[arg(long, conflicts_with = "hook")]
+    pub raw: bool,
+    /// The status the agent reported (`error` and `BLOCKED` fail)
+    #[arg(long, value_name = "STATUS")]
+    pub status: Option<String>,
+    /// A file the agent wrote, relative to the project: must exist and not be empty (repeatable)
+    #[arg(long = "file", value_name = "PATH")]
+    pub files: Vec<String>,
+    /// The original the output edits: the output must not be shorter (seed 001's editor)
+    #[arg(long, value_name = "FILE")]
+    pub original: Option<PathBuf>,
+    /// Fewest characters
+    #[arg(long, value_name = "N")]
+    pub min_chars: Option<u64>,
+    /// A regex that must match (repeatable; all must match)
+    #[arg(long, value_name = "REGEX")]
+    pub require_all: Vec<String>,
+    /// A regex of which one must match (repeatable)
+    #[arg(long, value_name = "REGEX")]
+    pub require_any: Vec<String>,
+    /// A regex that must not match (repeatable)
+    #[arg(long, value_name = "REGEX")]
+    pub forbid: Vec<String>,
+    /// The format the output must have
+    #[arg(long, value_name = "FORMAT", value_parser = ["json", "yaml", "markdown", "text"])]
+    pub format: Option<String>,
+    /// A dotted path that must be present and not null, for JSON or YAML (repeatable)
+    #[arg(long = "required-key", value_name = "KEY")]
+    pub required_keys: Vec<String>,
+    /// A jq predicate that must yield true (repeatable)
+    #[arg(long, value_name = "FILTER")]
+    pub jq: Vec<String>,
+    /// A glob, relative to the project, that must match non-empty files (repeatable)
+    #[arg(long, value_name = "GLOB")]
+    pub files_exist: Vec<String>,
+    /// Stop-hook blocks before the agent is let go [default: 3]
+    #[arg(long, value_name = "N")]
+    pub max_rejections: Option<u32>,
+    /// Save a rejected output as DIR/<agent>_partial.md, never overwriting an earlier one
+    #[arg(long, value_name = "DIR")]
+    pub preserve_partial: Option<PathBuf>,
+    /// Read a Claude Code hook payload (SubagentStop, Stop, PostToolUse on Agent/Task)
+    #[arg(long)]
+    pub hook: bool,
+    /// With --hook: block by exiting 2 with the reason on stderr, instead of JSON
+    #[arg(long, requires = "hook")]
+    pub block_with_exit_2: bool,
+}
+
+/// What is judged, as read from stdin and the flags.
+#[derive(Clone, Debug, Default)]
+pub struct Input {
+    /// The agent's name.
+    pub agent: Option<String>,
+    /// The output; `None` when there was none.
+    pub output: Option<Value>,
+    /// The reported status.
+    pub status: Option<String>,
+    /// Files the agent wrote (paths or globs, relative to the project).
+    pub files: Vec<String>,
+    /// The original's text, for `original_length`.
+    pub original: Option<String>,
+}
+
+/// Runs `triage check-output`.
+pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+    let flags = flag_rules(args)?;
+    if args.hook {
+        let payload = Payload::new(cx.read_json()?.unwrap_or(Value::Null));
+        let response = judge_hook_with(cx, &payload, &flags)?;
+        if args.block_with_exit_2 && response.decision.as_deref() == Some("block") {
+            eprintln!("{}", response.reason.as_deref().unwrap_or_default());
+            return Ok(Outcome {
+                block: true,
+                ..Outcome::nothing()
+            });
+        }
+        return Ok(Outcome::hook(&response));
+    }
+    let mut input = read_input(args, cx)?;
+    if let Some(path) = &args.original {
+        let bytes = std::fs::read(path)
+            .map_err(|e| Failure::io(format!("--original {}: cannot read: {e}", path.display())))?;
+        input.original = Some(String::from_utf8_lossy(&bytes).into_owned());
+    }
+    let mut verdict = judge(cx, &input, &flags)?;
+    if let (false, Some(dir)) = (verdict.ok, &args.preserve_partial) {
+        preserve(cx, dir, &input, &mut verdict);
+    }
+    let negative = !verdict.ok;
+    if cx.global.text {
+        return Ok(Outcome::text(render_text(&verdict)).negative(negative));
+    }
+    Ok(Outcome::json(&verdict).negative(negative))
+}
+
+/// Judges one output: the agent's policy rules, overlaid by `flags`, then the checks.
+/// Bad rules are warnings; files are looked up relative to the project.
+pub fn judge(cx: &Context, input: &Input, flags: &OutputRules) -> Result<Verdict, Failure> {
+    judge_full(cx, input, flags).map(|(verdict, _, _)| verdict)
+}
+
+/// [`judge`], with the rules and criticality it used (the hook needs `max_rejections`).
+fn judge_full(
+    cx: &Context,
+    input: &Input,
+    flags: &OutputRules,
+) -> Result<(Verdict, OutputRules, Criticality), Failure> {
+    let (rules, criticality) = rules_for(cx, input.agent.as_deref(), flags)?;
+    let mut files: Vec<FileFacts> = Vec::new();
+    let project = cx.project();
+    for pattern in rules.files_exist.iter().flatten().chain(&input.files) {
+        files.push(expand(&project, pattern));
+    }
+    let verdict = output_check::judge(
+        &rules,
+        criticality,
+        &Subject {
+            agent: input.agent.as_deref(),
+            output: input.output.as_ref(),
+            status: input.status.as_deref(),
+            files: &files,
+            original_chars: input.original.as_deref().map(|t| t.trim().chars().count()),
+        },
+    );
+    for w in &verdict.warnings {
+        cx.warn(w);
+    }
+    Ok((verdict, rules, criticality))
+}
+
+/// The agent's rules and criticality: the policy's (globs merged), overlaid by the flags.
+fn rules_for(
+    cx: &Context,
+    agent: Option<&str>,
+    flags: &OutputRules,
+) -> Result<(OutputRules, Criticality), Failure> {
+    let (base, criticality) = match agent {
+        Some(name) => {
+            let a = cx.policy()?.agent(name);
+            (a.output, a.criticality)
+        }
+        None => (OutputRules::default(), Criticality::Critical),
+    };
+    Ok((output_check::overlay(&base, flags), criticality))
+}
+
+/// The rules given as flags; a regex or jq filter that does not compile is a usage error.
+fn flag_rules(args: &Args) -> Result<OutputRules, Failure> {
+    let list = |v: &Vec<String>| (!v.is_empty()).then(|| v.clone());
+    for (flag, list) in [
+        ("--require-all", &args.require_all),
+        ("--require-any", &args.require_any),
+        ("--forbid", &args.forbid),
+    ] {
+        for p in list {
+            regex::Regex::new(p).map_err(|e| {
+                let why = e.to_string();
+                let why = why.lines().last().unwrap_or_default().trim().to_string();
+                Failure::usage(format!("{flag} `{p}` is not a valid regex: {why}"))
+            })?;
+        }
+    }
+    for code in &args.jq {
+        crate::jq::Filter::compile(code).map_err(|e| Failure::usage(format!("--jq: {e}")))?;
+    }
+    let format = match args.format.as_deref() {
+        Some("json") => Some(OutputFormat::Json),
+        Some("yaml") => Some(OutputFormat::Yaml),
+        Some("markdown") => Some(OutputFormat::Markdown),
+        Some("text") => Some(OutputFormat::Text),
+        _ => None,
+    };
+    Ok(OutputRules {
+        min_chars: args.min_chars,
+        require_all: list(&args.require_all),
+        require_any: list(&args.require_any),
+        forbid: list(&args.forbid),
+        format,
+        required_keys: list(&args.required_keys),
+        jq: list(&args.jq),
+        files_exist: list(&args.files_exist),
+        max_rejections: args.max_rejections,
+    })
+}
+
+/// Stdin as `{agent, output, status, files}` (or raw text), with the flags over its fields.
+fn read_input(args: &Args, cx: &Context) -> Result<Input, Failure> {
+    let mut input = if args.raw {
+        let bytes = cx.read_stdin()?.unwrap_or_default();
+        Input {
+            output: Some(Value::String(String::from_utf8_lossy(&bytes).into_owned())),
+            ..Input::default()
+        }
+    } else {
+        match cx.read_json()? {
+            None => Input::default(),
+            Some(v) => input_from(v)?,
+        }
+    };
+    if args.agent.is_some() {
+        input.agent.clone_from(&args.agent);
+    }
+    if args.status.is_some() {
+        input.status.clone_from(&args.status);
+    }
+    input.files.extend(args.files.iter().cloned());
+    Ok(input)
+}
+
+fn input_from(v: Value) -> Result<Input, Failure> {
+    let Value::Object(mut m) = v else {
+        return Err(Failure::data(format!(
+            "stdin is {}, not an object; send {{\"agent\", \"output\", \"status\", \"files\"}}, or the text itself with --raw",
+            crate::state::type_name(&v)
+        )));
+    };
+    let text = |m: &serde_json::Map<String, Value>, k: &str| {
+        m.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    let files = match m.get("files") {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(Input {
+        agent: text(&m, "agent"),
+        status: text(&m, "status"),
+        original: text(&m, "original"),
+        files,
+        output: m.remove("output"),
+    })
+}
+
+/// Seed 001: "If skill N has partial output, save with `_partial` suffix" — never over an
+/// earlier one. A failure to save is a warning: the verdict stands.
+fn preserve(cx: &Context, dir: &Path, input: &Input, verdict: &mut Verdict) {
+    let Some(output) = input.output.as_ref().filter(|o| !o.is_null()) else {
+        return;
+    };
+    let text = output_check::text_of(output);
+    if text.trim().is_empty() {
+        return;
+    }
+    let name = store::escape_key(input.agent.as_deref().unwrap_or("agent"));
+    if let Err(e) = store::ensure_dir(dir) {
+        cx.warn(&format!("--preserve-partial: {e}"));
+        return;
+    }
+    for n in 1..1000 {
+        let file = match n {
+            1 => format!("{name}_partial.md"),
+            n => format!("{name}_partial-{n}.md"),
+        };
+        let path = dir.join(file);
+        if path.exists() {
+            continue;
+        }
+        match store::create_new(&path, text.as_bytes()) {
+            Ok(()) => {
+                if let Some(e) = verdict.error.as_mut() {
+                    e.preserved_outputs.push(path.display().to_string());
+                }
+                return;
+            }
+            Err(_) if path.exists() => continue,
+            Err(e) => {
+                cx.warn(&format!("--preserve-partial: {e}"));
+                return;
+            }
+        }
+    }
+    cx.warn("--preserve-partial: 999 partial outputs already saved; not saving another");
+}
+
+/// A glob (`*`, `?` within a path segment, `**` for any depth) relative to `project`, and the
+/// files it matches with their sizes. Unreadable folders are passed over.
+pub fn expand(project: &Path, pattern: &str) -> FileFacts {
+    let base = if Path::new(pattern).is_absolute() {
+        PathBuf::from("/")
+    } else {
+        project.to_path_buf()
+    };
+    let parts: Vec<&str> = pattern
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    let mut found = Vec::new();
+    let mut budget = 100_000usize;
+    walk(&base, "", &parts, &mut found, &mut budget);
+    found.sort();
+    FileFacts {
+        pattern: pattern.to_string(),
+        found,
+    }
+}
+
+fn walk(dir: &Path, rel: &str, parts: &[&str], found: &mut Vec<(String, u64)>, budget: &mut usize) {
+    let join = |name: &str| {
+        if rel.is_empty() {
+            name.to_string()
+        } else {
+            format!("{rel}/{name}")
+        }
+    };
+    let Some((first, rest)) = parts.split_first() else {
+        if let Ok(m) = std::fs::metadata(dir) {
+            if m.is_file() {
+                found.push((rel.to_string(), m.len()));
+            }
+        }
+        return;
+    };
+    if *first == "**" {
+        walk(dir, rel, rest, found, budget);
+    }
+    if !crate::glob::is_pattern(first) {
+        walk(&dir.join(first), &join(first), rest, found, budget);
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if *budget == 0 {
+            return;
+        }
+        *budget -= 1;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') && !first.starts_with('.') {
+            continue;
+        }
+        if *first == "**" {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                walk(&entry.path(), &join(&name), parts, found, budget);
+            }
+        } else if crate::glob::matches(first, &name) {
+            walk(&entry.path(), &join(&name), rest, found, budget);
+        }
+    }
+}
+
+fn render_text(v: &Verdict) -> String {
+    let who = v.agent.as_deref().unwrap_or("output");
+    let head = match &v.error {
+        None => format!("{who}: ok"),
+        Some(e) => format!("{who}: rejected ({})", e.kind),
+    };
+    let width = v.checks.iter().map(|c| c.check.len()).max().unwrap_or(0);
+    let mut lines = vec![head];
+    for c in &v.checks {
+        let mark = if c.ok { "ok  " } else { "FAIL" };
+        lines.push(format!("  {mark}  {:<width$}  {}", c.check, c.detail));
+    }
+    if let Some(p) = v.error.as_ref().and_then(|e| e.preserved_outputs.first()) {
+        lines.push(format!("  saved as {p}"));
+    }
+    lines.join("\n")
+}
+
+/// [`judge_hook`] with rules from the flags over the policy's (`check-output --hook`).
+fn judge_hook_with(
+    cx: &Context,
+    payload: &Payload,
+    flags: &OutputRules,
+) -> Result<Response, Failure> {
+    hook::answer(cx, payload, flags)
+}

@@ -1,0 +1,306 @@
+//! `check-output` as a Claude Code hook: on SubagentStop / Stop a failed check blocks the stop
+//! with a reason the agent can act on; on PostToolUse of the subagent tool it tells the parent
+//! that the output is unusable.
+//!
+//! The loop guard is a counter of consecutive rejections per session and agent, kept under
+//! `<root>/rejections/` behind a lock. `stop_hook_active` is not trusted (it is absent at
+//! first on SubagentStop and has stayed false across fires: claude-code #83365, #54360): the
+//! counter alone decides. After `max_rejections` the agent is let go (seed 002: "fails
+//! validation 3x → proceed without"), a `validation_failed` error is recorded, and the user is
+//! told in `systemMessage`.
+
+use super::{judge_full, Input};
+use crate::context::Context;
+use crate::exit::Failure;
+use crate::hook_io::{Payload, Response};
+use crate::output_check::{Verdict, DEFAULT_MAX_REJECTIONS};
+use crate::policy::OutputRules;
+use crate::store::{self, Backup};
+use crate::transcript::{self, Scan};
+use crate::vocab::Criticality;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// The whole hook answer of `check-output` for one payload: SubagentStop, Stop, or
+/// PostToolUse on `Agent`/`Task`; any other event gets the empty answer.
+pub fn judge_hook(cx: &Context, payload: &Payload) -> Result<Response, Failure> {
+    answer(cx, payload, &OutputRules::default())
+}
+
+pub(super) fn answer(
+    cx: &Context,
+    payload: &Payload,
+    flags: &OutputRules,
+) -> Result<Response, Failure> {
+    match payload.event() {
+        Some("SubagentStop") => stop(cx, payload, flags, true),
+        Some("Stop") => stop(cx, payload, flags, false),
+        Some("PostToolUse") if payload.is_subagent_tool() => post_tool_use(cx, payload, flags),
+        _ => Ok(Response::default()),
+    }
+}
+
+fn stop(
+    cx: &Context,
+    payload: &Payload,
+    flags: &OutputRules,
+    subagent: bool,
+) -> Result<Response, Failure> {
+    // The main session's Stop is judged as agent `main` unless it runs under --agent.
+    let agent = payload
+        .agent_type()
+        .map(str::to_string)
+        .or_else(|| (!subagent).then(|| "main".to_string()));
+    let Some(output) = stop_output(cx, payload) else {
+        return Ok(Response::default());
+    };
+    let input = Input {
+        agent: agent.clone(),
+        output: Some(output),
+        ..Input::default()
+    };
+    let (verdict, rules, criticality) = judge_full(cx, &input, flags)?;
+    let key = payload
+        .agent_id()
+        .or(agent.as_deref())
+        .unwrap_or("main")
+        .to_string();
+    let counter = counter_path(cx, payload.session_id().unwrap_or("no-session"), &key);
+    let who = agent.as_deref().unwrap_or("the subagent");
+    if verdict.ok {
+        reset(cx, &counter)?;
+        return Ok(Response::default());
+    }
+    if criticality == Criticality::Optional {
+        let mut r = Response::default();
+        r.add_system_message(format!(
+            "triage: optional agent {who}'s output failed its checks; proceeding without blocking it (seed 000).\n{}",
+            verdict.reason()
+        ));
+        return Ok(r);
+    }
+    let max = rules.max_rejections.unwrap_or(DEFAULT_MAX_REJECTIONS);
+    let count = bump(cx, &counter, &key)?;
+    if count <= max {
+        return Ok(Response::block(format!(
+            "triage check-output: the output is not ready (rejection {count} of {max}). Fix:\n{}\nThen finish your answer.",
+            verdict.reason()
+        )));
+    }
+    reset(cx, &counter)?;
+    let logged = match record(cx, payload, &verdict, max) {
+        Ok(path) => format!(" Recorded as validation_failed in {}.", path.display()),
+        Err(f) => {
+            cx.warn(&format!("could not record the error: {f}"));
+            String::new()
+        }
+    };
+    let mut r = Response::default();
+    r.add_system_message(format!(
+        "triage: {who}'s output still fails its checks after {max} rejections; letting it stop \
+         (seed 002: proceed without).{logged}\n{}",
+        verdict.reason()
+    ));
+    Ok(r)
+}
+
+fn post_tool_use(
+    cx: &Context,
+    payload: &Payload,
+    flags: &OutputRules,
+) -> Result<Response, Failure> {
+    if payload.is_async_launched() {
+        return Ok(Response::default());
+    }
+    if payload.tool_response().is_null() {
+        cx.warn("PostToolUse without tool_response; the subagent's output was not checked");
+        return Ok(Response::default());
+    }
+    let agent = payload.subagent_type().map(str::to_string);
+    let input = Input {
+        agent: agent.clone(),
+        output: Some(Value::String(
+            payload.tool_response_text().unwrap_or_default(),
+        )),
+        ..Input::default()
+    };
+    let (verdict, _, criticality) = judge_full(cx, &input, flags)?;
+    if verdict.ok {
+        return Ok(Response::default());
+    }
+    let who = agent.as_deref().unwrap_or("subagent");
+    let text = format!(
+        "The {who} subagent's output is unusable:\n{}",
+        verdict.reason()
+    );
+    if criticality == Criticality::Optional {
+        let mut r = Response::context(
+            "PostToolUse",
+            format!("{text}\n{who} is optional: proceed without its output."),
+        );
+        r.add_system_message(format!(
+            "triage: optional agent {who}'s output failed its checks; proceeding"
+        ));
+        return Ok(r);
+    }
+    Ok(Response::block(format!(
+        "{text}\nDo not rely on it: rerun the subagent with these fixed, or proceed without it."
+    )))
+}
+
+/// The final message: `last_assistant_message`, else the last assistant text of the
+/// transcript. `None` (with a warning) when it cannot be known: a missing or malformed
+/// transcript never fails the hook, and never blocks.
+fn stop_output(cx: &Context, payload: &Payload) -> Option<Value> {
+    let field = payload.0.get("last_assistant_message");
+    if let Some(Value::String(s)) = field {
+        if !s.trim().is_empty() {
+            return Some(Value::String(s.clone()));
+        }
+    }
+    let said_empty = matches!(field, Some(Value::String(_)));
+    let empty = || Some(Value::String(String::new()));
+    let Some(path) = payload.transcript_path() else {
+        if said_empty {
+            return empty();
+        }
+        cx.warn(
+            "the payload has no last_assistant_message and no transcript path; output not checked",
+        );
+        return None;
+    };
+    match last_text(cx, Path::new(path)) {
+        Ok(Some(text)) => Some(Value::String(text)),
+        Ok(None) => empty(),
+        Err(why) => {
+            cx.warn(&format!("transcript {path}: {why}; output not checked"));
+            said_empty.then(String::new).map(Value::String)
+        }
+    }
+}
+
+/// The last assistant text of a transcript, reading only its tail (growing the window until
+/// a message is found or the input limit is reached). `Ok(None)`: readable, but no assistant
+/// text at all.
+fn last_text(cx: &Context, path: &Path) -> Result<Option<String>, String> {
+    let limit = (cx.max_input as u64).max(1);
+    let mut window: u64 = 256 * 1024;
+    loop {
+        window = window.min(limit);
+        let tail = store::read_tail(path, window).map_err(|e| e.to_string())?;
+        let whole = (tail.len() as u64) < window;
+        match transcript::last_assistant_text(&tail, whole) {
+            Scan::Found(text) => return Ok(Some(text)),
+            Scan::NoAssistantText { valid, malformed } if whole => {
+                return match (valid, malformed) {
+                    (0, 0) => Err("empty (it is written asynchronously and may lag)".into()),
+                    (0, m) => Err(format!("malformed: none of its {m} lines is JSON")),
+                    _ => Ok(None),
+                };
+            }
+            Scan::NoAssistantText { .. } if window >= limit => {
+                return Err(format!(
+                    "no assistant message in its last {window} bytes (TRIAGE_MAX_INPUT)"
+                ));
+            }
+            Scan::NoAssistantText { .. } => window = window.saturating_mul(4),
+        }
+    }
+}
+
+fn counter_path(cx: &Context, session: &str, key: &str) -> PathBuf {
+    cx.state_root()
+        .join("rejections")
+        .join(store::escape_key(session))
+        .join(format!("{}.json", store::escape_key(key)))
+}
+
+fn read_count(path: &Path) -> Result<u32, Failure> {
+    Ok(store::read_optional(path)?
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|v| v.get("count").and_then(Value::as_u64))
+        .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)))
+}
+
+/// One more consecutive rejection, counted under the counter's lock.
+fn bump(cx: &Context, path: &Path, agent: &str) -> Result<u32, Failure> {
+    if let Some(dir) = path.parent() {
+        cx.ensure_root()?;
+        store::ensure_dir(dir)?;
+    }
+    let _lock = store::lock(path, cx.lock_timeout)?;
+    let count = read_count(path)?.saturating_add(1);
+    let doc = json!({"agent": agent, "count": count, "updated": cx.now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)});
+    store::replace(path, doc.to_string().as_bytes(), Backup::Skip)?;
+    Ok(count)
+}
+
+/// Back to zero (a passing output, or an agent let go). Nothing is written when it is zero.
+fn reset(cx: &Context, path: &Path) -> Result<(), Failure> {
+    if !path.exists() {
+        return Ok(());
+    }
+    let _lock = store::lock(path, cx.lock_timeout)?;
+    if read_count(path)? == 0 {
+        return Ok(());
+    }
+    let doc =
+        json!({"count": 0, "updated": cx.now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)});
+    store::replace(path, doc.to_string().as_bytes(), Backup::Skip)?;
+    Ok(())
+}
+
+/// Appends the `validation_failed` error record (SPEC §5) of an agent let go.
+fn record(
+    cx: &Context,
+    payload: &Payload,
+    verdict: &Verdict,
+    max: u32,
+) -> Result<PathBuf, Failure> {
+    let mut rec = serde_json::to_value(&verdict.error).unwrap_or_default();
+    let Some(obj) = rec.as_object_mut() else {
+        return Err(Failure::data("no error to record"));
+    };
+    let detail = obj
+        .get("detail")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let detail = format!("rejected {max} times, then let go: {detail}");
+    for (k, v) in [
+        ("kind", json!("validation_failed")),
+        ("category", json!("validation_failure")),
+        ("detail", json!(detail)),
+        ("session_id", json!(payload.session_id())),
+        ("agent", json!(verdict.agent)),
+        ("agent_id", json!(payload.agent_id())),
+        ("retry_count", json!(max)),
+        ("source", json!("check-output")),
+        (
+            "resolution",
+            json!({"action_taken": "proceed_without", "successful": false}),
+        ),
+    ] {
+        obj.insert(k.into(), v);
+    }
+    // Through record-error: a unique error_id, the timestamp, and the threshold counters.
+    let recorded = crate::commands::record_error::record(
+        cx,
+        crate::commands::record_error::record_from_input(&rec),
+        None,
+    )?;
+    if !recorded.warnings.is_empty() {
+        cx.trace(
+            "warning",
+            &format!(
+                "thresholds crossed: {}",
+                recorded
+                    .warnings
+                    .iter()
+                    .map(|w| w.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    }
+    Ok(crate::commands::record_error::log_path(&cx.state_root()))
+}

@@ -1,0 +1,174 @@
+//! `triage classify`: read one failure (an error object, a Claude Code hook payload, a plain
+//! object or raw text), print the error object of SPEC §5 with the retry decision. It never
+//! writes a file and needs no state root; the jitter seed comes from `TRIAGE_SEED`.
+
+use crate::classify::{self, ErrorObject, Overrides};
+use crate::context::{Context, Outcome};
+use crate::exit::Failure;
+use crate::hook_io::Response;
+use serde_json::{json, Value};
+
+const EXAMPLES: &str = "\
+Examples:
+  echo 'curl: (6) Could not resolve host: example.invalid' | triage classify --raw
+  triage classify --message 'Command timed out after 2m 0s' --agent researcher --attempt 2
+  echo '{\"message\": \"Error: connect ECONNREFUSED 127.0.0.1:5432\", \"exit_code\": 1}' | triage classify --text
+  printf '%s' '{\"hook_event_name\": \"PostToolUseFailure\", \"tool_name\": \"Bash\", \"error\": \"Exit code 127\\nbash: jqq: command not found\"}' | triage classify --hook
+
+-e exits 1 when no retry is advised. TRIAGE_SEED=N makes jitter repeatable.";
+
+/// Arguments of `triage classify`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = EXAMPLES, after_long_help = long_help())]
+pub struct Args {
+    /// The agent that failed (decides criticality and side effects from the policy)
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Attempts made so far, the failing one included [default: 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub attempt: Option<u32>,
+    /// The error text (replaces the input's)
+    #[arg(long, value_name = "TEXT")]
+    pub message: Option<String>,
+    /// The failing command's exit status
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub exit_code: Option<i64>,
+    /// The tool that failed
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// Read stdin as text, not JSON
+    #[arg(long)]
+    pub raw: bool,
+    /// Read a Claude Code hook payload; answer with hookSpecificOutput.additionalContext
+    #[arg(long)]
+    pub hook: bool,
+}
+
+fn long_help() -> String {
+    format!("{}\n{EXAMPLES}", classify::kinds_table())
+}
+
+/// Runs `triage classify`.
+pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+    let seed = seed(cx)?;
+    let input = read_input(args, cx)?;
+    let o = Overrides {
+        agent: args.agent.clone(),
+        attempt: args.attempt,
+        message: args.message.clone(),
+        raw: args.raw,
+        exit_code: args.exit_code,
+        tool: args.tool.clone(),
+    };
+    if input.is_null() && o.message.is_none() && o.exit_code.is_none() {
+        return Err(Failure::usage(
+            "nothing to classify: pipe an error on stdin (JSON, or text with --raw), or pass --message TEXT",
+        ));
+    }
+    let policy = cx.policy()?;
+    let failed = classify::is_failure(&input, &o);
+    let event = input
+        .get("hook_event_name")
+        .and_then(Value::as_str)
+        .unwrap_or("PostToolUseFailure");
+    if args.hook {
+        // StopFailure's output is ignored by Claude Code; a tool that succeeded needs no word.
+        if !failed || event == "StopFailure" {
+            return Ok(Outcome::nothing());
+        }
+        let e = classify::classify(&input, &o, policy, seed);
+        let event = match event {
+            "PostToolUse" => "PostToolUse",
+            _ => "PostToolUseFailure",
+        };
+        let response = Response::context(event, classify::hook_context(&e));
+        return Ok(Outcome::hook(&response).negative(e.retry.is_none()));
+    }
+    if !failed {
+        let ok = json!({"status": "ok", "detail": "the tool response reports no error"});
+        return Ok(if cx.global.text {
+            Outcome::text("ok: the tool response reports no error")
+        } else {
+            Outcome::json(&ok)
+        });
+    }
+    let e = classify::classify(&input, &o, policy, seed);
+    let negative = e.retry.is_none();
+    let out = if cx.global.text {
+        Outcome::text(as_text(&e))
+    } else {
+        Outcome::json(&e)
+    };
+    Ok(out.negative(negative))
+}
+
+/// `TRIAGE_SEED` (a number), else one drawn from the clock and the process id.
+fn seed(cx: &Context) -> Result<u64, Failure> {
+    match std::env::var("TRIAGE_SEED") {
+        Ok(s) if !s.trim().is_empty() => s.trim().parse().map_err(|_| {
+            Failure::usage(format!(
+                "TRIAGE_SEED=`{s}` is not a number; write a whole number from 0 to 2^64-1"
+            ))
+        }),
+        _ => Ok(cx.now.timestamp_nanos_opt().unwrap_or_default() as u64
+            ^ u64::from(std::process::id()).rotate_left(32)),
+    }
+}
+
+/// Stdin as JSON, or as text with `--raw`. Text that is not JSON is classified as text, with
+/// a warning: a failure must still be classified when a hook pipes plain stderr.
+fn read_input(args: &Args, cx: &Context) -> Result<Value, Failure> {
+    let Some(bytes) = cx.read_stdin()? else {
+        return Ok(Value::Null);
+    };
+    if args.raw {
+        return Ok(Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+    }
+    match crate::context::parse_json(&bytes) {
+        Ok(v) => Ok(v),
+        Err(f) => {
+            cx.warn(&format!(
+                "{}; classified it as text (pass --raw to say so)",
+                f.message.trim_end_matches("; send one JSON document")
+            ));
+            Ok(Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        }
+    }
+}
+
+fn as_text(e: &ErrorObject) -> String {
+    let action = match &e.retry {
+        Some(r) => format!(
+            "retry in {} s (attempt {} of {})",
+            r.delay_s, r.attempt, r.max_attempts
+        ),
+        None => e.action.to_string(),
+    };
+    let mut rows = vec![
+        ("kind", e.kind.to_string()),
+        ("tier", format!("{} ({})", e.tier.number(), e.tier.name())),
+        ("category", e.category.to_string()),
+        ("severity", e.severity.to_string()),
+        ("retryable", if e.retryable { "yes" } else { "no" }.into()),
+        ("action", action),
+        ("detail", e.detail.clone()),
+        ("rule", e.matched_rule.clone()),
+    ];
+    for (i, s) in e.suggestions.iter().enumerate() {
+        rows.push((if i == 0 { "suggestions" } else { "" }, format!("- {s}")));
+    }
+    for (k, v) in &e.context {
+        let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        rows.push(("", format!("{k}: {v}")));
+    }
+    if let Some(first_ctx) = rows
+        .iter()
+        .position(|(k, v)| k.is_empty() && !v.starts_with("- "))
+    {
+        rows[first_ctx].0 = "context";
+    }
+    rows.iter()
+        .map(|(k, v)| format!("{k:<12}{v}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

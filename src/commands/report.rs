@@ -1,0 +1,222 @@
+//! `triage report`: what the error log tells (seeds 000, 001, 002), streamed in constant
+//! memory; `--template NAME` renders the seeds' escalation texts from it; `report prune` moves
+//! old records to `logs/archive/` under the log's lock, losing nothing (seed 002's retention).
+
+use crate::commands::record_error::{self, log_path};
+use crate::context::{Context, Outcome};
+use crate::duration::Dur;
+use crate::error_record::LogLine;
+use crate::exit::Failure;
+use crate::report::{self, Aggregator, By, Filter};
+use crate::store;
+use crate::templates::{self, Rec, TemplateInput, TemplateName};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// Arguments of `triage report`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    triage report --by agent --text\n  \
+    triage report --session s1 --since 2h\n  \
+    triage report --session s1 --template stability-warning\n  \
+    triage report --workflow w1 --template pipeline-status --pipeline researcher,synthesizer,devils-advocate,fact-checker,editor\n  \
+    triage report prune --older-than 30d")]
+pub struct Args {
+    /// Maintenance instead of a report
+    #[command(subcommand)]
+    pub action: Option<Action>,
+    /// Only this session
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Only this workflow
+    #[arg(long, value_name = "ID")]
+    pub workflow: Option<String>,
+    /// Only this agent
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Only this phase
+    #[arg(long, value_name = "PHASE")]
+    pub phase: Option<String>,
+    /// Only records this recent (a duration like 2h) or since this time (RFC 3339)
+    #[arg(long, value_name = "DUR|TIME")]
+    pub since: Option<String>,
+    /// Group by
+    #[arg(long, value_enum, default_value_t = By::Agent)]
+    pub by: By,
+    /// Render one of the seeds' texts instead (JSON with the same fields unless --text)
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub template: Option<TemplateName>,
+    /// Templates: an agent (or item) that completed (repeatable)
+    #[arg(long, value_name = "NAME")]
+    pub completed: Vec<String>,
+    /// Templates: the agents of a sequential pipeline, in order (comma-separated)
+    #[arg(long, value_name = "A,B,..", value_delimiter = ',')]
+    pub pipeline: Vec<String>,
+    /// Templates: agent runs in the session, for the failure rate
+    #[arg(long, value_name = "N")]
+    pub runs: Option<u64>,
+}
+
+/// `triage report prune`.
+#[derive(clap::Subcommand, Debug)]
+pub enum Action {
+    /// Move records older than a duration to logs/archive/, under the log's lock
+    Prune {
+        /// Records older than this (e.g. 30d) are moved
+        #[arg(long, value_name = "DUR")]
+        older_than: Dur,
+    },
+}
+
+/// Runs `triage report`.
+pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+    crate::context::drain_stdin();
+    if let Some(Action::Prune { older_than }) = &args.action {
+        return prune(*older_than, cx);
+    }
+    let filter = Filter {
+        session: args.session.clone(),
+        workflow: args.workflow.clone(),
+        agent: args.agent.clone(),
+        phase: args.phase.clone(),
+        since: args
+            .since
+            .as_deref()
+            .map(|s| since(s, cx.now))
+            .transpose()?,
+    };
+    let log = log_path(&cx.state_root());
+    if let Some(name) = args.template {
+        return template(name, args, filter, &log, cx);
+    }
+    let policy = cx.policy()?;
+    let mut agg = Aggregator::new(filter.clone(), args.by, policy);
+    let stats = store::read_jsonl(&log, |line| agg.add(line))?;
+    // The reader skips a torn last line without showing it; the aggregator counted the rest.
+    let torn = stats.skipped.saturating_sub(agg.rejected());
+    agg.skipped(torn);
+    let summary = agg.finish();
+    let breakers = open_breakers(&cx.state_root());
+    if cx.global.text {
+        return Ok(Outcome::text(report::render_text(&summary, &breakers)));
+    }
+    let mut out = serde_json::to_value(&summary).unwrap_or_default();
+    if let Some(o) = out.as_object_mut() {
+        o.insert("log".into(), json!(log));
+        o.insert("filter".into(), json!(filter));
+        o.insert("breakers_open".into(), json!(breakers));
+    }
+    Ok(Outcome::json(&out))
+}
+
+/// `--since`: a duration back from now, or a time.
+fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
+    if let Ok(d) = text.parse::<Dur>() {
+        let d = chrono::Duration::from_std(d.0)
+            .map_err(|_| Failure::usage(format!("--since {text}: too long")))?;
+        return Ok(now - d);
+    }
+    crate::context::parse_now(text).ok_or_else(|| {
+        Failure::usage(format!(
+            "--since `{text}` is neither a duration (2h, 30m) nor a time (RFC 3339 or Unix seconds)"
+        ))
+    })
+}
+
+/// Breaker keys whose state is `open`, read from `breakers.json` when it exists. Tolerant of
+/// its shape (`{key: {state}}` or `{"breakers": {key: {state}}}`); never fails the report.
+fn open_breakers(root: &Path) -> Vec<String> {
+    let Ok(Some(bytes)) = store::read_optional(&root.join("breakers.json")) else {
+        return Vec::new();
+    };
+    let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+        return Vec::new();
+    };
+    let map = v.get("breakers").unwrap_or(&v);
+    let Some(map) = map.as_object() else {
+        return Vec::new();
+    };
+    map.iter()
+        .filter(|(_, b)| {
+            b.get("state")
+                .and_then(Value::as_str)
+                .is_some_and(|s| s.eq_ignore_ascii_case("open"))
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+fn template(
+    name: TemplateName,
+    args: &Args,
+    filter: Filter,
+    log: &Path,
+    cx: &Context,
+) -> Result<Outcome, Failure> {
+    let mut recs: Vec<Rec> = Vec::new();
+    store::read_jsonl(log, |bytes| match LogLine::parse(bytes) {
+        Some(l) => {
+            if filter.admits(&l) {
+                recs.push(Rec::from_line(&l));
+            }
+            true
+        }
+        None => false,
+    })?;
+    let input = TemplateInput {
+        records: recs,
+        policy: cx.policy()?,
+        now: cx.now,
+        state_root: cx.state_root().display().to_string(),
+        session: filter.session.clone(),
+        workflow: filter.workflow.clone(),
+        agent: filter.agent.clone(),
+        phase: filter.phase.clone(),
+        completed: args.completed.clone(),
+        pipeline: args.pipeline.clone(),
+        runs: args.runs,
+        open_breakers: open_breakers(&cx.state_root()),
+    };
+    let rendered = templates::build(name, &input).map_err(Failure::data)?;
+    if cx.global.text {
+        return Ok(Outcome::text(rendered.text));
+    }
+    Ok(Outcome::json(&rendered.fields))
+}
+
+fn prune(older_than: Dur, cx: &Context) -> Result<Outcome, Failure> {
+    let root = cx.ensure_root()?;
+    let log = log_path(&root);
+    let archive_dir = root.join("logs").join("archive");
+    store::ensure_dir(&archive_dir)?;
+    let archive = archive_dir.join(format!("errors-{}.jsonl", cx.stamp()));
+    let age = chrono::Duration::from_std(older_than.0)
+        .map_err(|_| Failure::usage("--older-than: too long"))?;
+    let cutoff = cx.now - age;
+    let _lock = store::lock(&log, cx.lock_timeout)?;
+    let moved = store::move_lines(&log, &archive, |bytes| {
+        LogLine::parse(bytes)
+            .and_then(|l| {
+                l.timestamp
+                    .as_deref()
+                    .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            })
+            .is_some_and(|t| t.with_timezone(&Utc) < cutoff)
+    })?;
+    let mut counters = record_error::load_counters(&root)?;
+    record_error::save_counters(cx, &root, &mut counters);
+    let out = json!({
+        "moved": moved.moved,
+        "kept": moved.kept,
+        "archive": (moved.moved > 0).then_some(archive),
+        "cutoff": cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    });
+    if cx.global.text {
+        return Ok(Outcome::text(format!(
+            "moved {} records older than {} to logs/archive/; {} kept",
+            moved.moved, older_than, moved.kept
+        )));
+    }
+    Ok(Outcome::json(&out))
+}

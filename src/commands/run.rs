@@ -1,0 +1,377 @@
+//! `triage run [options] -- COMMAND [ARGS...]`: run a command with the policy's timeout and
+//! retry schedule (seeds 000 and 001), stop it cleanly on Ctrl+C keeping its partial output
+//! (seed 002 "Interrupt Handling"), and end like `timeout(1)`: the command's own status, 124
+//! on timeout, 126/127 when it cannot run, 128+signal, 130 when interrupted, 125 when `triage
+//! run` itself fails. A JSON report of the attempts is the last line of stderr (or `--report`).
+//!
+//! The breaker gate, the classification of each failure and the error log belong to
+//! `breaker`, `classify` and `record-error`; the places where `run` calls them are marked
+//! below. Until they are wired in, a failure's kind and retryability are those of the
+//! process's end alone (`plan::End::kind`), and `[retry.kinds.KIND] retryable` of the policy.
+
+use crate::context::{Context, Outcome};
+use crate::duration::Dur;
+use crate::exit::Failure;
+use crate::run::child::{self, Attempt, Interrupts, Spec};
+use crate::run::plan::{self, End, Failed, Next};
+use crate::store::{self, Backup};
+use crate::vocab::Kind;
+use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `triage run` itself failed (like `timeout(1)`'s 125).
+const OWN_FAILURE: u8 = 125;
+
+/// Arguments of `triage run`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    triage run --timeout 5m -- ./fetch-papers.sh topic.txt\n  \
+    triage run --agent researcher --preserve-partial scratchpad/researcher -- claude -p 'summarize'\n  \
+    echo '{\"q\": 1}' | triage run --report run-report.json -- ./step.sh\n\n\
+Exit status: the command's own; 124 timed out; 125 triage run failed; 126 cannot execute;\n\
+127 not found; 128+N killed by signal N; 130 interrupted (SIGINT or SIGTERM); 64 usage error.")]
+pub struct Args {
+    /// The agent this command is (policy: timeout, side effects, retry)
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Stop an attempt after this long [default: the agent's, else the phase's timeout]
+    #[arg(long, value_name = "DUR")]
+    pub timeout: Option<Dur>,
+    /// SIGKILL this long after the timeout's SIGTERM
+    #[arg(long, value_name = "DUR", default_value = "10s")]
+    pub kill_after: Dur,
+    /// After forwarding SIGINT/SIGTERM, SIGKILL this long after (seed 002: 30 s)
+    #[arg(long, value_name = "DUR", default_value = "30s")]
+    pub grace: Dur,
+    /// The phase (number or name) this runs in
+    #[arg(long, value_name = "N")]
+    pub phase: Option<String>,
+    /// The session id, for the error log
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// The workflow id, for the error log
+    #[arg(long, value_name = "ID")]
+    pub workflow: Option<String>,
+    /// Keep failed and interrupted attempts' stdout here as NAME-ATTEMPT_partial
+    #[arg(long, value_name = "DIR")]
+    pub preserve_partial: Option<PathBuf>,
+    /// The NAME of preserved files [default: the agent, else the command's file name]
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Write the JSON report here instead of as the last line of stderr
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// The command and its arguments
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// Runs `triage run`.
+pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+    match run_attempts(args, cx) {
+        Ok(status) => Ok(Outcome::nothing().exit(status)),
+        Err(f) if f.class == crate::exit::FailureClass::Usage => Err(f),
+        Err(f) => {
+            eprintln!("triage run: {}", f.message);
+            cx.trace(f.class_name(), &f.message);
+            Ok(Outcome::nothing().exit(OWN_FAILURE))
+        }
+    }
+}
+
+fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
+    let policy = cx.policy()?;
+    let agent = args.agent.as_deref().map(|a| policy.agent(a));
+    let timeout = args
+        .timeout
+        .or_else(|| agent.as_ref().and_then(|a| a.timeout))
+        .or_else(|| {
+            let p = args.phase.as_deref()?;
+            policy.phase(p).and_then(|p| p.timeout)
+        })
+        .map(|d| d.0);
+    let side_effects = agent.as_ref().is_some_and(|a| a.side_effects);
+    let stdin = read_stdin(cx)?.map(Arc::new);
+    let interrupts = Interrupts::install()
+        .map_err(|e| Failure::io(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
+    let name = args
+        .name
+        .clone()
+        .or_else(|| args.agent.clone())
+        .unwrap_or_else(|| {
+            args.command
+                .first()
+                .and_then(|c| Path::new(c).file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "command".into())
+        });
+
+    let mut report = Report::new(args, &name, timeout);
+    let mut attempt_no = 0u32;
+    let mut delay_before = Duration::ZERO;
+    let last = loop {
+        attempt_no += 1;
+        // Breaker gate before each attempt: `crate::commands::breaker::check` (issue: breaker),
+        // wired in when that command is merged.
+        let spec = Spec {
+            command: &args.command,
+            stdin: stdin.clone(),
+            timeout,
+            kill_after: args.kill_after.0,
+            grace: args.grace.0,
+            env: vec![("TRIAGE_RUN_ATTEMPT".into(), attempt_no.to_string())],
+        };
+        let attempt = child::run(&spec, &interrupts)
+            .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;
+        let kind = attempt.end.kind();
+        // Classification of the failure: `crate::classify::classify` (issue: classify) refines
+        // the kind from the stderr tail and decides retryability; wired in when merged.
+        let retryable = kind.is_some_and(|k| process_retryable(cx, k));
+        // Every failure goes to `record-error`, every outcome to the breaker (issues:
+        // record-error, breaker); wired in when merged.
+        let mut entry = json!({
+            "attempt": attempt_no,
+            "delay_before_ms": delay_before.as_millis() as u64,
+            "elapsed_ms": attempt.elapsed.as_millis() as u64,
+            "exit_status": attempt.end.exit_status(),
+            "end": attempt.end.describe(),
+            "kind": kind,
+        });
+        if attempt.end.success() {
+            report.attempts.push(entry);
+            break attempt;
+        }
+        let next = plan::next(
+            &policy.retry,
+            &Failed {
+                attempt: attempt_no,
+                end: &attempt.end,
+                kind,
+                retryable,
+                side_effects,
+            },
+        );
+        match next {
+            Next::Retry(delay) => {
+                if let Some(p) = preserve(args, cx, &name, attempt_no, &attempt, false)? {
+                    entry["partial"] = json!(p);
+                    report.preserved.push(p);
+                }
+                report.attempts.push(entry);
+                eprintln!(
+                    "triage run: attempt {attempt_no} {}; retrying in {}",
+                    attempt.end.describe(),
+                    human(delay)
+                );
+                if let Some(sig) = wait(&interrupts, delay) {
+                    report.interrupted_between(sig);
+                    return finish(args, cx, &report, 130);
+                }
+                delay_before = delay;
+            }
+            Next::Stop(why) => {
+                if matches!(attempt.end, End::Interrupted(_)) {
+                    if let Some(p) = preserve(args, cx, &name, attempt_no, &attempt, true)? {
+                        entry["partial"] = json!(p);
+                        report.preserved.push(p);
+                    }
+                }
+                entry["stopped"] = json!(why);
+                report.attempts.push(entry);
+                if !matches!(attempt.end, End::Interrupted(_)) && attempt_no > 1 || side_effects {
+                    eprintln!(
+                        "triage run: attempt {attempt_no} {}; not retried: {why}",
+                        attempt.end.describe()
+                    );
+                }
+                break attempt;
+            }
+        }
+    };
+    pass_stdout(last.stdout)?;
+    report.outcome = outcome_word(&last.end);
+    finish(args, cx, &report, last.end.exit_status())
+}
+
+/// Whether a failure of `kind` is retried, as far as the process's end tells: the policy's
+/// `[retry.kinds.KIND] retryable`, else yes except for a command that cannot run.
+fn process_retryable(cx: &Context, kind: Kind) -> bool {
+    let policy_says = cx
+        .policy()
+        .ok()
+        .and_then(|p| p.retry.kinds.get(&kind))
+        .and_then(|k| k.retryable);
+    policy_says.unwrap_or(!matches!(
+        kind,
+        Kind::NotFound | Kind::PermissionDenied | Kind::Interrupted
+    ))
+}
+
+/// Stdin, read whole when it is not a terminal, to replay to every attempt.
+fn read_stdin(cx: &Context) -> Result<Option<Vec<u8>>, Failure> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Ok(None);
+    }
+    let (bytes, total) = store::read_bounded(stdin.lock(), cx.max_input.saturating_add(1))
+        .map_err(|e| Failure::io(format!("cannot read stdin: {e}")))?;
+    if total > cx.max_input as u64 {
+        return Err(Failure::data(format!(
+            "stdin is {total} bytes, more than the {} that can be replayed (TRIAGE_MAX_INPUT); raise it or send less",
+            cx.max_input
+        )));
+    }
+    Ok(Some(bytes))
+}
+
+/// Keeps an attempt's stdout as `DIR/NAME-ATTEMPT_partial` (seed 001). An interrupted attempt
+/// is kept even without `--preserve-partial`, under `<dir>/partial/`.
+fn preserve(
+    args: &Args,
+    cx: &Context,
+    name: &str,
+    attempt_no: u32,
+    attempt: &Attempt,
+    always: bool,
+) -> Result<Option<String>, Failure> {
+    let dir = match (&args.preserve_partial, always) {
+        (Some(d), _) => d.clone(),
+        (None, true) => cx.state_root().join("partial"),
+        (None, false) => return Ok(None),
+    };
+    let mut bytes = Vec::new();
+    let mut out = &attempt.stdout;
+    out.read_to_end(&mut bytes)
+        .map_err(|e| Failure::io(format!("cannot read the attempt's stdout back: {e}")))?;
+    let mut rewound = &attempt.stdout;
+    std::io::Seek::rewind(&mut rewound)
+        .map_err(|e| Failure::io(format!("cannot read the attempt's stdout back: {e}")))?;
+    store::ensure_dir(&dir)?;
+    let path = dir.join(format!("{}-{attempt_no}_partial", store::escape_key(name)));
+    store::replace(&path, &bytes, Backup::Skip)?;
+    Ok(Some(path.display().to_string()))
+}
+
+/// Waits before a retry, with a countdown on stderr when a person is watching.
+fn wait(interrupts: &Interrupts, delay: Duration) -> Option<i32> {
+    if !std::io::stderr().is_terminal() || delay < Duration::from_secs(2) {
+        return interrupts.sleep(delay);
+    }
+    let mut left = delay;
+    while !left.is_zero() {
+        eprint!("\rtriage run: retrying in {:>4}s ", left.as_secs().max(1));
+        let step = left.min(Duration::from_secs(1));
+        if let Some(sig) = interrupts.sleep(step) {
+            eprintln!();
+            return Some(sig);
+        }
+        left -= step;
+    }
+    eprintln!();
+    None
+}
+
+fn pass_stdout(mut file: std::fs::File) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match std::io::copy(&mut file, &mut out).and_then(|_| std::io::Write::flush(&mut out)) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::io(format!(
+            "cannot write the command's stdout: {e}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn outcome_word(end: &End) -> &'static str {
+    match end {
+        End::Exited(0) => "succeeded",
+        End::TimedOut { .. } => "timed_out",
+        End::Interrupted(_) => "interrupted",
+        End::CannotRun { .. } => "cannot_run",
+        _ => "failed",
+    }
+}
+
+fn human(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}s", d.as_secs())
+    }
+}
+
+/// The final report of the attempts.
+struct Report {
+    head: Value,
+    attempts: Vec<Value>,
+    preserved: Vec<String>,
+    outcome: &'static str,
+}
+
+impl Report {
+    fn new(args: &Args, name: &str, timeout: Option<Duration>) -> Report {
+        let command: Vec<String> = args
+            .command
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect();
+        Report {
+            head: json!({
+                "command": command,
+                "name": name,
+                "agent": args.agent,
+                "phase": args.phase,
+                "session_id": args.session,
+                "workflow_id": args.workflow,
+                "timeout_ms": timeout.map(|t| t.as_millis() as u64),
+            }),
+            attempts: Vec::new(),
+            preserved: Vec::new(),
+            outcome: "failed",
+        }
+    }
+
+    fn interrupted_between(&mut self, sig: i32) {
+        self.outcome = "interrupted";
+        self.attempts.push(json!({
+            "attempt": self.attempts.len() + 1,
+            "end": format!("interrupted (signal {sig}) while waiting to retry"),
+            "kind": Kind::Interrupted,
+            "exit_status": 130,
+        }));
+    }
+}
+
+fn finish(args: &Args, cx: &Context, report: &Report, status: u8) -> Result<u8, Failure> {
+    let mut doc = report.head.clone();
+    if let Some(o) = doc.as_object_mut() {
+        o.insert("outcome".into(), json!(report.outcome));
+        o.insert("exit_status".into(), json!(status));
+        o.insert("attempts".into(), json!(report.attempts));
+        o.insert("preserved_outputs".into(), json!(report.preserved));
+        o.insert("at".into(), json!(crate::saga::stamp(cx.now)));
+    }
+    let line = doc.to_string();
+    match &args.report {
+        Some(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                store::ensure_dir(dir)?;
+            }
+            let mut bytes = line.into_bytes();
+            bytes.push(b'\n');
+            if let Err(e) = store::replace(path, &bytes, Backup::Skip) {
+                cx.warn(&format!("cannot write the report: {e}"));
+            }
+        }
+        None => eprintln!("{line}"),
+    }
+    Ok(status)
+}

@@ -1,0 +1,111 @@
+//! Formats of an output: JSON and YAML parsed into a value (a surrounding ``` fence removed),
+//! Markdown's minimal shape. Pure.
+
+use crate::policy::OutputFormat;
+use serde_json::{json, Value};
+
+pub(super) fn name_of(f: OutputFormat) -> &'static str {
+    match f {
+        OutputFormat::Json => "JSON",
+        OutputFormat::Yaml => "YAML",
+        OutputFormat::Markdown => "Markdown",
+        OutputFormat::Text => "text",
+    }
+}
+
+/// Markdown: at least one heading, and every ``` fence closed (an open one means truncation).
+pub(super) fn markdown(text: &str) -> Result<String, String> {
+    let fences = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("```"))
+        .count();
+    let headings = text
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            let hashes = t.chars().take_while(|c| *c == '#').count();
+            (1..=6).contains(&hashes) && t[hashes..].starts_with(' ')
+        })
+        .count();
+    if fences % 2 == 1 {
+        return Err("expected Markdown with closed code fences, found an unclosed ``` fence (the output looks truncated)".into());
+    }
+    if headings == 0 {
+        return Err("expected Markdown with at least one `#` heading, found none".into());
+    }
+    Ok(format!("Markdown ({headings} headings)"))
+}
+
+/// A JSON or YAML value from the output: a non-string value as it is; text parsed, with one
+/// surrounding ``` fence removed (agents often fence their JSON).
+pub fn structured(output: &Value, format: OutputFormat) -> Result<Value, String> {
+    let text = match output {
+        Value::String(s) => unfence(s),
+        v => return Ok(v.clone()),
+    };
+    match format {
+        OutputFormat::Yaml => yaml_value(text),
+        _ => serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}")),
+    }
+}
+
+fn unfence(s: &str) -> &str {
+    let t = s.trim();
+    let Some(rest) = t.strip_prefix("```") else {
+        return t;
+    };
+    let Some(body) = rest.strip_suffix("```") else {
+        return t;
+    };
+    match body.split_once('\n') {
+        Some((lang, body)) if !lang.contains(char::is_whitespace) => body.trim(),
+        _ => t,
+    }
+}
+
+/// Parses one YAML document into a JSON value.
+pub fn yaml_value(text: &str) -> Result<Value, String> {
+    use yaml_rust2::YamlLoader;
+    let docs = YamlLoader::load_from_str(text).map_err(|e| format!("invalid YAML: {e}"))?;
+    match docs.as_slice() {
+        [] => Err("an empty YAML document".into()),
+        [doc] => yaml_to_json(doc, 0),
+        _ => Err(format!("{} YAML documents, expected one", docs.len())),
+    }
+}
+
+fn yaml_to_json(y: &yaml_rust2::Yaml, depth: usize) -> Result<Value, String> {
+    use yaml_rust2::Yaml;
+    if depth > 128 {
+        return Err("YAML nested more than 128 levels deep".into());
+    }
+    Ok(match y {
+        Yaml::Null | Yaml::BadValue | Yaml::Alias(_) => Value::Null,
+        Yaml::Boolean(b) => Value::Bool(*b),
+        Yaml::Integer(i) => json!(i),
+        Yaml::Real(r) => r
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or_else(|| Value::String(r.clone()), Value::Number),
+        Yaml::String(s) => Value::String(s.clone()),
+        Yaml::Array(a) => Value::Array(
+            a.iter()
+                .map(|v| yaml_to_json(v, depth + 1))
+                .collect::<Result<_, _>>()?,
+        ),
+        Yaml::Hash(h) => {
+            let mut m = serde_json::Map::new();
+            for (k, v) in h {
+                let key = match k {
+                    Yaml::String(s) | Yaml::Real(s) => s.clone(),
+                    Yaml::Integer(i) => i.to_string(),
+                    Yaml::Boolean(b) => b.to_string(),
+                    _ => return Err("a YAML mapping key that is not a scalar".into()),
+                };
+                m.insert(key, yaml_to_json(v, depth + 1)?);
+            }
+            Value::Object(m)
+        }
+    })
+}

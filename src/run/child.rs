@@ -1,0 +1,261 @@
+//! One attempt of `triage run`: the command in a process group of its own, stdin replayed
+//! from memory, stdout captured in an anonymous temp file (only the final attempt's reaches
+//! our stdout), stderr passed through live with its tail kept for classification.
+//!
+//! At the timeout the whole group gets SIGTERM, then SIGKILL after `kill_after` — a member
+//! that ignores SIGTERM or outlives the leader included. A SIGINT or SIGTERM received by
+//! `triage run` is forwarded to the group; after `grace` the group is killed; a second signal
+//! kills it at once. Signals are sent with rustix's safe `kill_process_group` and caught with
+//! signal-hook's flags, since this crate denies `unsafe`.
+
+use super::plan::End;
+use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal};
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// How often the waiting loop looks at the clock and the signal flags.
+const POLL: Duration = Duration::from_millis(10);
+/// Bytes of stderr kept for classification.
+const TAIL: usize = 4096;
+
+/// SIGINT and SIGTERM received by this process, as flags.
+pub struct Interrupts {
+    int: Arc<AtomicBool>,
+    term: Arc<AtomicBool>,
+}
+
+impl Interrupts {
+    /// Catches SIGINT and SIGTERM from now on.
+    pub fn install() -> io::Result<Interrupts> {
+        let int = Arc::new(AtomicBool::new(false));
+        let term = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&int))?;
+        signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&term))?;
+        Ok(Interrupts { int, term })
+    }
+
+    /// The signal received since the last call, if any.
+    pub fn take(&self) -> Option<i32> {
+        if self.int.swap(false, Ordering::SeqCst) {
+            Some(signal_hook::consts::SIGINT)
+        } else if self.term.swap(false, Ordering::SeqCst) {
+            Some(signal_hook::consts::SIGTERM)
+        } else {
+            None
+        }
+    }
+
+    /// Waits `d`, returning early with the signal if one arrives.
+    pub fn sleep(&self, d: Duration) -> Option<i32> {
+        let until = Instant::now() + d;
+        loop {
+            if let Some(sig) = self.take() {
+                return Some(sig);
+            }
+            let now = Instant::now();
+            if now >= until {
+                return None;
+            }
+            std::thread::sleep(POLL.min(until - now));
+        }
+    }
+}
+
+/// What to run and how.
+pub struct Spec<'a> {
+    /// The command and its arguments.
+    pub command: &'a [OsString],
+    /// Bytes replayed on its stdin; `None` gives it no stdin.
+    pub stdin: Option<Arc<Vec<u8>>>,
+    /// When to stop it.
+    pub timeout: Option<Duration>,
+    /// SIGKILL this long after SIGTERM.
+    pub kill_after: Duration,
+    /// After forwarding an interrupt, SIGKILL this long after.
+    pub grace: Duration,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// One attempt's result.
+pub struct Attempt {
+    /// How it ended.
+    pub end: End,
+    /// Its stdout, rewound to the start.
+    pub stdout: File,
+    /// The last bytes of its stderr.
+    pub stderr_tail: Vec<u8>,
+    /// How long it ran.
+    pub elapsed: Duration,
+}
+
+/// Runs one attempt. `Err` only when the stdout temp file cannot be made.
+pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
+    let started = Instant::now();
+    let stdout = tempfile::tempfile()?;
+    let Some((program, args)) = spec.command.split_first() else {
+        return Ok(cannot_run(127, "no command given".into(), stdout, started));
+    };
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .process_group(0)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::from(stdout.try_clone()?))
+        .stderr(Stdio::piped())
+        .envs(spec.env.iter().map(|(k, v)| (k, v)));
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let status = if e.kind() == io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            let detail = format!("{}: {e}", program.to_string_lossy());
+            return Ok(cannot_run(status, detail, stdout, started));
+        }
+    };
+    let group = Pid::from_child(&child);
+    if let (Some(bytes), Some(mut pipe)) = (spec.stdin.clone(), child.stdin.take()) {
+        // A command that does not read its stdin closes the pipe: EPIPE is expected.
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&bytes);
+        });
+    }
+    let (tail_tx, tail_rx) = mpsc::channel();
+    if let Some(mut err) = child.stderr.take() {
+        std::thread::spawn(move || {
+            let mut tail = Vec::new();
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let _ = io::stderr().write_all(&buf[..n]);
+                tail.extend_from_slice(&buf[..n]);
+                if tail.len() > TAIL {
+                    tail.drain(..tail.len() - TAIL);
+                }
+            }
+            let _ = tail_tx.send(tail);
+        });
+    }
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait());
+    });
+
+    let deadline = spec.timeout.map(|t| started + t);
+    let mut watch = Watch::default();
+    let status = loop {
+        match done_rx.recv_timeout(POLL) {
+            Ok(s) => break s.ok(),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        watch.tick(group, deadline, spec, interrupts);
+    };
+    // The leader is gone; members it left behind after a timeout or interrupt are not.
+    while (watch.timed_out || watch.interrupted.is_some())
+        && !watch.killed
+        && test_kill_process_group(group).is_ok()
+    {
+        std::thread::sleep(POLL);
+        watch.tick(group, deadline, spec, interrupts);
+    }
+    // A background process may keep stderr open: take the tail without waiting for it.
+    let stderr_tail = tail_rx
+        .recv_timeout(Duration::from_millis(200))
+        .unwrap_or_default();
+    let end = match (watch.interrupted, watch.timed_out, status) {
+        (Some(sig), _, _) => End::Interrupted(sig),
+        (None, true, _) => End::TimedOut {
+            killed: watch.killed,
+        },
+        (None, false, Some(s)) => match (s.code(), s.signal()) {
+            (Some(c), _) => End::Exited(c),
+            (None, Some(sig)) => End::Signaled(sig),
+            _ => End::Exited(1),
+        },
+        (None, false, None) => End::Exited(1),
+    };
+    let mut stdout = stdout;
+    rewind(&mut stdout)?;
+    Ok(Attempt {
+        end,
+        stdout,
+        stderr_tail,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// The state of the waiting loop: what was sent to the group and when SIGKILL is due.
+#[derive(Default)]
+struct Watch {
+    timed_out: bool,
+    interrupted: Option<i32>,
+    kill_at: Option<Instant>,
+    killed: bool,
+}
+
+impl Watch {
+    fn tick(
+        &mut self,
+        group: Pid,
+        deadline: Option<Instant>,
+        spec: &Spec<'_>,
+        interrupts: &Interrupts,
+    ) {
+        let now = Instant::now();
+        if let Some(sig) = interrupts.take() {
+            if self.interrupted.is_none() {
+                self.interrupted = Some(sig);
+                let forwarded = if sig == signal_hook::consts::SIGINT {
+                    Signal::INT
+                } else {
+                    Signal::TERM
+                };
+                let _ = kill_process_group(group, forwarded);
+                self.kill_at = Some(now + spec.grace);
+            } else {
+                self.kill_at = Some(now);
+            }
+        }
+        if self.interrupted.is_none() && !self.timed_out && deadline.is_some_and(|d| now >= d) {
+            self.timed_out = true;
+            let _ = kill_process_group(group, Signal::TERM);
+            self.kill_at = Some(now + spec.kill_after);
+        }
+        if !self.killed && self.kill_at.is_some_and(|k| Instant::now() >= k) {
+            // Only when someone is left: a group that already ended was not killed.
+            if test_kill_process_group(group).is_ok() {
+                let _ = kill_process_group(group, Signal::KILL);
+                self.killed = true;
+            }
+        }
+    }
+}
+
+fn cannot_run(status: u8, detail: String, stdout: File, started: Instant) -> Attempt {
+    Attempt {
+        end: End::CannotRun { status, detail },
+        stdout,
+        stderr_tail: Vec::new(),
+        elapsed: started.elapsed(),
+    }
+}
+
+fn rewind(f: &mut File) -> io::Result<()> {
+    use std::io::Seek;
+    f.seek(io::SeekFrom::Start(0)).map(|_| ())
+}

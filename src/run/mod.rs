@@ -1,0 +1,6 @@
+//! `triage run`'s machinery: [`plan`] is the pure part (what an attempt's end means, how long
+//! to wait before the next one), [`child`] runs one attempt in its own process group with a
+//! timeout, signal forwarding, stdin replay and captured stdout.
+
+pub mod child;
+pub mod plan;

@@ -1,0 +1,421 @@
+//! `triage classify` through the binary: input shapes, `--hook`, `-e`, `TRIAGE_SEED`, the
+//! policy's rules and agents, and that it never writes a file.
+
+use crate::common::{bin, json_out, Sandbox};
+use serde_json::{json, Value};
+
+fn classify(s: &Sandbox, args: &[&str], stdin: &str) -> std::process::Output {
+    let mut a = vec!["classify"];
+    a.extend_from_slice(args);
+    s.cmd(&a).write_stdin(stdin.to_string()).output().unwrap()
+}
+
+fn files_under(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        out.push(e.path().display().to_string());
+        if e.path().is_dir() {
+            out.extend(files_under(&e.path()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_hook_payload_gets_the_whole_error_object() {
+    let s = Sandbox::new();
+    let payload = json!({"hook_event_name": "PostToolUseFailure", "session_id": "s1",
+        "tool_name": "Bash", "tool_input": {"command": "sleep 300"},
+        "error": "Exit code 143\nCommand timed out after 2m 0s", "duration_ms": 120000});
+    let out = classify(&s, &[], &payload.to_string());
+    assert_eq!(out.status.code(), Some(0));
+    let e = json_out(&out);
+    for key in [
+        "status",
+        "kind",
+        "detail",
+        "suggestions",
+        "retryable",
+        "context",
+        "category",
+        "tier",
+        "severity",
+        "action",
+        "retry",
+        "matched_rule",
+    ] {
+        assert!(e.get(key).is_some(), "missing {key}: {e}");
+    }
+    assert_eq!(e["status"], "error");
+    assert_eq!(e["kind"], "timeout");
+    assert_eq!(e["tier"], 1);
+    assert_eq!(e["category"], "transient");
+    assert_eq!(e["action"], "retry");
+    assert_eq!(
+        e["retry"],
+        json!({"attempt": 2, "max_attempts": 3, "delay_s": 30})
+    );
+    assert_eq!(e["matched_rule"], "builtin:cc-timeout");
+    assert_eq!(e["context"]["exit_code"], 143);
+    assert_eq!(e["context"]["tool"], "Bash");
+    assert_eq!(e["context"]["duration_ms"], 120000);
+}
+
+#[test]
+fn hook_mode_answers_with_additional_context() {
+    let s = Sandbox::new();
+    let payload = json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+        "tool_input": {"command": "cargo build"},
+        "error": "Exit code 101\nerror[E0308]: mismatched types\n --> src/main.rs:4:18"});
+    let out = classify(&s, &["--hook"], &payload.to_string());
+    assert_eq!(out.status.code(), Some(0));
+    let r = json_out(&out);
+    let hso = &r["hookSpecificOutput"];
+    assert_eq!(hso["hookEventName"], "PostToolUseFailure");
+    let ctx = hso["additionalContext"].as_str().unwrap();
+    assert!(!ctx.contains('\n'), "one paragraph: {ctx}");
+    assert!(
+        ctx.contains("`build_failed`") && ctx.contains("not retryable"),
+        "{ctx}"
+    );
+    assert!(ctx.contains("Next step: stop retrying"), "{ctx}");
+    assert!(ctx.contains("error[E0308]"), "{ctx}");
+    assert_eq!(
+        r.as_object().unwrap().len(),
+        1,
+        "nothing but hookSpecificOutput: {r}"
+    );
+}
+
+#[test]
+fn hook_mode_says_nothing_when_there_is_nothing_to_say() {
+    let s = Sandbox::new();
+    let ok = json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
+        "tool_response": {"stdout": "ok", "stderr": "", "interrupted": false}});
+    let out = classify(&s, &["--hook"], &ok.to_string());
+    assert_eq!((out.status.code(), out.stdout.len()), (Some(0), 0));
+    // Claude Code ignores StopFailure's output.
+    let out = classify(
+        &s,
+        &["--hook"],
+        &json!({"hook_event_name": "StopFailure", "error": "rate_limit"}).to_string(),
+    );
+    assert_eq!((out.status.code(), out.stdout.len()), (Some(0), 0));
+    // Without --hook, a successful tool is reported as such.
+    let out = classify(&s, &[], &ok.to_string());
+    assert_eq!(json_out(&out)["status"], "ok");
+}
+
+#[test]
+fn raw_text_and_text_that_is_not_json() {
+    let s = Sandbox::new();
+    let out = classify(
+        &s,
+        &["--raw"],
+        "curl: (6) Could not resolve host: example.invalid\n",
+    );
+    assert_eq!(json_out(&out)["kind"], "network_error");
+    assert!(out.stderr.is_empty());
+    let out = classify(&s, &[], "bash: line 1: jqq: command not found\n");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json_out(&out)["kind"], "not_found");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("triage classify: warning: stdin is not valid JSON")
+            && err.contains("--raw"),
+        "{err}"
+    );
+}
+
+#[test]
+fn flags_override_the_input() {
+    let s = Sandbox::new();
+    let out = classify(
+        &s,
+        &[
+            "--message",
+            "HTTP 429 Too Many Requests\nRetry-After: 42",
+            "--agent",
+            "researcher",
+            "--attempt",
+            "2",
+        ],
+        "{\"message\": \"ignored\"}",
+    );
+    let e = json_out(&out);
+    assert_eq!(e["kind"], "rate_limited");
+    assert_eq!(
+        e["retry"],
+        json!({"attempt": 3, "max_attempts": 3, "delay_s": 42})
+    );
+    assert_eq!(e["context"]["agent"], "researcher");
+    let out = s.cmd(&["classify", "--exit-code", "137"]).output().unwrap();
+    let e = json_out(&out);
+    assert_eq!(
+        (e["kind"].as_str(), e["retryable"].as_bool()),
+        (Some("crash"), Some(true))
+    );
+}
+
+#[test]
+fn nothing_to_classify_is_a_usage_error() {
+    let s = Sandbox::new();
+    s.cmd(&["classify"])
+        .assert()
+        .code(64)
+        .stderr(predicates::str::starts_with(
+            "triage classify: nothing to classify",
+        ));
+    s.cmd(&["classify", "--attempt", "0", "--message", "x"])
+        .assert()
+        .code(64)
+        .stderr(predicates::str::starts_with("triage classify: "));
+}
+
+#[test]
+fn exit_status_flag_exits_1_when_no_retry_is_advised() {
+    let s = Sandbox::new();
+    s.cmd(&["classify", "-e", "--message", "Error: read ECONNRESET"])
+        .assert()
+        .code(0);
+    s.cmd(&[
+        "classify",
+        "-e",
+        "--message",
+        "error[E0308]: mismatched types",
+    ])
+    .assert()
+    .code(1);
+    s.cmd(&[
+        "classify",
+        "-e",
+        "--attempt",
+        "3",
+        "--message",
+        "Error: read ECONNRESET",
+    ])
+    .assert()
+    .code(1);
+}
+
+#[test]
+fn triage_seed_makes_jitter_exact() {
+    let s = Sandbox::new();
+    s.write(
+        "p.toml",
+        "[retry]\nbackoff = \"exponential\"\ninitial = \"1s\"\nmultiplier = 2.0\nmax_delay = \"1m\"\njitter = \"full\"\nmax_attempts = 5\n",
+    );
+    let delay = |seed: &str| {
+        let out = s
+            .cmd(&[
+                "classify",
+                "--config",
+                "p.toml",
+                "--attempt",
+                "3",
+                "--message",
+                "Error: read ECONNRESET",
+            ])
+            .env("TRIAGE_SEED", seed)
+            .output()
+            .unwrap();
+        json_out(&out)["retry"]["delay_s"].as_f64().unwrap()
+    };
+    let policy: triage::policy::Policy = toml::from_str(&s.read("p.toml")).unwrap();
+    let expected = triage::classify::retry::delay_for(&policy.retry, 3, 7);
+    assert!(
+        (delay("7") - expected).abs() < 1e-3,
+        "{} vs {expected}",
+        delay("7")
+    );
+    assert_eq!(delay("7"), delay("7"));
+    assert_ne!(delay("7"), delay("8"));
+    assert!((0.0..4.0).contains(&delay("9")));
+    s.cmd(&["classify", "--message", "x"])
+        .env("TRIAGE_SEED", "soon")
+        .assert()
+        .code(64)
+        .stderr(predicates::str::contains("TRIAGE_SEED"));
+}
+
+#[test]
+fn the_policy_adds_rules_and_decides_agents() {
+    let s = Sandbox::new();
+    let fixture = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spec-policy.toml"),
+    )
+    .unwrap();
+    s.write(
+        ".triage.toml",
+        format!(
+            "{fixture}\n[agents.\"*-consultant\"]\ncriticality = \"optional\"\n[agents.writer]\nside_effects = true\n"
+        ),
+    );
+    let e = json_out(&classify(
+        &s,
+        &["--raw"],
+        "corpus index at docs/index.json not found",
+    ));
+    assert_eq!(e["kind"], "corpus_error");
+    assert_eq!(e["matched_rule"], "config:corpus-missing");
+    assert_eq!(
+        e["suggestions"],
+        json!(["Initialize corpus with empty index"])
+    );
+    let timeout = "Command timed out after 2m 0s";
+    let run = |agent: &str, attempt: &str| {
+        json_out(
+            &s.cmd(&[
+                "classify",
+                "--message",
+                timeout,
+                "--agent",
+                agent,
+                "--attempt",
+                attempt,
+            ])
+            .output()
+            .unwrap(),
+        )
+    };
+    assert_eq!(run("statistician-consultant", "3")["action"], "escalate");
+    let m = run("mathematician-consultant", "3");
+    assert_eq!(
+        (m["action"].as_str(), m["severity"].as_str()),
+        (Some("proceed_degraded"), Some("warning"))
+    );
+    let w = run("writer", "1");
+    assert_eq!(w["action"], "ask_user");
+    assert!(w["context"]["action_reason"]
+        .as_str()
+        .unwrap()
+        .contains("side effects"));
+    assert_eq!(w.get("retry"), None);
+}
+
+#[test]
+fn classify_never_writes_a_file() {
+    let s = Sandbox::new();
+    s.write("p.toml", "[retry]\nmax_attempts = 2\n");
+    let before = files_under(s.path());
+    let inputs = [
+        json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "error": "Exit code 1\nboom"}).to_string(),
+        "not json at all".to_string(),
+        "{\"message\": \"Error: EACCES: permission denied, open '/x'\"}".to_string(),
+    ];
+    for input in &inputs {
+        for args in [
+            &["--config", "p.toml"][..],
+            &["--hook"][..],
+            &["--config", "missing.toml", "--text"][..],
+        ] {
+            classify(&s, args, input);
+        }
+    }
+    assert_eq!(files_under(s.path()), before);
+    assert!(!s.root().exists());
+}
+
+#[test]
+fn text_output_is_an_aligned_table() {
+    let s = Sandbox::new();
+    let out = s
+        .cmd(&[
+            "classify",
+            "--text",
+            "--message",
+            "Error: connect ECONNREFUSED 127.0.0.1:5432",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("kind        network_error\n"), "{text}");
+    assert!(
+        text.contains("\naction      retry in 30 s (attempt 2 of 3)\n"),
+        "{text}"
+    );
+    assert!(text.contains("\ncontext     errno: ECONNREFUSED"), "{text}");
+}
+
+#[test]
+fn the_multicall_name_runs_classify() {
+    let s = Sandbox::new();
+    let link = s.path().join("classify");
+    std::os::unix::fs::symlink(bin(), &link).unwrap();
+    let out = std::process::Command::new(&link)
+        .args([
+            "--message",
+            "Segmentation fault (core dumped)",
+            "--exit-code",
+            "139",
+        ])
+        .current_dir(s.path())
+        .output()
+        .unwrap();
+    let e: Value = json_out(&out);
+    assert_eq!(e["kind"], "crash");
+    assert_eq!(e["retryable"], false);
+}
+
+#[test]
+fn long_help_lists_every_kind_with_its_defaults() {
+    let s = Sandbox::new();
+    let out = s.cmd(&["classify", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for k in triage::vocab::Kind::ALL {
+        assert!(
+            help.contains(&format!(" {:<17} ", k.as_str())),
+            "{k} missing from --help"
+        );
+    }
+    assert!(
+        help.contains(" timeout           1    transient          yes       warning\n"),
+        "{help}"
+    );
+}
+
+/// The examples in `triage classify --help` are real commands: each runs and prints JSON.
+#[test]
+fn help_examples_run() {
+    let s = Sandbox::new();
+    let out = s.cmd(&["classify", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    let examples: Vec<&str> = help
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            ["echo ", "printf ", "triage "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect();
+    assert!(examples.len() >= 4, "{help}");
+    let dir = bin().parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(std::iter::once(dir).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    for ex in examples {
+        let out = std::process::Command::new("sh")
+            .args(["-c", ex])
+            .env("PATH", &path)
+            .env_remove("TRIAGE_CONFIG")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .current_dir(s.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{ex}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{ex}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stdout.is_empty(), "{ex}");
+    }
+}

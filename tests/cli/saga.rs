@@ -1,0 +1,219 @@
+//! `triage saga`: steps with compensations, undone in reverse, checkpointed so that a run cut
+//! off by SIGKILL resumes without repeating what succeeded.
+
+use crate::common::{json_out, Sandbox};
+use serde_json::Value;
+
+const NOW: &str = "2026-01-02T03:04:05Z";
+
+fn ok(s: &Sandbox, args: &[&str]) -> Value {
+    let out = s.cmd(args).env("TRIAGE_NOW", NOW).output().unwrap();
+    assert!(
+        out.status.success(),
+        "triage {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_out(&out)
+}
+
+/// Begins `w1` with steps a, b, c whose compensations append their name to `log`.
+fn three_steps(s: &Sandbox, b_compensation: &str) {
+    ok(s, &["saga", "begin", "w1"]);
+    ok(
+        s,
+        &[
+            "saga",
+            "step",
+            "w1",
+            "a",
+            "--stage",
+            "1",
+            "--compensate",
+            "echo a >> log",
+        ],
+    );
+    ok(
+        s,
+        &[
+            "saga",
+            "step",
+            "w1",
+            "b",
+            "--stage",
+            "2",
+            "--compensate",
+            b_compensation,
+        ],
+    );
+    ok(
+        s,
+        &[
+            "saga",
+            "step",
+            "w1",
+            "c",
+            "--stage",
+            "3",
+            "--compensate",
+            "echo c >> log",
+        ],
+    );
+}
+
+fn state(s: &Sandbox) -> Value {
+    serde_json::from_str(&s.read(".triage/sagas/w1.json")).unwrap()
+}
+
+#[test]
+fn compensate_runs_the_steps_in_reverse_and_archives_the_state() {
+    let s = Sandbox::new();
+    three_steps(&s, "echo b >> log");
+    let out = ok(&s, &["saga", "compensate", "w1", "--reason", "user abort"]);
+    assert_eq!(s.read("log"), "c\nb\na\n");
+    assert_eq!(out["status"], "compensated");
+    assert_eq!(out["compensated"], serde_json::json!(["c", "b", "a"]));
+    assert_eq!(out["resumed"], false);
+    let doc = state(&s);
+    let history = doc["compensation_history"].as_array().unwrap();
+    assert_eq!(history.len(), 3);
+    assert_eq!(history[0]["stage"], "3");
+    assert_eq!(history[0]["reason"], "user abort");
+    assert_eq!(history[0]["user_notified"], false);
+    assert!(history[0]["action_taken"]
+        .as_str()
+        .unwrap()
+        .contains("echo c"));
+    // The state before compensation is archived: every step still pending there.
+    let archived = out["state_archived"].as_str().unwrap();
+    let old: Value =
+        serde_json::from_str(&std::fs::read_to_string(s.path().join(archived)).unwrap()).unwrap();
+    assert_eq!(old["saga"]["status"], "open");
+    assert!(s.exists(".triage/sagas/w1.json.bak"));
+    // A second run has nothing left to do and repeats nothing.
+    let again = ok(&s, &["saga", "compensate", "w1"]);
+    assert_eq!(again["compensated"], serde_json::json!([]));
+    assert_eq!(s.read("log"), "c\nb\na\n");
+}
+
+#[test]
+fn compensation_killed_mid_run_resumes_without_repeating_what_succeeded() {
+    let s = Sandbox::new();
+    // b's first run kills `triage` itself (its parent) with SIGKILL before doing its work.
+    three_steps(
+        &s,
+        "if [ ! -e killed ]; then touch killed; kill -KILL $PPID; exit 1; fi; echo b >> log",
+    );
+    let out = s
+        .cmd(&["saga", "compensate", "w1"])
+        .env("TRIAGE_NOW", NOW)
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(9), "triage was killed mid-run");
+    assert_eq!(s.read("log"), "c\n");
+    let doc = state(&s);
+    assert_eq!(doc["saga"]["status"], "compensating");
+    assert_eq!(doc["saga"]["steps"][1]["compensation"]["status"], "started");
+
+    let resumed = ok(&s, &["saga", "compensate", "w1"]);
+    assert_eq!(resumed["resumed"], true);
+    assert_eq!(resumed["already_compensated"], serde_json::json!(["c"]));
+    assert_eq!(resumed["compensated"], serde_json::json!(["b", "a"]));
+    assert_eq!(
+        s.read("log"),
+        "c\nb\na\n",
+        "c not repeated, b retried, then a"
+    );
+    let doc = state(&s);
+    assert_eq!(doc["saga"]["steps"][1]["compensation"]["attempts"], 2);
+    assert_eq!(doc["saga"]["steps"][2]["compensation"]["attempts"], 1);
+}
+
+#[test]
+fn a_failed_compensation_is_reported_passed_and_retried_next_time() {
+    let s = Sandbox::new();
+    three_steps(&s, "test -e fixed && echo b >> log");
+    let out = s
+        .cmd(&["-e", "saga", "compensate", "w1"])
+        .env("TRIAGE_NOW", NOW)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "negative verdict under -e");
+    let report = json_out(&out);
+    assert_eq!(report["status"], "compensation_failed");
+    assert_eq!(report["failed"][0]["step"], "b");
+    assert_eq!(report["failed"][0]["exit_status"], 1);
+    assert_eq!(s.read("log"), "c\na\n", "continued past the failure");
+    s.write("fixed", "");
+    let again = ok(&s, &["saga", "compensate", "w1"]);
+    assert_eq!(again["compensated"], serde_json::json!(["b"]));
+    assert_eq!(again["status"], "compensated");
+    assert_eq!(
+        state(&s)["compensation_history"].as_array().unwrap().len(),
+        4
+    );
+}
+
+#[test]
+fn the_saga_lives_in_an_existing_workflow_state_file() {
+    let s = Sandbox::new();
+    s.write("run/state.json", r#"{"workflow_id": "w9", "stage": 4}"#);
+    ok(&s, &["saga", "begin", "w9", "--state", "run/state.json"]);
+    ok(
+        &s,
+        &["saga", "step", "w9", "outline", "--state", "run/state.json"],
+    );
+    let doc: Value = serde_json::from_str(&s.read("run/state.json")).unwrap();
+    assert_eq!(doc["stage"], 4, "other fields are kept");
+    assert_eq!(doc["saga"]["steps"][0]["compensation"]["status"], "none");
+    let st = ok(&s, &["saga", "status", "w9", "--state", "run/state.json"]);
+    assert_eq!(st["saga"]["steps"][0]["name"], "outline");
+    let text = s
+        .cmd(&[
+            "saga",
+            "status",
+            "w9",
+            "--state",
+            "run/state.json",
+            "--text",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout).contains("outline"));
+    // Another workflow's id is refused.
+    s.cmd(&[
+        "--strict",
+        "saga",
+        "status",
+        "w1",
+        "--state",
+        "run/state.json",
+    ])
+    .assert()
+    .code(65)
+    .stderr(predicates::str::contains("holds the saga of workflow `w9`"));
+}
+
+#[test]
+fn bad_requests_say_what_to_do() {
+    let s = Sandbox::new();
+    s.cmd(&["--strict", "saga", "step", "w1", "a"])
+        .assert()
+        .code(65)
+        .stderr(predicates::str::starts_with("triage saga: no saga `w1`"))
+        .stderr(predicates::str::contains("triage saga begin w1"));
+    // Best effort: a warning and exit 0 without --strict.
+    s.cmd(&["saga", "status", "w1"]).assert().code(0);
+    ok(&s, &["saga", "begin", "w1"]);
+    ok(&s, &["saga", "begin", "w1"]);
+    ok(&s, &["saga", "step", "w1", "a"]);
+    s.cmd(&["--strict", "saga", "step", "w1", "a"])
+        .assert()
+        .code(65)
+        .stderr(predicates::str::contains("already has a step `a`"));
+    s.cmd(&["--strict", "saga", "begin", "w1"])
+        .assert()
+        .code(65)
+        .stderr(predicates::str::contains("already began"));
+    s.cmd(&["saga", "frob", "w1"]).assert().code(64);
+}
