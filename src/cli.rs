@@ -52,6 +52,10 @@ pub enum Command {
     CheckOutput(commands::check_output::Args),
     /// Show the effective policy, or check a policy file
     Config(commands::config::Args),
+    /// Answer a Claude Code hook event: breaker gate, classify and log failures, check outputs
+    Hook(commands::hook::Args),
+    /// Wire `triage hook` into Claude Code's settings.json, with a starter policy
+    Init(commands::init::Args),
     /// Circuit breakers shared by every process: check, record, status, reset, trip, disable
     Breaker(commands::breaker::Args),
     /// Create the multi-call symlinks (state-write, ...) next to the binary
@@ -86,6 +90,8 @@ impl Command {
             Command::StateRead(_) => "state-read",
             Command::CheckOutput(_) => "check-output",
             Command::Config(_) => "config",
+            Command::Hook(_) => "hook",
+            Command::Init(_) => "init",
             Command::InstallLinks(_) => "install-links",
             Command::Classify(_) => "classify",
             Command::Breaker(_) => "breaker",
@@ -107,6 +113,8 @@ impl Command {
             Command::StateRead(a) => commands::state_read::run(a, cx),
             Command::CheckOutput(a) => commands::check_output::run(a, cx),
             Command::Config(a) => commands::config::run(a, cx),
+            Command::Hook(a) => commands::hook::run(a, cx),
+            Command::Init(a) => commands::init::run(a, cx),
             Command::InstallLinks(a) => commands::install_links::run(a, cx),
             Command::Classify(a) => commands::classify::run(a, cx),
             Command::Breaker(a) => commands::breaker::run(a, cx),

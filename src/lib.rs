@@ -33,6 +33,7 @@ pub mod policy;
 pub mod report;
 pub mod run;
 pub mod saga;
+pub mod settings;
 pub mod state;
 pub mod store;
 pub mod templates;

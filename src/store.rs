@@ -622,6 +622,21 @@ pub fn quarantine(path: &Path, stamp: &str) -> Result<PathBuf> {
     Ok(dest)
 }
 
+/// Creates a folder and its parents with the usual mode (for folders that belong to the
+/// user, such as `.claude/`, rather than to the state root).
+pub fn create_dirs(dir: &Path) -> Result<()> {
+    fs::create_dir_all(dir).map_err(|e| StoreError::io("cannot create folder", dir, e))
+}
+
+/// Removes a file and fsyncs its folder; a file already gone is not an error.
+pub fn remove(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => sync_dir(parent_of(path)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(StoreError::io("cannot remove", path, e)),
+    }
+}
+
 /// Reads bytes with a limit: at most `limit` bytes are kept, the rest is drained and counted.
 /// Returns the bytes kept and the total length seen.
 pub fn read_bounded(mut input: impl Read, limit: usize) -> io::Result<(Vec<u8>, u64)> {

@@ -5,6 +5,8 @@ pub mod breaker;
 pub mod check_output;
 pub mod classify;
 pub mod config;
+pub mod hook;
+pub mod init;
 pub mod install_links;
 pub mod record_error;
 pub mod report;

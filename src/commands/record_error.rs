@@ -5,7 +5,7 @@
 //!
 //! Other commands (the hook) call [`record`] in-process.
 
-use crate::classify::{self, Overrides};
+use crate::classify::{self, ErrorObject, Overrides};
 use crate::context::{Context, Outcome};
 use crate::error_record::{
     self, Counters, ErrorRecord, Keys, LogLine, Phase, Resolution, ResolutionLine, Warning,
@@ -389,6 +389,16 @@ fn text_of(v: Option<&Value>) -> Option<String> {
 /// retry advice, …); a kind the input names in a seed's words (`error_type: "TIMEOUT"`) is kept
 /// when the classifier finds none.
 pub fn classified_record(v: &Value, policy: &Policy, retry_count: Option<u32>) -> ErrorRecord {
+    classified(v, policy, retry_count).0
+}
+
+/// [`classified_record`], with the classifier's error object as well (for the advice a hook
+/// gives the model).
+pub fn classified(
+    v: &Value,
+    policy: &Policy,
+    retry_count: Option<u32>,
+) -> (ErrorRecord, ErrorObject) {
     let mut rec = record_from_input(v);
     let given_kind = rec.error.get("kind").cloned();
     let overrides = Overrides {
@@ -405,7 +415,7 @@ pub fn classified_record(v: &Value, policy: &Policy, retry_count: Option<u32>) -
         }
         rec.error = m;
     }
-    rec
+    (rec, object)
 }
 
 /// The record an input describes (ids from its fields; the rest is the error object).

@@ -11,6 +11,8 @@ mod classify;
 mod config;
 mod contract;
 mod docs;
+mod hook;
+mod init;
 mod record;
 mod run;
 mod saga;

@@ -19,7 +19,6 @@ use crate::store::{self, Backup};
 use crate::transcript::{self, Scan};
 use crate::vocab::Criticality;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// The whole hook answer of `check-output` for one payload: SubagentStop, Stop, or
@@ -89,7 +88,7 @@ fn stop(
         )));
     }
     reset(cx, &counter)?;
-    let logged = match record(cx, payload, &verdict, &key, max) {
+    let logged = match record(cx, payload, &verdict, max) {
         Ok(path) => format!(" Recorded as validation_failed in {}.", path.display()),
         Err(f) => {
             cx.warn(&format!("could not record the error: {f}"));
@@ -256,30 +255,18 @@ fn record(
     cx: &Context,
     payload: &Payload,
     verdict: &Verdict,
-    key: &str,
     max: u32,
 ) -> Result<PathBuf, Failure> {
     let mut rec = serde_json::to_value(&verdict.error).unwrap_or_default();
     let Some(obj) = rec.as_object_mut() else {
         return Err(Failure::data("no error to record"));
     };
-    let session = payload.session_id().unwrap_or("no-session");
-    let id: String = Sha256::digest(format!("{session}|{key}|{}|{}", cx.now, std::process::id()))
-        .iter()
-        .take(6)
-        .map(|b| format!("{b:02x}"))
-        .collect();
     let detail = obj
         .get("detail")
         .and_then(Value::as_str)
         .unwrap_or_default();
     let detail = format!("rejected {max} times, then let go: {detail}");
     for (k, v) in [
-        ("error_id", json!(format!("err-{id}"))),
-        (
-            "timestamp",
-            json!(cx.now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-        ),
         ("kind", json!("validation_failed")),
         ("category", json!("validation_failure")),
         ("detail", json!(detail)),
@@ -295,9 +282,25 @@ fn record(
     ] {
         obj.insert(k.into(), v);
     }
-    let logs = cx.ensure_root()?.join("logs");
-    store::ensure_dir(&logs)?;
-    let path = logs.join("errors.jsonl");
-    store::append_line(&path, rec.to_string().as_bytes(), cx.lock_timeout)?;
-    Ok(path)
+    // Through record-error: a unique error_id, the timestamp, and the threshold counters.
+    let recorded = crate::commands::record_error::record(
+        cx,
+        crate::commands::record_error::record_from_input(&rec),
+        None,
+    )?;
+    if !recorded.warnings.is_empty() {
+        cx.trace(
+            "warning",
+            &format!(
+                "thresholds crossed: {}",
+                recorded
+                    .warnings
+                    .iter()
+                    .map(|w| w.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        );
+    }
+    Ok(crate::commands::record_error::log_path(&cx.state_root()))
 }

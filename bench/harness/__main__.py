@@ -1,0 +1,436 @@
+"""bench/harness: runs every case against its baselines and reports medians, spreads, ratios,
+peak memory and the issue's targets. Started by bench/run, which builds the binary first.
+
+Why a harness of our own rather than hyperfine: the hyperfine on this machine (1.15) has no
+--input, so feeding a payload on stdin needs a shell wrapper, and a shell start (~1 ms)
+costs as much as the triage call being measured; we also need per-run peak memory (wait4)
+and many-writer throughput with a count check, which hyperfine does not do. bench/run still
+installs hyperfine and this harness cross-checks its floor against hyperfine -N.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import cases as C
+import inputs
+import measure
+import report
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+REPO = os.path.dirname(BENCH)
+
+
+class Env:
+    """Paths of everything a case runs."""
+
+    def __init__(self, args):
+        self.triage = os.path.abspath(args.triage)
+        self.baselines = os.path.join(BENCH, "baselines")
+        self.inputs = os.path.join(BENCH, "inputs")
+        self.out = os.path.abspath(args.out)
+        self.generated = os.path.join(self.out, "inputs")
+        self.work = os.path.join(self.out, "work")
+        self.true = shutil.which("true", path="/bin:/usr/bin") or "/bin/true"
+        self.bash = shutil.which("bash", path="/bin:/usr/bin")
+        self.jq = shutil.which("jq")
+        # The interpreter itself, never a version manager's shim script in front of it.
+        self.python = os.path.realpath(sys.executable)
+        example = os.path.join(REPO, "hooks", "triage.example.toml")
+        self.policy = example if os.path.exists(example) else os.path.join(self.inputs, "policy.toml")
+        self.base_env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": self.work,
+            "LANG": "C.UTF-8",
+            "TRIAGE_CONFIG": self.policy,
+        }
+
+    def env_for(self, root):
+        e = dict(self.base_env)
+        e["TRIAGE_DIR"] = root
+        e["CLAUDE_PROJECT_DIR"] = root
+        return e
+
+
+def fresh_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
+def has_sub(x, sub):
+    code = subprocess.run([x.triage, sub, "--help"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode
+    return code == 0
+
+
+def validate(x, v, root, env):
+    """Runs a variant once and checks it did the job: (ok, note)."""
+    os.chdir(root)
+    code, out, err = measure.capture(v.argv, env, v.stdin)
+    if code != 0:
+        return False, "exit %d: %s" % (code, (err or out).strip()[:300])
+    if v.role == "triage" and err.strip():
+        return False, "degraded (warning on stderr): %s" % err.strip()[:300]
+    if v.check:
+        problem = v.check(out)
+        if problem:
+            return False, problem
+    return True, ""
+
+
+def prepare_variant(x, case, v):
+    root = fresh_dir(os.path.join(x.work, case.id, v.role))
+    if v.setup:
+        v.setup(root)
+    return root, x.env_for(root)
+
+
+def run_single(x, case, cfg):
+    res = {"id": case.id, "title": case.title, "kind": "single", "variants": []}
+    live = []
+    for v in case.variants:
+        root, env = prepare_variant(x, case, v)
+        ok, note = validate(x, v, root, env)
+        if not ok and v.role == "triage":
+            res["status"] = "failed: " + note
+            return res
+        entry = {"name": v.name, "role": v.role, "argv": [os.path.basename(a) if i == 0 else a
+                                                          for i, a in enumerate(v.argv)],
+                 "stdin": os.path.basename(v.stdin) if v.stdin else None}
+        if not ok:
+            entry["note"] = "baseline failed: " + note
+        else:
+            live.append((v, root, env, entry))
+        res["variants"].append(entry)
+    samples = {id(v): [] for v, _, _, _ in live}
+    bad = {id(v): 0 for v, _, _, _ in live}
+    for _ in range(cfg.warmup):
+        for v, root, env, _ in live:
+            os.chdir(root)
+            measure.time_once(v.argv, env, v.stdin)
+    order = list(live)
+    for _ in range(cfg.runs):
+        random.shuffle(order)  # interleaved, so drift in machine load hits every variant alike
+        for v, root, env, _ in order:
+            os.chdir(root)
+            ns, code = measure.time_once(v.argv, env, v.stdin)
+            samples[id(v)].append(ns)
+            bad[id(v)] += code != 0
+    for v, root, env, entry in live:
+        entry.update(measure.summary(samples[id(v)]))
+        os.chdir(root)
+        entry["peak_rss_kb"] = measure.peak_rss(v.argv, env, v.stdin)
+        if bad[id(v)]:
+            entry["note"] = "%d runs exited non-zero" % bad[id(v)]
+    tri = next(e for e in res["variants"] if e["role"] == "triage")
+    for e in res["variants"]:
+        if e.get("median_ms") is not None:
+            e["ratio"] = e["median_ms"] / tri["median_ms"]
+    res["status"] = "measured"
+    res["runs"] = "%d runs after %d warm-up, interleaved" % (cfg.runs, cfg.warmup)
+    return res
+
+
+def run_concurrent(x, case, cfg):
+    writers = case.opts["writers"] if not cfg.smoke else 4
+    per = cfg.per_writer
+    total = writers * per
+    res = {"id": case.id, "title": case.title, "kind": "concurrent", "variants": [],
+           "runs": "%d writers × %d calls, best of %d" % (writers, per, cfg.reps)}
+    for v in case.variants:
+        entry = {"name": v.name, "role": v.role}
+        walls, notes, ok_all = [], [], True
+        for _ in range(cfg.reps):
+            root, env = prepare_variant(x, case, v)
+            os.chdir(root)
+            ns, failed = measure.concurrent(v.argv, env, v.stdin, writers, per)
+            if "log" in case.opts:
+                ok, note = C.check_log(os.path.join(root, case.opts["log"]), total, case.opts["id_field"])
+            else:
+                with open(os.path.join(root, case.opts["counter"])) as f:
+                    n = json.load(f).get("n")
+                ok, note = n == total, "n = %s, %d expected" % (n, total)
+            if failed:
+                ok, note = False, note + "; %d calls exited non-zero" % failed
+            ok_all &= ok
+            notes.append(note)
+            walls.append(ns / 1e6)
+        entry.update(wall_ms=min(walls), per_s=total / (min(walls) / 1000),
+                     count_check="ok" if ok_all else "LOST OR TORN", note=("count ok: " if ok_all else "COUNT FAILED: ") + notes[-1])
+        if not ok_all and v.role == "triage":
+            res["status"] = "failed: " + notes[-1]
+        res["variants"].append(entry)
+    tri = res["variants"][0]
+    for e in res["variants"]:
+        e["ratio"] = e["wall_ms"] / tri["wall_ms"]
+    res.setdefault("status", "measured")
+    return res
+
+
+def record_templates(x):
+    """Real records from this binary's record-error, so the logs have its exact shape."""
+    if not has_sub(x, "record-error"):
+        return inputs.synthetic_templates(), "synthetic (SPEC §5 shape; record-error not built)"
+    root = fresh_dir(os.path.join(x.work, "templates"))
+    env = x.env_for(root)
+    for name in ("post-tool-use-failure.json", "pre-tool-use.json"):
+        measure.capture([x.triage, "record-error"], env, os.path.join(x.inputs, name))
+    got = []
+    path = os.path.join(root, "logs", "errors.jsonl")
+    if os.path.exists(path):
+        with open(path) as f:
+            got = [json.loads(line) for line in f if line.strip()]
+    if not got:
+        return inputs.synthetic_templates(), "synthetic (record-error wrote nothing)"
+    return got, "records written by triage record-error"
+
+
+def run_scaling(x, cfg):
+    case = C.report_case(x)
+    res = {"id": case.id, "title": case.title, "kind": "scaling", "variants": [], "sizes": []}
+    if not has_sub(x, "report"):
+        res["status"] = "not measured: report not built"
+        return res
+    templates, source = record_templates(x)
+    res["log_records"] = source
+    key = inputs.template_key(templates)
+    for n, runs in cfg.sizes:
+        log = os.path.join(x.generated, "errors-%d-%s.jsonl" % (n, key))
+        inputs.error_log(log, n, templates)
+        truth = inputs.count_by_agent(log)
+        root = fresh_dir(os.path.join(x.work, "report-%d" % n))
+        os.makedirs(os.path.join(root, "logs"))
+        os.link(log, os.path.join(root, "logs", "errors.jsonl"))
+        env = x.env_for(root)
+        tri, jqv = case.variants
+        jq_argv = jqv.argv + [log]
+        os.chdir(root)
+        code, out, err = measure.capture(tri.argv, env)
+        parsed = C.parse(out)
+        counts = C.agent_counts(parsed, set(truth)) if parsed is not None else {}
+        if code != 0 or err.strip():
+            res["status"] = "failed at %d records: exit %d %s" % (n, code, err.strip()[:300])
+            return res
+        verified = counts == truth
+        samples = {"triage": [], "jq": []}
+        for _ in range(runs):
+            for role, argv in (("triage", tri.argv), ("jq", jq_argv)):
+                samples[role].append(measure.time_once(argv, env)[0])
+        rss = {"triage": measure.peak_rss(tri.argv, env, runs=1),
+               "jq": measure.peak_rss(jq_argv, env, runs=1)}
+        size = {"records": n, "bytes": os.path.getsize(log), "runs": runs,
+                "counts_verified": verified}
+        for role, v in (("triage", tri), ("jq", jqv)):
+            e = {"name": "%s, %s records" % (v.name, "{:,}".format(n)), "role": role, "records": n}
+            e.update(measure.summary(samples[role]))
+            e["peak_rss_kb"] = rss[role]
+            size[role] = e
+        size["jq"]["ratio"] = size["jq"]["median_ms"] / size["triage"]["median_ms"]
+        size["triage"]["ratio"] = 1.0
+        size["triage"]["note"] = "per-agent counts match the log" if verified else \
+            "per-agent counts NOT matched: found %d of %d agents" % (len(counts), len(truth))
+        res["variants"] += [size["triage"], size["jq"]]
+        res["sizes"].append(size)
+    res["status"] = "measured"
+    res["runs"] = ", ".join("%s records: %d runs" % ("{:,}".format(n), r) for n, r in cfg.sizes)
+    return res
+
+
+def hyperfine_cross_check(x, cfg):
+    """The floor measured by hyperfine -N and by this harness, to show the harness adds little."""
+    hf = shutil.which("hyperfine")
+    if not hf or cfg.smoke:
+        return []
+    root = fresh_dir(os.path.join(x.work, "cross-check"))
+    cmds = [[x.true], [x.triage, "--version"]]
+    export = os.path.join(root, "hf.json")
+    subprocess.run([hf, "-N", "--warmup", "20", "--runs", "200", "--export-json", export]
+                   + [" ".join(c) for c in cmds], cwd=root, env=x.env_for(root),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    try:
+        with open(export) as f:
+            hres = json.load(f)["results"]
+    except (OSError, ValueError, KeyError):
+        return []
+    out = []
+    for c, h in zip(cmds, hres):
+        os.chdir(root)
+        ns = [measure.time_once(c, x.env_for(root))[0] for _ in range(200)]
+        out.append({"command": " ".join(os.path.basename(p) if i == 0 else p for i, p in enumerate(c)),
+                    "harness_median_ms": measure.summary(ns)["median_ms"],
+                    "hyperfine_median_ms": h["median"] * 1000})
+    return out
+
+
+def targets(results):
+    out = []
+    smoke = results["mode"] == "smoke"
+
+    def add(target, verdict, found):
+        # A smoke run is a debug build with a handful of runs: its times judge nothing.
+        timing = not any(w in target for w in ("lost", "match"))
+        if smoke and timing and verdict in ("PASS", "MISS"):
+            verdict = "smoke"
+        out.append({"target": target, "verdict": verdict, "found": found})
+    for c in results["cases"]:
+        if c["kind"] == "single":
+            if c["status"] != "measured":
+                add("%s within 2× of /bin/true and ≥5× faster than bash+jq" % c["id"], "—", c["status"])
+                continue
+            by = {e["role"]: e for e in c["variants"] if e.get("median_ms") is not None}
+            tri, floor, bash = by["triage"], by.get("floor"), by.get("bash")
+            if floor:
+                r = tri["median_ms"] / floor["median_ms"]
+                add("%s within 2× of /bin/true" % c["id"], "PASS" if r <= 2 else "MISS",
+                    "%.2f× (%s vs %s)" % (r, report.fmt_ms(tri["median_ms"]), report.fmt_ms(floor["median_ms"])))
+            if bash:
+                r = bash["median_ms"] / tri["median_ms"]
+                add("%s ≥5× faster than bash+jq" % c["id"], "PASS" if r >= 5 else "MISS",
+                    "%.2f× (%s vs %s)" % (r, report.fmt_ms(bash["median_ms"]), report.fmt_ms(tri["median_ms"])))
+        elif c["kind"] == "concurrent":
+            if c["status"] != "measured":
+                add("%s: nothing lost" % c["id"], "—" if c["status"].startswith("not") else "MISS", c["status"])
+                continue
+            tri = c["variants"][0]
+            add("%s: nothing lost, no torn line" % c["id"],
+                "PASS" if tri["count_check"] == "ok" else "MISS", tri["note"])
+            for e in c["variants"][1:]:
+                add("%s: triage faster than %s" % (c["id"], e["name"]), "PASS" if e["ratio"] > 1 else "MISS",
+                    "%.0f vs %.0f rec/s (%.2f×)" % (tri["per_s"], e["per_s"], e["ratio"]))
+        elif c["kind"] == "scaling":
+            if c["status"] != "measured":
+                add("report ≥10× faster than jq -s at the largest log; memory flat", "—", c["status"])
+                continue
+            big, small = c["sizes"][-1], c["sizes"][0]
+            r = big["jq"]["ratio"]
+            add("report ≥10× faster than jq -s at %s records" % "{:,}".format(big["records"]),
+                "PASS" if r >= 10 else "MISS", "%.1f× (%s vs %s)" % (
+                    r, report.fmt_ms(big["triage"]["median_ms"]), report.fmt_ms(big["jq"]["median_ms"])))
+            g = (big["triage"]["peak_rss_kb"] or 0) / max(small["triage"]["peak_rss_kb"] or 1, 1)
+            add("report memory does not grow with the log", "PASS" if g <= 1.5 else "MISS",
+                "peak RSS %s at %s records, %s at %s (×%.2f)" % (
+                    report.fmt_kb(small["triage"]["peak_rss_kb"]), "{:,}".format(small["records"]),
+                    report.fmt_kb(big["triage"]["peak_rss_kb"]), "{:,}".format(big["records"]), g))
+            add("report answers match jq's per-agent counts",
+                "PASS" if all(s["counts_verified"] for s in c["sizes"]) else "MISS",
+                ", ".join("%s: %s" % ("{:,}".format(s["records"]), "ok" if s["counts_verified"] else "differ")
+                          for s in c["sizes"]))
+    return out
+
+
+def machine(x):
+    def first(cmd):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True).stdout.strip().splitlines()[0]
+        except (OSError, IndexError):
+            return "?"
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kb = int(f.readline().split()[1])
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory": "%.0f GB" % (mem_kb / 1024 / 1024),
+            "kernel": platform.release(), "load_start": "%.2f" % os.getloadavg()[0],
+            "jq": first([x.jq, "--version"]), "bash": "bash " + first([x.bash, "-c", "echo $BASH_VERSION"]),
+            "python": "Python " + platform.python_version()}
+
+
+class Config:
+    def __init__(self, args):
+        self.smoke = args.smoke
+        self.runs = args.runs or (5 if args.smoke else 150)
+        self.warmup = 2 if args.smoke else 15
+        self.per_writer = 5 if args.smoke else 25
+        self.reps = 1 if args.smoke else 3
+        self.sizes = [(1000, 2)] if args.smoke else [(10_000, 10), (100_000, 5), (1_000_000, 3)]
+
+
+def update_doc(path, md, label):
+    marker = "results" if label == "default" else "results-" + label
+    with open(path) as f:
+        doc = f.read()
+    new = re.sub(r"(<!-- %s:begin -->\n).*?(<!-- %s:end -->)" % (marker, marker),
+                 lambda m: m.group(1) + md + m.group(2), doc, flags=re.S)
+    with open(path, "w") as f:
+        f.write(new)
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="bench/run")
+    ap.add_argument("--triage", required=True, help="the binary to measure")
+    ap.add_argument("--out", default=os.path.join(BENCH, "out"))
+    ap.add_argument("--smoke", action="store_true", help="a few runs of everything, no timing claims")
+    ap.add_argument("--only", action="append", default=[], help="case id (repeatable)")
+    ap.add_argument("--runs", type=int, help="timed runs per variant of single-call cases")
+    ap.add_argument("--label", default="default", help="how the binary was built")
+    ap.add_argument("--update-doc", help="replace the results section of this Markdown file")
+    args = ap.parse_args()
+    x, cfg = Env(args), Config(args)
+    for d in (x.out, x.generated):
+        os.makedirs(d, exist_ok=True)
+    fresh_dir(x.work)
+    inputs.output_20k(os.path.join(x.generated, "output-20k.json"))
+    version = subprocess.run([x.triage, "--version"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    results = {"started_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+               "mode": "smoke" if cfg.smoke else "full", "machine": machine(x),
+               "triage": {"bin": x.triage, "version": version, "commit": commit, "build": args.label},
+               "policy": os.path.relpath(x.policy, REPO), "cases": []}
+    want = set(args.only)
+    failed = False
+    todo = [(c.id, c) for c in C.single_cases(x)] + [(c.id, c) for c in C.concurrent_cases(x)] + [("report", None)]
+    for cid, case in todo:
+        if want and cid not in want:
+            continue
+        t0 = time.time()
+        if case is None:
+            res = run_scaling(x, cfg)
+        elif not has_sub(x, case.needs):
+            res = {"id": case.id, "title": case.title, "kind": case.kind, "variants": [],
+                   "status": "not measured: %s not built" % case.needs}
+        elif case.kind == "concurrent":
+            res = run_concurrent(x, case, cfg)
+        else:
+            res = run_single(x, case, cfg)
+        res["seconds"] = round(time.time() - t0, 1)
+        failed |= res["status"].startswith("failed")
+        results["cases"].append(res)
+        print(report.text_table(res), flush=True)
+        print(flush=True)
+    os.chdir(BENCH)
+    results["cross_check"] = hyperfine_cross_check(x, cfg)
+    results["machine"]["load_end"] = "%.2f" % os.getloadavg()[0]
+    results["targets"] = targets(results)
+    print("Targets")
+    for line in report.targets_lines(results["targets"]):
+        print("  " + line)
+    for c in results["cross_check"]:
+        print("cross-check %-20s harness %s, hyperfine -N %s" % (
+            c["command"], report.fmt_ms(c["harness_median_ms"]), report.fmt_ms(c["hyperfine_median_ms"])))
+    name = "results.json" if args.label == "default" else "results-%s.json" % args.label
+    with open(os.path.join(x.out, name), "w") as f:
+        json.dump(results, f, indent=1)
+    md = report.markdown(results)
+    with open(os.path.join(x.out, name.replace(".json", ".md")), "w") as f:
+        f.write(md)
+    if args.update_doc:
+        update_doc(args.update_doc, md, args.label)
+    print("\nwrote %s and the .md beside it" % os.path.join(x.out, name))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

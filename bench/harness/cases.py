@@ -1,0 +1,198 @@
+"""The cases: each triage call beside the baselines that do the same job.
+
+A case names the subcommand it needs; when the binary does not have it, the case is reported
+as "not measured: <sub> not built" and nothing is timed. Every variant is run once with its
+output captured and checked before it is timed, so a variant that fails or degrades (a
+warning on stderr) is reported as failed instead of measured.
+"""
+import json
+
+
+def parse(out):
+    try:
+        return json.loads(out.strip().splitlines()[-1]) if out.strip() else None
+    except (ValueError, IndexError):
+        return None
+
+
+def want(pred, what):
+    """A check on the last JSON line a variant printed."""
+    def check(out):
+        v = parse(out)
+        if v is None:
+            return "printed no JSON (expected %s): %r" % (what, out[:200])
+        try:
+            ok = pred(v)
+        except (KeyError, TypeError, AttributeError):
+            ok = False
+        return None if ok else "expected %s, got %s" % (what, json.dumps(v)[:300])
+    return check
+
+
+def quiet_or(pred, what):
+    """Nothing printed, or JSON for which pred holds (a hook that has nothing to say)."""
+    def check(out):
+        return None if not out.strip() else want(pred, what)(out)
+    return check
+
+
+class Variant:
+    def __init__(self, name, role, argv, stdin=None, check=None, setup=None):
+        self.name, self.role, self.argv, self.stdin = name, role, argv, stdin
+        self.check, self.setup = check, setup
+
+
+class Case:
+    def __init__(self, cid, title, needs, kind="single", **kw):
+        self.id, self.title, self.needs, self.kind = cid, title, needs, kind
+        self.variants = kw.pop("variants", [])
+        self.opts = kw
+
+
+def state_file(doc):
+    """A setup that writes st.json into the variant's state root."""
+    def setup(root):
+        with open(root + "/st.json", "w") as f:
+            json.dump(doc, f)
+    return setup
+
+
+def single_cases(x):
+    """x: the environment (paths of the binary, baselines, inputs, interpreters)."""
+    t, b, i = x.triage, x.baselines, x.inputs
+    bash, py, jq = x.bash, x.python, x.jq
+    failure, pre, post = i + "/post-tool-use-failure.json", i + "/pre-tool-use.json", i + "/post-tool-use.json"
+    out20k = x.generated + "/output-20k.json"
+
+    def floor_and_jq(stdin):
+        return [Variant("/bin/true", "floor", [x.true], stdin),
+                Variant("jq -c .", "jq", [jq, "-c", "."], stdin)]
+
+    return [
+        Case("classify", "classify a PostToolUseFailure payload (HTTP 429, 0.7 KB)", "classify",
+             variants=[Variant("triage classify", "triage", [t, "classify"], failure,
+                               want(lambda v: v["kind"] == "rate_limited", "kind rate_limited"))]
+             + floor_and_jq(failure)
+             + [Variant("bash+jq classify.sh", "bash", [bash, b + "/classify.sh"], failure)]),
+        Case("breaker-check", "breaker check on a closed breaker", "breaker",
+             variants=[Variant("triage breaker check", "triage", [t, "breaker", "check", "researcher"],
+                               None, want(lambda v: v["allowed"] is True, "allowed: true"))]
+             + floor_and_jq(pre)
+             + [Variant("bash+jq+flock breaker.sh check", "bash",
+                        [bash, b + "/breaker.sh", "check", "researcher"]),
+                Variant("python breaker.py check", "python",
+                        [py, b + "/breaker.py", "check", "researcher"])]),
+        Case("breaker-record", "breaker record --outcome success", "breaker",
+             variants=[Variant("triage breaker record", "triage",
+                               [t, "breaker", "record", "researcher", "--outcome", "success"],
+                               None, want(lambda v: isinstance(v, dict), "a JSON object"))]
+             + floor_and_jq(pre)
+             + [Variant("bash+jq+flock breaker.sh record", "bash",
+                        [bash, b + "/breaker.sh", "record", "researcher", "success"]),
+                Variant("python breaker.py record", "python",
+                        [py, b + "/breaker.py", "record", "researcher", "success"])]),
+        Case("record-error", "record-error of a PostToolUseFailure payload, one process", "record-error",
+             variants=[Variant("triage record-error", "triage", [t, "record-error"], failure,
+                               want(lambda v: bool(v["error_id"]), "an error_id"))]
+             + floor_and_jq(failure)
+             + [Variant("bash+jq+flock record-error.sh", "bash", [bash, b + "/record-error.sh"], failure),
+                Variant("python record_error.py", "python", [py, b + "/record_error.py"], failure)]),
+        Case("check-output", "check-output, seed 001 researcher rules, 20 KB output", "check-output",
+             variants=[Variant("triage check-output", "triage", [t, "check-output"], out20k,
+                               want(lambda v: v["ok"] is True, "ok: true"))]
+             + floor_and_jq(out20k)
+             + [Variant("bash+jq check-output.sh", "bash", [bash, b + "/check-output.sh"], out20k)]),
+        Case("hook-pre", "hook: PreToolUse on the Agent tool (breaker gate)", "hook",
+             variants=[Variant("triage hook", "triage", [t, "hook"], pre,
+                               quiet_or(lambda v: "deny" not in json.dumps(v), "no deny"))]
+             + floor_and_jq(pre)
+             + [Variant("bash+jq+flock breaker.sh hook", "bash", [bash, b + "/breaker.sh", "hook"], pre),
+                Variant("python breaker.py hook", "python", [py, b + "/breaker.py", "hook"], pre)]),
+        Case("hook-post", "hook: PostToolUse on the Agent tool (check output, record breaker)", "hook",
+             variants=[Variant("triage hook", "triage", [t, "hook"], post,
+                               quiet_or(lambda v: v.get("decision") != "block", "no block"))]
+             + floor_and_jq(post)
+             + [Variant("bash+jq+flock hook-post.sh", "bash", [bash, b + "/hook-post.sh"], post)]),
+        Case("state-update", "state-write --update '.n += 1' (atomic, fsync, .bak)", "state-write",
+             variants=[Variant("triage state-write --update", "triage",
+                               [t, "state-write", "st.json", "--update", ".n += 1"], None,
+                               setup=state_file({"n": 0}))]
+             + floor_and_jq(pre)
+             + [Variant("bash+jq+flock state-update.sh", "bash",
+                        [bash, b + "/state-update.sh", "st.json", ".n += 1"], None,
+                        setup=state_file({"n": 0}))]),
+    ]
+
+
+def concurrent_cases(x):
+    t, b, i = x.triage, x.baselines, x.inputs
+    failure = i + "/post-tool-use-failure.json"
+    return [
+        Case("record-error-x32", "record-error, 32 concurrent writers", "record-error",
+             kind="concurrent", writers=32, log="logs/errors.jsonl", id_field="error_id",
+             variants=[Variant("triage record-error", "triage", [t, "record-error"], failure),
+                       Variant("bash+jq+flock record-error.sh", "bash", [x.bash, b + "/record-error.sh"], failure),
+                       Variant("python record_error.py", "python", [x.python, b + "/record_error.py"], failure)]),
+        Case("state-update-x8", "state-write --update, 8 concurrent writers", "state-write",
+             kind="concurrent", writers=8, counter="st.json",
+             variants=[Variant("triage state-write --update", "triage",
+                               [t, "state-write", "st.json", "--update", ".n += 1"],
+                               setup=state_file({"n": 0})),
+                       Variant("bash+jq+flock state-update.sh", "bash",
+                               [x.bash, b + "/state-update.sh", "st.json", ".n += 1"],
+                               setup=state_file({"n": 0}))]),
+    ]
+
+
+REPORT_JQ = "group_by(.agent) | map({agent: .[0].agent, n: length})"
+
+
+def report_case(x):
+    return Case("report", "report --by agent over a log, against jq -s group_by", "report",
+                kind="scaling",
+                variants=[Variant("triage report --by agent", "triage", [x.triage, "report", "--by", "agent"]),
+                          Variant("jq -s group_by(.agent)", "jq", [x.jq, "-c", "-s", REPORT_JQ])])
+
+
+def check_log(path, total, id_field):
+    """Lines, valid JSON lines and distinct ids in a JSONL log."""
+    lines = valid = 0
+    ids = set()
+    with open(path, "rb") as f:
+        for line in f:
+            lines += 1
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            valid += 1
+            ids.add(rec.get(id_field))
+    ok = lines == valid == len(ids) == total
+    return ok, "%d lines, %d valid, %d distinct ids, %d expected" % (lines, valid, len(ids), total)
+
+
+def agent_counts(v, agents):
+    """Finds per-agent counts in a report, whatever its exact nesting: {agent: n}."""
+    found = {}
+
+    def count_of(obj):
+        for k in ("count", "n", "errors", "total"):
+            if isinstance(obj.get(k), int):
+                return obj[k]
+        return None
+
+    def walk(node):
+        if isinstance(node, dict):
+            for k, val in node.items():
+                if k in agents and isinstance(val, dict) and count_of(val) is not None:
+                    found[k] = count_of(val)
+            name = next((node.get(k) for k in ("agent", "key", "group", "name") if node.get(k) in agents), None)
+            if name is not None and count_of(node) is not None:
+                found[name] = count_of(node)
+            for val in node.values():
+                walk(val)
+        elif isinstance(node, list):
+            for val in node:
+                walk(val)
+    walk(v)
+    return found

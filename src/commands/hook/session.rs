@@ -1,0 +1,220 @@
+//! What `triage hook` keeps per session under `<root>/sessions/`:
+//!
+//! - `<session>/<tool_use_id>.start`: when a guarded call started, its breaker key and probe
+//!   ticket. One small file per call, created by PreToolUse and taken by PostToolUse, so that
+//!   parallel calls never contend for a lock. A lost one only costs the timeout check.
+//! - `<session>.json`: the thresholds already announced, read and written under its lock, so
+//!   that of many hooks crossing a threshold at once exactly one announces it.
+
+use crate::commands::record_error;
+use crate::context::Context;
+use crate::error_record::LogLine;
+use crate::exit::Failure;
+use crate::store::{self, Backup};
+use crate::templates::{self, Rec, TemplateInput, TemplateName};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+/// How much of the end of the error log the session hooks read (Template 5, SessionStart).
+const LOG_TAIL: u64 = 4 << 20;
+
+/// The session used when a payload has none.
+const NO_SESSION: &str = "no-session";
+
+/// A guarded call in flight.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Start {
+    /// The breaker key.
+    pub key: String,
+    /// The probe ticket `check` gave, to hand back with the outcome.
+    pub ticket: Option<String>,
+    /// When PreToolUse allowed it, in Unix milliseconds.
+    pub at_ms: i64,
+}
+
+fn session_dir(cx: &Context, session: Option<&str>) -> PathBuf {
+    cx.state_root()
+        .join("sessions")
+        .join(store::escape_key(session.unwrap_or(NO_SESSION)))
+}
+
+fn start_path(cx: &Context, session: Option<&str>, tool_use_id: &str) -> PathBuf {
+    session_dir(cx, session).join(format!("{}.start", store::escape_key(tool_use_id)))
+}
+
+/// Remembers that call `tool_use_id` started now.
+pub fn remember_start(
+    cx: &Context,
+    session: Option<&str>,
+    tool_use_id: &str,
+    start: &Start,
+) -> Result<(), Failure> {
+    cx.ensure_root()?;
+    store::ensure_dir(&cx.state_root().join("sessions"))?;
+    store::ensure_dir(&session_dir(cx, session))?;
+    let bytes = serde_json::to_vec(start)
+        .map_err(|e| Failure::data(format!("cannot serialize the start: {e}")))?;
+    // A cache in the store's sense: nobody else writes this call's file, and a torn one is
+    // read as missing.
+    store::overwrite_cache(&start_path(cx, session, tool_use_id), &bytes)?;
+    Ok(())
+}
+
+/// Takes (reads and removes) the start of call `tool_use_id`, if it was kept.
+pub fn take_start(cx: &Context, session: Option<&str>, tool_use_id: &str) -> Option<Start> {
+    let path = start_path(cx, session, tool_use_id);
+    let bytes = store::read_optional(&path).ok()??;
+    if let Err(e) = std::fs::remove_file(&path) {
+        cx.trace("warning", &format!("cannot remove {}: {e}", path.display()));
+    }
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The per-session file.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct SessionFile {
+    /// Threshold names already announced in this session.
+    #[serde(default)]
+    announced: Vec<String>,
+}
+
+/// Of `names`, those not announced before in `session`; they are marked announced.
+pub fn first_announcements(
+    cx: &Context,
+    session: &str,
+    names: &[&str],
+) -> Result<Vec<String>, Failure> {
+    let root = cx.ensure_root()?;
+    store::ensure_dir(&root.join("sessions"))?;
+    let path = root
+        .join("sessions")
+        .join(format!("{}.json", store::escape_key(session)));
+    let _lock = store::lock(&path, cx.lock_timeout)?;
+    let mut file: SessionFile = store::read_optional(&path)?
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let fresh: Vec<String> = names
+        .iter()
+        .filter(|n| !file.announced.iter().any(|a| a == *n))
+        .map(|n| n.to_string())
+        .collect();
+    if fresh.is_empty() {
+        return Ok(fresh);
+    }
+    file.announced.extend(fresh.iter().cloned());
+    let bytes = serde_json::to_vec(&file)
+        .map_err(|e| Failure::data(format!("cannot serialize the session file: {e}")))?;
+    store::replace(&path, &bytes, Backup::Skip)?;
+    Ok(fresh)
+}
+
+/// Visits the log lines in the last [`LOG_TAIL`] bytes of the error log.
+fn visit_tail(cx: &Context, mut visit: impl FnMut(&LogLine)) -> Result<(), Failure> {
+    let log = record_error::log_path(&cx.state_root());
+    if store::file_len(&log)?.is_none() {
+        return Ok(());
+    }
+    let bytes = store::read_tail(&log, LOG_TAIL)?;
+    let mut lines = bytes.split(|b| *b == b'\n');
+    if store::file_len(&log)?.unwrap_or(0) > LOG_TAIL {
+        lines.next(); // cut mid-line
+    }
+    for line in lines.filter(|l| !l.is_empty()) {
+        if let Some(l) = LogLine::parse(line) {
+            visit(&l);
+        }
+    }
+    Ok(())
+}
+
+/// Template 5 for `session`, from the records of the session at the end of the log.
+pub fn stability_warning(cx: &Context, session: &str) -> Result<String, Failure> {
+    let mut records = Vec::new();
+    visit_tail(cx, |l| {
+        if l.session_id.as_deref() == Some(session) {
+            records.push(Rec::from_line(l));
+        }
+    })?;
+    let input = TemplateInput {
+        records,
+        policy: cx.policy()?,
+        now: cx.now,
+        state_root: cx.state_root().display().to_string(),
+        session: Some(session.to_string()),
+        workflow: None,
+        agent: None,
+        phase: None,
+        completed: Vec::new(),
+        pipeline: Vec::new(),
+        runs: None,
+        open_breakers: Vec::new(),
+    };
+    let rendered =
+        templates::build(TemplateName::StabilityWarning, &input).map_err(Failure::data)?;
+    Ok(rendered.text)
+}
+
+/// Unresolved errors of other sessions, near the end of the log.
+#[derive(Debug, Default)]
+pub struct Earlier {
+    /// How many.
+    pub count: usize,
+    /// How many per `agent kind`.
+    pub by_what: BTreeMap<String, usize>,
+}
+
+impl Earlier {
+    /// `researcher timeout ×2, Bash tool_failure`, the most frequent first, at most five.
+    pub fn summary(&self) -> String {
+        let mut list: Vec<(&String, &usize)> = self.by_what.iter().collect();
+        list.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let mut parts: Vec<String> = list
+            .iter()
+            .take(5)
+            .map(|(what, n)| {
+                if **n > 1 {
+                    format!("{what} ×{n}")
+                } else {
+                    what.to_string()
+                }
+            })
+            .collect();
+        if list.len() > 5 {
+            parts.push("…".into());
+        }
+        parts.join(", ")
+    }
+}
+
+/// The errors near the end of the log that belong to another session than `current` and have
+/// no resolution.
+pub fn unresolved_elsewhere(cx: &Context, current: Option<&str>) -> Result<Earlier, Failure> {
+    let mut open: HashMap<String, String> = HashMap::new();
+    visit_tail(cx, |l| {
+        if let Some(id) = &l.resolves {
+            open.remove(id.as_ref());
+            return;
+        }
+        let Some(id) = &l.error_id else {
+            return;
+        };
+        if l.resolution.is_some() || l.session_id.is_some() && l.session_id.as_deref() == current {
+            return;
+        }
+        let what = format!(
+            "{} {}",
+            l.agent().unwrap_or("unknown agent"),
+            l.kind().unwrap_or("unknown")
+        );
+        open.insert(id.to_string(), what);
+    })?;
+    let mut earlier = Earlier {
+        count: open.len(),
+        ..Earlier::default()
+    };
+    for what in open.into_values() {
+        *earlier.by_what.entry(what).or_default() += 1;
+    }
+    Ok(earlier)
+}

@@ -1,0 +1,295 @@
+//! Claude Code's `settings.json`: adding triage's hook entries and taking exactly those away
+//! again, keeping every other key, hook and the order they were written in (pure: values in,
+//! values out; `commands/init.rs` reads and writes the file).
+
+use serde_json::{json, Map, Value};
+
+/// The events `triage hook` answers, with the matcher each is installed under
+/// (`None`: the event has no matcher, or every occurrence is wanted).
+pub const EVENTS: &[(&str, Option<&str>)] = &[
+    ("SessionStart", None),
+    ("PreToolUse", Some("*")),
+    ("PostToolUse", Some("*")),
+    ("PostToolUseFailure", Some("*")),
+    ("SubagentStop", None),
+    ("Stop", None),
+    ("StopFailure", None),
+];
+
+/// Seconds Claude Code waits for the hook; triage answers in milliseconds, and its own lock
+/// waits are bounded by `TRIAGE_LOCK_TIMEOUT`, so this only guards against a wedged machine.
+pub const HOOK_TIMEOUT_S: u64 = 30;
+
+/// The shell command that runs `triage hook` with the binary at `exe`.
+pub fn hook_command(exe: &str) -> String {
+    format!("{} hook", shell_quote(exe))
+}
+
+/// Quotes a path for `sh -c` when it needs it.
+pub fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c));
+    if plain {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Whether a hook handler is one that `triage init` installed (by this binary or another
+/// triage binary: a reinstall at another path replaces the old entry rather than doubling it).
+pub fn is_ours(handler: &Value) -> bool {
+    let Some(cmd) = handler.get("command").and_then(Value::as_str) else {
+        return false;
+    };
+    let Some(program) = cmd.strip_suffix(" hook") else {
+        return false;
+    };
+    let program = program.trim_matches('\'');
+    program == "triage" || program.ends_with("/triage")
+}
+
+/// What a merge or removal changed.
+#[derive(Debug, Default, PartialEq)]
+pub struct Change {
+    /// Events that got an entry.
+    pub added: Vec<String>,
+    /// Events whose entry was taken away.
+    pub removed: Vec<String>,
+}
+
+impl Change {
+    /// True when nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty()
+    }
+}
+
+/// The settings with triage's entries in place (exactly one per event, for `command`);
+/// every other key and hook is kept where it was.
+pub fn install(settings: &Value, command: &str) -> Result<(Value, Change), String> {
+    let mut out = settings.clone();
+    let root = out
+        .as_object_mut()
+        .ok_or("settings.json is not a JSON object")?;
+    let hooks = root
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let hooks = hooks
+        .as_object_mut()
+        .ok_or("settings.json has a `hooks` that is not an object")?;
+    let mut change = Change::default();
+    for (event, matcher) in EVENTS {
+        let groups = hooks
+            .entry(event.to_string())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let groups = groups
+            .as_array_mut()
+            .ok_or_else(|| format!("settings.json has `hooks.{event}` that is not an array"))?;
+        if has_exact(groups, *matcher, command) {
+            continue;
+        }
+        // An older entry (another path to triage) is replaced, not doubled.
+        if remove_ours(groups) {
+            change.removed.push(event.to_string());
+        }
+        groups.push(group(*matcher, command));
+        change.added.push(event.to_string());
+    }
+    Ok((out, change))
+}
+
+/// The settings with every triage entry taken away; a group, event list or `hooks` object
+/// that held only triage's entries goes too, so an install followed by an uninstall gives back
+/// the original document.
+pub fn uninstall(settings: &Value) -> Result<(Value, Change), String> {
+    let mut out = settings.clone();
+    let mut change = Change::default();
+    let Some(root) = out.as_object_mut() else {
+        return Err("settings.json is not a JSON object".into());
+    };
+    let Some(hooks) = root.get_mut("hooks").and_then(Value::as_object_mut) else {
+        return Ok((out, change));
+    };
+    let events: Vec<String> = hooks.keys().cloned().collect();
+    for event in events {
+        let Some(groups) = hooks.get_mut(&event).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        let before = groups.len();
+        if remove_ours(groups) {
+            change.removed.push(event.clone());
+            if groups.is_empty() && before > 0 {
+                hooks.remove(&event);
+            }
+        }
+    }
+    if !change.removed.is_empty() && hooks.is_empty() {
+        root.remove("hooks");
+    }
+    Ok((out, change))
+}
+
+fn group(matcher: Option<&str>, command: &str) -> Value {
+    let handler = json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT_S});
+    match matcher {
+        Some(m) => json!({"matcher": m, "hooks": [handler]}),
+        None => json!({"hooks": [handler]}),
+    }
+}
+
+fn has_exact(groups: &[Value], matcher: Option<&str>, command: &str) -> bool {
+    let ours: Vec<&Value> = groups
+        .iter()
+        .flat_map(handlers)
+        .filter(|h| is_ours(h))
+        .collect();
+    ours.len() == 1
+        && groups.iter().any(|g| {
+            g.get("matcher").and_then(Value::as_str) == matcher
+                && handlers(g).any(|h| h.get("command").and_then(Value::as_str) == Some(command))
+        })
+}
+
+fn handlers(group: &Value) -> impl Iterator<Item = &Value> {
+    group
+        .get("hooks")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// Takes triage's handlers out of every group; a group left with no handler goes.
+/// Returns whether anything was taken.
+fn remove_ours(groups: &mut Vec<Value>) -> bool {
+    let mut removed = false;
+    groups.retain_mut(|g| {
+        let Some(list) = g.get_mut("hooks").and_then(Value::as_array_mut) else {
+            return true;
+        };
+        let before = list.len();
+        list.retain(|h| !is_ours(h));
+        if list.len() == before {
+            return true;
+        }
+        removed = true;
+        !list.is_empty()
+    });
+    removed
+}
+
+/// Serializes settings the way Claude Code and most editors write them: two-space indent,
+/// keys in their original order, with a final newline when the original had one.
+pub fn render(settings: &Value, final_newline: bool) -> String {
+    let mut s = serde_json::to_string_pretty(settings).unwrap_or_else(|_| "{}".into());
+    if final_newline {
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CMD: &str = "/usr/local/bin/triage hook";
+
+    fn existing() -> Value {
+        json!({
+            "model": "opus",
+            "hooks": {
+                "PreToolUse": [{"matcher": "Bash", "hooks": [
+                    {"type": "command", "command": "./guard.sh"}]}],
+                "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]
+            },
+            "permissions": {"allow": ["Bash(ls)"]}
+        })
+    }
+
+    #[test]
+    fn install_keeps_every_other_key_and_hook() {
+        let (out, change) = install(&existing(), CMD).unwrap();
+        assert_eq!(change.added.len(), EVENTS.len());
+        assert_eq!(out["model"], "opus");
+        assert_eq!(out["permissions"], existing()["permissions"]);
+        assert_eq!(
+            out["hooks"]["Notification"],
+            existing()["hooks"]["Notification"]
+        );
+        let pre = out["hooks"]["PreToolUse"].as_array().unwrap();
+        assert_eq!(pre[0], existing()["hooks"]["PreToolUse"][0]);
+        assert_eq!(pre[1]["hooks"][0]["command"], CMD);
+        let keys: Vec<&String> = out.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["model", "hooks", "permissions"]);
+    }
+
+    #[test]
+    fn install_twice_changes_nothing() {
+        let (once, _) = install(&existing(), CMD).unwrap();
+        let (twice, change) = install(&once, CMD).unwrap();
+        assert!(change.is_empty());
+        assert_eq!(once, twice);
+    }
+
+    #[test]
+    fn a_new_path_replaces_the_old_entry() {
+        let (once, _) = install(&json!({}), "/old/triage hook").unwrap();
+        let (twice, change) = install(&once, CMD).unwrap();
+        assert_eq!(change.added.len(), EVENTS.len());
+        let pre = twice["hooks"]["PreToolUse"].as_array().unwrap();
+        assert_eq!(pre.len(), 1);
+        assert_eq!(pre[0]["hooks"][0]["command"], CMD);
+    }
+
+    #[test]
+    fn uninstall_gives_back_the_original() {
+        for original in [existing(), json!({}), json!({"a": [1, {"b": null}]})] {
+            let (installed, _) = install(&original, CMD).unwrap();
+            let (back, change) = uninstall(&installed).unwrap();
+            assert_eq!(change.removed.len(), EVENTS.len());
+            assert_eq!(render(&back, true), render(&original, true));
+        }
+    }
+
+    #[test]
+    fn uninstall_keeps_a_group_shared_with_other_handlers() {
+        let shared = json!({"hooks": {"Stop": [{"hooks": [
+            {"type": "command", "command": "triage hook"},
+            {"type": "command", "command": "./mine.sh"}]}]}});
+        let (out, change) = uninstall(&shared).unwrap();
+        assert_eq!(change.removed, ["Stop"]);
+        assert_eq!(
+            out,
+            json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "./mine.sh"}]}]}})
+        );
+    }
+
+    #[test]
+    fn odd_shapes_are_errors_not_panics() {
+        assert!(install(&json!([]), CMD).is_err());
+        assert!(install(&json!({"hooks": 3}), CMD).is_err());
+        assert!(install(&json!({"hooks": {"Stop": {}}}), CMD).is_err());
+        assert!(uninstall(&json!("x")).is_err());
+        assert_eq!(
+            uninstall(&json!({"hooks": 3})).unwrap().1,
+            Change::default()
+        );
+    }
+
+    #[test]
+    fn recognises_only_triage_hook_commands() {
+        let h = |c: &str| json!({"command": c});
+        assert!(is_ours(&h("triage hook")));
+        assert!(is_ours(&h("'/my dir/triage' hook")));
+        assert!(!is_ours(&h("/bin/nottriage hook")));
+        assert!(!is_ours(&h("triage hook --extra")));
+        assert!(!is_ours(&json!({"type": "http"})));
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("/usr/bin/triage"), "/usr/bin/triage");
+        assert_eq!(shell_quote("/a b/it's"), r"'/a b/it'\''s'");
+    }
+}
