@@ -128,6 +128,32 @@ fn a_hung_command_is_killed_with_its_children_and_exits_124() {
 }
 
 #[test]
+fn a_group_that_obeys_sigterm_is_reported_as_stopped_not_killed() {
+    let s = sandbox();
+    // The leader and its child both die of SIGTERM; the child may linger as a zombie until
+    // its new parent reaps it, which must not count as a survivor.
+    let out = s
+        .cmd(&[
+            "run",
+            "--agent",
+            "mailer",
+            "--timeout",
+            "200ms",
+            "--kill-after",
+            "5s",
+            "--",
+            "sh",
+            "-c",
+            "sleep 30 & sleep 30",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(124));
+    let r = report(&out.stderr);
+    assert_eq!(r["attempts"][0]["end"], "timed out (stopped by SIGTERM)");
+}
+
+#[test]
 fn exit_statuses_follow_timeout_1() {
     let s = sandbox();
     s.cmd(&["run", "--", "no-such-command-here"])
