@@ -11,6 +11,7 @@ mod classify;
 mod config;
 mod contract;
 mod docs;
+mod perf;
 mod record;
 mod run;
 mod saga;
