@@ -604,18 +604,41 @@ pub fn parse(text: &str) -> Result<Policy, PolicyProblem> {
     })
 }
 
-/// Checks what parsing alone cannot: regexes compile, jq filters compile, numbers in range.
-pub fn validate(policy: &Policy, text: &str) -> Vec<PolicyProblem> {
+/// How deeply [`validate`] checks regexes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Depth {
+    /// Parse every regex (the same syntax errors, in the same words, as compiling it) but do
+    /// not build its matcher: the hot path of every command, which compiles only the regexes
+    /// it uses. A regex that parses but is too big to compile is reported where it is used.
+    Syntax,
+    /// Compile every regex too (`triage config check`).
+    Compile,
+}
+
+/// Why `pattern` is not a regex, in the words `regex::Regex::new` would use, or `None`.
+pub fn regex_error(pattern: &str, depth: Depth) -> Option<String> {
+    let message = match depth {
+        Depth::Syntax => regex_syntax::Parser::new()
+            .parse(pattern)
+            .err()
+            .map(|e| e.to_string()),
+        Depth::Compile => regex::Regex::new(pattern).err().map(|e| e.to_string()),
+    }?;
+    Some(
+        message
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    )
+}
+
+/// Checks what parsing alone cannot: regexes are valid, jq filters compile, numbers in range.
+pub fn validate(policy: &Policy, text: &str, depth: Depth) -> Vec<PolicyProblem> {
     let mut problems = Vec::new();
     let mut regex = |where_: String, pattern: &str| {
-        if let Err(e) = regex::Regex::new(pattern) {
-            let first = e
-                .to_string()
-                .lines()
-                .last()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
+        if let Some(first) = regex_error(pattern, depth) {
             problems.push(PolicyProblem {
                 line: find_text_line(text, pattern),
                 message: format!("{where_}: bad regex `{pattern}`: {first}"),
@@ -700,10 +723,16 @@ pub fn validate(policy: &Policy, text: &str) -> Vec<PolicyProblem> {
     problems
 }
 
-/// Parses and validates: the policy, or every problem found.
+/// Parses and validates (regexes by their syntax, see [`Depth`]): the policy, or every
+/// problem found.
 pub fn load(text: &str) -> Result<Policy, Vec<PolicyProblem>> {
+    load_checked(text, Depth::Syntax)
+}
+
+/// Parses and validates to `depth`: the policy, or every problem found.
+pub fn load_checked(text: &str, depth: Depth) -> Result<Policy, Vec<PolicyProblem>> {
     let policy = parse(text).map_err(|p| vec![p])?;
-    let problems = validate(&policy, text);
+    let problems = validate(&policy, text, depth);
     if problems.is_empty() {
         Ok(policy)
     } else {
@@ -863,6 +892,33 @@ mod tests {
         assert!(e.message.contains("bad duration `soon`"), "{e}");
         let e = parse("[agents.a]\ncriticality = \"vital\"\n").expect_err("bad");
         assert_eq!(e.line, Some(2), "{e}");
+    }
+
+    #[test]
+    fn regex_syntax_errors_read_as_the_compilers() {
+        for bad in [
+            "(unclosed",
+            "a)",
+            "[z-a]",
+            "x{2,1}",
+            r"\p{NoSuchClass}",
+            "(?P<n>a)(?P<n>b)",
+            "*a",
+            r"\",
+            "(?z)a",
+        ] {
+            let quick = regex_error(bad, Depth::Syntax);
+            assert!(quick.is_some(), "{bad}");
+            assert_eq!(quick, regex_error(bad, Depth::Compile), "{bad}");
+        }
+        for good in [r"(?i)\bverified\b", r"\d+\s*[µμ]?[A-Za-zΩ]{1,5}", "a{2}|b*"] {
+            assert_eq!(regex_error(good, Depth::Syntax), None, "{good}");
+            assert_eq!(regex_error(good, Depth::Compile), None, "{good}");
+        }
+        // Too big to build, yet well formed: only compiling finds it (`config check`).
+        let huge = r"\w{1000}\w{1000}\w{1000}";
+        assert_eq!(regex_error(huge, Depth::Syntax), None);
+        assert!(regex_error(huge, Depth::Compile).is_some());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::error_record::{LogLine, PhaseRef};
 use crate::policy::Policy;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 /// What to group by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -251,12 +251,30 @@ pub struct Aggregator<'p> {
     policy: &'p Policy,
     groups: BTreeMap<String, Group>,
     sessions: HashMap<String, u64>,
-    workflows: HashMap<String, BTreeSet<String>>,
-    phases: HashMap<String, BTreeMap<String, BTreeSet<String>>>,
+    /// Agent names, each stored once: the sets below hold their numbers.
+    agent_ids: HashMap<String, u32>,
+    workflows: HashMap<String, AgentSet>,
+    phases: HashMap<String, BTreeMap<String, AgentSet>>,
     records: u64,
     resolutions: u64,
     resolved: u64,
     skipped: u64,
+}
+
+/// Distinct agents, by number, sorted: 4 bytes an agent rather than a copy of its name.
+#[derive(Debug, Default)]
+struct AgentSet(Vec<u32>);
+
+impl AgentSet {
+    fn insert(&mut self, id: u32) {
+        if let Err(at) = self.0.binary_search(&id) {
+            self.0.insert(at, id);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
 }
 
 fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
@@ -294,6 +312,7 @@ impl<'p> Aggregator<'p> {
             policy,
             groups: BTreeMap::new(),
             sessions: HashMap::new(),
+            agent_ids: HashMap::new(),
             workflows: HashMap::new(),
             phases: HashMap::new(),
             records: 0,
@@ -357,6 +376,15 @@ impl<'p> Aggregator<'p> {
         self.groups.get_mut(key.as_ref())
     }
 
+    fn agent_id(&mut self, name: &str) -> u32 {
+        if let Some(id) = self.agent_ids.get(name) {
+            return *id;
+        }
+        let id = u32::try_from(self.agent_ids.len()).unwrap_or(u32::MAX);
+        self.agent_ids.insert(name.to_string(), id);
+        id
+    }
+
     fn add_line(&mut self, l: &LogLine) {
         let successful = l.resolution.as_ref().is_some_and(|r| r.successful());
         if l.is_resolution() {
@@ -381,13 +409,13 @@ impl<'p> Aggregator<'p> {
                 }
             }
         }
-        let agent = l.agent();
+        let agent = l.agent().map(|a| self.agent_id(a));
         if let (Some(w), Some(a)) = (l.workflow_id.as_deref(), agent) {
             if !self.workflows.contains_key(w) {
-                self.workflows.insert(w.to_string(), BTreeSet::new());
+                self.workflows.insert(w.to_string(), AgentSet::default());
             }
-            if let Some(set) = self.workflows.get_mut(w).filter(|s| !s.contains(a)) {
-                set.insert(a.to_string());
+            if let Some(set) = self.workflows.get_mut(w) {
+                set.insert(a);
             }
         }
         if let (Some(p), Some(a)) = (phase_text(l.phase()), agent) {
@@ -400,11 +428,12 @@ impl<'p> Aggregator<'p> {
                 self.phases.insert(scope.to_string(), BTreeMap::new());
             }
             if let Some(phases) = self.phases.get_mut(scope) {
-                if !phases.contains_key(&p) {
-                    phases.insert(p.clone(), BTreeSet::new());
-                }
-                if let Some(set) = phases.get_mut(&p).filter(|s| !s.contains(a)) {
-                    set.insert(a.to_string());
+                if let Some(set) = phases.get_mut(&p) {
+                    set.insert(a);
+                } else {
+                    let mut set = AgentSet::default();
+                    set.insert(a);
+                    phases.insert(p, set);
                 }
             }
         }
@@ -695,6 +724,11 @@ mod tests {
         assert_eq!(s.resolution_rate, 0.25);
         let names: Vec<&str> = s.thresholds.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["cascade"]);
+        // Agent `a` failed twice in workflow `w`: it counts once among a, b and c.
+        assert_eq!(
+            (s.thresholds[0].scope.as_str(), s.thresholds[0].count),
+            ("w", 3)
+        );
     }
 
     #[test]

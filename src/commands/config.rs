@@ -55,7 +55,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             })?;
             let text = std::fs::read_to_string(&file)
                 .map_err(|e| Failure::io(format!("cannot read {}: {e}", file.display())))?;
-            let problems = match policy::load(&text) {
+            let problems = match policy::load_checked(&text, policy::Depth::Compile) {
                 Ok(_) => Vec::new(),
                 Err(p) => p,
             };
