@@ -296,9 +296,34 @@ pub fn first_match(specific: bool, lower: &[u8]) -> Option<(&'static TextRule, u
         (GENERIC, &G)
     };
     rules.iter().zip(cells).find_map(|(r, cell)| {
+        if cell.get().is_none() && !may_match(r.pattern, lower) {
+            return None;
+        }
         let re = cell.get_or_init(|| ascii(r.pattern)).as_ref()?;
         re.find(lower).map(|m| (r, m.start()))
     })
+}
+
+/// False only when `pattern` cannot match `lower`: every match of a regex begins with one of
+/// the prefixes its syntax tree yields (when they are a finite set), so a text that holds none
+/// of them is passed over without compiling the regex — parsing costs a fraction of compiling.
+fn may_match(pattern: &str, lower: &[u8]) -> bool {
+    use regex_syntax::hir::literal::Extractor;
+    let parsed = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .multi_line(true)
+        .build()
+        .parse(&fold(pattern));
+    let Ok(hir) = parsed else {
+        return true;
+    };
+    match Extractor::new().extract(&hir).literals() {
+        None => true,
+        Some(prefixes) => prefixes.iter().any(|p| {
+            p.as_bytes().is_empty() || memchr::memmem::find(lower, p.as_bytes()).is_some()
+        }),
+    }
 }
 
 /// The kind an HTTP status stands for, with whether that status is worth a retry when it
@@ -357,6 +382,37 @@ mod tests {
             assert!(ascii(r.pattern).is_some(), "{}", r.name);
         }
         assert_eq!(fold(r"(?i)Foo\S+\d"), r"foo\S+\d");
+    }
+
+    #[test]
+    fn the_prefilter_never_passes_over_a_rule_that_matches() {
+        let texts = [
+            "exit code 1\nerror[e0308]: mismatched types",
+            "api error: 529 {\"type\":\"overloaded_error\"}",
+            "command timed out after 2m 0s",
+            "killed",
+            "error: enoent: no such file or directory, open 'x'",
+            "curl: (6) could not resolve host: example.com",
+            "traceback (most recent call last):\n  file \"x.py\"",
+            "failed tests/test_x.py::test_a - assertionerror",
+            "permission denied (publickey)",
+            "http 429 too many requests; retry-after: 30",
+        ];
+        for r in SPECIFIC.iter().chain(GENERIC) {
+            let re = ascii(r.pattern).unwrap();
+            for t in texts {
+                if re.is_match(t.as_bytes()) {
+                    assert!(may_match(r.pattern, t.as_bytes()), "{} on {t:?}", r.name);
+                }
+            }
+        }
+        // And it does pass over what cannot match.
+        let crash = SPECIFIC
+            .iter()
+            .chain(GENERIC)
+            .find(|r| r.name == "crash")
+            .unwrap();
+        assert!(!may_match(crash.pattern, b"all good here"));
     }
 
     #[test]
