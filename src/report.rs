@@ -240,9 +240,15 @@ pub struct Summary {
     pub by: By,
     /// The groups, most errors first.
     pub groups: Vec<GroupSummary>,
-    /// Thresholds crossed.
+    /// Thresholds crossed: at most [`MAX_LISTED`] of each name, the highest counts first.
     pub thresholds: Vec<Crossed>,
+    /// How many scopes crossed each threshold, listed or not.
+    pub thresholds_crossed: BTreeMap<String, u64>,
 }
+
+/// How many crossings of one threshold the report lists; the rest are only counted, so that
+/// a log with many sessions does not make a report of megabytes.
+pub const MAX_LISTED: usize = 20;
 
 /// Streams log lines into a [`Summary`].
 pub struct Aggregator<'p> {
@@ -513,7 +519,18 @@ impl<'p> Aggregator<'p> {
                 });
             }
         }
-        thresholds.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.scope.cmp(&b.scope)));
+        thresholds.sort_by(|a, b| {
+            a.name
+                .cmp(&b.name)
+                .then_with(|| b.count.cmp(&a.count))
+                .then_with(|| a.scope.cmp(&b.scope))
+        });
+        let mut thresholds_crossed: BTreeMap<String, u64> = BTreeMap::new();
+        thresholds.retain(|c| {
+            let n = thresholds_crossed.entry(c.name.clone()).or_default();
+            *n += 1;
+            *n as usize <= MAX_LISTED
+        });
         let by_agent = self.by == By::Agent;
         let mut groups: Vec<GroupSummary> = self
             .groups
@@ -547,6 +564,7 @@ impl<'p> Aggregator<'p> {
             by: self.by,
             groups,
             thresholds,
+            thresholds_crossed,
         }
     }
 }
@@ -681,6 +699,15 @@ pub fn render_text(s: &Summary, open_breakers: &[String]) -> String {
             })
             .collect();
         out.push_str(&table(&rows));
+        for (name, n) in &s.thresholds_crossed {
+            let listed = s.thresholds.iter().filter(|c| &c.name == name).count() as u64;
+            if *n > listed {
+                out.push_str(&format!(
+                    "  {name}: {} more not listed (the {listed} highest are)\n",
+                    n - listed
+                ));
+            }
+        }
     }
     if !open_breakers.is_empty() {
         out.push_str(&format!("\nopen breakers: {}\n", open_breakers.join(", ")));

@@ -21,7 +21,9 @@ use std::path::Path;
     triage report --session s1 --since 2h\n  \
     triage report --session s1 --template stability-warning\n  \
     triage report --workflow w1 --template pipeline-status --pipeline researcher,synthesizer,devils-advocate,fact-checker,editor\n  \
-    triage report prune --older-than 30d")]
+    triage report prune --older-than 30d\n\n\
+    The JSON report lists at most 20 crossings of each threshold (highest counts first) in \
+    `thresholds`; `thresholds_crossed` counts them all.")]
 pub struct Args {
     /// Maintenance instead of a report
     #[command(subcommand)]

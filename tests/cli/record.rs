@@ -506,3 +506,31 @@ fn record_error_entry_point_in_bin_runs() {
         .unwrap();
     assert_eq!(json_out(&out)["agent"], "x");
 }
+
+#[test]
+fn report_lists_the_highest_crossings_and_counts_the_rest() {
+    let s = Sandbox::new();
+    let mut log = String::new();
+    for session in 0..30 {
+        // Session k has 5 + k % 7 failures: all cross the threshold of 5.
+        for i in 0..(5 + session % 7) {
+            log.push_str(&format!(
+                "{{\"error_id\":\"err-{session}-{i}\",\"timestamp\":\"2026-11-23T10:00:00.000Z\",\"session_id\":\"s{session:02}\",\"agent\":\"a\",\"kind\":\"timeout\"}}\n"
+            ));
+        }
+    }
+    s.write(".triage/logs/errors.jsonl", log);
+    let r = json_out(&s.cmd(&["report"]).output().unwrap());
+    assert_eq!(r["thresholds_crossed"]["session_failure_threshold"], 30);
+    let listed = r["thresholds"].as_array().unwrap();
+    assert_eq!(listed.len(), 20);
+    let counts: Vec<u64> = listed
+        .iter()
+        .map(|c| c["count"].as_u64().unwrap())
+        .collect();
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{counts:?}");
+    assert_eq!(counts[0], 11);
+    let text = s.cmd(&["report", "--text"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&text.stdout)
+        .contains("session_failure_threshold: 10 more not listed (the 20 highest are)"));
+}
