@@ -315,9 +315,9 @@ pub fn resolve(cx: &Context, id: &str, resolution: Resolution) -> Result<Resolut
 // ---------------------------------------------------------------------------------------------
 // Input: an error object, a raw error, or a hook payload.
 
-/// The error object for an input. Until `crate::classify` lands this records what is given
-/// (`status`, a `kind` that names one of SPEC §5's kinds, else `unknown`, the message as
-/// `detail`, every other field as is); switching to the classifier is this one function.
+/// The error object for an input, as given: `status`, a `kind` that names one of SPEC §5's
+/// kinds, else `unknown`, the message as `detail`, every other field as is. The classifier's
+/// decision is laid over it by [`classified_record`].
 pub fn error_fields(input: &Value) -> Map<String, Value> {
     let mut m = match input {
         Value::Object(o) => o.clone(),
