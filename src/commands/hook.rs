@@ -310,6 +310,13 @@ fn announce(cx: &Context, p: &Payload, warnings: &[Warning], r: &mut Response) {
 }
 
 fn session_start(cx: &Context, p: &Payload) -> Result<Response, Failure> {
+    let pruned = session::prune_starts(cx);
+    if pruned > 0 {
+        cx.trace(
+            "info",
+            &format!("removed {pruned} call starts older than a day that no PostToolUse took"),
+        );
+    }
     let mut parts = Vec::new();
     let open: Vec<String> = breaker::status_all(cx)?
         .into_iter()

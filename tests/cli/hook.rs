@@ -538,3 +538,24 @@ fn the_hook_scripts_are_shellcheck_clean_and_the_snippet_names_each_script() {
         _ => eprintln!("skipped shellcheck: it is not installed (apt install shellcheck)"),
     }
 }
+
+#[test]
+fn session_start_removes_call_starts_that_no_post_tool_use_took_within_a_day() {
+    let s = Sandbox::new();
+    let pre = |session: &str, id: &str| {
+        json!({"session_id": session, "hook_event_name": "PreToolUse", "tool_name": "Agent",
+               "tool_use_id": id, "tool_input": {"subagent_type": "researcher"}})
+        .to_string()
+    };
+    assert_eq!(hook(&s, T0, &pre("crashed", "t1")), None);
+    assert_eq!(hook(&s, "2026-11-24T09:00:00Z", &pre("busy", "t2")), None);
+    assert_eq!(starts(&s, "crashed").len(), 1);
+    let start = json!({"session_id": "new", "hook_event_name": "SessionStart"}).to_string();
+    // 23 hours later: both are kept.
+    hook(&s, "2026-11-24T09:00:00Z", &start);
+    assert_eq!(starts(&s, "crashed").len(), 1);
+    // 25 hours after the first: it goes, with its folder; the younger one stays.
+    hook(&s, "2026-11-24T11:00:00Z", &start);
+    assert!(!s.root().join("sessions/crashed").exists());
+    assert_eq!(starts(&s, "busy").len(), 1);
+}

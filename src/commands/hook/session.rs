@@ -71,6 +71,43 @@ pub fn take_start(cx: &Context, session: Option<&str>, tool_use_id: &str) -> Opt
     serde_json::from_slice(&bytes).ok()
 }
 
+/// How long a call's start is kept when no PostToolUse takes it (a session that crashed, a
+/// call another hook denied): longer than any agent runs.
+const START_TTL_MS: i64 = 24 * 3600 * 1000;
+
+/// Removes the starts that no PostToolUse took within [`START_TTL_MS`], and the session
+/// folders left empty; returns how many starts it removed. Run at SessionStart, so the
+/// folder does not grow with every crashed session.
+pub fn prune_starts(cx: &Context) -> usize {
+    let now = cx.now.timestamp_millis();
+    let Ok(sessions) = std::fs::read_dir(cx.state_root().join("sessions")) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for dir in sessions.flatten().map(|e| e.path()).filter(|p| p.is_dir()) {
+        let Ok(files) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for path in files.flatten().map(|e| e.path()) {
+            if path.extension().is_none_or(|e| e != "start") {
+                continue;
+            }
+            let at = store::read_optional(&path)
+                .ok()
+                .flatten()
+                .and_then(|b| serde_json::from_slice::<Start>(&b).ok())
+                .map(|s| s.at_ms);
+            // An unreadable start is as good as gone.
+            if at.is_none_or(|at| now - at > START_TTL_MS) && std::fs::remove_file(&path).is_ok() {
+                removed += 1;
+            }
+        }
+        // Fails, as it should, while the folder still holds a start.
+        let _ = std::fs::remove_dir(&dir);
+    }
+    removed
+}
+
 /// The per-session file.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct SessionFile {
