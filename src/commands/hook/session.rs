@@ -39,8 +39,8 @@ fn session_dir(cx: &Context, session: Option<&str>) -> PathBuf {
         .join(store::escape_key(session.unwrap_or(NO_SESSION)))
 }
 
-fn start_path(cx: &Context, session: Option<&str>, tool_use_id: &str) -> PathBuf {
-    session_dir(cx, session).join(format!("{}.start", store::escape_key(tool_use_id)))
+fn start_name(tool_use_id: &str) -> String {
+    format!("{}.start", store::escape_key(tool_use_id))
 }
 
 /// Remembers that call `tool_use_id` started now.
@@ -50,20 +50,20 @@ pub fn remember_start(
     tool_use_id: &str,
     start: &Start,
 ) -> Result<(), Failure> {
-    cx.ensure_root()?;
-    store::ensure_dir(&cx.state_root().join("sessions"))?;
-    store::ensure_dir(&session_dir(cx, session))?;
+    // One stat on the hot path: ensure_dir creates the root and `sessions/` with it (0700).
+    let dir = session_dir(cx, session);
+    store::ensure_dir(&dir)?;
     let bytes = serde_json::to_vec(start)
         .map_err(|e| Failure::data(format!("cannot serialize the start: {e}")))?;
     // A cache in the store's sense: nobody else writes this call's file, and a torn one is
     // read as missing.
-    store::overwrite_cache(&start_path(cx, session, tool_use_id), &bytes)?;
+    store::overwrite_cache(&dir.join(start_name(tool_use_id)), &bytes)?;
     Ok(())
 }
 
 /// Takes (reads and removes) the start of call `tool_use_id`, if it was kept.
 pub fn take_start(cx: &Context, session: Option<&str>, tool_use_id: &str) -> Option<Start> {
-    let path = start_path(cx, session, tool_use_id);
+    let path = session_dir(cx, session).join(start_name(tool_use_id));
     let bytes = store::read_optional(&path).ok()??;
     if let Err(e) = std::fs::remove_file(&path) {
         cx.trace("warning", &format!("cannot remove {}: {e}", path.display()));
@@ -149,12 +149,12 @@ pub fn first_announcements(
 /// Visits the log lines in the last [`LOG_TAIL`] bytes of the error log.
 fn visit_tail(cx: &Context, mut visit: impl FnMut(&LogLine)) -> Result<(), Failure> {
     let log = record_error::log_path(&cx.state_root());
-    if store::file_len(&log)?.is_none() {
+    let Some(len) = store::file_len(&log)? else {
         return Ok(());
-    }
+    };
     let bytes = store::read_tail(&log, LOG_TAIL)?;
     let mut lines = bytes.split(|b| *b == b'\n');
-    if store::file_len(&log)?.unwrap_or(0) > LOG_TAIL {
+    if len > LOG_TAIL {
         lines.next(); // cut mid-line
     }
     for line in lines.filter(|l| !l.is_empty()) {
