@@ -151,7 +151,7 @@ fn step(a: &StepArgs, cx: &Context) -> Result<Outcome, Failure> {
 fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Outcome, Failure> {
     let t = &a.target;
     let file = t.file(cx)?;
-    let _run = store::lock(&store::with_suffix(&file, ".saga"), cx.lock_timeout).map_err(|e| {
+    let _run = store::lock(&store::with_suffix(&file, ".saga"), cx.lock_wait()).map_err(|e| {
         let mut f = Failure::from(e);
         f.message = format!(
             "{}; is another `triage saga compensate {}` running?",
@@ -322,7 +322,7 @@ fn update<T>(
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         store::ensure_dir(dir)?;
     }
-    let _lock = store::lock(file, cx.lock_timeout)?;
+    let _lock = store::lock(file, cx.lock_wait())?;
     let found = recover(
         file,
         &Validation::shape_only(false),
