@@ -204,9 +204,9 @@ fn checkpoint_keeps_a_copy() {
     assert!(json_out(&out)["checkpoint"]
         .as_str()
         .unwrap()
-        .ends_with("run/checkpoints/stage_1_complete.json"));
+        .ends_with("run/checkpoints/s.json/stage_1_complete.json"));
     assert_eq!(
-        s.read("run/checkpoints/stage_1_complete.json"),
+        s.read("run/checkpoints/s.json/stage_1_complete.json"),
         "{\"stage\":1}"
     );
     s.cmd(&["state-write", "run/s.json", "--checkpoint", "../x"])
@@ -221,7 +221,6 @@ fn corrupt_file_is_recovered_from_backup_and_kept() {
         ("empty", ""),
         ("truncated", "{\"stage\": 2, \"wor"),
         ("garbage", "\u{0}\u{1}PK binary"),
-        ("fails --require", "{\"other\": true}"),
     ] {
         let s = Sandbox::new();
         write(&s, "s.json", "{\"stage\":1}");
@@ -229,12 +228,34 @@ fn corrupt_file_is_recovered_from_backup_and_kept() {
         s.write("s.json", garbage);
         let v = read(&s, &["s.json", "--require", "stage"]);
         assert_eq!(v["recovered_from"], "backup", "{what}");
+        assert_eq!(v["recovered_path"], "s.json.bak", "{what}");
         assert_eq!(v["data"]["stage"], 1, "{what}");
         assert_eq!(v["tried"][0]["source"], "primary", "{what}");
+        assert_eq!(v["repaired"], true, "{what}");
         let kept = corrupt_files(&s, ".", "s.json.corrupt-");
         assert_eq!(kept.len(), 1, "{what}");
         assert_eq!(s.read(&kept[0]), garbage, "{what}");
+        // Repaired: the next read finds the file itself, and warns of nothing.
+        assert_eq!(s.read("s.json"), "{\"stage\":1}", "{what}");
+        let out = s.cmd(&["state-read", "s.json"]).output().unwrap();
+        assert_eq!(json_out(&out)["recovered_from"], "primary", "{what}");
+        assert!(
+            out.stderr.is_empty(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
+    // A valid document that only fails the reader's --require is not corrupt: the backup is
+    // returned, but the file is neither moved aside nor rewritten.
+    let s = Sandbox::new();
+    write(&s, "s.json", "{\"stage\":1}");
+    write(&s, "s.json", "{\"other\":true}");
+    let v = read(&s, &["s.json", "--require", "stage"]);
+    assert_eq!(v["recovered_from"], "backup");
+    assert_eq!(v["data"]["stage"], 1);
+    assert!(v.get("repaired").is_none());
+    assert!(corrupt_files(&s, ".", "s.json.corrupt-").is_empty());
+    assert_eq!(s.read("s.json"), "{\"other\":true}");
 }
 
 #[test]
@@ -250,7 +271,7 @@ fn recovery_falls_back_to_the_newest_checkpoint() {
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
     std::fs::File::options()
         .write(true)
-        .open(s.path().join("run/checkpoints/a.json"))
+        .open(s.path().join("run/checkpoints/s.json/a.json"))
         .unwrap()
         .set_modified(old)
         .unwrap();
