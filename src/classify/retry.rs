@@ -180,9 +180,13 @@ pub fn jittered(jitter: Jitter, base: f64, mult: f64, cap: f64, n: u32, seed: u6
             e / 2.0 + rng.uniform(0.0, e / 2.0)
         }
         // sleep₀ = base; sleepₙ = min(cap, U(base, 3·sleepₙ₋₁)), replayed from the seed.
+        // Only the last 64 steps are replayed (a chain forgets its start long before that),
+        // so a huge attempt number costs no more than a small one.
         Jitter::Decorrelated => {
+            let steps = n.min(64);
+            rng.skip(n - steps);
             let mut sleep = base;
-            for _ in 0..n {
+            for _ in 0..steps {
                 sleep = rng.uniform(base, sleep * 3.0).min(cap);
             }
             sleep
@@ -220,9 +224,10 @@ impl Rng {
     }
 
     fn skip(&mut self, n: u32) {
-        for _ in 0..n {
-            self.next_u64();
-        }
+        // Each draw adds the constant once: skipping n draws is one multiplication.
+        self.0 = self
+            .0
+            .wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(u64::from(n)));
     }
 }
 
@@ -340,6 +345,22 @@ mod tests {
             assert!(w[1] <= (w[0] * 3.0).min(10.0) + 1e-3, "{w:?}");
         }
         assert_eq!(a, vec![2.483, 2.031, 2.419, 3.154, 1.322, 3.575]);
+    }
+
+    #[test]
+    fn huge_attempt_numbers_cost_no_more_than_small_ones() {
+        // Before: u32::MAX steps of the chain (tens of seconds of CPU); now 64.
+        for jitter in [Jitter::Decorrelated, Jitter::Full, Jitter::Equal] {
+            let d = jittered(jitter, 1.0, 2.0, 10.0, u32::MAX, 7);
+            assert!((0.0..=10.0).contains(&d), "{jitter:?}: {d}");
+        }
+        let mut a = Rng::new(5);
+        let mut b = Rng::new(5);
+        a.skip(3);
+        for _ in 0..3 {
+            b.next_u64();
+        }
+        assert_eq!(a.next_u64(), b.next_u64());
     }
 
     #[test]
