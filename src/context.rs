@@ -322,8 +322,10 @@ impl Context {
             return;
         }
         let logs = root.join("logs");
-        // A refused root (a link, a loose folder) makes this fail too: nothing is written.
-        if store::ensure_dir(&logs).is_err() {
+        // A refused root (a link, a loose folder) makes this fail too: nothing is written,
+        // and stderr says why once, since the trace cannot.
+        if let Err(e) = store::ensure_dir(&logs) {
+            self.untraced(&e);
             return;
         }
         let mut message = message.to_string();
@@ -344,11 +346,23 @@ impl Context {
         });
         // Never waits long: a busy log gets the line without the lock (on a fresh line).
         let wait = self.lock_wait().min(Duration::from_millis(20));
-        let _ = store::append_line_best_effort(
+        if let Err(e) = store::append_line_best_effort(
             &logs.join("triage.log"),
             line.to_string().as_bytes(),
             wait,
-        );
+        ) {
+            self.untraced(&e);
+        }
+    }
+
+    /// Says on stderr, once per run, that the trace log refused a line (a link or a FIFO in
+    /// its place): the one warning that cannot be traced.
+    fn untraced(&self, e: &store::StoreError) {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static SAID: AtomicBool = AtomicBool::new(false);
+        if e.is_refused() && !SAID.swap(true, Ordering::Relaxed) {
+            eprintln!("triage {}: warning: no trace kept: {e}", self.name);
+        }
     }
 
     /// A timestamp for file names: `20260102T030405Z`.

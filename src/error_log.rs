@@ -197,14 +197,17 @@ fn lock_with_counters(
             Err(e) if e.is_lock_timeout() => return Ok(Err(e)),
             Err(e) => return Err(e.into()),
         };
-        let cached = read_counters(root)?;
+        let cached = read_counters(cx, root)?;
         let stamp = store::stamp(&log)?.unwrap_or_default();
         // The third round, after the log was replaced twice under the scans, counts under
         // the lock: rare, and better than never writing.
         let max = if round == 2 { u64::MAX } else { CATCH_UP_MAX };
         for base in [cached.clone(), scanned.take()].into_iter().flatten() {
             if let Some(mut c) = catch_up(&log, base, stamp, max)? {
-                fold_pending(cx, root, &mut c)?;
+                // The spool is a courtesy to earlier writers: its trouble never stops this one.
+                if let Err(f) = fold_pending(cx, root, &mut c) {
+                    cx.warn(&format!("spooled records were not added to the log: {f}"));
+                }
                 return Ok(Ok((lock, c)));
             }
         }
@@ -292,9 +295,24 @@ fn fold_pending(cx: &Context, root: &Path, c: &mut Counters) -> Result<(), Failu
     Ok(())
 }
 
-/// The counters saved beside the log, if they parse and are of this version.
-fn read_counters(root: &Path) -> Result<Option<Counters>, Failure> {
-    Ok(store::read_optional(&counters_path(root))?
+/// The counters saved beside the log, if they parse and are of this version. Something
+/// planted in their place (a link, a FIFO) is moved aside: they are only a cache.
+fn read_counters(cx: &Context, root: &Path) -> Result<Option<Counters>, Failure> {
+    let path = counters_path(root);
+    let bytes = match store::read_optional(&path) {
+        Ok(b) => b,
+        Err(e) if e.is_refused() => {
+            let why = e.to_string();
+            let moved = store::quarantine(&path, &cx.stamp()).map_err(|_| Failure::from(e))?;
+            cx.warn(&format!(
+                "the threshold counters are unusable ({why}); moved that aside as {} and rebuilt them",
+                moved.display()
+            ));
+            None
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(bytes
         .and_then(|b| serde_json::from_slice::<Counters>(&b).ok())
         .filter(|c| c.version == error_record::COUNTERS_VERSION))
 }

@@ -97,6 +97,20 @@ pub fn checkpoint_dir(file: &Path, flag: Option<&Path>) -> PathBuf {
     base.join(file.file_name().unwrap_or(std::ffi::OsStr::new("state")))
 }
 
+/// Declares the folders of a state file to the store: the file's own folder and the folder
+/// of its checkpoint folder are the user's (opened as named); `checkpoints/<file name>/` and
+/// everything else the store derives below them is never reached through a link.
+pub fn anchor_state_folders(file: &Path, checkpoints: &Path) {
+    let folder = match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    store::anchor(folder);
+    if let Some(base) = checkpoints.parent().filter(|p| !p.as_os_str().is_empty()) {
+        store::anchor(base);
+    }
+}
+
 /// Reads `file` with recovery (see [`recover_workflow`]), with no workflow id asked for.
 pub fn recover(
     file: &Path,
@@ -119,6 +133,7 @@ pub fn recover_workflow(
     quarantine_stamp: Option<&str>,
     workflow: Option<&str>,
 ) -> Result<Recovery, Failure> {
+    anchor_state_folders(file, checkpoints);
     let mut r = Recovery {
         path: file.to_path_buf(),
         recovered_from: None,

@@ -56,6 +56,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         check_checkpoint_name(name)?;
     }
     let checkpoints = checkpoint_dir(&args.file, args.checkpoint_dir.as_deref());
+    state_read::anchor_state_folders(&args.file, &checkpoints);
 
     // Plain writes validate before taking the lock: bad input never touches the file.
     let input = match &update {

@@ -117,58 +117,103 @@ type Result<T> = std::result::Result<T, StoreError>;
 // ---------------------------------------------------------------------------------------------
 // Where files are: the state root, and the user's own folders.
 
-struct RootSpec {
+/// A folder paths are resolved from: below it, every folder is opened without following a
+/// link and checked.
+#[derive(Clone)]
+struct Anchor {
     path: PathBuf,
+    /// The anchor itself may be a link.
     follow: bool,
+    /// The anchor itself is checked (owner, mode): the state root is; a folder the user
+    /// named for a state file is theirs to choose.
+    checked: bool,
 }
 
-static ROOT: RwLock<Option<RootSpec>> = RwLock::new(None);
+static ANCHORS: RwLock<Vec<Anchor>> = RwLock::new(Vec::new());
+
+fn add_anchor(anchor: Anchor) {
+    if let Ok(mut list) = ANCHORS.write() {
+        list.retain(|a| a.path != anchor.path);
+        list.push(anchor);
+    }
+}
 
 /// Declares the state root of this process. Paths under it are resolved from the opened root
 /// without following links; `follow` says whether the root itself may be a link (a root the
 /// user named with `--dir` may be; the default `.triage` a cloned project could ship may not).
 pub fn set_root(path: &Path, follow: bool) {
-    if let Ok(mut r) = ROOT.write() {
-        *r = Some(RootSpec {
-            path: normal(path),
-            follow,
+    add_anchor(Anchor {
+        path: normal(path),
+        follow,
+        checked: true,
+    });
+}
+
+/// Declares a folder the user named (the folder of a state file, a checkpoint folder given
+/// with a flag): it is opened as named, links and all, but what the store derives below it
+/// (`checkpoints/<file name>/`) is walked without following links, like the state root.
+pub fn anchor(dir: &Path) {
+    let path = normal(dir);
+    let known = ANCHORS
+        .read()
+        .map(|list| list.iter().any(|a| path.starts_with(&a.path)))
+        .unwrap_or(false);
+    if !known {
+        add_anchor(Anchor {
+            path,
+            follow: true,
+            checked: false,
         });
     }
 }
 
-/// `path` without `.` components, so `./.triage/logs` and `.triage/logs` compare equal.
+/// `path` without `.` components, so `./.triage/logs` and `.triage/logs` compare equal (the
+/// current folder itself is the empty path, a prefix of every relative path).
 fn normal(path: &Path) -> PathBuf {
-    let p: PathBuf = path
-        .components()
+    path.components()
         .filter(|c| !matches!(c, Component::CurDir))
-        .collect();
-    if p.as_os_str().is_empty() {
-        PathBuf::from(".")
+        .collect()
+}
+
+/// A normalized path as it can be opened: the empty path is the current folder.
+fn openable(path: &Path) -> &Path {
+    if path.as_os_str().is_empty() {
+        Path::new(".")
     } else {
-        p
+        path
     }
 }
 
-/// The folder `dir`, opened: walked from the state root when it is under it, else as named.
-/// `create` makes what is missing (0700). `Ok(None)`: it does not exist.
+/// The folder `dir`, opened: walked from the deepest anchor above it when there is one (see
+/// [`set_root`], [`anchor`]), else as named. `create` makes what is missing (0700).
+/// `Ok(None)`: it does not exist.
 fn open_dir(dir: &Path, create: bool) -> Result<Option<Dir>> {
     let dir = normal(dir);
-    let under_root = ROOT.read().ok().and_then(|r| {
-        let spec = r.as_ref()?;
-        let rest = dir.strip_prefix(&spec.path).ok()?;
-        let parts: Option<Vec<OsString>> = rest
-            .components()
-            .map(|c| match c {
-                Component::Normal(n) => Some(n.to_os_string()),
-                _ => None,
+    let found = ANCHORS.read().ok().and_then(|list| {
+        list.iter()
+            .filter_map(|a| {
+                let rest = dir.strip_prefix(&a.path).ok()?;
+                let parts: Option<Vec<OsString>> = rest
+                    .components()
+                    .map(|c| match c {
+                        Component::Normal(n) => Some(n.to_os_string()),
+                        _ => None,
+                    })
+                    .collect();
+                Some((a.clone(), parts?))
             })
-            .collect();
-        Some((spec.path.clone(), spec.follow, parts?))
+            .max_by_key(|(a, _)| a.path.components().count())
     });
-    let Some((root, follow, parts)) = under_root else {
-        return Dir::open_named(&dir, create);
+    let Some((anchor, parts)) = found else {
+        return Dir::open_named(openable(&dir), create);
     };
-    let Some(mut d) = Dir::open_root(&root, follow, create)? else {
+    let at = openable(&anchor.path);
+    let opened = if anchor.checked {
+        Dir::open_root(at, anchor.follow, create)?
+    } else {
+        Dir::open_named(at, create)?
+    };
+    let Some(mut d) = opened else {
         return Ok(None);
     };
     for part in parts {
@@ -866,7 +911,11 @@ pub fn replace(target: &Path, bytes: &[u8], backup: Backup) -> Result<Replaced> 
             fault::at("fsync").and_then(|()| file.sync_all()),
         )?;
         let kept = match (backup, old_mode) {
-            (Backup::Keep, Some(_)) => Some(keep_backup(&dir, &name)?),
+            (Backup::Keep, Some(_)) => {
+                // A link (or FIFO, folder) planted as the backup is refused, not replaced.
+                dir.expect_file(&names::derived(&name, ".bak", 0))?;
+                Some(keep_backup(&dir, &name)?)
+            }
             _ => None,
         };
         fault::at("before-rename").map_err(|e| StoreError::io("cannot rename onto", target, e))?;

@@ -97,7 +97,11 @@ pub fn prune_starts(cx: &Context) -> usize {
         }
     };
     let mut removed = 0;
-    for folder in folders.into_iter().filter(|e| e.kind == store::Kind::Dir) {
+    // A link among them is listed so the store refuses it (with the warning below).
+    let folders = folders
+        .into_iter()
+        .filter(|e| matches!(e.kind, store::Kind::Dir | store::Kind::Link));
+    for folder in folders {
         let dir = sessions.join(&folder.name);
         let files = match store::list_dir(&dir) {
             Ok(f) => f,
@@ -110,10 +114,24 @@ pub fn prune_starts(cx: &Context) -> usize {
             let is_start = std::path::Path::new(&file.name)
                 .extension()
                 .is_some_and(|e| e == "start");
-            if !is_start || file.kind != store::Kind::File {
+            if !is_start {
                 continue;
             }
             let path = dir.join(&file.name);
+            if file.kind != store::Kind::File {
+                // Planted: a link or a FIFO. Its name goes (never what a link points to).
+                if store::remove(&path).is_ok() {
+                    let what = match file.kind {
+                        store::Kind::Link => "a symbolic link",
+                        _ => "not a regular file",
+                    };
+                    cx.warn(&format!(
+                        "refusing {}: it is {what}; removed it (a call start is a regular file)",
+                        path.display()
+                    ));
+                }
+                continue;
+            }
             let at = store::read_optional(&path)
                 .ok()
                 .flatten()
