@@ -95,7 +95,7 @@ impl std::fmt::Display for StoreError {
         if self.refused {
             return write!(
                 f,
-                "{} (the state root is untrusted ground; nothing was written)",
+                "{} (triage follows no link, opens only regular files and uses only folders that are yours and not writable by others; nothing was written there)",
                 self.what
             );
         }
