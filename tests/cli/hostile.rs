@@ -95,7 +95,13 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
             }
             "dir".to_string()
         } else if m.is_file() {
-            format!("file {:?}", std::fs::read(&p).unwrap())
+            use std::hash::{Hash, Hasher};
+            let bytes = std::fs::read(&p).unwrap();
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            bytes.hash(&mut h);
+            let text = String::from_utf8_lossy(&bytes);
+            let head: String = text.chars().take(80).collect();
+            format!("file {} bytes #{:x} {head:?}", bytes.len(), h.finish())
         } else {
             "other".to_string()
         };
