@@ -15,6 +15,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Mode of every file the store creates, whatever the umask.
 pub const FILE_MODE: u32 = 0o600;
@@ -22,9 +23,10 @@ pub const FILE_MODE: u32 = 0o600;
 pub const DIR_MODE: u32 = 0o700;
 
 /// An opened, checked folder.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Dir {
-    fd: OwnedFd,
+    /// Shared, so an opened state root can be kept for the whole run.
+    fd: Arc<OwnedFd>,
     path: PathBuf,
 }
 
@@ -160,7 +162,7 @@ impl Dir {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         match rfs::openat(rfs::CWD, path, flags, Mode::empty()) {
             Ok(fd) => Ok(Some(Dir {
-                fd,
+                fd: Arc::new(fd),
                 path: path.to_path_buf(),
             })),
             Err(Errno::NOENT) => Ok(None),
@@ -177,32 +179,35 @@ impl Dir {
     /// The state root: checked (owner, mode), and, unless `follow`, not a link itself.
     /// `create` makes it 0700 (and its missing parents).
     pub fn open_root(path: &Path, follow: bool, create: bool) -> Result<Option<Dir>> {
-        let mut created = false;
-        if create && rfs::statat(rfs::CWD, path, AtFlags::SYMLINK_NOFOLLOW).is_err() {
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                create_all(parent)?;
-            }
-            match rfs::mkdirat(rfs::CWD, path, Mode::from_raw_mode(DIR_MODE)) {
-                Ok(()) => created = true,
-                Err(Errno::EXIST) => {}
-                Err(e) => return Err(StoreError::io("cannot create folder", path, io_err(e))),
-            }
-        }
         let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         if !follow {
             flags |= OFlags::NOFOLLOW;
         }
-        let fd = match rfs::openat(rfs::CWD, path, flags, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return Ok(None),
-            Err(e) => {
-                return Err(open_failure(
-                    None,
-                    path.as_os_str(),
-                    path,
-                    e,
-                    "cannot open folder",
-                ))
+        let mut created = false;
+        let fd = loop {
+            match rfs::openat(rfs::CWD, path, flags, Mode::empty()) {
+                Ok(fd) => break fd,
+                Err(Errno::NOENT) if create && !created => {
+                    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                        create_all(parent)?;
+                    }
+                    match rfs::mkdirat(rfs::CWD, path, Mode::from_raw_mode(DIR_MODE)) {
+                        Ok(()) | Err(Errno::EXIST) => created = true,
+                        Err(e) => {
+                            return Err(StoreError::io("cannot create folder", path, io_err(e)))
+                        }
+                    }
+                }
+                Err(Errno::NOENT) => return Ok(None),
+                Err(e) => {
+                    return Err(open_failure(
+                        None,
+                        path.as_os_str(),
+                        path,
+                        e,
+                        "cannot open folder",
+                    ))
+                }
             }
         };
         if created {
@@ -210,7 +215,7 @@ impl Dir {
         }
         check_folder(&fd, path)?;
         Ok(Some(Dir {
-            fd,
+            fd: Arc::new(fd),
             path: path.to_path_buf(),
         }))
     }
@@ -228,10 +233,10 @@ impl Dir {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let mut created = false;
         let fd = loop {
-            match rfs::openat(&self.fd, name, flags, Mode::empty()) {
+            match rfs::openat(&*self.fd, name, flags, Mode::empty()) {
                 Ok(fd) => break fd,
                 Err(Errno::NOENT) if create && !created => {
-                    match rfs::mkdirat(&self.fd, name, Mode::from_raw_mode(DIR_MODE)) {
+                    match rfs::mkdirat(&*self.fd, name, Mode::from_raw_mode(DIR_MODE)) {
                         Ok(()) => created = true,
                         Err(Errno::EXIST) => created = true,
                         Err(e) => {
@@ -255,7 +260,10 @@ impl Dir {
             let _ = rfs::fchmod(&fd, Mode::from_raw_mode(DIR_MODE));
         }
         check_folder(&fd, &path)?;
-        Ok(Some(Dir { fd, path }))
+        Ok(Some(Dir {
+            fd: Arc::new(fd),
+            path,
+        }))
     }
 
     /// Opens the file `name` with `access` (read, write, append…), never following a link and
@@ -273,7 +281,7 @@ impl Dir {
         let mode = Mode::from_raw_mode(FILE_MODE);
         let mut fd = None;
         if create {
-            match rfs::openat(&self.fd, name, flags | OFlags::CREATE | OFlags::EXCL, mode) {
+            match rfs::openat(&*self.fd, name, flags | OFlags::CREATE | OFlags::EXCL, mode) {
                 Ok(f) => {
                     let _ = rfs::fchmod(&f, mode);
                     fd = Some(f);
@@ -284,7 +292,7 @@ impl Dir {
         }
         let fd = match fd {
             Some(fd) => fd,
-            None => match rfs::openat(&self.fd, name, flags, Mode::empty()) {
+            None => match rfs::openat(&*self.fd, name, flags, Mode::empty()) {
                 Ok(fd) => fd,
                 Err(Errno::NOENT) => return Ok(None),
                 Err(e) => return Err(open_failure(Some(self), name, &path, e, "cannot open")),
@@ -303,7 +311,7 @@ impl Dir {
 
     /// What is at `name`, without following a link; `None` when nothing is.
     pub fn kind(&self, name: &OsStr) -> Result<Option<(Kind, u32)>> {
-        match rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+        match rfs::statat(&*self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(Some((
                 kind_of(FileType::from_raw_mode(st.st_mode)),
                 st.st_mode & 0o7777,
@@ -319,7 +327,7 @@ impl Dir {
             None => Ok(None),
             Some((Kind::File, mode)) => Ok(Some(mode)),
             Some((_, _)) => {
-                let st = rfs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                let st = rfs::statat(&*self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
                     .map_err(|e| StoreError::io("cannot stat", &self.child(name), io_err(e)))?;
                 Err(StoreError::refused(
                     &self.child(name),
@@ -338,7 +346,7 @@ impl Dir {
             tmp.push(random_part());
             let flags =
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            match rfs::openat(&self.fd, &tmp, flags, Mode::from_raw_mode(FILE_MODE)) {
+            match rfs::openat(&*self.fd, &tmp, flags, Mode::from_raw_mode(FILE_MODE)) {
                 Ok(fd) => return Ok((tmp, File::from(fd))),
                 Err(Errno::EXIST) => last = Some(Errno::EXIST),
                 Err(e) => {
@@ -359,17 +367,17 @@ impl Dir {
 
     /// Renames `from` to `to` within this folder (replacing `to`).
     pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-        rfs::renameat(&self.fd, from, &self.fd, to).map_err(io_err)
+        rfs::renameat(&*self.fd, from, &*self.fd, to).map_err(io_err)
     }
 
     /// Renames `from` to `to` within this folder, failing if `to` exists.
     pub fn rename_new(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-        match rfs::renameat_with(&self.fd, from, &self.fd, to, rfs::RenameFlags::NOREPLACE) {
+        match rfs::renameat_with(&*self.fd, from, &*self.fd, to, rfs::RenameFlags::NOREPLACE) {
             Ok(()) => Ok(()),
             // A file system without RENAME_NOREPLACE: a hard link never replaces either.
             Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
-                rfs::linkat(&self.fd, from, &self.fd, to, AtFlags::empty()).map_err(io_err)?;
-                rfs::unlinkat(&self.fd, from, AtFlags::empty()).map_err(io_err)
+                rfs::linkat(&*self.fd, from, &*self.fd, to, AtFlags::empty()).map_err(io_err)?;
+                rfs::unlinkat(&*self.fd, from, AtFlags::empty()).map_err(io_err)
             }
             Err(e) => Err(io_err(e)),
         }
@@ -377,29 +385,29 @@ impl Dir {
 
     /// A second name `to` for the file `from` in this folder (never following a link).
     pub fn hard_link(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
-        rfs::linkat(&self.fd, from, &self.fd, to, AtFlags::empty()).map_err(io_err)
+        rfs::linkat(&*self.fd, from, &*self.fd, to, AtFlags::empty()).map_err(io_err)
     }
 
     /// Removes the name `name` (a link is removed itself, never what it points to).
     pub fn unlink(&self, name: &OsStr) -> io::Result<()> {
-        rfs::unlinkat(&self.fd, name, AtFlags::empty()).map_err(io_err)
+        rfs::unlinkat(&*self.fd, name, AtFlags::empty()).map_err(io_err)
     }
 
     /// Removes the empty folder `name`.
     pub fn remove_dir(&self, name: &OsStr) -> io::Result<()> {
-        rfs::unlinkat(&self.fd, name, AtFlags::REMOVEDIR).map_err(io_err)
+        rfs::unlinkat(&*self.fd, name, AtFlags::REMOVEDIR).map_err(io_err)
     }
 
     /// fsyncs the folder, so a rename or a new file in it survives a crash.
     pub fn sync(&self) -> Result<()> {
-        rfs::fsync(&self.fd)
+        rfs::fsync(&*self.fd)
             .map_err(|e| StoreError::io("cannot fsync folder", &self.path, io_err(e)))
     }
 
     /// The names in this folder (without `.` and `..`) and what each is.
     pub fn entries(&self) -> Result<Vec<(OsString, Kind)>> {
         let fail = |e: Errno| StoreError::io("cannot list", &self.path, io_err(e));
-        let mut dir = rfs::Dir::read_from(self.fd.as_fd()).map_err(fail)?;
+        let mut dir = rfs::Dir::read_from(self.fd.as_ref().as_fd()).map_err(fail)?;
         let mut out = Vec::new();
         while let Some(entry) = dir.read() {
             let entry = entry.map_err(fail)?;

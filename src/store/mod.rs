@@ -29,7 +29,7 @@ use std::fs::{File, TryLockError};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// A failure of the store: what was being done, to which path, and why.
@@ -209,7 +209,7 @@ fn open_dir(dir: &Path, create: bool) -> Result<Option<Dir>> {
     };
     let at = openable(&anchor.path);
     let opened = if anchor.checked {
-        Dir::open_root(at, anchor.follow, create)?
+        open_root_once(&anchor, at, create)?
     } else {
         Dir::open_named(at, create)?
     };
@@ -223,6 +223,24 @@ fn open_dir(dir: &Path, create: bool) -> Result<Option<Dir>> {
         }
     }
     Ok(Some(d))
+}
+
+/// The state root, opened and checked once per run: every file of the run is then reached
+/// from that one descriptor (and a root replaced meanwhile is never followed).
+fn open_root_once(anchor: &Anchor, at: &Path, create: bool) -> Result<Option<Dir>> {
+    static OPENED: Mutex<Vec<(PathBuf, Dir)>> = Mutex::new(Vec::new());
+    if let Some(d) = OPENED.lock().ok().and_then(|list| {
+        list.iter()
+            .find(|(p, _)| *p == anchor.path)
+            .map(|(_, d)| d.clone())
+    }) {
+        return Ok(Some(d));
+    }
+    let opened = Dir::open_root(at, anchor.follow, create)?;
+    if let (Some(d), Ok(mut list)) = (&opened, OPENED.lock()) {
+        list.push((anchor.path.clone(), d.clone()));
+    }
+    Ok(opened)
 }
 
 /// The folder of `path`, opened, and the file's name in it.
