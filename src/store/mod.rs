@@ -875,13 +875,7 @@ pub enum Backup {
     Skip,
 }
 
-/// Removes temp files a killed writer left beside `target`. Call it under the target's lock.
-pub fn remove_stale_temps(target: &Path) {
-    if let Ok(Some((dir, name))) = locate(target, false) {
-        remove_temps_in(&dir, &name);
-    }
-}
-
+/// Removes temp files a killed writer left beside `name`. Called under the file's lock.
 fn remove_temps_in(dir: &Dir, name: &OsStr) {
     use std::os::unix::ffi::OsStrExt;
     let prefix = names::temp_prefix(name);
@@ -1000,14 +994,6 @@ fn copy_synced(dir: &Dir, from: &OsStr, to: &OsStr) -> Result<()> {
         let _ = dir.unlink(to);
     }
     result
-}
-
-/// fsyncs a folder so a rename or a new file in it survives a crash.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    match open_dir(dir, false)? {
-        Some(d) => d.sync(),
-        None => Ok(()),
-    }
 }
 
 /// Writes `bytes` to a new file `target` atomically (0600), failing if it already exists.
