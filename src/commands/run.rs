@@ -441,11 +441,7 @@ fn outcome_word(end: &End) -> &'static str {
 }
 
 fn human(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        format!("{}ms", d.as_millis())
-    } else {
-        format!("{}s", d.as_secs())
-    }
+    Dur(d).approx().to_string()
 }
 
 /// The final report of the attempts.

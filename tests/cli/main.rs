@@ -13,6 +13,7 @@ mod contract;
 mod docs;
 mod hook;
 mod init;
+mod parsers;
 mod perf;
 mod record;
 mod run;

@@ -44,9 +44,10 @@ pub fn gate(cx: &Context, key: Option<&str>, session: Option<&str>) -> Result<Ga
     if r.allowed {
         return Ok(Gate::Go(r.ticket));
     }
-    let at = r.retry_after_s.map(|s| {
-        let secs = i64::try_from(s).unwrap_or(i64::MAX / 2_000);
-        (cx.now + chrono::Duration::seconds(secs)).to_rfc3339_opts(SecondsFormat::Secs, true)
+    let at = r.retry_after_s.and_then(|s| {
+        let secs = chrono::Duration::try_seconds(i64::try_from(s).ok()?)?;
+        let at = cx.now.checked_add_signed(secs)?;
+        Some(at.to_rfc3339_opts(SecondsFormat::Secs, true))
     });
     let when = match (&at, r.retry_after_s) {
         (Some(at), Some(s)) => format!("{at} (in {s}s)"),

@@ -1,0 +1,58 @@
+//! Issue 16's parsers: one duration parser with a maximum, globs confined to the project,
+//! Markdown by a real parser, did-you-mean by edit distance.
+
+use crate::common::{json_out, Sandbox};
+use predicates::str::contains;
+
+#[test]
+fn overflowing_durations_are_usage_errors_naming_the_maximum() {
+    let s = Sandbox::new();
+    for args in [
+        &["report", "--since", "200000000d"][..],
+        &["breaker", "trip", "k", "--for", "100000000d"],
+        &["report", "prune", "--older-than", "99999999999999999999d"],
+    ] {
+        s.cmd(args)
+            .assert()
+            .code(64)
+            .stderr(contains("maximum is 36500d"));
+    }
+    // Nothing was tripped by the refused command.
+    assert!(!s.root().join("breakers").exists());
+}
+
+#[test]
+fn an_overflowing_cooldown_is_named_by_config_check_and_never_panics_a_hook() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[breaker]\ncooldown = \"100000000d\"\n");
+    let out = s
+        .cmd(&["config", "check", ".triage.toml"])
+        .output()
+        .unwrap();
+    let v = json_out(&out);
+    assert_eq!(v["ok"], false);
+    assert!(
+        v["problems"].to_string().contains("maximum is 36500d"),
+        "{v}"
+    );
+    // At run time the bad policy is a warning, never a crash.
+    let out = s.cmd(&["breaker", "trip", "k"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    json_out(&out);
+}
+
+#[test]
+fn the_documented_duration_forms_stay_valid_and_print_one_way() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[retry]\nschedule = [\"30s\", \"2m\", \"1h30m\", \"500ms\", \"7d\", \"1h 30m\"]\n\
+         [breaker]\ncooldown = \"3600s\"\n",
+    );
+    let v = json_out(&s.cmd(&["config", "show"]).output().unwrap());
+    assert_eq!(
+        v["retry"]["schedule"],
+        serde_json::json!(["30s", "2m", "1h30m", "500ms", "7d", "1h30m"])
+    );
+    assert_eq!(v["breaker"]["cooldown"], "1h");
+}
