@@ -776,28 +776,15 @@ fn unknown_field(message: &str) -> Option<(String, Vec<String>)> {
     Some((field.to_string(), expected))
 }
 
-/// The choice nearest to `word` by edit distance, if it is near enough to be a typo.
+/// The choice nearest to `word` by edit distance, if it is near enough to be a typo. Two
+/// swapped letters are one edit (Damerau–Levenshtein), the commonest typo of fast typists.
 pub fn closest<'a>(word: &str, choices: &'a [String]) -> Option<&'a str> {
     choices
         .iter()
-        .map(|c| (edit_distance(word, c), c))
+        .map(|c| (strsim::damerau_levenshtein(word, c), c))
         .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(2))
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c.as_str())
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]

@@ -56,3 +56,18 @@ fn the_documented_duration_forms_stay_valid_and_print_one_way() {
     );
     assert_eq!(v["breaker"]["cooldown"], "1h");
 }
+
+#[test]
+fn did_you_mean_counts_swapped_letters_as_one_edit() {
+    // Two swapped pairs: four edits for plain Levenshtein (no suggestion), two for
+    // Damerau–Levenshtein.
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[breaker]\ncoolodnw = \"1m\"\n");
+    let v = json_out(&s.cmd(&["config", "check"]).output().unwrap());
+    assert!(
+        v["problems"]
+            .to_string()
+            .contains("did you mean `cooldown`"),
+        "{v}"
+    );
+}
