@@ -52,7 +52,7 @@ fn long_help() -> String {
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let seed = seed(cx)?;
     let input = read_input(args, cx)?;
-    let o = Overrides {
+    let mut o = Overrides {
         agent: args.agent.clone(),
         attempt: args.attempt,
         message: args.message.clone(),
@@ -61,9 +61,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         tool: args.tool.clone(),
     };
     if input.is_null() && o.message.is_none() && o.exit_code.is_none() {
-        return Err(Failure::usage(
-            "nothing to classify: pipe an error on stdin (JSON, or text with --raw), or pass --message TEXT",
-        ));
+        // Best effort: a hook that pipes an empty stderr still gets an answer to act on.
+        cx.warn(
+            "nothing to classify: pipe an error on stdin (JSON, or text with --raw), or pass --message TEXT; answered as an unknown failure",
+        );
+        o.message = Some("no error text was given".into());
     }
     let policy = cx.policy()?;
     let failed = classify::is_failure(&input, &o);

@@ -73,7 +73,6 @@ pub enum Action {
 
 /// Runs `triage report`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    crate::context::drain_stdin();
     if let Some(Action::Prune { older_than }) = &args.action {
         return prune(*older_than, cx);
     }

@@ -84,7 +84,6 @@ pub struct CompensateArgs {
 
 /// Runs `triage saga`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    crate::context::drain_stdin();
     match &args.action {
         Action::Begin(t) => begin(t, cx),
         Action::Step(a) => step(a, cx),

@@ -12,6 +12,7 @@ mod config;
 mod contract;
 mod docs;
 mod hook;
+mod hostile;
 mod init;
 mod parsers;
 mod perf;

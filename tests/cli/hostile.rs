@@ -1,0 +1,226 @@
+//! Issue 14, the input half: stdin read only when used and never waited on past one value,
+//! lone surrogates, bounded jq filters, globs and recursion, durations, `--text` escapes.
+//!
+//! Timing cases run the binary under `timeout 5` and assert that it did not fire (exit 124);
+//! they never measure how fast a command was.
+
+use crate::common::{bin, json_out, Sandbox};
+use serde_json::Value;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+const T0: &str = "2026-01-02T03:04:05Z";
+
+/// `timeout 5 triage ARGS` in the sandbox with a clean environment, stdin a pipe.
+fn under_timeout(s: &Sandbox, args: &[&str]) -> Command {
+    let mut c = Command::new("timeout");
+    c.arg("5").arg(bin()).args(args);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") {
+            c.env_remove(k);
+        }
+    }
+    c.current_dir(s.path())
+        .env("TRIAGE_NOW", T0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+/// Runs `cmd` with `first` written to its stdin and the pipe then held open (as `(first;
+/// sleep 30) | cmd` would) until it exits; asserts `timeout` did not fire.
+fn with_open_pipe(mut cmd: Command, first: &[u8]) -> std::process::Output {
+    let mut child = cmd.spawn().expect("spawn timeout");
+    let mut pipe = child.stdin.take().expect("stdin");
+    let _ = pipe.write_all(first);
+    let out = child.wait_with_output().expect("wait");
+    drop(pipe);
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "still waiting on stdin after 5 s: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn errors_log(s: &Sandbox) -> Vec<Value> {
+    let text = std::fs::read_to_string(s.root().join("logs/errors.jsonl")).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn failure_payload(error: &str) -> String {
+    format!(
+        r#"{{"hook_event_name": "PostToolUseFailure", "session_id": "s1", "tool_name": "Agent", "tool_input": {{"subagent_type": "researcher"}}, "error": "{error}"}}"#
+    )
+}
+
+#[test]
+fn breaker_check_in_a_while_read_loop_sees_every_key() {
+    let s = Sandbox::new();
+    s.write("keys", "alpha\nbeta\ngamma\n");
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(r#"while read k; do "$TRIAGE" breaker check "$k"; done < keys"#)
+        .env("TRIAGE", bin())
+        .env_remove("TRIAGE_DIR")
+        .current_dir(s.path())
+        .output()
+        .unwrap();
+    let keys: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["key"].to_string())
+        .collect();
+    assert_eq!(keys, ["\"alpha\"", "\"beta\"", "\"gamma\""]);
+}
+
+#[test]
+fn commands_that_need_no_stdin_do_not_wait_on_an_open_pipe() {
+    let s = Sandbox::new();
+    for args in [
+        &["breaker", "check", "k"][..],
+        &["breaker", "status"],
+        &["state-read", "nothing.json"],
+        &["report"],
+        &["config", "show"],
+        &["saga", "begin", "w"],
+        &["state-write", "s.json", "--update", ".n = 1"],
+    ] {
+        let out = with_open_pipe(under_timeout(&s, args), b"");
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        json_out(&out);
+    }
+}
+
+#[test]
+fn hook_answers_as_soon_as_one_payload_has_arrived() {
+    let s = Sandbox::new();
+    let out = with_open_pipe(
+        under_timeout(&s, &["hook"]),
+        failure_payload("Command timed out after 2m 0s").as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let v = json_out(&out);
+    assert_eq!(
+        v["hookSpecificOutput"]["hookEventName"],
+        "PostToolUseFailure"
+    );
+    assert_eq!(errors_log(&s)[0]["kind"], "timeout");
+}
+
+#[test]
+fn endless_stdin_ends_at_the_first_bad_byte_or_the_size_limit() {
+    let s = Sandbox::new();
+    for (args, byte, limit) in [
+        (&["hook"][..], b'y', None),
+        (&["hook"], b' ', Some("100000")),
+        (&["classify"], b'y', Some("100000")),
+        (&["check-output", "--raw"], b'y', Some("100000")),
+        (&["breaker", "check"], b' ', Some("100000")),
+    ] {
+        let mut cmd = under_timeout(&s, args);
+        if let Some(l) = limit {
+            cmd.env("TRIAGE_MAX_INPUT", l);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let mut pipe = child.stdin.take().unwrap();
+        // `yes`: writes until the reader is gone.
+        let writer = std::thread::spawn(move || {
+            let chunk = [byte, b'\n'].repeat(4096);
+            while pipe.write_all(&chunk).is_ok() {}
+        });
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap();
+        assert_ne!(out.status.code(), Some(124), "{args:?} never ended");
+        assert!(
+            matches!(out.status.code(), Some(0 | 64)),
+            "{args:?}: {:?} {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn an_unreadable_stdin_still_gets_the_fail_open_answer() {
+    let s = Sandbox::new();
+    let out = s
+        .std_cmd(&["breaker", "check", "k"])
+        .stdin(std::fs::File::open("/").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json_out(&out)["allowed"], true);
+    let out = s
+        .std_cmd(&["hook"])
+        .stdin(std::fs::File::open("/").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn a_lone_surrogate_in_a_hook_payload_is_read_as_a_replacement_character() {
+    let s = Sandbox::new();
+    // What Node's JSON.stringify emits for a string cut inside an emoji.
+    let payload = failure_payload(r"rate limit \ud83d");
+    let out = s
+        .cmd(&["hook"])
+        .env("TRIAGE_NOW", T0)
+        .write_stdin(payload)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    json_out(&out);
+    let log = errors_log(&s);
+    assert_eq!(log.len(), 1, "the failure was recorded");
+    assert!(log[0]["detail"].as_str().unwrap().contains('\u{FFFD}'));
+    let st = json_out(
+        &s.cmd(&["breaker", "status", "researcher"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(st["breakers"][0]["totals"]["failures"], 1);
+    // The same through every stdin-JSON command.
+    let out = s
+        .cmd(&["classify"])
+        .write_stdin(r#"{"error": "429 \udc00 too many requests"}"#)
+        .output()
+        .unwrap();
+    assert_eq!(json_out(&out)["kind"], "rate_limited");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn record_error_keeps_a_raw_error_that_is_not_utf8() {
+    let s = Sandbox::new();
+    let out = s
+        .cmd(&["record-error", "--agent", "a"])
+        .write_stdin(&b"connection reset \xff\xfe by peer"[..])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = json_out(&out);
+    assert_eq!(v["kind"], "network_error");
+    let log = errors_log(&s);
+    assert!(log[0]["detail"].as_str().unwrap().contains('\u{FFFD}'));
+}
+
+#[test]
+fn classify_with_empty_or_null_stdin_answers_best_effort() {
+    let s = Sandbox::new();
+    for input in ["", "null", "  \n"] {
+        let out = s.cmd(&["classify"]).write_stdin(input).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{input:?}");
+        let v = json_out(&out);
+        assert_eq!(v["kind"], "unknown");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to classify"));
+    }
+}
