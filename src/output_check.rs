@@ -165,7 +165,7 @@ pub fn judge(rules: &OutputRules, criticality: Criticality, subject: &Subject) -
         check_text(&mut j, rules, text, subject.original_chars);
     }
     if let Some(output) = output {
-        check_structure(&mut j, rules, output);
+        check_structure(&mut j, rules, output, subject.agent);
     }
     for f in subject.files {
         j.add("files_exist", file_result(f));
@@ -338,7 +338,7 @@ fn check_text(j: &mut Judging, rules: &OutputRules, text: &str, original: Option
     }
 }
 
-fn check_structure(j: &mut Judging, rules: &OutputRules, output: &Value) {
+fn check_structure(j: &mut Judging, rules: &OutputRules, output: &Value, agent: Option<&str>) {
     let mut filters = Vec::new();
     for code in rules.jq.iter().flatten() {
         match crate::jq::Filter::compile(code) {
@@ -406,9 +406,18 @@ fn check_structure(j: &mut Judging, rules: &OutputRules, output: &Value) {
         );
     }
     for (code, filter) in &filters {
+        let ran = filter.run(&value);
+        if let Err(e) = &ran {
+            if e.is_over_budget() {
+                let rule = agent.map_or("output.jq".into(), |a| format!("agents.{a}.output.jq"));
+                j.warnings.push(format!(
+                    "{rule}: the filter `{code}` {e}; the check fails; run `triage config check`"
+                ));
+            }
+        }
         j.add(
             "jq",
-            match filter.run(&value) {
+            match ran {
                 Ok(out) if !out.is_empty() && out.iter().all(|v| v == &Value::Bool(true)) => {
                     Ok(format!("`{code}` is true"))
                 }

@@ -663,12 +663,22 @@ pub fn validate(policy: &Policy, text: &str, depth: Depth) -> Vec<PolicyProblem>
         }
     }
     let mut jq = |where_: String, code: &str| {
-        if let Err(e) = crate::jq::Filter::compile(code) {
-            problems.push(PolicyProblem {
-                line: find_text_line(text, code),
-                message: format!("{where_}: {e}"),
-            });
-        }
+        let message = match crate::jq::Filter::compile(code) {
+            Err(e) => format!("{where_}: {e}"),
+            // `config check` also runs each filter on a sample input: one that runs out of
+            // its budget there (a loop, endless outputs) would be skipped at every run.
+            Ok(f) if depth == Depth::Compile => match over_budget_on_samples(&f) {
+                Some(e) => format!(
+                    "{where_}: jq filter `{code}` {e}, on a sample input; it would be skipped at run time"
+                ),
+                None => return,
+            },
+            Ok(_) => return,
+        };
+        problems.push(PolicyProblem {
+            line: find_text_line(text, code),
+            message,
+        });
     };
     for rule in &policy.classify.rules {
         if let Some(code) = &rule.jq {
@@ -721,6 +731,19 @@ pub fn validate(policy: &Policy, text: &str, depth: Depth) -> Vec<PolicyProblem>
         });
     }
     problems
+}
+
+/// How a jq filter runs out of its budget on sample inputs (an empty object, a failure
+/// payload), if it does.
+fn over_budget_on_samples(f: &crate::jq::Filter) -> Option<crate::jq::RunError> {
+    let samples = [
+        serde_json::json!({}),
+        serde_json::json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+            "error": "Exit code 1", "status": "error", "output": "text"}),
+    ];
+    samples
+        .iter()
+        .find_map(|s| f.run(s).err().filter(crate::jq::RunError::is_over_budget))
 }
 
 /// Parses and validates (regexes by their syntax, see [`Depth`]): the policy, or every

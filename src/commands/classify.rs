@@ -79,6 +79,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             return Ok(Outcome::nothing());
         }
         let e = classify::classify(&input, &o, policy, seed);
+        e.warnings.iter().for_each(|w| cx.warn(w));
         let event = match event {
             "PostToolUse" => "PostToolUse",
             _ => "PostToolUseFailure",
@@ -95,6 +96,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         });
     }
     let e = classify::classify(&input, &o, policy, seed);
+    e.warnings.iter().for_each(|w| cx.warn(w));
     let negative = e.retry.is_none();
     let out = if cx.global.text {
         Outcome::text(as_text(&e))

@@ -102,7 +102,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     }
     let input = read_input(cx)?;
     let mut rec = match &input {
-        Some(v) => classified_record(v, cx.policy()?, args.retry_count),
+        Some(v) => {
+            let (rec, object) = classified(v, cx.policy()?, args.retry_count);
+            object.warnings.iter().for_each(|w| cx.warn(w));
+            rec
+        }
         None if args.kind.is_some() || args.detail.is_some() => ErrorRecord::default(),
         None => {
             return Err(Failure::data(

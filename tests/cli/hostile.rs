@@ -224,3 +224,135 @@ fn classify_with_empty_or_null_stdin_answers_best_effort() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("nothing to classify"));
     }
 }
+
+/// The filters of issue 14 that never end: each must be stopped within its budget.
+const ENDLESS: &[&str] = &[
+    "until(false; .)",
+    "last(range(1e18))",
+    "repeat(.)",
+    "[repeat(.)]",
+];
+
+#[test]
+fn endless_jq_filters_end_within_their_budget_with_a_warning_naming_the_rule() {
+    let s = Sandbox::new();
+    let mut policy = String::new();
+    for (i, code) in ENDLESS.iter().enumerate() {
+        policy.push_str(&format!(
+            "[agents.a{i}.output]\njq = ['{code}']\n[[classify.rules]]\nname = \"loop{i}\"\njq = '{code}'\nkind = \"crash\"\n"
+        ));
+    }
+    s.write(".triage.toml", &policy);
+    // Every command at once: each waits on its own budget, not on the others.
+    let mut runs = Vec::new();
+    for (i, code) in ENDLESS.iter().enumerate() {
+        let agent = format!("a{i}");
+        let check = under_timeout(&s, &["check-output", "--agent", &agent]);
+        runs.push((
+            format!("agents.{agent}.output.jq"),
+            check,
+            Some(r#"{"output": {"x": 1}}"#),
+        ));
+        let doc = format!("doc{i}.json");
+        s.write(&doc, "{\"n\": 1}\n");
+        let mut update = under_timeout(&s, &["state-write", &doc, "--update", code]);
+        update.stdin(Stdio::null());
+        runs.push(("--update".to_string(), update, None));
+        let classify = under_timeout(&s, &["classify"]);
+        runs.push((
+            "classify rule `loop0`".to_string(),
+            classify,
+            Some(r#"{"error": "x"}"#),
+        ));
+    }
+    let children: Vec<_> = runs
+        .into_iter()
+        .map(|(rule, mut c, input)| {
+            let mut child = c.spawn().unwrap();
+            if let (Some(text), Some(mut pipe)) = (input, child.stdin.take()) {
+                pipe.write_all(text.as_bytes()).unwrap();
+            }
+            (rule, child)
+        })
+        .collect();
+    for (rule, child) in children {
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(124), "{rule}: never ended");
+        assert_eq!(out.status.code(), Some(0), "{rule}: {err}");
+        assert!(
+            err.contains(&rule) && err.contains("stopped"),
+            "{rule}: {err}"
+        );
+        if rule != "--update" {
+            json_out(&out);
+        }
+    }
+    // The updates that never finished wrote nothing.
+    for i in 0..ENDLESS.len() {
+        assert_eq!(s.read(&format!("doc{i}.json")), "{\"n\": 1}\n");
+    }
+}
+
+#[test]
+fn config_check_flags_filters_that_run_out_of_budget_on_a_sample_and_recursive_ones() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.a.output]\njq = ['until(false; .)', '.ok == true']\n\
+         [[classify.rules]]\nname = \"rec\"\njq = 'def f: f; f'\nkind = \"crash\"\n",
+    );
+    let out = under_timeout(&s, &["config", "check"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(124));
+    let v = json_out(&out);
+    let problems = v["problems"].to_string();
+    assert!(
+        problems.contains("until(false; .)") && problems.contains("sample input"),
+        "{v}"
+    );
+    assert!(problems.contains("calls itself"), "{v}");
+    assert!(!problems.contains(".ok == true"), "{v}");
+}
+
+#[test]
+fn jq_output_100000_levels_deep_never_overflows_the_stack() {
+    let s = Sandbox::new();
+    let deep = "reduce range(100000) as $i (.; [.])";
+    s.write(
+        ".triage.toml",
+        format!(
+            "[[classify.rules]]\nname = \"deep\"\njq = '{deep}'\nkind = \"crash\"\n\
+             [agents.a.output]\njq = ['{deep}']\n"
+        ),
+    );
+    s.write("doc.json", "{}\n");
+    let out = s
+        .cmd(&["state-write", "doc.json", "--update", deep])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    // Refused for its depth, or stopped by the time budget on a slow machine: never a crash.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("128 levels") || err.contains("stopped"),
+        "{err}"
+    );
+    assert_eq!(s.read("doc.json"), "{}\n");
+    let out = s
+        .cmd(&["classify"])
+        .write_stdin(r#"{"error": "x"}"#)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("classify rule `deep`"));
+    let out = s
+        .cmd(&["check-output", "--agent", "a"])
+        .write_stdin(r#"{"output": {"x": 1}}"#)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json_out(&out)["ok"], false);
+}
