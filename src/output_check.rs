@@ -42,6 +42,8 @@ pub struct FileFacts {
     pub pattern: String,
     /// Matching files, relative paths as given, and their sizes in bytes.
     pub found: Vec<(String, u64)>,
+    /// Why the glob was not used (outside the project, bad syntax, search bound reached).
+    pub refused: Option<String>,
 }
 
 /// The result of one check.
@@ -438,6 +440,9 @@ fn check_structure(j: &mut Judging, rules: &OutputRules, output: &Value, agent: 
 }
 
 fn file_result(f: &FileFacts) -> Result<String, String> {
+    if let (Some(why), true) = (&f.refused, f.found.is_empty()) {
+        return Err(format!("`{}`: {why}", f.pattern));
+    }
     if f.found.is_empty() {
         return Err(format!(
             "expected a file matching `{}`, found none",

@@ -690,6 +690,16 @@ pub fn validate(policy: &Policy, text: &str, depth: Depth) -> Vec<PolicyProblem>
             jq(format!("agents.{agent}.output.jq"), code);
         }
     }
+    for (agent, a) in &policy.agents {
+        for g in a.output.files_exist.iter().flatten() {
+            if let Err(e) = glob::project_glob(g) {
+                problems.push(PolicyProblem {
+                    line: find_text_line(text, g),
+                    message: format!("agents.{agent}.output.files_exist: glob `{g}`: {e}"),
+                });
+            }
+        }
+    }
     for rule in &policy.classify.rules {
         if rule.pattern.is_none() && rule.jq.is_none() {
             problems.push(PolicyProblem {

@@ -267,14 +267,17 @@ fn files_exist_and_not_empty() {
         FileFacts {
             pattern: "docs/*.md".into(),
             found: vec![("docs/a.md".into(), 10)],
+            ..FileFacts::default()
         },
         FileFacts {
             pattern: "L2/*.md".into(),
             found: vec![],
+            ..FileFacts::default()
         },
         FileFacts {
             pattern: "out.json".into(),
             found: vec![("out.json".into(), 0)],
+            ..FileFacts::default()
         },
     ];
     let v = judge(

@@ -356,3 +356,34 @@ fn jq_output_100000_levels_deep_never_overflows_the_stack() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(json_out(&out)["ok"], false);
 }
+
+#[test]
+fn hostile_globs_and_paths_end_without_recursion() {
+    let s = Sandbox::new();
+    for i in 0..100 {
+        std::fs::create_dir_all(s.path().join(format!("d{i}"))).unwrap();
+    }
+    let many = vec!["**"; 300].join("/") + "/x.md";
+    let long = "a/".repeat(15_000) + "x.md";
+    let out = under_timeout(&s, &["check-output", "--raw"])
+        .args(["--files-exist", &many, "--file", &long])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(124), "the globs never ended");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json_out(&out)["ok"], false);
+    // The same path in the input's `files`.
+    let out = s
+        .cmd(&["check-output"])
+        .write_stdin(serde_json::json!({"output": "x", "files": [long]}).to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    json_out(&out);
+}

@@ -71,3 +71,66 @@ fn did_you_mean_counts_swapped_letters_as_one_edit() {
         "{v}"
     );
 }
+
+fn files_check(s: &Sandbox, globs: &[&str]) -> serde_json::Value {
+    let mut args = vec!["check-output", "--raw"];
+    for g in globs {
+        args.extend(["--files-exist", g]);
+    }
+    let out = s.cmd(&args).write_stdin("some output").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    json_out(&out)
+}
+
+fn file_details(v: &serde_json::Value) -> Vec<(bool, String)> {
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["check"] == "files_exist")
+        .map(|c| {
+            (
+                c["ok"].as_bool().unwrap(),
+                c["detail"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn file_globs_are_real_globs_confined_to_the_project() {
+    let s = Sandbox::new();
+    s.write("L2/a.md", "a");
+    s.write("L2/deep/b.md", "b");
+    s.write("docs/c.md", "c");
+    s.write("a.txt", "x");
+    let v = files_check(&s, &["L2/**", "[ab].txt", "{L2,docs}/*.md"]);
+    let d = file_details(&v);
+    assert!(d.iter().all(|(ok, _)| *ok), "{d:?}");
+    assert!(d[0].1.contains("2 non-empty"), "{d:?}");
+    assert!(d[2].1.contains("2 non-empty"), "{d:?}");
+    // Nothing outside the project, whatever is there.
+    let v = files_check(&s, &["/etc/host*", "../*", "L2/../../*"]);
+    for (ok, detail) in file_details(&v) {
+        assert!(
+            !ok && (detail.contains("outside the project") || detail.contains("`..`")),
+            "{detail}"
+        );
+    }
+}
+
+#[test]
+fn config_check_names_a_glob_that_reaches_outside_or_is_malformed() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.a.output]\nfiles_exist = ['/etc/passwd', 'docs/[', 'out/*.md']\n",
+    );
+    let v = json_out(&s.cmd(&["config", "check"]).output().unwrap());
+    let problems = v["problems"].to_string();
+    assert!(
+        problems.contains("/etc/passwd") && problems.contains("docs/["),
+        "{v}"
+    );
+    assert!(!problems.contains("out/*.md"), "{v}");
+}
