@@ -134,3 +134,28 @@ fn config_check_names_a_glob_that_reaches_outside_or_is_malformed() {
     );
     assert!(!problems.contains("out/*.md"), "{v}");
 }
+
+#[test]
+fn markdown_is_read_by_a_commonmark_parser() {
+    let s = Sandbox::new();
+    let ok = |text: &str| {
+        let out = s
+            .cmd(&["check-output", "--raw", "--format", "markdown"])
+            .write_stdin(text.to_string())
+            .output()
+            .unwrap();
+        json_out(&out)["ok"].as_bool().unwrap()
+    };
+    assert!(
+        ok("Findings\n========\n\nAll verified.\n"),
+        "setext heading"
+    );
+    assert!(
+        !ok("# Findings\n~~~\nthe output was cut"),
+        "unclosed ~~~ fence"
+    );
+    assert!(
+        ok("# Findings\n````md\n```\nquoted\n```\n````\n"),
+        "a four-backtick fence holding three"
+    );
+}
