@@ -28,6 +28,25 @@ pub struct Policy {
     pub agents: BTreeMap<String, AgentPolicy>,
     /// Classification rules tried before the built-in ones.
     pub classify: ClassifySection,
+    /// Saga compensations.
+    pub saga: SagaPolicy,
+}
+
+/// `[saga]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SagaPolicy {
+    /// How long one compensation may run before it gets SIGTERM (then SIGKILL); `0s` for no
+    /// limit.
+    pub compensation_timeout: Dur,
+}
+
+impl Default for SagaPolicy {
+    fn default() -> Self {
+        SagaPolicy {
+            compensation_timeout: Dur::secs(600),
+        }
+    }
 }
 
 /// `[retry]`: seed 001's schedule, or exponential backoff.

@@ -238,9 +238,12 @@ fn endless_jq_filters_end_within_their_budget_with_a_warning_naming_the_rule() {
     let s = Sandbox::new();
     let mut policy = String::new();
     for (i, code) in ENDLESS.iter().enumerate() {
-        policy.push_str(&format!(
-            "[agents.a{i}.output]\njq = ['{code}']\n[[classify.rules]]\nname = \"loop{i}\"\njq = '{code}'\nkind = \"crash\"\n"
-        ));
+        policy.push_str(&format!("[agents.a{i}.output]\njq = ['{code}']\n"));
+        // One classify rule per policy: rules are tried in turn, each within its budget.
+        s.write(
+            &format!("classify{i}.toml"),
+            format!("[[classify.rules]]\nname = \"loop{i}\"\njq = '{code}'\nkind = \"crash\"\n"),
+        );
     }
     s.write(".triage.toml", &policy);
     // Every command at once: each waits on its own budget, not on the others.
@@ -258,9 +261,10 @@ fn endless_jq_filters_end_within_their_budget_with_a_warning_naming_the_rule() {
         let mut update = under_timeout(&s, &["state-write", &doc, "--update", code]);
         update.stdin(Stdio::null());
         runs.push(("--update".to_string(), update, None));
-        let classify = under_timeout(&s, &["classify"]);
+        let config = format!("classify{i}.toml");
+        let classify = under_timeout(&s, &["classify", "--config", &config]);
         runs.push((
-            "classify rule `loop0`".to_string(),
+            format!("classify rule `loop{i}`"),
             classify,
             Some(r#"{"error": "x"}"#),
         ));
@@ -386,4 +390,105 @@ fn hostile_globs_and_paths_end_without_recursion() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     json_out(&out);
+}
+
+fn saga_with_step(s: &Sandbox, compensate: &str) {
+    for args in [
+        &["saga", "begin", "w"][..],
+        &["saga", "step", "w", "a", "--compensate", compensate],
+    ] {
+        assert!(s.cmd(args).output().unwrap().status.success(), "{args:?}");
+    }
+}
+
+#[test]
+fn a_compensation_past_its_timeout_is_stopped_like_a_run_attempt() {
+    let s = Sandbox::new();
+    // Ignores SIGTERM: only the SIGKILL after --kill-after ends it.
+    saga_with_step(&s, "echo ran >> log; trap '' TERM; sleep 30");
+    let out = under_timeout(
+        &s,
+        &[
+            "saga",
+            "compensate",
+            "w",
+            "--timeout",
+            "1s",
+            "--kill-after",
+            "200ms",
+        ],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .unwrap();
+    assert_ne!(
+        out.status.code(),
+        Some(124),
+        "the compensation was never stopped"
+    );
+    let v = json_out(&out);
+    assert_eq!(v["status"], "compensation_failed");
+    let detail = v["failed"][0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("timed out after 1s") && detail.contains("killed"),
+        "{v}"
+    );
+    // The policy sets it too.
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[saga]\ncompensation_timeout = \"1s\"\n");
+    saga_with_step(&s, "sleep 30");
+    let out = under_timeout(&s, &["saga", "compensate", "w"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(124));
+    assert!(json_out(&out)["failed"][0]["detail"]
+        .as_str()
+        .unwrap()
+        .contains("timed out after 1s"));
+}
+
+#[test]
+fn one_compensation_at_a_time_even_when_its_triage_was_killed() {
+    let s = Sandbox::new();
+    // The compensation notes its process group, then waits to be killed.
+    saga_with_step(&s, "echo $$ >> started; exec sleep 30");
+    let mut first = s
+        .std_cmd(&["saga", "compensate", "w"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = s.path().join("started");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::fs::read_to_string(&started)
+        .unwrap_or_default()
+        .is_empty()
+    {
+        assert!(std::time::Instant::now() < deadline, "never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // The triage that started it dies; the compensation goes on.
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let out = s
+        .cmd(&["saga", "compensate", "w"])
+        .env("TRIAGE_LOCK_TIMEOUT", "300ms")
+        .output()
+        .unwrap();
+    let group = s.read("started").trim().to_string();
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{group}")])
+        .status();
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("is another `triage saga compensate w` running"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        s.read("started").lines().count(),
+        1,
+        "a second copy was started"
+    );
 }
