@@ -61,9 +61,11 @@ impl Outcome {
         }
     }
 
-    /// Text for people.
+    /// Text for people. Keys, agent names and error texts come from untrusted input, so
+    /// every control character but the line breaks and tabs of the layout is shown in caret
+    /// notation (`^[` for ESC): no escape sequence reaches the terminal (see [`printable`]).
     pub fn text(text: impl Into<String>) -> Outcome {
-        let mut s: String = text.into();
+        let mut s = printable(&text.into());
         while s.ends_with('\n') {
             s.pop();
         }
@@ -354,6 +356,25 @@ fn load_policy_file(path: &Path) -> Result<Policy, String> {
     })
 }
 
+/// `text` with its control characters made visible, as `cat -v` does: `^[` for ESC, `^M` for
+/// a carriage return, `^?` for DEL, `\u{9b}` for a C1 control. Newlines and tabs stay.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\u{7f}' => out.push_str("^?"),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push(char::from(b'@' + c as u8));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// Parses one JSON value (leniently, see [`input::Lenient`]), with a message that says what
 /// was wrong.
 pub fn parse_json(bytes: &[u8]) -> Result<Value, Failure> {
@@ -397,6 +418,15 @@ mod tests {
         );
         assert!(parse_now("soon").is_none());
         assert!(parse_now("NaN").is_none());
+    }
+
+    #[test]
+    fn text_shows_control_characters_instead_of_sending_them() {
+        assert_eq!(
+            printable("a\u{1b}]0;owned\u{7}b\rc\u{7f}\u{9b}31m\td\n"),
+            "a^[]0;owned^Gb^Mc^?\\u{9b}31m\td\n"
+        );
+        assert_eq!(printable("plain é ✓"), "plain é ✓");
     }
 
     #[test]

@@ -492,3 +492,77 @@ fn one_compensation_at_a_time_even_when_its_triage_was_killed() {
         "a second copy was started"
     );
 }
+
+#[test]
+fn text_output_never_passes_terminal_escapes_from_keys_names_or_errors() {
+    let s = Sandbox::new();
+    let evil = "agent\u{1b}]0;owned\u{7}\u{1b}[2J\r";
+    let run = |args: &[&str]| {
+        let out = s.cmd(args).env("TRIAGE_NOW", T0).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    run(&[
+        "breaker",
+        "record",
+        evil,
+        "--outcome",
+        "failure",
+        "--detail",
+        evil,
+    ]);
+    run(&[
+        "record-error",
+        "--agent",
+        evil,
+        "--kind",
+        "timeout",
+        "--detail",
+        evil,
+    ]);
+    for text in [
+        run(&["breaker", "status", "--text"]),
+        run(&["breaker", "check", evil, "--text"]),
+        run(&["report", "--text"]),
+        run(&["classify", "--text", "--message", evil, "--agent", evil]),
+    ] {
+        assert!(
+            !text.contains(['\u{1b}', '\u{7}', '\r']),
+            "control characters passed through: {text:?}"
+        );
+        assert!(text.contains("^["), "{text:?}");
+    }
+}
+
+#[test]
+fn regexes_over_the_size_limit_are_warned_about_not_skipped_silently() {
+    let s = Sandbox::new();
+    let huge = r"\w{1000}\w{1000}\w{1000}";
+    s.write(
+        ".triage.toml",
+        format!(
+            "[[classify.rules]]\nname = \"huge\"\nmatch = '{huge}'\nkind = \"crash\"\n\
+             [agents.a.output]\nrequire_all = ['{huge}']\n"
+        ),
+    );
+    let out = s
+        .cmd(&["classify"])
+        .write_stdin(r#"{"error": "boom"}"#)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    json_out(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("classify rule `huge`") && err.contains("size limit"),
+        "{err}"
+    );
+    let out = s
+        .cmd(&["check-output", "--raw", "--agent", "a"])
+        .write_stdin("text")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("require_all"));
+    let v = json_out(&s.cmd(&["config", "check"]).output().unwrap());
+    assert_eq!(v["problems"].as_array().unwrap().len(), 2, "{v}");
+}
