@@ -11,6 +11,7 @@ mod classify;
 mod config;
 mod contract;
 mod docs;
+mod fuzz;
 mod hook;
 mod hostile;
 mod init;
