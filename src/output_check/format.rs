@@ -19,6 +19,12 @@ pub(super) fn name_of(f: OutputFormat) -> &'static str {
 /// four-backtick fence may hold three.
 pub(super) fn markdown(text: &str) -> Result<String, String> {
     use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag};
+    // The parser recurses on nested block quotes: refuse an absurd nesting before it does.
+    if deepest_prefix(text, &['>', ' ', '\t'], '>') > MAX_NESTING {
+        return Err(format!(
+            "expected Markdown, found block quotes nested more than {MAX_NESTING} levels deep"
+        ));
+    }
     let mut headings = 0;
     for (event, range) in Parser::new(text).into_offset_iter() {
         match event {
@@ -37,6 +43,23 @@ pub(super) fn markdown(text: &str) -> Result<String, String> {
         return Err("expected Markdown with at least one heading, found none".into());
     }
     Ok(format!("Markdown ({headings} headings)"))
+}
+
+/// Nesting accepted in Markdown and YAML outputs, far beyond any real document; the parsers
+/// recurse on it.
+const MAX_NESTING: usize = 512;
+
+/// The most `marker` characters in the run of `prefix` characters that starts any line.
+fn deepest_prefix(text: &str, prefix: &[char], marker: char) -> usize {
+    text.lines()
+        .map(|l| {
+            l.chars()
+                .take_while(|c| prefix.contains(c))
+                .filter(|c| *c == marker)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
 }
 
 /// The opening fence of a fenced code block's source when no closing fence ends it.
@@ -83,6 +106,17 @@ fn unfence(s: &str) -> &str {
 /// Parses one YAML document into a JSON value.
 pub fn yaml_value(text: &str) -> Result<Value, String> {
     use yaml_rust2::YamlLoader;
+    // yaml-rust2 limits flow nesting (`[[[`) but recurses on block nesting (`- - -`).
+    if deepest_prefix(text, &['-', '?', ' ', '\t'], '-').max(deepest_prefix(
+        text,
+        &['-', '?', ' ', '\t'],
+        '?',
+    )) > MAX_NESTING
+    {
+        return Err(format!(
+            "invalid YAML: nested more than {MAX_NESTING} levels deep"
+        ));
+    }
     let docs = YamlLoader::load_from_str(text).map_err(|e| format!("invalid YAML: {e}"))?;
     match docs.as_slice() {
         [] => Err("an empty YAML document".into()),

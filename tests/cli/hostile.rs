@@ -566,3 +566,22 @@ fn regexes_over_the_size_limit_are_warned_about_not_skipped_silently() {
     let v = json_out(&s.cmd(&["config", "check"]).output().unwrap());
     assert_eq!(v["problems"].as_array().unwrap().len(), 2, "{v}");
 }
+
+#[test]
+fn deeply_nested_yaml_and_markdown_outputs_are_refused_not_crashed_on() {
+    let s = Sandbox::new();
+    for (format, text) in [
+        ("yaml", format!("{}x", "- ".repeat(20_000))),
+        ("yaml", "[".repeat(100_000)),
+        ("markdown", format!("# t\n{}x", "> ".repeat(100_000))),
+        ("json", "[".repeat(100_000)),
+    ] {
+        let out = s
+            .cmd(&["check-output", "--raw", "--format", format])
+            .write_stdin(text)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{format}");
+        assert_eq!(json_out(&out)["ok"], false, "{format}");
+    }
+}
