@@ -10,7 +10,8 @@
 //! normal stack. jaq has no step counter and cannot be interrupted inside one evaluation, so
 //! each run happens on a worker thread with a large stack: the caller waits at most the
 //! budget's time and then abandons the worker (it stops with the process, which ends soon
-//! after: every triage command is short-lived). Between outputs the worker checks the
+//! after: every triage command is short-lived — only `triage run --until-output-ok` lives on
+//! with an abandoned worker, which then spins until the run ends). Between outputs the worker checks the
 //! deadline, the number of outputs and their size; an output nested deeper than the JSON
 //! reader's limit is refused before it is converted, and leaked rather than dropped, so no
 //! recursion runs on its depth.

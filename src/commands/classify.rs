@@ -60,6 +60,9 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         exit_code: args.exit_code,
         tool: args.tool.clone(),
     };
+    if args.hook && input.is_null() && o.message.is_none() && o.exit_code.is_none() {
+        return Ok(Outcome::nothing());
+    }
     if input.is_null() && o.message.is_none() && o.exit_code.is_none() {
         // Best effort: a hook that pipes an empty stderr still gets an answer to act on.
         cx.warn(
@@ -122,6 +125,16 @@ pub fn seed(cx: &Context) -> Result<u64, Failure> {
 /// Stdin as JSON, or as text with `--raw`. Text that is not JSON is classified as text, with
 /// a warning: a failure must still be classified when a hook pipes plain stderr.
 fn read_input(args: &Args, cx: &Context) -> Result<Value, Failure> {
+    if args.hook {
+        // A hook payload is one JSON value: answer as soon as it has arrived.
+        return match cx.read_json() {
+            Ok(v) => Ok(v.unwrap_or(Value::Null)),
+            Err(f) => {
+                cx.warn(&format!("{}; answered nothing", f.message));
+                Ok(Value::Null)
+            }
+        };
+    }
     let Some(bytes) = cx.read_stdin()? else {
         return Ok(Value::Null);
     };

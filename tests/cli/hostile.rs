@@ -585,3 +585,17 @@ fn deeply_nested_yaml_and_markdown_outputs_are_refused_not_crashed_on() {
         assert_eq!(json_out(&out)["ok"], false, "{format}");
     }
 }
+
+#[test]
+fn hook_forms_of_other_commands_answer_as_soon_as_the_payload_has_arrived() {
+    let s = Sandbox::new();
+    let payload = failure_payload("Exit code 1");
+    for args in [
+        &["classify", "--hook"][..],
+        &["breaker", "--hook"],
+        &["check-output", "--hook"],
+    ] {
+        let out = with_open_pipe(under_timeout(&s, args), payload.as_bytes());
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+    }
+}
