@@ -59,6 +59,8 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         raw: args.raw,
         exit_code: args.exit_code,
         tool: args.tool.clone(),
+        now: Some(cx.now),
+        utc_offset: None,
     };
     if input.is_null() && o.message.is_none() && o.exit_code.is_none() {
         return Err(Failure::usage(
