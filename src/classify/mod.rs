@@ -46,7 +46,7 @@ mod cases;
 mod corpus;
 
 use crate::policy::{ClassifyRule, Policy};
-use crate::vocab::{Action, Category, Criticality, Kind, Severity, Tier};
+use crate::vocab::{Action, Category, Kind, Severity, Tier};
 use chrono::{DateTime, FixedOffset, Utc};
 pub use retry::RetryAdvice;
 use serde::{Deserialize, Serialize};
@@ -167,17 +167,17 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
             fallback: d.fallback,
             max_attempts: tr.and_then(|r| r.max_attempts).or(d.max_attempts),
             delay_s: tr.and_then(|r| r.delay_s).map(f64::from),
+            degrade_when_exhausted: d.max_attempts.is_some()
+                && d.fallback == Action::ProceedDegraded,
         },
         &policy.retry,
         seed,
     );
     if decision.exhausted {
-        let optional = agent
-            .as_ref()
-            .is_some_and(|(_, a)| a.criticality == Criticality::Optional);
         // Seed 000's log levels: an optional agent's failure is a warning, a critical one's an
-        // error; a critical agent out of attempts needs a person (tier 2 at least).
-        if optional {
+        // error; a critical agent out of attempts needs a person (tier 2 at least). Going on
+        // without the result (an optional agent, an unavailable tool) keeps the tier.
+        if decision.action == Action::ProceedDegraded {
             severity = Severity::Warning;
         } else {
             severity = severity.min(Severity::Error);
@@ -370,7 +370,12 @@ fn line_at(text: &str, at: usize) -> String {
 fn first_line(text: &str) -> Option<String> {
     text.lines()
         .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with("Exit code "))
+        .find(|l| {
+            let lower = l.to_ascii_lowercase();
+            !l.is_empty()
+                && !lower.starts_with("exit code ")
+                && !lower.starts_with("error: exit code ")
+        })
         .map(clip)
 }
 

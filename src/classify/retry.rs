@@ -63,6 +63,9 @@ pub struct Failure<'a> {
     pub max_attempts: Option<u32>,
     /// The wait before that retry, from the rule, when the policy has none for the kind.
     pub delay_s: Option<f64>,
+    /// Out of attempts, go on without the result instead of escalating (seed 004: an MCP
+    /// server that is still unavailable after one retry is done without).
+    pub degrade_when_exhausted: bool,
 }
 
 /// Decides retry or not, and the wait, for `f` under `policy`; `seed` feeds the jitter.
@@ -114,6 +117,11 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
             (
                 Action::ProceedDegraded,
                 "the agent is optional: proceed without it and note the gap (seed 000)",
+            )
+        } else if f.degrade_when_exhausted {
+            (
+                Action::ProceedDegraded,
+                "go on without it and say what is missing (seed 004)",
             )
         } else {
             (
@@ -263,6 +271,7 @@ mod tests {
             fallback: Action::Escalate,
             max_attempts: None,
             delay_s: None,
+            degrade_when_exhausted: false,
         }
     }
 

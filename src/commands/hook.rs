@@ -226,7 +226,7 @@ fn verdict_text(r: &Response) -> String {
 
 fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let policy = cx.policy()?;
-    let (rec, object) = record_error::classified(&p.0, policy, None);
+    let (rec, object) = record_error::classified_at(&p.0, policy, None, Some(cx.now));
     let warnings = store_record(cx, p, rec)?;
     if let Some(key) = guarded_key(cx, p)? {
         let start = p
@@ -256,7 +256,7 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
 
 /// Classifies `input` and records it; returns the thresholds it crossed.
 fn record_failure(cx: &Context, p: &Payload, input: &Value) -> Result<Vec<Warning>, Failure> {
-    let rec = record_error::classified_record(input, cx.policy()?, None);
+    let rec = record_error::classified_record_at(input, cx.policy()?, None, Some(cx.now));
     store_record(cx, p, rec)
 }
 
