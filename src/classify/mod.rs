@@ -44,6 +44,8 @@ mod words;
 mod cases;
 #[cfg(test)]
 mod corpus;
+#[cfg(test)]
+mod families;
 
 use crate::policy::{ClassifyRule, Policy};
 use crate::vocab::{Action, Category, Kind, Severity, Tier};
@@ -157,6 +159,8 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
         .unwrap_or(d.severity);
     let category: Category = from_given!("category").unwrap_or(d.category);
     let agent = f.agent.as_deref().map(|name| (name, policy.agent(name)));
+    let fallback = tr.and_then(|r| r.fallback).unwrap_or(d.fallback);
+    let max_attempts = tr.and_then(|r| r.max_attempts).or(d.max_attempts);
     let decision = retry::decide(
         &retry::Failure {
             kind: v.kind,
@@ -164,11 +168,10 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
             attempt: f.attempt.unwrap_or(1),
             agent: agent.as_ref().map(|(n, a)| (*n, a)),
             retry_after_s: f.retry_after_s,
-            fallback: d.fallback,
-            max_attempts: tr.and_then(|r| r.max_attempts).or(d.max_attempts),
+            fallback,
+            max_attempts,
             delay_s: tr.and_then(|r| r.delay_s).map(f64::from),
-            degrade_when_exhausted: d.max_attempts.is_some()
-                && d.fallback == Action::ProceedDegraded,
+            degrade_when_exhausted: max_attempts.is_some() && fallback == Action::ProceedDegraded,
         },
         &policy.retry,
         seed,

@@ -64,7 +64,8 @@ pub struct Failure<'a> {
     /// The wait before that retry, from the rule, when the policy has none for the kind.
     pub delay_s: Option<f64>,
     /// Out of attempts, go on without the result instead of escalating (seed 004: an MCP
-    /// server that is still unavailable after one retry is done without).
+    /// server that is still unavailable after one retry is done without; a tool's plain
+    /// non-zero exit, retried once, is reported, not escalated).
     pub degrade_when_exhausted: bool,
 }
 
@@ -121,7 +122,7 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
         } else if f.degrade_when_exhausted {
             (
                 Action::ProceedDegraded,
-                "go on without it and say what is missing (seed 004)",
+                "go on without it and say what is missing",
             )
         } else {
             (

@@ -168,6 +168,9 @@ pub struct TextRule {
     pub delay_s: Option<u32>,
     /// Suggestions that replace the kind's.
     pub advice: &'static [&'static str],
+    /// The action when it is not retried, or out of attempts (`proceed_degraded`: go on and
+    /// say what is missing), instead of the kind's.
+    pub fallback: Option<Action>,
 }
 
 const fn rule(name: &'static str, kind: Kind, pattern: &'static str) -> TextRule {
@@ -181,6 +184,7 @@ const fn rule(name: &'static str, kind: Kind, pattern: &'static str) -> TextRule
         max_attempts: None,
         delay_s: None,
         advice: &[],
+        fallback: None,
     }
 }
 
@@ -213,6 +217,12 @@ impl TextRule {
     const fn advice(self, advice: &'static [&'static str]) -> TextRule {
         TextRule { advice, ..self }
     }
+    const fn fallback(self, action: Action) -> TextRule {
+        TextRule {
+            fallback: Some(action),
+            ..self
+        }
+    }
 }
 
 /// Wordings that decide on their own, before any HTTP status: a wrapper that says whose failure
@@ -224,14 +234,14 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "hook-deny",
         Kind::PermissionDenied,
-        r"hook (?:error|stopped continuation)\b.{0,200}\b(?:blocked|deny|denied|forbidden|not allowed|refused|rejected)\b|hook stopped continuation|hook \(blocked\)|blocked by (?:a |the )?(?:[\w:-]+ )?hook\b|operation blocked by hook",
+        r"hook (?:error|stopped continuation)\b.{0,200}\b(?:blocked|deny|denied|forbidden|not allowed|refused|rejected)\b|hook stopped continuation|hook \(blocked\)|blocked by (?:a |the )?(?:[\w:-]+ )?hook\b|operation blocked by hook|hook command (?:completed|exited) with status 2\b",
     ),
     // A hook that crashed, timed out or printed what the client cannot use; the tool call went
     // on (seed 004: hooks never block, best effort).
     rule(
         "hook-error",
         Kind::HookFailed,
-        r"\bhook error\b|\bhook (?:\[[^\]\n]{0,300}\] )?failed\b|failed with non-blocking status code|hook cancelled|hook blocking error|\bhook timed out|hook output (?:does not start|is not valid|looks like)",
+        r"\bhook error\b|\bhook (?:\[[^\]\n]{0,300}\] )?failed\b|failed with non-blocking status code|hook cancelled|hook blocking error|\bhook timed out|hook command (?:completed|exited) with status [1-9]|hook output (?:does not start|is not valid|looks like)",
     ),
     rule(
         "edit-mismatch",
@@ -280,6 +290,53 @@ pub const SPECIFIC: &[TextRule] = &[
         Kind::InvalidInput,
         r"exceeds maximum allowed (?:size|tokens)",
     ),
+    // Seed 004 §3.2: a task or message target that is gone (TaskGet, SendMessage to a dead
+    // agent) is tier 2.
+    rule(
+        "target-gone",
+        Kind::TargetNotFound,
+        r"no task found with id|\btask (?:or subtask )?(?:with id )?\S{1,64} (?:was )?not found|\btask not found|taskget failed|no (?:agent|teammate|recipient) (?:named|found|with)|\b(?:agent|teammate|recipient) \S{1,64} (?:was )?not found|\b(?:agent|teammate) \S{1,64} (?:is not running|is not active|has exited|is dead)",
+    ),
+    // Seed 004: an unresponsive coordinator is tier 3 (the lead takes over its workers).
+    rule(
+        "coordinator-unresponsive",
+        Kind::Unresponsive,
+        r"\bcoordinator\b.{0,60}\b(?:unresponsive|not responding|no response|did not respond|has not responded|timed out waiting)",
+    )
+    .tier(Tier::PipelineAffecting)
+    .severity(Severity::Critical)
+    .advice(&[
+        "Stop waiting on the coordinator: the lead takes over its workers (seed 004 Mode 3 fallback)",
+    ]),
+    rule(
+        "unresponsive",
+        Kind::Unresponsive,
+        r"\b(?:worker|agent|teammate|subagent|peer)\b.{0,60}\b(?:unresponsive|not responding|did not respond|has not responded)|\b(?:worker|agent|teammate|subagent|peer)\b.{0,60}\bno response (?:in|after|within|for)\b|\bno heartbeat\b|heartbeat (?:missed|lost|timed out)",
+    ),
+    rule(
+        "gate-failed",
+        Kind::GateFailed,
+        r"\bgate\b[\w :#-]{0,20}\b(?:fail|failed)\b",
+    ),
+    rule(
+        "state-corrupt",
+        Kind::StateCorrupt,
+        r"\bstate\b.{0,40}\bcorrupt|\bcorrupt\w* (?:state|checkpoint|workflow)\b|\bpt corruption|permanent task .{0,30}corrupt",
+    ),
+    rule(
+        "phase-failed",
+        Kind::PhaseFailed,
+        r"\ball (?:\d+ )?(?:workers|agents|subagents|tasks)\b.{0,40}\bfailed\b|fix[- ]loop (?:was |is )?exhausted|exhausted (?:the |its )?fix[- ]loop",
+    ),
+    // Seed 004 §3.2: "jq parse failure in hook" is tier 1 (use a fallback, never block). In a
+    // hook's own wrapper it is the hook's failure (`hook-error` above).
+    rule("jq", Kind::InvalidInput, r"\bjq: (?:error|parse error)\b")
+        .tier(Tier::SelfRecoverable)
+        .severity(Severity::Warning)
+        .advice(&[
+            "The JSON given to jq is not what the filter expects: fall back to a default (`jq -e … || echo default`) and go on (seed 004)",
+            "Print the input jq was given to see its shape before changing the filter",
+        ]),
     rule(
         "json-parse",
         Kind::InvalidInput,
@@ -360,44 +417,6 @@ pub const SPECIFIC: &[TextRule] = &[
     ),
     rule("go-test", Kind::TestFailed, r"^--- fail: |^fail\s+\S+\s+[\d.]+s\s*$"),
     rule("mocha", Kind::TestFailed, r"^\s*\d+ failing\s*$"),
-    // Seed 004 §3.2: a task or message target that is gone (TaskGet, SendMessage to a dead
-    // agent) is tier 2.
-    rule(
-        "target-gone",
-        Kind::TargetNotFound,
-        r"no task found with id|\btask \S{1,64} (?:was )?not found|\btask not found|taskget failed|no (?:agent|teammate|recipient) (?:named|found|with)|\brecipient \S{1,64} (?:was )?not found|\b(?:agent|teammate) \S{1,64} (?:is not running|is not active|has exited|is dead)",
-    ),
-    // Seed 004: an unresponsive coordinator is tier 3 (the lead takes over its workers).
-    rule(
-        "coordinator-unresponsive",
-        Kind::Unresponsive,
-        r"\bcoordinator\b.{0,60}\b(?:unresponsive|not responding|no response|did not respond|has not responded|timed out waiting)",
-    )
-    .tier(Tier::PipelineAffecting)
-    .severity(Severity::Critical)
-    .advice(&[
-        "Stop waiting on the coordinator: the lead takes over its workers (seed 004 Mode 3 fallback)",
-    ]),
-    rule(
-        "unresponsive",
-        Kind::Unresponsive,
-        r"\b(?:worker|agent|teammate|subagent|peer)\b.{0,60}\b(?:unresponsive|not responding|did not respond|has not responded)|\b(?:worker|agent|teammate|subagent|peer)\b.{0,60}\bno response (?:in|after|within|for)\b|\bno heartbeat\b|heartbeat (?:missed|lost|timed out)",
-    ),
-    rule(
-        "gate-failed",
-        Kind::GateFailed,
-        r"\bgate\b[\w :#-]{0,20}\b(?:fail|failed)\b",
-    ),
-    rule(
-        "state-corrupt",
-        Kind::StateCorrupt,
-        r"\bstate\b.{0,40}\bcorrupt|\bcorrupt\w* (?:state|checkpoint|workflow)\b|\bpt corruption|permanent task .{0,30}corrupt",
-    ),
-    rule(
-        "phase-failed",
-        Kind::PhaseFailed,
-        r"\ball (?:\d+ )?(?:workers|agents|subagents|tasks)\b.{0,40}\bfailed\b|fix[- ]loop (?:was |is )?exhausted|exhausted (?:the |its )?fix[- ]loop",
-    ),
     // Seed 004 §3.2: an MCP server that is unavailable is tier 1, retried once, then the work
     // goes on without it.
     rule(
@@ -502,7 +521,7 @@ pub const GENERIC: &[TextRule] = &[
     rule(
         "timeout",
         Kind::Timeout,
-        r"timed out|etimedout|deadline exceeded|timeouterror|timeoutexception|\btimeout\b|gateway time-?out",
+        r"timed out|etimedout|esockettimedout|deadline exceeded|timeouterror|timeoutexception|\btimeout\b|gateway time-?out",
     ),
     rule(
         "tool-error",
@@ -552,7 +571,9 @@ pub const TOOL_EXIT: TextRule = rule(
     r"^(?:error: )?exit code -?\d+\s*$",
 )
 .tier(Tier::SelfRecoverable)
+.severity(Severity::Warning)
 .attempts(2, 0)
+.fallback(Action::ProceedDegraded)
 .advice(&[
     "A non-zero exit without an error message is often an answer, not a fault (grep found no match, diff found differences, test was false): read the output first",
     "Retry once only if the command should have succeeded; if it fails again, say what it printed",
