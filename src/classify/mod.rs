@@ -54,7 +54,7 @@ pub use retry::RetryAdvice;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use words::{detail_line, suggestions};
-pub use words::{hook_context, kinds_table};
+pub use words::{fmt_wait, hook_context, kinds_table};
 
 /// What the command line says over the input.
 #[derive(Clone, Debug, Default)]

@@ -154,7 +154,7 @@ pub fn hook_context(e: &ErrorObject) -> String {
 }
 
 /// A wait for a person or a model to read: `30 s`, `12 min`, `5 h 12 min`.
-pub(super) fn fmt_wait(s: f64) -> String {
+pub fn fmt_wait(s: f64) -> String {
     let s = s.max(0.0);
     if s < 120.0 {
         format!("{} s", fmt_secs(s))
@@ -189,12 +189,13 @@ pub fn kinds_table() -> String {
         let d = rules::defaults(*k);
         let tier = d.tier.number().to_string();
         let retry = if d.retryable { "yes" } else { "no" };
+        let severity = format!("{} ({})", d.severity.as_str(), d.severity.priority());
         out.push_str(&row(
             k.as_str(),
             &tier,
             d.category.as_str(),
             retry,
-            d.severity.as_str(),
+            &severity,
         ));
     }
     out
