@@ -379,12 +379,12 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "build",
         Kind::BuildFailed,
-        r"compilation failed|\bbuild failed\b|compilation error|failed to compile|syntaxerror: invalid syntax",
+        r"compilation failed|\bbuild failed\b|compilation error|failed to compile|^\s*syntaxerror: |did not complete successfully: exit code",
     ),
     rule(
         "package-missing",
         Kind::NotFound,
-        r"could not find a version that satisfies the requirement|no matching distribution found|is not in (?:this|the npm) registry|couldn't find package|\bcode e404\b|npm err! 404|registry returned 404|manifest (?:for \S+ )?(?:not found|unknown)",
+        r"could not find a version that satisfies the requirement|no matching distribution found|is not in (?:this|the npm) registry|couldn't find package|\bcode e404\b|npm err! 404|no matching version found for|\betarget\b|couldn't find any versions for|registry returned 404|manifest (?:for \S+ )?(?:not found|unknown)",
     )
     .advice(&[
         "Check the package name and version: a typo, a private or removed package, or a version this runtime cannot use",
@@ -403,7 +403,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "pytest",
         Kind::TestFailed,
-        r"^failed \S+::|=+ (?:.*, )?\d+ failed\b|short test summary info",
+        r"^failed \S+::|=+ (?:.*, )?\d+ failed\b|short test summary info|^\s*\d+ failed(?:, \d+ \w+)* in [\d.]+ ?s|^e\s+(?:assert|assertionerror)\b",
     ),
     rule(
         "cargo-test",
@@ -438,13 +438,24 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "git-conflict",
         Kind::ToolFailure,
-        r"conflict \((?:content|add/add|modify/delete|rename/\w+)\)|merge conflict in |automatic merge failed|fix conflicts and then commit|you have unmerged paths",
+        r"conflict \((?:content|add/add|modify/delete|rename/\w+)\)|merge conflict in |automatic merge failed|fix conflicts and then commit|you have unmerged paths|would be overwritten by (?:merge|checkout)|commit your changes or stash them|refusing to merge unrelated histories",
     )
     .tier(Tier::SelfRecoverable)
     .retryable(false)
     .advice(&[
         "Resolve the <<<<<<< ======= >>>>>>> markers in the conflicted files, git add them, then continue the merge or rebase",
         "Ask the user when the two sides disagree on intent",
+    ]),
+    // Docker: "Conflict. The container name \"/x\" is already in use by container …".
+    rule(
+        "name-conflict",
+        Kind::ToolFailure,
+        r"is already in use by container",
+    )
+    .tier(Tier::SelfRecoverable)
+    .retryable(false)
+    .advice(&[
+        "Remove or rename the existing container (docker rm -f NAME), or give the new one another name",
     ]),
     rule(
         "disk-full",
@@ -531,7 +542,7 @@ pub const GENERIC: &[TextRule] = &[
     rule(
         "network",
         Kind::NetworkError,
-        r"\b(?:econnrefused|econnreset|enotfound|eai_again|ehostunreach|enetunreach|econnaborted)\b|getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|connection error|connection closed|connection aborted|forcibly closed|network is unreachable|no route to host|socket hang up|fetch failed|failed to fetch|failed to establish a new connection|\bdns\b|cannot connect to the docker daemon|couldn't connect to|failed to connect to|unable to connect|und_err_socket|was refused|ssl certificate problem|ssl connect error|certificate verif|handshake failed|remote end hung up",
+        r"\b(?:econnrefused|econnreset|enotfound|eai_again|ehostunreach|enetunreach|econnaborted)\b|getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|connection error|connection closed|connection aborted|forcibly closed|network is unreachable|no route to host|socket hang up|fetch failed|failed to fetch|failed to establish a new connection|\bdns\b|cannot connect to the docker daemon|couldn't connect to|failed to connect to|unable to connect|und_err_socket|was refused|no such host|ssl certificate problem|ssl connect error|certificate verif|handshake failed|remote end hung up",
     ),
     rule(
         "permission",
@@ -541,17 +552,17 @@ pub const GENERIC: &[TextRule] = &[
     rule(
         "not-found",
         Kind::NotFound,
-        r"\benoent\b|no such file or directory|command not found|filenotfounderror|no module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b|could not be found|no logs found|doesn't have a resource type|could not find the requested resource",
+        r"\benoent\b|no such file or directory|command not found|filenotfounderror|no module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b|could not be found|no logs found|doesn't have a resource type|could not find the requested resource|did not match any files?|or any parent directory|no such (?:container|image|object)\b",
     ),
     rule(
         "schema",
         Kind::InvalidInput,
-        r"is a required property|validation errors? for|validationerror|missing (?:required )?field|inputvalidationerror|does not match (?:the )?schema|schema validation|unrecognized arguments?|unexpected argument|invalid (?:argument|option|parameter)|bad request|unknown directive",
+        r"is a required property|validation errors? for|validationerror|missing (?:required )?field|inputvalidationerror|does not match (?:the )?schema|schema validation|unrecognized (?:arguments?|options?|subcommand)|unexpected argument|invalid (?:argument|option|parameter)|bad request|unknown directive|unknown (?:option|flag)\b|found argument .{1,100} which wasn't expected|following (?:required )?arguments (?:are required|were not (?:supplied|provided))|\beisdir\b|illegal operation on a directory|\benotdir\b",
     ),
     rule(
         "crash",
         Kind::Crash,
-        r"panicked at|segmentation fault|sigsegv|sigabrt|sigbus|core dumped|fatal runtime error|traceback \(most recent call last\)|abort trap|stack overflow|out of memory|oomkilled|^killed$|signal: killed|fatal error: runtime|^panic: |cannot read propert(?:y|ies) of (?:undefined|null)|is not a function\b|maximum call stack size exceeded|unhandledpromiserejection",
+        r"panicked at|segmentation fault|sigsegv|sigabrt|sigbus|core dumped|fatal runtime error|\bmemoryerror\b|traceback \(most recent call last\)|abort trap|stack overflow|out of memory|oomkilled|^killed$|signal: killed|fatal error: runtime|^panic: |cannot read propert(?:y|ies) of (?:undefined|null)|is not a function\b|maximum call stack size exceeded|unhandledpromiserejection",
     ),
     // An uncaught exception's own line (`KeyError: 'x'`, `TypeError: …`), when no wording
     // above said more about it.
