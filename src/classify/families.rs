@@ -225,6 +225,10 @@ fn structured_evidence_beats_incidental_words() {
         // Specific wordings decide before the HTTP status: a 400 that says the prompt is too
         // long is an exhausted context, not bad input.
         ("specific", text("API Error: 400 {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 215000 tokens > 200000 maximum\"}}"), ContextExhausted, "context-exhausted"),
+        // A message the terminal wrapped is read with its lines joined when nothing matched
+        // line by line. https://github.com/anthropics/claude-code/issues/3028
+        ("wrapped", text("API Error: Claude Code is unable to respond to this request, which appears to violate\n     our Usage Policy (https://www.anthropic.com/legal/aup). Please double press esc to \n    edit your last message or start a new session for Claude Code to assist with a \n    different task."), InvalidInput, "usage-policy"),
+        ("wrapped", text("API Error: Claude's response exceeded the 32000\n     output token maximum. To configure this behavior, set the\n     CLAUDE_CODE_MAX_OUTPUT_TOKENS environment variable."), ContextExhausted, "context-exhausted"),
     ];
     check(&rows, 1);
 }

@@ -29,6 +29,9 @@
 //!    line of a multi-line error weighs more than what follows it.
 //! 6. The exit status: 124, 126, 127, 128+N; then a tool call whose error is only its
 //!    `Exit code N` line ([`rules::TOOL_EXIT`]).
+//! 7. When nothing matched, levels 2, 3 and 5 once more on the text with its line breaks
+//!    joined: a terminal wraps a long message (`… which appears to violate` / `our Usage
+//!    Policy`), and issue reports quote it wrapped.
 //!
 //! At every level, stack frames are not evidence: JavaScript `at …` lines, Python's
 //! `Traceback` header and `File "…"` frames, Go and Rust backtrace lines are dropped before
@@ -348,10 +351,36 @@ fn builtin<'p>(f: &input::Facts) -> Verdict<'p> {
             };
         }
     }
+    // 7. Nothing matched: a terminal wraps long messages, so the same wordings are tried once
+    // more with the line breaks joined.
+    if ev.text.contains('\n') {
+        let joined = join_wrapped_lines(&ev.text);
+        let jv = matching::Evidence::new(&joined);
+        let hit = matching::specific(&jv.lower)
+            .or_else(|| matching::api_type(&jv.lower))
+            .or_else(|| matching::generic(&jv.lower));
+        if let Some(hit) = hit {
+            return by_rule(hit, &jv.text);
+        }
+    }
     if let Some(word) = &f.stop_failure {
         return v(Kind::Unknown, &format!("stop-failure-{word}"), first, None);
     }
     v(Kind::Unknown, "unmatched", first, None)
+}
+
+/// `text` with every line break and the indentation after it turned into one space.
+fn join_wrapped_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut lines = text.lines();
+    if let Some(first) = lines.next() {
+        out.push_str(first.trim_end());
+    }
+    for l in lines {
+        out.push(' ');
+        out.push_str(l.trim());
+    }
+    out
 }
 
 /// The line of `text` around byte `at`, trimmed and clipped.

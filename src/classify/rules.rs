@@ -264,6 +264,16 @@ pub const SPECIFIC: &[TextRule] = &[
         "Wait until the limit resets (retry_after_s, retry_at), or ask the user to switch plan or model",
         "Do not retry before the reset: every request until then is refused",
     ]),
+    // The API refused the request's content; the same request is refused again.
+    rule(
+        "usage-policy",
+        Kind::InvalidInput,
+        r"violate our usage policy|blocked under anthropic.s usage policy",
+    )
+    .advice(&[
+        "The API refused this request's content (Usage Policy): do not resend it unchanged; rephrase, leave out the content that triggered it, or start a new session",
+        "If the refusal looks wrong, tell the user: it may be a false positive",
+    ]),
     rule(
         "cc-timeout",
         Kind::Timeout,
@@ -517,12 +527,12 @@ pub const GENERIC: &[TextRule] = &[
     rule(
         "interrupted",
         Kind::Interrupted,
-        r"keyboardinterrupt|\[request interrupted by user|interrupted by (?:the )?user|^\^c$|interrupted\W{1,4}what (?:should|do you want) claude|request was aborted|operation was aborted|operation aborted|\baborterror\b",
+        r"keyboardinterrupt|\[request interrupted by user|interrupted by (?:the )?user|^\^c$|interrupted\W{1,4}what (?:should|do you want) claude|request was aborted|operation was aborted|operation aborted|\baborterror\b|tool use was cancell?ed|\bcancell?ed by (?:the )?user|operation (?:was )?cancell?ed",
     ),
     rule(
         "auth",
         Kind::AuthFailed,
-        r"invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|token is expired|invalid bearer token|invalid authentication credentials|failed to authenticate|password authentication was removed|host key verification failed|not logged in|/login\b|credit balance is too low|billing",
+        r"invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|token is expired|invalid bearer token|invalid authentication credentials|failed to authenticate|password authentication was removed|host key verification failed|not logged in|/login\b|credit balance is too low|billing|could not read username|terminal prompts disabled",
     ),
     rule(
         "overloaded",
@@ -547,12 +557,12 @@ pub const GENERIC: &[TextRule] = &[
     rule(
         "permission",
         Kind::PermissionDenied,
-        r"\b(?:eacces|eperm)\b|permission denied|operation not permitted|access denied|read-only file system|permission to use \w+ has been denied|permission check failed|\bwas blocked\b|insufficient permissions|\bforbidden\b|access to the resource is denied|rejected by the user|user denied|denied by (?:the )?user|invalidated by the user",
+        r"\b(?:eacces|eperm)\b|permission denied|operation not permitted|access denied|read-only file system|permission to use \w+ has been denied|permission check failed|\bwas blocked\b|insufficient permissions|\bforbidden\b|access to the resource is denied|rejected by the user|user denied|denied by (?:the )?user|invalidated by the user|doesn't want to proceed with this tool use|tool use was rejected|permission to \S{1,100} denied",
     ),
     rule(
         "not-found",
         Kind::NotFound,
-        r"\benoent\b|no such file or directory|command not found|filenotfounderror|no module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b|could not be found|no logs found|doesn't have a resource type|could not find the requested resource|did not match any files?|or any parent directory|no such (?:container|image|object)\b",
+        r"\benoent\b|no such file or directory|command not found|filenotfounderror|no module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b|could not be found|no logs found|no conversation found|doesn't have a resource type|could not find the requested resource|did not match any files?|or any parent directory|no such (?:container|image|object)\b",
     ),
     rule(
         "schema",
