@@ -90,7 +90,6 @@ pub struct Recorded {
 /// Runs `triage record-error`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     if let Some(id) = &args.resolve {
-        crate::context::drain_stdin();
         let resolution = Resolution {
             action_taken: args.action_taken.clone(),
             successful: args.successful,
@@ -104,7 +103,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     }
     let input = read_input(cx)?;
     let mut rec = match &input {
-        Some(v) => classified_record_at(v, cx.policy()?, args.retry_count, Some(cx.now)),
+        Some(v) => {
+            let (rec, object) = classified_at(v, cx.policy()?, args.retry_count, Some(cx.now));
+            object.warnings.iter().for_each(|w| cx.warn(w));
+            rec
+        }
         None if args.kind.is_some() || args.detail.is_some() => ErrorRecord::default(),
         None => {
             return Err(Failure::data(
@@ -145,15 +148,14 @@ fn read_input(cx: &Context) -> Result<Option<Value>, Failure> {
     let Some(bytes) = cx.read_stdin()? else {
         return Ok(None);
     };
-    if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+    if let Ok(v) = crate::input::parse_json(&bytes) {
         return Ok(Some(v));
     }
-    match String::from_utf8(bytes) {
-        Ok(text) => Ok(Some(Value::String(text.trim_end().to_string()))),
-        Err(_) => Err(Failure::data(
-            "stdin is neither JSON nor UTF-8 text; send an error object, a hook payload or the error's text",
-        )),
-    }
+    // A raw error is kept even when it is not UTF-8 (invalid bytes become U+FFFD), as
+    // `classify` reads it: a failure is never dropped for its encoding.
+    Ok(Some(Value::String(
+        String::from_utf8_lossy(&bytes).trim_end().to_string(),
+    )))
 }
 
 /// The log, its counters and the archive folder under the state root.
@@ -391,16 +393,6 @@ fn text_of(v: Option<&Value>) -> Option<String> {
 /// when the classifier finds none.
 pub fn classified_record(v: &Value, policy: &Policy, retry_count: Option<u32>) -> ErrorRecord {
     classified_at(v, policy, retry_count, None).0
-}
-
-/// [`classified_record`] at time `now`, so that a usage limit's reset time becomes a wait.
-pub fn classified_record_at(
-    v: &Value,
-    policy: &Policy,
-    retry_count: Option<u32>,
-    now: Option<DateTime<Utc>>,
-) -> ErrorRecord {
-    classified_at(v, policy, retry_count, now).0
 }
 
 /// [`classified_record`], with the classifier's error object as well (for the advice a hook
