@@ -57,6 +57,16 @@ pub struct Failure<'a> {
     pub retry_after_s: Option<f64>,
     /// What to do when the kind is not retried (from the kind's defaults).
     pub fallback: Action,
+    /// At most this many attempts, from the rule or the kind (seed 003: `tool_failure` is
+    /// retried once; seed 004: an unavailable MCP server too). It never raises the policy's
+    /// `max_attempts`, and `[retry.kinds.KIND]` overrides it.
+    pub max_attempts: Option<u32>,
+    /// The wait before that retry, from the rule, when the policy has none for the kind.
+    pub delay_s: Option<f64>,
+    /// Out of attempts, go on without the result instead of escalating (seed 004: an MCP
+    /// server that is still unavailable after one retry is done without; a tool's plain
+    /// non-zero exit, retried once, is reported, not escalated).
+    pub degrade_when_exhausted: bool,
 }
 
 /// Decides retry or not, and the wait, for `f` under `policy`; `seed` feeds the jitter.
@@ -94,7 +104,10 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
     }
     let max_attempts = per_kind
         .and_then(|k| k.max_attempts)
-        .unwrap_or(policy.max_attempts)
+        .unwrap_or_else(|| {
+            f.max_attempts
+                .map_or(policy.max_attempts, |m| m.min(policy.max_attempts))
+        })
         .max(1);
     let attempt = f.attempt.max(1);
     if attempt >= max_attempts {
@@ -105,6 +118,11 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
             (
                 Action::ProceedDegraded,
                 "the agent is optional: proceed without it and note the gap (seed 000)",
+            )
+        } else if f.degrade_when_exhausted {
+            (
+                Action::ProceedDegraded,
+                "go on without it and say what is missing",
             )
         } else {
             (
@@ -123,6 +141,8 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
         s.max(0.0)
     } else if let Some(d) = per_kind.and_then(|k| k.delay) {
         d.as_secs_f64()
+    } else if let Some(d) = f.delay_s {
+        d
     } else {
         delay_for(policy, attempt, seed)
     };
@@ -255,6 +275,9 @@ mod tests {
             agent: None,
             retry_after_s: None,
             fallback: Action::Escalate,
+            max_attempts: None,
+            delay_s: None,
+            degrade_when_exhausted: false,
         }
     }
 

@@ -236,7 +236,7 @@ fn verdict_text(r: &Response) -> String {
 
 fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let policy = cx.policy()?;
-    let (rec, object) = record_error::classified(&p.0, policy, None);
+    let (rec, object) = record_error::classified_at(&p.0, policy, None, Some(cx.now));
     object.warnings.iter().for_each(|w| cx.warn(w));
     // The breaker first: the gate of the next call must not depend on the error log.
     if let Some(key) = guarded_key(cx, p)? {
@@ -271,7 +271,7 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
 
 /// Classifies `input` and records it; returns the thresholds it crossed.
 fn record_failure(cx: &Context, p: &Payload, input: &Value) -> Result<Vec<Warning>, Failure> {
-    let (rec, object) = record_error::classified(input, cx.policy()?, None);
+    let (rec, object) = record_error::classified_at(input, cx.policy()?, None, Some(cx.now));
     object.warnings.iter().for_each(|w| cx.warn(w));
     store_record(cx, p, rec)
 }

@@ -15,6 +15,7 @@ use crate::exit::Failure;
 use crate::hook_io::Payload;
 use crate::policy::Policy;
 use crate::vocab::{Kind, Severity};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -103,7 +104,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let input = read_input(cx)?;
     let mut rec = match &input {
         Some(v) => {
-            let (rec, object) = classified(v, cx.policy()?, args.retry_count);
+            let (rec, object) = classified_at(v, cx.policy()?, args.retry_count, Some(cx.now));
             object.warnings.iter().for_each(|w| cx.warn(w));
             rec
         }
@@ -326,7 +327,7 @@ fn text_of(v: Option<&Value>) -> Option<String> {
 /// retry advice, …); a kind the input names in a seed's words (`error_type: "TIMEOUT"`) is kept
 /// when the classifier finds none.
 pub fn classified_record(v: &Value, policy: &Policy, retry_count: Option<u32>) -> ErrorRecord {
-    classified(v, policy, retry_count).0
+    classified_at(v, policy, retry_count, None).0
 }
 
 /// [`classified_record`], with the classifier's error object as well (for the advice a hook
@@ -336,11 +337,22 @@ pub fn classified(
     policy: &Policy,
     retry_count: Option<u32>,
 ) -> (ErrorRecord, ErrorObject) {
+    classified_at(v, policy, retry_count, None)
+}
+
+/// [`classified`] at time `now` (a usage limit's reset time becomes `retry_after_s`).
+pub fn classified_at(
+    v: &Value,
+    policy: &Policy,
+    retry_count: Option<u32>,
+    now: Option<DateTime<Utc>>,
+) -> (ErrorRecord, ErrorObject) {
     let mut rec = record_from_input(v);
     let given_kind = rec.error.get("kind").cloned();
     let overrides = Overrides {
         agent: rec.agent.clone(),
         attempt: retry_count.or(rec.retry_count).map(|n| n.saturating_add(1)),
+        now,
         ..Overrides::default()
     };
     let object = classify::classify(v, &overrides, policy, 0);
