@@ -89,36 +89,3 @@ fn real_errors_get_an_acceptable_kind() {
         wrong.join("\n")
     );
 }
-
-/// The prefilter may pass over a rule only when its regex cannot match, and its bound on where
-/// a match starts must hold: checked on every corpus text, for every built-in rule.
-#[test]
-fn the_prefilter_is_sound_on_real_texts() {
-    use super::matching::{ascii, bound, Evidence};
-    use super::rules::{API_TYPES, GENERIC, SPECIFIC, TOOL_EXIT};
-    let rules: Vec<&rules::TextRule> = SPECIFIC
-        .iter()
-        .chain(API_TYPES)
-        .chain(GENERIC)
-        .chain(std::iter::once(&TOOL_EXIT))
-        .collect();
-    let compiled: Vec<_> = rules.iter().map(|r| ascii(r.pattern).unwrap()).collect();
-    for c in corpus() {
-        let ev = Evidence::new(&c.text);
-        for (r, re) in rules.iter().zip(&compiled) {
-            let (may, at) = bound(r.pattern, &ev.lower);
-            if let Some(m) = re.find(&ev.lower) {
-                assert!(may, "{} passed over on {}", r.name, c.source);
-                if let Some(at) = at {
-                    assert!(
-                        at <= m.start(),
-                        "{} bound {at} > {} on {}",
-                        r.name,
-                        m.start(),
-                        c.source
-                    );
-                }
-            }
-        }
-    }
-}

@@ -3,13 +3,12 @@
 //! (`message`, `exit_code`, `stderr`, …) or raw text. Missing and oddly typed fields are
 //! tolerated: a hook must never fail on a payload it half understands.
 
+use super::facts::Found;
 use super::Overrides;
 use crate::hook_io::Payload;
 use crate::vocab::Kind;
 use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, NaiveTime, TimeZone, Utc};
-use regex::bytes::Regex;
 use serde_json::{Map, Value};
-use std::sync::OnceLock;
 
 /// The facts found in one input.
 #[derive(Clone, Debug, Default)]
@@ -247,58 +246,35 @@ fn utf8(b: &[u8]) -> &str {
     std::str::from_utf8(b).unwrap_or_default()
 }
 
-fn re(cell: &'static OnceLock<Option<Regex>>, pattern: &str) -> Option<&'static Regex> {
-    cell.get_or_init(|| super::matching::ascii(pattern))
-        .as_ref()
-}
-
 /// When a Claude usage limit resets: `usage limit reached|<epoch seconds>`, or a wall-clock
 /// time as the client prints it (`reset at 9am (America/Chicago)`, `resets 2:10pm`,
 /// `resets Jan 18, 11:30am (Asia/Calcutta)`). A wall-clock time needs `now`; it is read in the
 /// zone named when that is UTC, GMT, `Etc/GMT±N` or an offset, else in the machine's local
 /// zone (the one the client printed it in; there is no zone database here).
-fn usage_reset(text: &[u8], o: &Overrides) -> Option<DateTime<Utc>> {
-    static EPOCH: OnceLock<Option<Regex>> = OnceLock::new();
-    static CLOCK: OnceLock<Option<Regex>> = OnceLock::new();
-    if let Some(c) = scan(
-        &EPOCH,
-        &["limit reached|"],
-        r"limit reached\|(\d{9,11})\b",
-        text,
-    ) {
-        let secs: i64 = utf8(&c[1]).parse().ok()?;
+fn usage_reset(found: &Found, o: &Overrides) -> Option<DateTime<Utc>> {
+    if let Some(epoch) = found.usage_epoch() {
+        let secs: i64 = utf8(epoch).parse().ok()?;
         return Utc.timestamp_opt(secs, 0).single();
     }
-    let c = scan(
-        &CLOCK,
-        &["reset"],
-        r"\breset(?:s|ting)?\s+(?:at\s+)?(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (\d{1,2}),? (?:at )?)?(\d{1,2})(?::(\d{2}))?\s*([ap]m)\b(?:\s*\(([^)\n]{1,40})\))?",
-        text,
-    )?;
+    let c = found.usage_clock()?;
     let now = o.now?;
-    let mut hour: u32 = utf8(&c[3]).parse().ok()?;
-    let minute: u32 = c
-        .get(4)
-        .map_or(Some(0), |m| utf8(m.as_bytes()).parse().ok())?;
+    let mut hour: u32 = utf8(c.hour).parse().ok()?;
+    let minute: u32 = c.minute.map_or(Some(0), |m| utf8(m).parse().ok())?;
     if hour == 0 || hour > 12 || minute > 59 {
         return None;
     }
-    hour = hour % 12 + if &c[5] == b"pm" { 12 } else { 0 };
+    hour = hour % 12 + if c.half == b"pm" { 12 } else { 0 };
     let offset = c
-        .get(6)
-        .and_then(|z| zone_offset(utf8(z.as_bytes())))
+        .zone
+        .and_then(|z| zone_offset(utf8(z)))
         .or(o.utc_offset)
         .unwrap_or_else(|| local_offset(now));
     let local_now = now.with_timezone(&offset);
     let time = NaiveTime::from_hms_opt(hour, minute, 0)?;
-    let date = match (c.get(1), c.get(2)) {
-        (Some(m), Some(d)) => {
-            let month = MONTHS
-                .iter()
-                .position(|n| m.as_bytes().starts_with(n.as_bytes()))?
-                as u32
-                + 1;
-            let day: u32 = utf8(d.as_bytes()).parse().ok()?;
+    let date = match c.month {
+        Some((m, d)) => {
+            let month = MONTHS.iter().position(|n| m.starts_with(n.as_bytes()))? as u32 + 1;
+            let day: u32 = utf8(d).parse().ok()?;
             let this_year = NaiveDate::from_ymd_opt(local_now.year(), month, day)?;
             // A date more than half a year back is next year's.
             if (local_now.date_naive() - this_year).num_days() > 183 {
@@ -361,74 +337,22 @@ fn local_offset(now: DateTime<Utc>) -> FixedOffset {
         .fix()
 }
 
-/// The captures of a fact's regex in `text`, compiling the regex only when the text holds one
-/// of `needles` (every match contains one): most texts have no Retry-After and no errno.
-fn scan<'t>(
-    cell: &'static OnceLock<Option<Regex>>,
-    needles: &[&str],
-    pattern: &str,
-    text: &'t [u8],
-) -> Option<regex::bytes::Captures<'t>> {
-    if cell.get().is_none()
-        && !needles
-            .iter()
-            .any(|n| memchr::memmem::find(text, n.as_bytes()).is_some())
-    {
-        return None;
-    }
-    re(cell, pattern)?.captures(text)
-}
-
 /// Facts read from the text itself: exit status, HTTP status, Retry-After or a usage limit's
 /// reset, errno.
 fn from_text(f: &mut Facts, o: &Overrides) {
-    static EXIT: OnceLock<Option<Regex>> = OnceLock::new();
-    static HTTP: OnceLock<Option<Regex>> = OnceLock::new();
-    static HTTP_PHRASE: OnceLock<Option<Regex>> = OnceLock::new();
-    static RETRY: OnceLock<Option<Regex>> = OnceLock::new();
-    static ERRNO: OnceLock<Option<Regex>> = OnceLock::new();
     let text = f.text.to_ascii_lowercase();
-    let bytes = text.as_bytes();
+    let found = Found::new(text.as_bytes());
     if f.exit_code.is_none() {
-        // Claude Code's Bash errors start with `Exit code N` (`Error: Exit code N` on screen);
-        // Python says `non-zero exit status N`, CI runners `exited with code N`.
-        f.exit_code = scan(
-            &EXIT,
-            &["exit code", "exit status", "exited with code"],
-            r"(?:^(?:error: )?exit code:?|\bwith exit code|exit status|exited with code|non-zero exit status)\s+(-?\d+)",
-            bytes,
-        )
-        .and_then(|c| utf8(&c[1]).parse().ok());
+        f.exit_code = found.exit_status().and_then(|c| utf8(c).parse().ok());
     }
     if f.http_status.is_none() {
-        let code = scan(
-            &HTTP,
-            &["http", "status", "error", "rejected ("],
-            r"(?:\bhttp(?:/\d(?:\.\d)?)?[ :]+|\bstatus(?:[ _]?code)?[ :=]+|\berror code[ :=]+|\bapi error:?\s*\(?|returned error:?\s*|\berror:\s+|\brejected \()([45]\d\d)\b",
-            bytes,
-        )
-        .or_else(|| {
-            scan(
-                &HTTP_PHRASE,
-                &[" too many", " service", " bad ", " gateway", " not found", " unauthorized", " forbidden", " internal server", " unprocessable", " request timeout"],
-                r"\b([45]\d\d) (?:too many requests|service unavailable|bad gateway|gateway time-?out|not found|unauthorized|forbidden|bad request|internal server error|unprocessable entity|request timeout)",
-                bytes,
-            )
-        })
-        .and_then(|c| utf8(&c[1]).parse().ok());
-        f.http_status = code;
+        f.http_status = found.http_status().and_then(|c| utf8(c).parse().ok());
     }
     if f.retry_after_s.is_none() {
-        f.retry_after_s = scan(
-            &RETRY,
-            &["retry", "try again in"],
-            r#"retry[-_ ]after["']?\s*[:=]?\s*"?(\d+(?:\.\d+)?)|(?:retry|try again) in (\d+(?:\.\d+)?)\s*s"#,
-            bytes,
-        )
-        .and_then(|c| c.get(1).or(c.get(2)).and_then(|m| utf8(m.as_bytes()).parse().ok()));
+        f.retry_after_s = found.retry_after().and_then(|c| utf8(c).parse().ok());
     }
     if f.retry_after_s.is_none() {
-        if let Some(at) = usage_reset(bytes, o) {
+        if let Some(at) = usage_reset(&found, o) {
             f.retry_at = Some(at);
             if let Some(now) = o.now {
                 let secs = (at - now).num_milliseconds().max(0) as f64 / 1000.0;
@@ -451,30 +375,9 @@ fn from_text(f: &mut Facts, o: &Overrides) {
             Value::from(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
         );
     }
-    if let Some(m) = scan(
-        &ERRNO,
-        &[
-            "enoent",
-            "eacces",
-            "eperm",
-            "econn",
-            "enotfound",
-            "etimedout",
-            "ehostunreach",
-            "enetunreach",
-            "eai_again",
-            "epipe",
-            "erofs",
-            "enospc",
-            "emfile",
-        ],
-        r"\b(e(?:noent|acces|perm|connrefused|connreset|notfound|timedout|hostunreach|netunreach|ai_again|pipe|rofs|nospc|mfile))\b",
-        bytes,
-    ) {
-        f.context.insert(
-            "errno".into(),
-            Value::from(utf8(&m[1]).to_ascii_uppercase()),
-        );
+    if let Some(e) = found.errno() {
+        f.context
+            .insert("errno".into(), Value::from(utf8(e).to_ascii_uppercase()));
     }
     if let Some(t) = &f.tool {
         f.context.insert("tool".into(), Value::from(t.clone()));

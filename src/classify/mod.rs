@@ -37,6 +37,8 @@
 //! `Traceback` header and `File "…"` frames, Go and Rust backtrace lines are dropped before
 //! matching (see [`matching`]).
 
+mod automata;
+mod facts;
 pub mod input;
 mod matching;
 pub mod retry;
