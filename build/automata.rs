@@ -4,8 +4,8 @@
 //! each table's `rule("name", Kind::…, r"pattern")` entries and the `pub const NAME: &str =
 //! r"…";` fact patterns from that file, parses every pattern with the flags the classifier
 //! matches with (ASCII, multi-line, over ASCII-lowercased bytes), determinizes it with
-//! regex-automata, and writes the automata as Rust statics that `src/classify/automata.rs`
-//! walks. A run compiles nothing; `automata::tests` proves the statics agree with the source
+//! regex-automata, and writes the automata as Rust statics (`src/automaton` says what the
+//! tables are) that `src/classify/automata.rs` walks. A run compiles nothing; `automata::tests` proves the statics agree with the source
 //! regexes on the whole corpus.
 //!
 //! Each table becomes one anchored, multi-pattern DFA that reports every pattern matching from
@@ -15,18 +15,12 @@
 //! width times the states of what follows, so such a branch is cut there: the part before it
 //! goes into the table's DFA, the repetition becomes a counted run of a byte set, and the part
 //! after it a DFA of its own, tried at each length the run allows. That is the same language.
-//!
-//! The DFAs are stored compressed: each state has a default transition and a few exceptions
-//! packed into one shared comb (a `check` entry says which state owns a slot), so a lookup is
-//! one comparison and the tables stay small.
 
-use regex_automata::dfa::{dense, Automaton, StartKind};
+use crate::encode::{encode, Encoded};
+use regex_automata::dfa::{dense, StartKind};
 use regex_automata::nfa::thompson;
-use regex_automata::util::primitives::StateID;
-use regex_automata::util::start;
 use regex_automata::{Anchored, MatchKind};
 use regex_syntax::hir::{Class, Hir, HirKind};
-use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::error::Error;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -63,7 +57,11 @@ pub fn generate(manifest_dir: &Path, out_dir: &Path) -> Res<()> {
     emit_table(&mut out, "FACTS", &table);
     emit_sources(&mut out, "FACTS", &facts);
     // Where a fact's leftmost-first match ends (its captures are read from that span).
-    let _ = writeln!(out, "pub static FACT_ENDS: [Dfa; {}] = [", facts.len());
+    let _ = writeln!(
+        out,
+        "pub static FACT_ENDS: [Dfa<'static>; {}] = [",
+        facts.len()
+    );
     for (_, p) in &facts {
         let hir = parse(p)?;
         let dfa = compile_dfa(&[hir], MatchKind::LeftmostFirst)?;
@@ -390,183 +388,11 @@ fn compile_dfa(hirs: &[Hir], kind: MatchKind) -> Res<Encoded> {
                 .minimize(true),
         )
         .build_from_nfa(&nfa)?;
-    encode(&dfa)
+    Ok(encode(&dfa, Anchored::Yes)?)
 }
 
 // ---------------------------------------------------------------------------------------------
 // Encoding.
-
-/// A DFA in the form `src/classify/automata.rs` walks. State 0 is the dead state.
-struct Encoded {
-    classes: [u8; 256],
-    /// Per look-behind: none, then after each byte.
-    start: Vec<u16>,
-    default: Vec<u16>,
-    eoi: Vec<u16>,
-    base: Vec<u32>,
-    check: Vec<u16>,
-    next: Vec<u16>,
-    match_at: Vec<u32>,
-    pids: Vec<u16>,
-}
-
-fn encode(dfa: &dense::DFA<Vec<u32>>) -> Res<Encoded> {
-    let bc = dfa.byte_classes();
-    let mut classes = [0u8; 256];
-    let mut reps: Vec<u8> = Vec::new();
-    for b in 0..=255u8 {
-        let c = bc.get(b);
-        classes[b as usize] = c;
-        if c as usize == reps.len() {
-            reps.push(b);
-        }
-    }
-    if reps.len() != bc.alphabet_len() - 1 {
-        return Err("byte classes are not numbered in byte order".into());
-    }
-    // Number the states in the order they are reached, the dead state first.
-    let mut ids: HashMap<StateID, u16> = HashMap::new();
-    let mut order: Vec<StateID> = Vec::new();
-    let mut queue = VecDeque::new();
-    let number = |id: StateID,
-                  ids: &mut HashMap<StateID, u16>,
-                  order: &mut Vec<StateID>,
-                  queue: &mut VecDeque<StateID>|
-     -> Res<u16> {
-        if dfa.is_quit_state(id) {
-            return Err("the DFA has a quit state".into());
-        }
-        if dfa.is_dead_state(id) {
-            return Ok(0);
-        }
-        if let Some(&n) = ids.get(&id) {
-            return Ok(n);
-        }
-        let n = u16::try_from(order.len() + 1)
-            .ok()
-            .filter(|&n| n < u16::MAX)
-            .ok_or("more than 65534 states")?;
-        ids.insert(id, n);
-        order.push(id);
-        queue.push_back(id);
-        Ok(n)
-    };
-    let mut start = Vec::with_capacity(257);
-    for lb in std::iter::once(None).chain((0..=255u8).map(Some)) {
-        let cfg = start::Config::new().anchored(Anchored::Yes).look_behind(lb);
-        let id = dfa.start_state(&cfg)?;
-        start.push(number(id, &mut ids, &mut order, &mut queue)?);
-    }
-    let mut rows: Vec<Vec<u16>> = vec![vec![0; reps.len()]];
-    let mut eoi = vec![0u16];
-    let mut matches: Vec<Vec<u16>> = vec![Vec::new()];
-    while let Some(id) = queue.pop_front() {
-        let mut row = Vec::with_capacity(reps.len());
-        for &b in &reps {
-            row.push(number(
-                dfa.next_state(id, b),
-                &mut ids,
-                &mut order,
-                &mut queue,
-            )?);
-        }
-        rows.push(row);
-        eoi.push(number(
-            dfa.next_eoi_state(id),
-            &mut ids,
-            &mut order,
-            &mut queue,
-        )?);
-        let mut pids = Vec::new();
-        if dfa.is_match_state(id) {
-            for i in 0..dfa.match_len(id) {
-                pids.push(u16::try_from(dfa.match_pattern(id, i).as_usize())?);
-            }
-        }
-        matches.push(pids);
-    }
-    let (default, base, check, next) = comb(&rows);
-    let mut match_at = vec![0u32];
-    let mut pids = Vec::new();
-    for m in &matches {
-        pids.extend_from_slice(m);
-        match_at.push(u32::try_from(pids.len())?);
-    }
-    Ok(Encoded {
-        classes,
-        start,
-        default,
-        eoi,
-        base,
-        check,
-        next,
-        match_at,
-        pids,
-    })
-}
-
-/// Packs rows into a comb: per state its most common target as the default, and its other
-/// transitions at `base[s] + class`, owned where `check == s`.
-#[allow(clippy::type_complexity)]
-fn comb(rows: &[Vec<u16>]) -> (Vec<u16>, Vec<u32>, Vec<u16>, Vec<u16>) {
-    let mut default = Vec::with_capacity(rows.len());
-    let mut exceptions: Vec<Vec<(usize, u16)>> = Vec::with_capacity(rows.len());
-    for row in rows {
-        let mut counts: BTreeMap<u16, usize> = BTreeMap::new();
-        for &t in row {
-            *counts.entry(t).or_default() += 1;
-        }
-        let d = counts
-            .iter()
-            .max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t)))
-            .map_or(0, |(t, _)| *t);
-        default.push(d);
-        exceptions.push(
-            row.iter()
-                .enumerate()
-                .filter(|(_, &t)| t != d)
-                .map(|(c, &t)| (c, t))
-                .collect(),
-        );
-    }
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by_key(|&s| std::cmp::Reverse(exceptions[s].len()));
-    let mut base = vec![0u32; rows.len()];
-    let mut check: Vec<u16> = Vec::new();
-    let mut next: Vec<u16> = Vec::new();
-    let mut first_free = 0usize;
-    for s in order {
-        let ex = &exceptions[s];
-        if ex.is_empty() {
-            continue;
-        }
-        let lead = ex[0].0;
-        let mut b = first_free.saturating_sub(lead);
-        loop {
-            let fits = ex
-                .iter()
-                .all(|&(c, _)| check.get(b + c).is_none_or(|&o| o == u16::MAX));
-            if fits {
-                break;
-            }
-            b += 1;
-        }
-        for &(c, t) in ex {
-            let k = b + c;
-            if check.len() <= k {
-                check.resize(k + 1, u16::MAX);
-                next.resize(k + 1, 0);
-            }
-            check[k] = s as u16;
-            next[k] = t;
-        }
-        base[s] = b as u32;
-        while check.get(first_free).is_some_and(|&o| o != u16::MAX) {
-            first_free += 1;
-        }
-    }
-    (default, base, check, next)
-}
 
 // ---------------------------------------------------------------------------------------------
 // Emitting.

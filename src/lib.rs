@@ -17,6 +17,7 @@
 //! that reads the environment. A command is the short glue that reads input, calls the core,
 //! persists through the store and writes the answer.
 
+pub mod automaton;
 pub mod breaker;
 pub mod classify;
 pub mod cli;

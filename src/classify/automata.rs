@@ -5,24 +5,9 @@
 //! running it from each position of a text gives each rule's leftmost match start — the start
 //! `regex`'s leftmost-first `find` reports, which is all precedence needs (the line a match
 //! starts on). A fact's automaton also gives the end of its leftmost-first match, the span its
-//! captures are read from. The transitions are a comb: a state's default, and its other
-//! transitions where `check` says the slot is the state's.
+//! captures are read from.
 
-/// One compiled DFA. State 0 is dead; every match is reported one byte late (after the byte
-/// that follows it, or at the end of the text), so look-ahead (`\b`, `$`) is exact.
-pub struct Dfa {
-    classes: &'static [u8],
-    /// The start state with no byte before it, then after each byte value.
-    start: &'static [u16],
-    default: &'static [u16],
-    eoi: &'static [u16],
-    base: &'static [u32],
-    check: &'static [u16],
-    next: &'static [u16],
-    /// The patterns a state matches: `pids[match_at[s]..match_at[s + 1]]`.
-    match_at: &'static [u32],
-    pids: &'static [u16],
-}
+use crate::automaton::Dfa;
 
 /// What a match of the table's automaton means.
 #[derive(Clone, Copy, Debug)]
@@ -38,71 +23,17 @@ pub struct Step {
     set: [u8; 32],
     min: u32,
     max: u32,
-    then: Option<&'static Dfa>,
+    then: Option<&'static Dfa<'static>>,
 }
 
 /// A rule table as automata.
 pub struct Table {
-    union: Dfa,
+    union: Dfa<'static>,
     actions: &'static [Action],
     cuts: &'static [&'static [Step]],
 }
 
 include!(concat!(env!("OUT_DIR"), "/builtin_automata.rs"));
-
-impl Dfa {
-    fn step(&self, s: u16, byte: u8) -> u16 {
-        let s = usize::from(s);
-        let class = self.classes.get(usize::from(byte)).copied().unwrap_or(0);
-        let slot = self.base.get(s).map_or(0, |&b| b as usize) + usize::from(class);
-        match (self.check.get(slot), self.next.get(slot)) {
-            (Some(&owner), Some(&next)) if usize::from(owner) == s => next,
-            _ => self.default.get(s).copied().unwrap_or(0),
-        }
-    }
-
-    fn matches(&self, s: u16) -> &'static [u16] {
-        let s = usize::from(s);
-        match (self.match_at.get(s), self.match_at.get(s + 1)) {
-            (Some(&a), Some(&b)) => self.pids.get(a as usize..b as usize).unwrap_or(&[]),
-            _ => &[],
-        }
-    }
-
-    /// Runs the DFA anchored at `at`, calling `hit(pattern, end)` for each match until it
-    /// returns true (then true) or the DFA dies (then false).
-    fn run(&self, hay: &[u8], at: usize, mut hit: impl FnMut(u16, usize) -> bool) -> bool {
-        let look = match at.checked_sub(1).and_then(|i| hay.get(i)) {
-            Some(&b) => usize::from(b) + 1,
-            None => 0,
-        };
-        let mut s = self.start.get(look).copied().unwrap_or(0);
-        for (i, &b) in hay.iter().enumerate().skip(at) {
-            s = self.step(s, b);
-            if s == 0 {
-                return false;
-            }
-            for &p in self.matches(s) {
-                if hit(p, i) {
-                    return true;
-                }
-            }
-        }
-        s = self.eoi.get(usize::from(s)).copied().unwrap_or(0);
-        self.matches(s).iter().any(|&p| hit(p, hay.len()))
-    }
-
-    /// The end of the last match of a run from `at`: for a leftmost-first DFA, the end of the
-    /// leftmost-first match that starts there.
-    fn last_end(&self, hay: &[u8], at: usize) -> Option<usize> {
-        let mut end = None;
-        self.run(hay, at, |_, e| {
-            end = Some(e);
-            false
-        });
-        end
-    }
-}
 
 impl Step {
     fn has(&self, b: u8) -> bool {

@@ -1,0 +1,160 @@
+//! DFAs as compact tables, and the walks that search with them: the classifier's built-in
+//! patterns (compiled at build time) and a policy's patterns (compiled once per policy and
+//! cached in the state root) both run here, so no call compiles a regex it has seen before.
+//!
+//! The tables come from regex-automata's DFAs ([`encode`]); a walk reads them with bounds-
+//! checked lookups only, so tables read back from a file can give a wrong answer at worst,
+//! never a crash (the cache also checks a checksum before it trusts them).
+
+pub mod encode;
+
+pub use encode::{Encoded, DEAD, QUIT};
+
+/// One DFA's tables, borrowed (from statics, or from an [`Encoded`]).
+#[derive(Clone, Copy)]
+pub struct Dfa<'a> {
+    /// The class of each byte.
+    pub classes: &'a [u8],
+    /// The start state with no byte before it, then after each byte value.
+    pub start: &'a [u16],
+    /// Per state: the most common target.
+    pub default: &'a [u16],
+    /// Per state: the target at the end of the text.
+    pub eoi: &'a [u16],
+    /// Per state: where its other transitions are in the comb.
+    pub base: &'a [u32],
+    /// The comb: which state owns each slot.
+    pub check: &'a [u16],
+    /// The comb: the target in each slot.
+    pub next: &'a [u16],
+    /// The patterns a state matches: `pids[match_at[s]..match_at[s + 1]]`.
+    pub match_at: &'a [u32],
+    /// Pattern ids.
+    pub pids: &'a [u16],
+}
+
+/// The DFA quit: the text holds a byte it cannot decide on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Quit;
+
+impl Encoded {
+    /// The tables, for walking.
+    pub fn dfa(&self) -> Dfa<'_> {
+        Dfa {
+            classes: &self.classes,
+            start: &self.start,
+            default: &self.default,
+            eoi: &self.eoi,
+            base: &self.base,
+            check: &self.check,
+            next: &self.next,
+            match_at: &self.match_at,
+            pids: &self.pids,
+        }
+    }
+}
+
+impl<'a> Dfa<'a> {
+    /// The start state after `look` (the byte before the search, if any).
+    fn start_after(&self, look: Option<&u8>) -> u16 {
+        let i = look.map_or(0, |&b| usize::from(b) + 1);
+        self.start.get(i).copied().unwrap_or(DEAD)
+    }
+
+    fn step(&self, s: u16, byte: u8) -> u16 {
+        let s = usize::from(s);
+        let class = self.classes.get(usize::from(byte)).copied().unwrap_or(0);
+        let slot = self.base.get(s).map_or(0, |&b| b as usize) + usize::from(class);
+        match (self.check.get(slot), self.next.get(slot)) {
+            (Some(&owner), Some(&next)) if usize::from(owner) == s => next,
+            _ => self.default.get(s).copied().unwrap_or(DEAD),
+        }
+    }
+
+    fn end(&self, s: u16) -> u16 {
+        self.eoi.get(usize::from(s)).copied().unwrap_or(DEAD)
+    }
+
+    fn matches(&self, s: u16) -> &'a [u16] {
+        let s = usize::from(s);
+        match (self.match_at.get(s), self.match_at.get(s + 1)) {
+            (Some(&a), Some(&b)) => self.pids.get(a as usize..b as usize).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
+    fn is_match(&self, s: u16) -> bool {
+        !self.matches(s).is_empty()
+    }
+
+    /// Runs an anchored DFA from `at`, calling `hit(pattern, end)` for each match (each is
+    /// seen one byte late, so look-ahead is exact) until `hit` returns true (then true) or the
+    /// DFA dies or quits (then false).
+    pub fn run(&self, hay: &[u8], at: usize, mut hit: impl FnMut(u16, usize) -> bool) -> bool {
+        let mut s = self.start_after(at.checked_sub(1).and_then(|i| hay.get(i)));
+        for (i, &b) in hay.iter().enumerate().skip(at) {
+            s = self.step(s, b);
+            if s <= QUIT {
+                return false;
+            }
+            for &p in self.matches(s) {
+                if hit(p, i) {
+                    return true;
+                }
+            }
+        }
+        self.matches(self.end(s)).iter().any(|&p| hit(p, hay.len()))
+    }
+
+    /// The end of the last match of an anchored run from `at`: for a leftmost-first DFA, the
+    /// end of the leftmost-first match that starts there.
+    pub fn last_end(&self, hay: &[u8], at: usize) -> Option<usize> {
+        let mut end = None;
+        self.run(hay, at, |_, e| {
+            end = Some(e);
+            false
+        });
+        end
+    }
+
+    /// With an unanchored leftmost-first DFA: where the leftmost-first match of `hay` ends.
+    pub fn find_end(&self, hay: &[u8]) -> Result<Option<usize>, Quit> {
+        let mut s = self.start_after(None);
+        let mut last = None;
+        for (i, &b) in hay.iter().enumerate() {
+            s = self.step(s, b);
+            match s {
+                DEAD => return Ok(last),
+                QUIT => return Err(Quit),
+                _ if self.is_match(s) => last = Some(i),
+                _ => {}
+            }
+        }
+        match self.end(s) {
+            QUIT => Err(Quit),
+            s if self.is_match(s) => Ok(Some(hay.len())),
+            _ => Ok(last),
+        }
+    }
+
+    /// With an anchored DFA of the reversed pattern: where the longest match that ends at
+    /// `end` starts (the start of the leftmost-first match [`Dfa::find_end`] found).
+    pub fn rfind_start(&self, hay: &[u8], end: usize) -> Result<Option<usize>, Quit> {
+        let mut s = self.start_after(hay.get(end));
+        let mut last = None;
+        for i in (0..end.min(hay.len())).rev() {
+            s = self.step(s, hay[i]);
+            match s {
+                DEAD => return Ok(last),
+                QUIT => return Err(Quit),
+                _ if self.is_match(s) => last = Some(i + 1),
+                _ => {}
+            }
+        }
+        match self.end(s) {
+            QUIT => Err(Quit),
+            s if self.is_match(s) => Ok(Some(0)),
+            _ => Ok(last),
+        }
+    }
+}
