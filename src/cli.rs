@@ -177,7 +177,9 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         Ok(cx) => cx,
         Err(f) => return failed(name, &f, None, strict),
     };
-    match cli.command.run(&cx) {
+    let result = cli.command.run(&cx);
+    cx.save_policy_cache();
+    match result {
         Ok(outcome) => {
             if let Some(out) = &outcome.stdout {
                 if let Err(e) = context::print_line(out) {

@@ -6,6 +6,7 @@
 use crate::exit::Failure;
 use crate::input;
 use crate::policy::{self, Policy};
+use crate::policy_cache;
 use crate::store;
 use chrono::{DateTime, TimeZone, Utc};
 use clap::Args;
@@ -270,7 +271,7 @@ impl Context {
         let path = self.policy_path();
         let policy = match &path {
             None => Policy::default(),
-            Some(path) => match load_policy_file(path) {
+            Some(path) => match load_policy_file(path, &self.state_root(), |w| self.warn(w)) {
                 Ok(p) => p,
                 Err(msg) if self.global.strict => return Err(Failure::data(msg)),
                 Err(msg) => {
@@ -280,6 +281,23 @@ impl Context {
             },
         };
         Ok(&self.policy.get_or_init(|| (policy, path)).0)
+    }
+
+    /// Writes the policy's cache when this call made or grew it (see [`policy_cache`]), where
+    /// the call may leave a trace: a command that writes state, or a state root that exists.
+    /// A cache that cannot be written is only a slower next call, so nothing is said.
+    pub fn save_policy_cache(&self) {
+        if !policy_cache::pending() {
+            return;
+        }
+        let root = self.state_root();
+        if self.writes_state || root.is_dir() {
+            if let Err(e) = policy_cache::save(&root) {
+                if e.is_refused() {
+                    self.warn(&format!("policy cache not written: {e}"));
+                }
+            }
+        }
     }
 
     /// Reads stdin to its end when it is not a terminal: `None` when empty. Only a command
@@ -425,7 +443,10 @@ fn deadline_after(wait: Duration) -> Instant {
         .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365))
 }
 
-fn load_policy_file(path: &Path) -> Result<Policy, String> {
+/// Reads and loads the policy file. When the state root holds the cache of this very text
+/// (see [`policy_cache`]), the text is known to load without a problem and is only parsed;
+/// otherwise it is validated, and a cache is written at the end of the call.
+fn load_policy_file(path: &Path, root: &Path, warn: impl Fn(&str)) -> Result<Policy, String> {
     // Read like any file the user named, but never a FIFO or a device: a planted one would
     // hang every hook.
     let bytes = store::read_named(path)
@@ -437,7 +458,23 @@ fn load_policy_file(path: &Path) -> Result<Policy, String> {
             path.display()
         )
     })?;
-    policy::load(&text).map_err(|problems| {
+    let digest = policy_cache::digest(&text);
+    let refused = match policy_cache::load(root, &digest) {
+        Ok(true) => match policy::parse(&text) {
+            Ok(p) => return Ok(p),
+            Err(_) => false,
+        },
+        Ok(false) => false,
+        Err(refused) => {
+            warn(&format!("policy cache not read: {refused}"));
+            true
+        }
+    };
+    let loaded = policy::load(&text);
+    if loaded.is_ok() && !refused {
+        policy_cache::policy_loaded(&digest);
+    }
+    loaded.map_err(|problems| {
         let list: Vec<String> = problems
             .iter()
             .map(|p| format!("{}: {p}", path.display()))

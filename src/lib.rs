@@ -33,6 +33,7 @@ pub mod input;
 pub mod jq;
 pub mod output_check;
 pub mod policy;
+pub mod policy_cache;
 pub mod report;
 pub mod run;
 pub mod saga;

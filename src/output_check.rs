@@ -8,7 +8,6 @@
 use crate::policy::{OutputFormat, OutputRules};
 use crate::state::{lookup, type_name};
 use crate::vocab::{Action, Category, Criticality, Kind, Severity, Tier};
-use regex::Regex;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
@@ -190,18 +189,29 @@ impl Judging {
         self.checks.push(Check { check, ok, detail });
     }
 
-    fn regex(&mut self, field: &str, pattern: &str) -> Option<Regex> {
-        match Regex::new(pattern) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                let why = e.to_string();
-                let why = why.lines().last().unwrap_or_default().trim();
-                self.warnings.push(format!(
-                    "output.{field}: skipped the bad regex `{pattern}`: {why}; run `triage config check`"
-                ));
-                None
-            }
-        }
+    /// The span of the first match of `pattern` in `text`; a pattern that cannot be used is
+    /// skipped with a warning (`Err`). Each pattern is compiled once per policy, not per call
+    /// (see `policy_cache`).
+    fn find(
+        &mut self,
+        field: &str,
+        pattern: &str,
+        text: &str,
+    ) -> Result<Option<(usize, usize)>, ()> {
+        let found = crate::policy_cache::matcher(pattern).find(text);
+        found.map_err(|why| self.bad_regex(field, pattern, &why))
+    }
+
+    /// Whether `pattern` can be used (a warning when not), without searching.
+    fn usable(&mut self, field: &str, pattern: &str) -> Result<(), ()> {
+        let usable = crate::policy_cache::matcher(pattern).check();
+        usable.map_err(|why| self.bad_regex(field, pattern, &why))
+    }
+
+    fn bad_regex(&mut self, field: &str, pattern: &str, why: &str) {
+        self.warnings.push(format!(
+            "output.{field}: skipped the bad regex `{pattern}`: {why}; run `triage config check`"
+        ));
     }
 
     fn finish(self, agent: Option<&str>, criticality: Criticality) -> Verdict {
@@ -294,28 +304,44 @@ fn check_text(j: &mut Judging, rules: &OutputRules, text: &str, original: Option
         j.add("original_length", if chars >= min { Ok(d) } else { Err(d) });
     }
     for p in rules.require_all.iter().flatten() {
-        if let Some(re) = j.regex("require_all", p) {
+        if let Ok(found) = j.find("require_all", p, text) {
             j.add(
                 "require_all",
-                match re.find(text) {
-                    Some(m) => Ok(format!("found `{}`", snippet(m.as_str(), 60))),
+                match found {
+                    Some((s, e)) => Ok(format!(
+                        "found `{}`",
+                        snippet(text.get(s..e).unwrap_or_default(), 60)
+                    )),
                     None => Err(format!("expected a match for `{p}`, found none")),
                 },
             );
         }
     }
     if let Some(any) = rules.require_any.as_ref().filter(|a| !a.is_empty()) {
-        let res: Vec<Regex> = any
-            .iter()
-            .filter_map(|p| j.regex("require_any", p))
-            .collect();
-        if !res.is_empty() {
-            let hit = res.iter().find_map(|r| r.find(text));
+        // Every pattern is tried, so each one that cannot be used is named; the first (in
+        // the policy's order) that matches is the one reported.
+        let mut usable = 0;
+        let mut hit = None;
+        for p in any {
+            let found = if hit.is_some() {
+                j.usable("require_any", p).map(|()| None)
+            } else {
+                j.find("require_any", p, text)
+            };
+            if let Ok(found) = found {
+                usable += 1;
+                hit = hit.or(found);
+            }
+        }
+        if usable > 0 {
             let all = any.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>();
             j.add(
                 "require_any",
                 match hit {
-                    Some(m) => Ok(format!("found `{}`", snippet(m.as_str(), 60))),
+                    Some((s, e)) => Ok(format!(
+                        "found `{}`",
+                        snippet(text.get(s..e).unwrap_or_default(), 60)
+                    )),
                     None => Err(format!(
                         "expected a match for one of {}, found none",
                         all.join(", ")
@@ -325,13 +351,13 @@ fn check_text(j: &mut Judging, rules: &OutputRules, text: &str, original: Option
         }
     }
     for p in rules.forbid.iter().flatten() {
-        if let Some(re) = j.regex("forbid", p) {
+        if let Ok(found) = j.find("forbid", p, text) {
             j.add(
                 "forbid",
-                match re.find(text) {
-                    Some(m) => Err(format!(
+                match found {
+                    Some((s, e)) => Err(format!(
                         "forbidden `{p}` found: \"{}\"",
-                        snippet(around(text, m.start(), m.end()), 80)
+                        snippet(around(text, s, e), 80)
                     )),
                     None => Ok(format!("no `{p}`")),
                 },

@@ -288,19 +288,15 @@ fn config_matches(
     };
     let mut evidence = None;
     if let Some(p) = &r.pattern {
-        let re = match regex::Regex::new(p) {
-            Ok(re) => re,
-            Err(e) => {
-                let why = e.to_string();
-                skip(format!(
-                    "its regex cannot be used: {}",
-                    why.lines().last().unwrap_or_default().trim()
-                ));
+        // Compiled once per policy (see `policy_cache`), not once per call.
+        match crate::policy_cache::matcher(p).find(text) {
+            Ok(Some((start, _))) => evidence = Some(line_at(text, start)),
+            Ok(None) => return None,
+            Err(why) => {
+                skip(format!("its regex cannot be used: {why}"));
                 return None;
             }
-        };
-        let m = re.find(text)?;
-        evidence = Some(line_at(text, m.start()));
+        }
     }
     if let Some(code) = &r.jq {
         let filter = match crate::jq::Filter::compile(code) {

@@ -705,6 +705,46 @@ pub fn overwrite_cache(target: &Path, bytes: &[u8]) -> Result<()> {
         .map_err(|e| StoreError::io("cannot write", target, e))
 }
 
+/// Reads a private file of the state root (a cache): `Ok(None)` when it does not exist. Only
+/// a regular file owned by this user and closed to group and others (0600) is read; anything
+/// else is refused, since another user could have written it.
+pub fn read_private(path: &Path) -> Result<Option<Vec<u8>>> {
+    let Some(f) = open_read(path)? else {
+        return Ok(None);
+    };
+    let meta = f
+        .metadata()
+        .map_err(|e| StoreError::io("cannot stat", path, e))?;
+    if meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(StoreError::refused(
+            path,
+            "it belongs to another user".into(),
+        ));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(StoreError::refused(
+            path,
+            format!("its mode {:o} lets others in", meta.mode() & 0o7777),
+        ));
+    }
+    read_whole(path, Some(f))
+}
+
+/// Writes a file that can be rebuilt from other data (a cache), replacing it atomically: a
+/// 0600 temp file renamed over it, so a reader sees the old bytes or the new ones. No fsync:
+/// a cache lost to a power cut is rebuilt, and a reader checks what it reads anyway.
+pub fn write_cache(target: &Path, bytes: &[u8]) -> Result<()> {
+    let (dir, name) = locate_for_write(target)?;
+    dir.expect_file(&name)?;
+    let (tmp, mut f) = dir.create_temp(&name)?;
+    let written = f.write_all(bytes).and_then(|()| dir.rename(&tmp, &name));
+    if let Err(e) = written {
+        let _ = dir.unlink(&tmp);
+        return Err(StoreError::io("cannot write", target, e));
+    }
+    Ok(())
+}
+
 /// Writes `bytes` as the new file `target`, failing if it exists, without fsync (a spool
 /// file: losing it to a power cut is as bad as losing the log line it stands for, no worse).
 /// Written to a temp file and renamed, so a reader never sees it half-written.

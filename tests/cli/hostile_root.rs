@@ -54,7 +54,7 @@ fn scenario(s: &Sandbox) -> Vec<Output> {
 /// The policy and the earlier state the scenario works on: a stale start of an old session
 /// and a corrupt breaker state (each skipped where a link takes its place).
 fn prepare(s: &Sandbox, link_at: &str) {
-    s.write(".triage.toml", "[thresholds]\nsession_failures = 1\n");
+    s.write(".triage.toml", POLICY);
     let plant = |rel: &str, body: &str| {
         let under_link =
             !link_at.is_empty() && (rel == link_at || rel.starts_with(&format!("{link_at}/")));
@@ -158,8 +158,18 @@ const FILES: &[&str] = &[
     "sessions/s0/old.start",
 ];
 
+/// The policy cache of the scenario's policy (named by the policy's hash).
+fn cache_file() -> String {
+    let digest = triage::policy_cache::digest(POLICY);
+    let path = triage::policy_cache::path(Path::new(""), &digest);
+    path.to_string_lossy().into_owned()
+}
+
+const POLICY: &str = "[thresholds]\nsession_failures = 1\n";
+
 /// Folders the store touches in the scenario ("" is the root itself).
 const DIRS: &[&str] = &[
+    "cache",
     "",
     "logs",
     "breakers",
@@ -184,7 +194,7 @@ fn the_matrix_covers_every_file_and_folder_the_scenario_touches() {
         let listed = if what.contains(" dir") {
             DIRS.contains(&rel.as_str())
         } else {
-            FILES.contains(&rel.as_str())
+            FILES.contains(&rel.as_str()) || rel == cache_file()
         };
         assert!(
             listed,
@@ -238,7 +248,7 @@ fn linked_run(
 
 #[test]
 fn a_link_in_place_of_any_file_changes_nothing_outside() {
-    for rel in FILES {
+    for rel in FILES.iter().copied().chain([cache_file().as_str()]) {
         run_with_link(rel, false);
         run_with_link(rel, true);
     }
@@ -643,7 +653,7 @@ fn a_hook_with_both_locks_held_returns_within_its_deadline() {
     // PostToolUseFailure waits for the breaker's lock, then (the threshold crossed) for the
     // session's. Each took the whole TRIAGE_LOCK_TIMEOUT before; now they share it.
     let s = Sandbox::new();
-    s.write(".triage.toml", "[thresholds]\nsession_failures = 1\n");
+    s.write(".triage.toml", POLICY);
     let _b = hold(&s.root().join("breakers/researcher.json.lock"));
     let _s = hold(&s.root().join("sessions/s1.json.lock"));
     let start = Instant::now();

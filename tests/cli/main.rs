@@ -18,6 +18,7 @@ mod hostile_root;
 mod init;
 mod parsers;
 mod perf;
+mod policy_cache;
 mod record;
 mod run;
 mod saga;

@@ -1,0 +1,311 @@
+//! A policy's regexes compiled once per policy content, not once per call: their automata
+//! ([`matcher`]) are kept in `<root>/cache/policy-<hash>.bin`, keyed by the hash of the policy
+//! text, and read back by the next call, which then compiles nothing it has seen before.
+//!
+//! The file also stands for "this policy text loaded without a problem", so a call that finds
+//! it skips the policy's validation (parsing every regex, compiling every jq filter and glob)
+//! and only parses the TOML. It is trusted only when everything checks: written by this build
+//! (a build id), for this very text (its full hash), whole (a checksum), by this user and
+//! closed to others (0600, read through the store without following links). Anything else —
+//! stale, cut short, corrupt, foreign — is ignored and written anew: a cache can make a call
+//! faster, never wrong.
+//!
+//! Which patterns are matched is the core's business ([`matcher::Matcher`], looked up here by
+//! pattern); loading and saving the file is the glue's ([`load`], [`save`]).
+
+mod matcher;
+
+pub use matcher::Matcher;
+
+use crate::automaton::Encoded;
+use crate::store;
+use matcher::{Pair, Tier, BUILT};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
+
+const MAGIC: &[u8; 16] = b"triage-patterns\n";
+const FORMAT: u32 = 1;
+
+/// What this build writes into the files it makes: a file from another build (another
+/// version, other rules for what a valid policy is, another DFA layout) is stale.
+const BUILD_ID: &str = env!("TRIAGE_BUILD_ID");
+
+/// The patterns known in this process, and the policy they belong to.
+#[derive(Default)]
+struct Registry {
+    matchers: HashMap<String, Arc<Matcher>>,
+    /// The hash of the policy text in force, once it loaded without a problem: only then is
+    /// the cache written.
+    policy: Option<[u8; 32]>,
+    /// The file was missing or unusable: write it even if no pattern was built.
+    fresh: bool,
+}
+
+fn registry() -> std::sync::MutexGuard<'static, Registry> {
+    static R: OnceLock<Mutex<Registry>> = OnceLock::new();
+    let m = R.get_or_init(Mutex::default);
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The matcher of `pattern`: from the cache when it was there, else made now (its automata
+/// are built the first time a text needs them).
+pub fn matcher(pattern: &str) -> Arc<Matcher> {
+    let mut r = registry();
+    if let Some(m) = r.matchers.get(pattern) {
+        return m.clone();
+    }
+    let m = Arc::new(Matcher::new(pattern));
+    r.matchers.insert(pattern.to_string(), m.clone());
+    m
+}
+
+/// The hash a policy text is known by.
+pub fn digest(text: &str) -> [u8; 32] {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+/// Where the cache of the policy with hash `digest` lives under `root`.
+pub fn path(root: &Path, digest: &[u8; 32]) -> PathBuf {
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    root.join("cache").join(format!("policy-{hex}.bin"))
+}
+
+/// Reads the cache of the policy text with hash `digest`. `Ok(true)` when it was there and
+/// sound: the policy is known to load without a problem, and its automata are installed.
+/// `Ok(false)` when it must be made again (missing, stale, cut short, corrupt); `Err` when
+/// the store refused what is there (a link, a file of another user's or open to others),
+/// which the caller warns about. Then [`policy_loaded`] says whether to write a new one.
+pub fn load(root: &Path, digest: &[u8; 32]) -> Result<bool, String> {
+    let entries = match store::read_private(&path(root, digest)) {
+        Ok(Some(bytes)) => decode(&bytes, digest),
+        Ok(None) => None,
+        Err(e) if e.is_refused() => return Err(e.to_string()),
+        Err(_) => None,
+    };
+    let Some(entries) = entries else {
+        return Ok(false);
+    };
+    let mut r = registry();
+    for e in entries {
+        let m = Matcher::new(&e.pattern);
+        if let Some(u) = e.usable {
+            let _ = m.usable.set(u);
+        }
+        set(&m.ascii, e.ascii);
+        set(&m.unicode, e.unicode);
+        r.matchers.insert(e.pattern, Arc::new(m));
+    }
+    r.policy = Some(*digest);
+    r.fresh = false;
+    Ok(true)
+}
+
+fn set(tier: &Tier, value: Option<Option<Pair>>) {
+    if let Some(v) = value {
+        let _ = tier.set(v);
+    }
+}
+
+/// The policy text with hash `digest` loaded without a problem, and had no usable cache: one
+/// is written at the end of the call ([`save`]).
+pub fn policy_loaded(digest: &[u8; 32]) {
+    let mut r = registry();
+    r.policy = Some(*digest);
+    r.fresh = true;
+}
+
+/// Whether [`save`] has something to write.
+pub fn pending() -> bool {
+    let r = registry();
+    r.policy.is_some() && (r.fresh || BUILT.load(Ordering::Relaxed))
+}
+
+/// Writes the cache when this call built automata or found none: under `root`, atomically,
+/// 0600. Older caches of other policies beyond the last few are removed. Never fails a call:
+/// `Err` says why it was not written, and whether the store refused the place (a link).
+pub fn save(root: &Path) -> Result<(), store::StoreError> {
+    let (digest, bytes) = {
+        let r = registry();
+        let Some(digest) = r.policy else {
+            return Ok(());
+        };
+        if !r.fresh && !BUILT.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        (digest, encode(&r, &digest))
+    };
+    let target = path(root, &digest);
+    store::write_cache(&target, &bytes)?;
+    BUILT.store(false, Ordering::Relaxed);
+    registry().fresh = false;
+    prune(&target);
+    Ok(())
+}
+
+/// Keeps the newest caches (another policy in the same state root, an edit undone) and
+/// removes the rest.
+fn prune(keep: &Path) {
+    const KEEP: usize = 8;
+    let Some(dir) = keep.parent() else {
+        return;
+    };
+    let Ok(entries) = store::list_dir(dir) else {
+        return;
+    };
+    let mut caches: Vec<(i128, PathBuf)> = entries
+        .iter()
+        .filter(|e| e.kind == store::Kind::File)
+        .filter_map(|e| {
+            let name = e.name.to_str()?;
+            (name.starts_with("policy-") && name.ends_with(".bin")).then(|| dir.join(name))
+        })
+        .filter(|p| p != keep)
+        .filter_map(|p| Some((store::modified_ns(&p).ok()??, p)))
+        .collect();
+    if caches.len() < KEEP {
+        return;
+    }
+    caches.sort();
+    for (_, p) in &caches[..caches.len() + 1 - KEEP] {
+        let _ = store::remove(p);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file: MAGIC, FORMAT, the build id's hash, the policy's hash, the entries, a checksum.
+
+fn header(digest: &[u8; 32]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT.to_le_bytes());
+    out.extend_from_slice(&Sha256::digest(BUILD_ID.as_bytes()));
+    out.extend_from_slice(digest);
+    out
+}
+
+fn encode(r: &Registry, digest: &[u8; 32]) -> Vec<u8> {
+    let mut out = header(digest);
+    let mut patterns: Vec<(&String, &Arc<Matcher>)> = r.matchers.iter().collect();
+    patterns.sort_by(|a, b| a.0.cmp(b.0));
+    out.extend_from_slice(&(patterns.len() as u32).to_le_bytes());
+    for (p, m) in patterns {
+        string(&mut out, p);
+        match m.usable.get() {
+            None => out.push(0),
+            Some(Ok(())) => out.push(1),
+            Some(Err(why)) => {
+                out.push(2);
+                string(&mut out, why);
+            }
+        }
+        for tier in [&m.ascii, &m.unicode] {
+            match tier.get() {
+                None => out.push(0),
+                Some(None) => out.push(1),
+                Some(Some(pair)) => {
+                    out.push(2);
+                    pair.fwd.write(&mut out);
+                    pair.rev.write(&mut out);
+                }
+            }
+        }
+    }
+    let sum = checksum(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
+    out
+}
+
+fn string(out: &mut Vec<u8>, s: &str) {
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn string_at(b: &[u8]) -> Option<(String, &[u8])> {
+    let (len, rest) = u32_at(b)?;
+    let (s, rest) = rest.split_at_checked(len as usize)?;
+    Some((std::str::from_utf8(s).ok()?.to_string(), rest))
+}
+
+/// One entry as stored (`None`: not known yet).
+struct Entry {
+    pattern: String,
+    usable: Option<Result<(), String>>,
+    ascii: Option<Option<Pair>>,
+    unicode: Option<Option<Pair>>,
+}
+
+fn decode(bytes: &[u8], digest: &[u8; 32]) -> Option<Vec<Entry>> {
+    let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
+    if checksum(body) != u64::from_le_bytes(sum.try_into().ok()?) {
+        return None;
+    }
+    let rest = body.strip_prefix(header(digest).as_slice())?;
+    let (count, mut rest) = u32_at(rest)?;
+    let mut entries = Vec::new();
+    for _ in 0..count {
+        let (pattern, r) = string_at(rest)?;
+        let (&tag, r) = r.split_first()?;
+        rest = r;
+        let usable = match tag {
+            0 => None,
+            1 => Some(Ok(())),
+            2 => {
+                let (why, r) = string_at(rest)?;
+                rest = r;
+                Some(Err(why))
+            }
+            _ => return None,
+        };
+        let mut tiers = [None, None];
+        for t in &mut tiers {
+            let (&tag, r) = rest.split_first()?;
+            rest = r;
+            *t = match tag {
+                0 => None,
+                1 => Some(None),
+                2 => {
+                    let (fwd, r) = Encoded::read(rest)?;
+                    let (rev, r) = Encoded::read(r)?;
+                    rest = r;
+                    Some(Some(Pair { fwd, rev }))
+                }
+                _ => return None,
+            };
+        }
+        let [ascii, unicode] = tiers;
+        entries.push(Entry {
+            pattern,
+            usable,
+            ascii,
+            unicode,
+        });
+    }
+    rest.is_empty().then_some(entries)
+}
+
+fn u32_at(b: &[u8]) -> Option<(u32, &[u8])> {
+    let (n, rest) = b.split_at_checked(4)?;
+    Some((u32::from_le_bytes(n.try_into().ok()?), rest))
+}
+
+/// A fast 64-bit checksum (not a defence against an attacker, which the owner and mode
+/// checks are; against a torn or damaged file).
+fn checksum(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h: u64 = bytes.len() as u64 ^ K;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        h = (h ^ w).wrapping_mul(K).rotate_left(29);
+    }
+    for &b in chunks.remainder() {
+        h = (h ^ u64::from(b)).wrapping_mul(K).rotate_left(29);
+    }
+    h ^ (h >> 32)
+}
+
+#[cfg(test)]
+mod tests;

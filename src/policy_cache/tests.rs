@@ -1,0 +1,244 @@
+//! The cache's automata match as `regex` does; a file is read back only when it is whole,
+//! this policy's, this build's and this user's; a call that finds it compiles nothing.
+
+use super::*;
+use proptest::prelude::*;
+
+/// Patterns from the shipped policies and the seeds, and ones that probe the edges: empty
+/// matches, anchors, word boundaries, case folding, non-ASCII classes and literals.
+const PATTERNS: &[&str] = &[
+    r"\[\d+\]|https?://|\bdoi:|\(([A-Z][\w-]+)( et al\.)?,? \d{4}[a-z]?\)",
+    r"(?i)lorem ipsum",
+    r"\bTODO\b",
+    r"(?i)^\W*(I.m sorry|I am sorry|I apologi[sz]e|as an AI)",
+    r"(?im)^\s*(#{1,6}\s*|\*\*)executive summary",
+    r"(?im)^\s*(#{1,6}\s*|\*\*)?strong points",
+    r"(?i)\bverified\b",
+    r"(?i)\bissues? found\b",
+    r"(?i)style checklist",
+    r"(?i)\bresult",
+    r"\d(?:[.,]\d+)?(?:[eE][+-]?\d+)?\s*(?:%|°[CFK]?|[µμ]?[A-Za-zΩ]{1,5}(?:[/·*^][A-Za-z0-9µμ]{1,5})*)(?:\W|$)",
+    r"(?i)corpus index .* not found",
+    r"a*",
+    r"x*$",
+    r"(?m)^",
+    r"\b",
+    r"é+",
+    r"(?i)straße",
+    r"[^a]",
+    r".{3}",
+    r"\w+@\w+",
+];
+
+const TEXTS: &[&str] = &[
+    "",
+    "a",
+    "plain ascii text with a result [12] and doi:10.1/x",
+    "Lorem Ipsum dolor\nTODO: later\n## Executive summary\n",
+    "I'm sorry, I cannot",
+    "   I apologise for that",
+    "## Strong points\n- one\n**Challenges**",
+    "Verified: 3 claims; issues found: 2",
+    "Result: 4.2 mol/L and 12 °C, 3 µm, 5 Ωm",
+    "naïve café — “quoted” text with an em dash",
+    "ÉÉé straße STRASSE Straße",
+    "corpus index at docs/index.json not found",
+    "a\u{300}b",
+    "x@y and ü@ö",
+    "Smith (Jones et al., 2020) wrote",
+];
+
+/// One matcher per pattern for the whole run (building tiers is what a first call pays).
+fn shared(p: &'static str) -> Arc<Matcher> {
+    static M: OnceLock<Mutex<HashMap<&'static str, Arc<Matcher>>>> = OnceLock::new();
+    let mut map = M.get_or_init(Default::default).lock().unwrap();
+    map.entry(p)
+        .or_insert_with(|| Arc::new(Matcher::new(p)))
+        .clone()
+}
+
+fn regex_find(p: &str, t: &str) -> Option<(usize, usize)> {
+    regex::Regex::new(p)
+        .unwrap()
+        .find(t)
+        .map(|m| (m.start(), m.end()))
+}
+
+#[test]
+fn matchers_find_what_regex_finds() {
+    for p in PATTERNS {
+        let m = shared(p);
+        for t in TEXTS {
+            assert_eq!(m.find(t), Ok(regex_find(p, t)), "{p:?} on {t:?}");
+        }
+    }
+}
+
+#[test]
+fn the_ascii_tier_answers_ascii_text_and_the_unicode_tier_the_rest() {
+    let m = Matcher::new(r"(?i)lorem ipsum");
+    assert_eq!(m.find("x LOREM ipsum"), Ok(Some((2, 13))));
+    assert!(matches!(m.ascii.get(), Some(Some(_))));
+    assert_eq!(m.find("é lorem ipsum"), Ok(Some((3, 14))));
+    assert!(matches!(m.unicode.get(), Some(Some(_))));
+    // A Unicode word boundary has no Unicode tier: non-ASCII text goes to the regex.
+    let w = Matcher::new(r"\bTODO\b");
+    assert_eq!(w.find("é TODO"), Ok(Some((3, 7))));
+    assert!(matches!(w.unicode.get(), Some(None)));
+}
+
+#[test]
+fn a_pattern_regex_refuses_is_refused_with_its_words() {
+    let huge = format!("(?:{}){{1000}}", r"\w{100}");
+    let m = Matcher::new(&huge);
+    let why = m.find("abc").unwrap_err();
+    assert!(why.contains("exceeds size limit"), "{why}");
+    assert_eq!(m.check(), Err(why));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    #[test]
+    fn matchers_agree_with_regex_on_random_text(
+        p in prop::sample::select(PATTERNS.to_vec()),
+        parts in proptest::collection::vec(prop::sample::select(vec![
+            "a", "A", "x", "1", "42", " ", "\n", "[3]", "doi:", "http://", "lorem ipsum",
+            "LOREM IPSUM", "todo", "TODO", "I'm sorry", "#", "**", "executive summary",
+            "verified", "é", "ß", "µ", "°C", "Ω", "—", ".", ",", "@", "(Smith, 2020)",
+            "corpus index", "not found", "result", "e+5", "mol/L",
+        ]), 0..16),
+    ) {
+        let t = parts.concat();
+        prop_assert_eq!(shared(p).find(&t), Ok(regex_find(p, &t)));
+    }
+}
+
+/// A file holding every pattern above, with both tiers built where they can be.
+fn file(digest: &[u8; 32]) -> (Vec<u8>, Registry) {
+    let mut r = Registry::default();
+    for p in PATTERNS {
+        let m = shared(p);
+        let _ = m.find("ascii");
+        let _ = m.find("é");
+        r.matchers.insert(p.to_string(), m);
+    }
+    (encode(&r, digest), r)
+}
+
+#[test]
+fn a_file_reads_back_as_written_and_compiles_nothing() {
+    let digest = super::digest("[agents.x.output]\n");
+    let (bytes, r) = file(&digest);
+    let entries = decode(&bytes, &digest).expect("reads back");
+    assert_eq!(entries.len(), PATTERNS.len());
+    for e in entries {
+        let m = &r.matchers[&e.pattern];
+        assert_eq!(e.usable.as_ref(), m.usable.get());
+        assert_eq!(e.ascii.as_ref(), m.ascii.get());
+        assert_eq!(e.unicode.as_ref(), m.unicode.get());
+        // Restored as a call that finds the file restores it, it matches without building
+        // an automaton or compiling the regex, wherever a tier was stored.
+        let restored = Matcher::new(&e.pattern);
+        let _ = restored.usable.set(e.usable.clone().unwrap());
+        let _ = restored.ascii.set(e.ascii.clone().unwrap());
+        for t in TEXTS.iter().filter(|t| t.is_ascii()) {
+            assert_eq!(restored.find(t), Ok(regex_find(&e.pattern, t)));
+        }
+        assert!(restored.regex.get().is_none(), "{} compiled", e.pattern);
+        assert!(restored.unicode.get().is_none());
+    }
+}
+
+#[test]
+fn a_cut_or_damaged_file_is_never_read() {
+    let digest = super::digest("x");
+    let (bytes, _) = file(&digest);
+    for len in (0..bytes.len()).step_by(7).chain([bytes.len() - 1]) {
+        assert!(decode(&bytes[..len], &digest).is_none(), "cut at {len}");
+    }
+    for at in (0..bytes.len()).step_by(13) {
+        for flip in [0x01, 0x80] {
+            let mut b = bytes.clone();
+            b[at] ^= flip;
+            assert!(decode(&b, &digest).is_none(), "flip {flip:x} at {at}");
+        }
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(decode(&longer, &digest).is_none());
+}
+
+#[test]
+fn a_file_of_another_policy_build_or_format_is_stale() {
+    let digest = super::digest("a");
+    let (bytes, _) = file(&digest);
+    assert!(decode(&bytes, &digest).is_some());
+    assert!(
+        decode(&bytes, &super::digest("b")).is_none(),
+        "another policy"
+    );
+    // Another build or format: the header differs, and the checksum is made to fit.
+    for at in [MAGIC.len(), MAGIC.len() + 4] {
+        let mut b = bytes[..bytes.len() - 8].to_vec();
+        b[at] ^= 1;
+        let sum = checksum(&b);
+        b.extend_from_slice(&sum.to_le_bytes());
+        assert!(decode(&b, &digest).is_none(), "header byte {at}");
+    }
+}
+
+#[test]
+fn only_a_private_file_of_this_user_is_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    crate::store::set_root(&root, false);
+    let digest = super::digest("[retry]\n");
+    let target = path(&root, &digest);
+    let (bytes, _) = file(&digest);
+    crate::store::write_cache(&target, &bytes).unwrap();
+    let mode = std::fs::metadata(&target).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(load(&root, &digest), Ok(true));
+    // Open to others: refused, and said so.
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let refused = load(&root, &digest).unwrap_err();
+    assert!(refused.contains("lets others in"), "{refused}");
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // Another user's (when this test may give it away): refused.
+    let chown = std::process::Command::new("chown")
+        .arg("65534")
+        .arg(&target)
+        .status();
+    if chown.is_ok_and(|s| s.success()) {
+        let refused = load(&root, &digest).unwrap_err();
+        assert!(refused.contains("another user"), "{refused}");
+    } else {
+        println!("skipped the other user's file: cannot chown here (not root)");
+    }
+    // A link to a sound file: refused.
+    let real = dir.path().join("real.bin");
+    std::fs::write(&real, &bytes).unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::remove_file(&target).unwrap();
+    std::os::unix::fs::symlink(&real, &target).unwrap();
+    let refused = load(&root, &digest).unwrap_err();
+    assert!(refused.contains("symbolic link"), "{refused}");
+    // A missing or damaged one is only a miss.
+    std::fs::remove_file(&target).unwrap();
+    assert_eq!(load(&root, &super::digest("[retry]\n")), Ok(false));
+    std::fs::write(&target, b"triage-patterns\nshort").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(load(&root, &digest), Ok(false));
+}
+
+#[test]
+fn the_checksum_sees_every_byte() {
+    let base = checksum(b"0123456789abcdef01");
+    for i in 0..18 {
+        let mut b = *b"0123456789abcdef01";
+        b[i] ^= 4;
+        assert_ne!(checksum(&b), base, "byte {i}");
+    }
+    assert_ne!(checksum(b""), checksum(b"\0"));
+}

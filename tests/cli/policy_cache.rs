@@ -1,0 +1,209 @@
+//! Issue 21: a policy's regexes are compiled once per policy content, cached in the state
+//! root (`cache/policy-<hash>.bin`), and a cache that is stale, damaged or not the user's own
+//! is never trusted: the answer is always the one the policy gives.
+
+use crate::common::*;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::PathBuf;
+
+const POLICY: &str = r#"
+[agents.researcher.output]
+min_chars = 20
+require_all = ['\[\d+\]|https?://|\bdoi:']
+forbid = ['(?i)lorem ipsum', '\bTODO\b', '(?i)^\W*(I.m sorry|as an AI)']
+
+[[classify.rules]]
+name = "corpus-missing"
+match = '(?i)corpus index .* not found'
+kind = "corpus_error"
+"#;
+
+const OUTPUT: &str =
+    r#"{"agent": "researcher", "output": "A review of membranes [1], see doi:10.1/x and more."}"#;
+
+fn cache_files(s: &Sandbox) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(s.root().join("cache"))
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn check(s: &Sandbox, output: &str) -> (serde_json::Value, String) {
+    let out = s
+        .cmd(&["check-output", "--agent", "researcher"])
+        .write_stdin(output.to_string())
+        .output()
+        .unwrap();
+    (
+        json_out(&out),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// What a file is: its inode, change time and bytes (a rewrite changes the first two).
+fn identity(p: &PathBuf) -> (u64, i64, i64, Vec<u8>) {
+    let m = std::fs::metadata(p).unwrap();
+    (
+        m.ino(),
+        m.ctime(),
+        m.ctime_nsec(),
+        std::fs::read(p).unwrap(),
+    )
+}
+
+#[test]
+fn the_first_call_writes_the_cache_and_the_next_one_only_reads_it() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    let (first, err) = check(&s, OUTPUT);
+    assert_eq!(first["ok"], true, "{first}");
+    assert!(err.is_empty(), "{err}");
+    let files = cache_files(&s);
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with("policy-") && name.ends_with(".bin"),
+        "{name}"
+    );
+    let meta = std::fs::metadata(&files[0]).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let before = identity(&files[0]);
+    // The second call finds every automaton it needs: it builds none, so it writes nothing.
+    let (second, err) = check(&s, OUTPUT);
+    assert_eq!(second, first);
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(identity(&files[0]), before);
+    // A forbidden word is still found through the cached automata.
+    let (bad, _) = check(
+        &s,
+        r#"{"agent": "researcher", "output": "see [1]. Lorem Ipsum dolor sit amet"}"#,
+    );
+    assert_eq!(bad["ok"], false, "{bad}");
+    assert!(bad.to_string().contains("Lorem Ipsum"), "{bad}");
+}
+
+#[test]
+fn a_damaged_cache_is_ignored_and_written_anew() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    let (first, _) = check(&s, OUTPUT);
+    let file = cache_files(&s).remove(0);
+    let good = std::fs::read(&file).unwrap();
+    for damage in [
+        good[..good.len() / 2].to_vec(),
+        Vec::new(),
+        {
+            let mut b = good.clone();
+            let mid = b.len() / 2;
+            b[mid] ^= 0x40;
+            b
+        },
+        b"not a cache at all".to_vec(),
+    ] {
+        std::fs::write(&file, &damage).unwrap();
+        let (again, err) = check(&s, OUTPUT);
+        assert_eq!(again, first);
+        assert!(err.is_empty(), "{err}");
+        assert_eq!(std::fs::read(&file).unwrap(), good, "rewritten whole");
+    }
+}
+
+#[test]
+fn an_edited_policy_gets_a_cache_of_its_own() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    check(&s, OUTPUT);
+    let old = cache_files(&s);
+    // The old cache is stale for the new text: its answer must not leak in.
+    s.write(
+        ".triage.toml",
+        POLICY.replace("min_chars = 20", "min_chars = 5000"),
+    );
+    let (v, _) = check(&s, OUTPUT);
+    assert_eq!(v["ok"], false, "{v}");
+    let now = cache_files(&s);
+    assert_eq!(now.len(), 2, "{now:?}");
+    assert!(now.contains(&old[0]));
+}
+
+#[test]
+fn a_cache_under_another_policys_name_is_stale() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    check(&s, OUTPUT);
+    let other = cache_files(&s).remove(0);
+    // A bad policy is never cached, and a cache renamed to its hash is not believed: it is
+    // still validated, still refused, with the same warning.
+    let bad = "[[classify.rules]]\nname = \"x\"\nmatch = '(unclosed'\n";
+    s.write(".triage.toml", bad);
+    let digest = triage::policy_cache::digest(bad);
+    let planted = triage::policy_cache::path(&s.root(), &digest);
+    std::fs::copy(&other, &planted).unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = s.cmd(&["classify", "--message", "boom"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad regex `(unclosed`") && err.contains("using the built-in defaults"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&planted).unwrap(),
+        std::fs::read(&other).unwrap()
+    );
+}
+
+#[test]
+fn a_cache_others_could_write_is_not_read_and_the_user_is_told() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    let (first, _) = check(&s, OUTPUT);
+    let file = cache_files(&s).remove(0);
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let (again, err) = check(&s, OUTPUT);
+    assert_eq!(again, first);
+    assert!(
+        err.contains("policy cache not read") && err.contains("lets others in"),
+        "{err}"
+    );
+    // Left as it is: triage does not fix what someone else may have planted.
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o666);
+}
+
+#[test]
+fn classify_rules_use_the_cache_too() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    std::fs::create_dir(s.root()).unwrap();
+    let run = || {
+        let out = s
+            .cmd(&[
+                "classify",
+                "--message",
+                "Corpus index at docs/index.json NOT FOUND",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        json_out(&out)
+    };
+    let first = run();
+    assert_eq!(first["matched_rule"], "config:corpus-missing");
+    let file = cache_files(&s).remove(0);
+    let before = identity(&file);
+    assert_eq!(run(), first);
+    assert_eq!(identity(&file), before);
+}
+
+#[test]
+fn classify_leaves_no_cache_where_there_is_no_state_root() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    s.cmd(&["classify", "--message", "boom"]).assert().success();
+    assert!(!s.root().exists());
+}
