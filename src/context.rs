@@ -458,8 +458,8 @@ fn load_policy_file(path: &Path, root: &Path, warn: impl Fn(&str)) -> Result<Pol
             path.display()
         )
     })?;
-    let digest = policy_cache::digest(&text);
-    let refused = match policy_cache::load(root, &digest) {
+    let known = policy_cache::identify(&text);
+    let refused = match policy_cache::load(root, &known) {
         Ok(true) => match policy::parse(&text) {
             Ok(p) => return Ok(p),
             Err(_) => false,
@@ -472,7 +472,7 @@ fn load_policy_file(path: &Path, root: &Path, warn: impl Fn(&str)) -> Result<Pol
     };
     let loaded = policy::load(&text);
     if loaded.is_ok() && !refused {
-        policy_cache::policy_loaded(&digest);
+        policy_cache::policy_loaded(known);
     }
     loaded.map_err(|problems| {
         let list: Vec<String> = problems

@@ -1,11 +1,12 @@
 //! A policy's regexes compiled once per policy content, not once per call: their automata
-//! ([`matcher`]) are kept in `<root>/cache/policy-<hash>.bin`, keyed by the hash of the policy
-//! text, and read back by the next call, which then compiles nothing it has seen before.
+//! ([`matcher`]) are kept in `<root>/cache/policy-<hash>.bin`, named by a hash of the policy
+//! text and holding the text itself, and read back by the next call, which then compiles
+//! nothing it has seen before.
 //!
 //! The file also stands for "this policy text loaded without a problem", so a call that finds
 //! it skips the policy's validation (parsing every regex, compiling every jq filter and glob)
 //! and only parses the TOML. It is trusted only when everything checks: written by this build
-//! (a build id), for this very text (its full hash), whole (a checksum), by this user and
+//! (a build id), for this very text (compared byte for byte), whole (a checksum), by this user and
 //! closed to others (0600, read through the store without following links). Anything else —
 //! stale, cut short, corrupt, foreign — is ignored and written anew: a cache can make a call
 //! faster, never wrong.
@@ -20,7 +21,6 @@ pub use matcher::Matcher;
 use crate::automaton::Encoded;
 use crate::store;
 use matcher::{Pair, Tier, BUILT};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -37,9 +37,9 @@ const BUILD_ID: &str = env!("TRIAGE_BUILD_ID");
 #[derive(Default)]
 struct Registry {
     matchers: HashMap<String, Arc<Matcher>>,
-    /// The hash of the policy text in force, once it loaded without a problem: only then is
-    /// the cache written.
-    policy: Option<[u8; 32]>,
+    /// The policy text in force, once it loaded without a problem: only then is the cache
+    /// written.
+    policy: Option<PolicyText>,
     /// The file was missing or unusable: write it even if no pattern was built.
     fresh: bool,
 }
@@ -62,25 +62,36 @@ pub fn matcher(pattern: &str) -> Arc<Matcher> {
     m
 }
 
-/// The hash a policy text is known by.
-pub fn digest(text: &str) -> [u8; 32] {
-    Sha256::digest(text.as_bytes()).into()
+/// A policy text as the cache knows it: a hash names its file, and the text itself, kept in
+/// the file, is what a file is checked against (a hash collision is a miss, never a hit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyText {
+    text: String,
+    hash: u64,
 }
 
-/// Where the cache of the policy with hash `digest` lives under `root`.
-pub fn path(root: &Path, digest: &[u8; 32]) -> PathBuf {
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    root.join("cache").join(format!("policy-{hex}.bin"))
+/// The cache's name for `text`.
+pub fn identify(text: &str) -> PolicyText {
+    PolicyText {
+        text: text.to_string(),
+        hash: checksum(text.as_bytes()),
+    }
 }
 
-/// Reads the cache of the policy text with hash `digest`. `Ok(true)` when it was there and
+/// Where the cache of `policy` lives under `root`.
+pub fn path(root: &Path, policy: &PolicyText) -> PathBuf {
+    root.join("cache")
+        .join(format!("policy-{:016x}.bin", policy.hash))
+}
+
+/// Reads the cache of the policy text `policy`. `Ok(true)` when it was there and
 /// sound: the policy is known to load without a problem, and its automata are installed.
 /// `Ok(false)` when it must be made again (missing, stale, cut short, corrupt); `Err` when
 /// the store refused what is there (a link, a file of another user's or open to others),
 /// which the caller warns about. Then [`policy_loaded`] says whether to write a new one.
-pub fn load(root: &Path, digest: &[u8; 32]) -> Result<bool, String> {
-    let entries = match store::read_private(&path(root, digest)) {
-        Ok(Some(bytes)) => decode(&bytes, digest),
+pub fn load(root: &Path, policy: &PolicyText) -> Result<bool, String> {
+    let entries = match store::read_private(&path(root, policy)) {
+        Ok(Some(bytes)) => decode(&bytes, policy),
         Ok(None) => None,
         Err(e) if e.is_refused() => return Err(e.to_string()),
         Err(_) => None,
@@ -98,7 +109,7 @@ pub fn load(root: &Path, digest: &[u8; 32]) -> Result<bool, String> {
         set(&m.unicode, e.unicode);
         r.matchers.insert(e.pattern, Arc::new(m));
     }
-    r.policy = Some(*digest);
+    r.policy = Some(policy.clone());
     r.fresh = false;
     Ok(true)
 }
@@ -109,11 +120,11 @@ fn set(tier: &Tier, value: Option<Option<Pair>>) {
     }
 }
 
-/// The policy text with hash `digest` loaded without a problem, and had no usable cache: one
-/// is written at the end of the call ([`save`]).
-pub fn policy_loaded(digest: &[u8; 32]) {
+/// The policy text `policy` loaded without a problem, and had no usable cache: one is
+/// written at the end of the call ([`save`]).
+pub fn policy_loaded(policy: PolicyText) {
     let mut r = registry();
-    r.policy = Some(*digest);
+    r.policy = Some(policy);
     r.fresh = true;
 }
 
@@ -127,17 +138,16 @@ pub fn pending() -> bool {
 /// 0600. Older caches of other policies beyond the last few are removed. Never fails a call:
 /// `Err` says why it was not written, and whether the store refused the place (a link).
 pub fn save(root: &Path) -> Result<(), store::StoreError> {
-    let (digest, bytes) = {
+    let (target, bytes) = {
         let r = registry();
-        let Some(digest) = r.policy else {
+        let Some(policy) = &r.policy else {
             return Ok(());
         };
         if !r.fresh && !BUILT.load(Ordering::Relaxed) {
             return Ok(());
         }
-        (digest, encode(&r, &digest))
+        (path(root, policy), encode(&r, policy))
     };
-    let target = path(root, &digest);
     store::write_cache(&target, &bytes)?;
     BUILT.store(false, Ordering::Relaxed);
     registry().fresh = false;
@@ -175,19 +185,19 @@ fn prune(keep: &Path) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The file: MAGIC, FORMAT, the build id's hash, the policy's hash, the entries, a checksum.
+// The file: MAGIC, FORMAT, the build id, the policy text, the entries, a checksum.
 
-fn header(digest: &[u8; 32]) -> Vec<u8> {
+fn header(policy: &PolicyText) -> Vec<u8> {
     let mut out = Vec::new();
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT.to_le_bytes());
-    out.extend_from_slice(&Sha256::digest(BUILD_ID.as_bytes()));
-    out.extend_from_slice(digest);
+    string(&mut out, BUILD_ID);
+    string(&mut out, &policy.text);
     out
 }
 
-fn encode(r: &Registry, digest: &[u8; 32]) -> Vec<u8> {
-    let mut out = header(digest);
+fn encode(r: &Registry, policy: &PolicyText) -> Vec<u8> {
+    let mut out = header(policy);
     let mut patterns: Vec<(&String, &Arc<Matcher>)> = r.matchers.iter().collect();
     patterns.sort_by(|a, b| a.0.cmp(b.0));
     out.extend_from_slice(&(patterns.len() as u32).to_le_bytes());
@@ -237,12 +247,12 @@ struct Entry {
     unicode: Option<Option<Pair>>,
 }
 
-fn decode(bytes: &[u8], digest: &[u8; 32]) -> Option<Vec<Entry>> {
+fn decode(bytes: &[u8], policy: &PolicyText) -> Option<Vec<Entry>> {
     let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(8)?)?;
     if checksum(body) != u64::from_le_bytes(sum.try_into().ok()?) {
         return None;
     }
-    let rest = body.strip_prefix(header(digest).as_slice())?;
+    let rest = body.strip_prefix(header(policy).as_slice())?;
     let (count, mut rest) = u32_at(rest)?;
     let mut entries = Vec::new();
     for _ in 0..count {
@@ -291,8 +301,8 @@ fn u32_at(b: &[u8]) -> Option<(u32, &[u8])> {
     Some((u32::from_le_bytes(n.try_into().ok()?), rest))
 }
 
-/// A fast 64-bit checksum (not a defence against an attacker, which the owner and mode
-/// checks are; against a torn or damaged file).
+/// A fast 64-bit hash: a file's checksum (not a defence against an attacker, which the
+/// owner and mode checks are; against a torn or damaged file), and a policy text's name.
 fn checksum(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut h: u64 = bytes.len() as u64 ^ K;

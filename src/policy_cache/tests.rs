@@ -114,7 +114,7 @@ proptest! {
 }
 
 /// A file holding every pattern above, with both tiers built where they can be.
-fn file(digest: &[u8; 32]) -> (Vec<u8>, Registry) {
+fn file(policy: &PolicyText) -> (Vec<u8>, Registry) {
     let mut r = Registry::default();
     for p in PATTERNS {
         let m = shared(p);
@@ -122,14 +122,14 @@ fn file(digest: &[u8; 32]) -> (Vec<u8>, Registry) {
         let _ = m.find("é");
         r.matchers.insert(p.to_string(), m);
     }
-    (encode(&r, digest), r)
+    (encode(&r, policy), r)
 }
 
 #[test]
 fn a_file_reads_back_as_written_and_compiles_nothing() {
-    let digest = super::digest("[agents.x.output]\n");
-    let (bytes, r) = file(&digest);
-    let entries = decode(&bytes, &digest).expect("reads back");
+    let policy = identify("[agents.x.output]\n");
+    let (bytes, r) = file(&policy);
+    let entries = decode(&bytes, &policy).expect("reads back");
     assert_eq!(entries.len(), PATTERNS.len());
     for e in entries {
         let m = &r.matchers[&e.pattern];
@@ -151,39 +151,40 @@ fn a_file_reads_back_as_written_and_compiles_nothing() {
 
 #[test]
 fn a_cut_or_damaged_file_is_never_read() {
-    let digest = super::digest("x");
-    let (bytes, _) = file(&digest);
+    let policy = identify("x");
+    let (bytes, _) = file(&policy);
     for len in (0..bytes.len()).step_by(7).chain([bytes.len() - 1]) {
-        assert!(decode(&bytes[..len], &digest).is_none(), "cut at {len}");
+        assert!(decode(&bytes[..len], &policy).is_none(), "cut at {len}");
     }
     for at in (0..bytes.len()).step_by(13) {
         for flip in [0x01, 0x80] {
             let mut b = bytes.clone();
             b[at] ^= flip;
-            assert!(decode(&b, &digest).is_none(), "flip {flip:x} at {at}");
+            assert!(decode(&b, &policy).is_none(), "flip {flip:x} at {at}");
         }
     }
     let mut longer = bytes.clone();
     longer.push(0);
-    assert!(decode(&longer, &digest).is_none());
+    assert!(decode(&longer, &policy).is_none());
 }
 
 #[test]
 fn a_file_of_another_policy_build_or_format_is_stale() {
-    let digest = super::digest("a");
-    let (bytes, _) = file(&digest);
-    assert!(decode(&bytes, &digest).is_some());
-    assert!(
-        decode(&bytes, &super::digest("b")).is_none(),
-        "another policy"
-    );
-    // Another build or format: the header differs, and the checksum is made to fit.
-    for at in [MAGIC.len(), MAGIC.len() + 4] {
+    let policy = identify("a");
+    let (bytes, _) = file(&policy);
+    assert!(decode(&bytes, &policy).is_some());
+    assert!(decode(&bytes, &identify("b")).is_none(), "another policy");
+    // Another format, another build (its id), another text under this one's name (a hash
+    // collision): each header field changed, with a checksum made to fit.
+    let format = MAGIC.len();
+    let build = format + 4 + 4;
+    let text = build + BUILD_ID.len() + 4;
+    for at in [format, build, text] {
         let mut b = bytes[..bytes.len() - 8].to_vec();
         b[at] ^= 1;
         let sum = checksum(&b);
         b.extend_from_slice(&sum.to_le_bytes());
-        assert!(decode(&b, &digest).is_none(), "header byte {at}");
+        assert!(decode(&b, &policy).is_none(), "header byte {at}");
     }
 }
 
@@ -193,16 +194,16 @@ fn only_a_private_file_of_this_user_is_read() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     crate::store::set_root(&root, false);
-    let digest = super::digest("[retry]\n");
-    let target = path(&root, &digest);
-    let (bytes, _) = file(&digest);
+    let policy = identify("[retry]\n");
+    let target = path(&root, &policy);
+    let (bytes, _) = file(&policy);
     crate::store::write_cache(&target, &bytes).unwrap();
     let mode = std::fs::metadata(&target).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
-    assert_eq!(load(&root, &digest), Ok(true));
+    assert_eq!(load(&root, &policy), Ok(true));
     // Open to others: refused, and said so.
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let refused = load(&root, &digest).unwrap_err();
+    let refused = load(&root, &policy).unwrap_err();
     assert!(refused.contains("lets others in"), "{refused}");
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
     // Another user's (when this test may give it away): refused.
@@ -211,7 +212,7 @@ fn only_a_private_file_of_this_user_is_read() {
         .arg(&target)
         .status();
     if chown.is_ok_and(|s| s.success()) {
-        let refused = load(&root, &digest).unwrap_err();
+        let refused = load(&root, &policy).unwrap_err();
         assert!(refused.contains("another user"), "{refused}");
     } else {
         println!("skipped the other user's file: cannot chown here (not root)");
@@ -222,14 +223,14 @@ fn only_a_private_file_of_this_user_is_read() {
     std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::remove_file(&target).unwrap();
     std::os::unix::fs::symlink(&real, &target).unwrap();
-    let refused = load(&root, &digest).unwrap_err();
+    let refused = load(&root, &policy).unwrap_err();
     assert!(refused.contains("symbolic link"), "{refused}");
     // A missing or damaged one is only a miss.
     std::fs::remove_file(&target).unwrap();
-    assert_eq!(load(&root, &super::digest("[retry]\n")), Ok(false));
+    assert_eq!(load(&root, &identify("[retry]\n")), Ok(false));
     std::fs::write(&target, b"triage-patterns\nshort").unwrap();
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o600)).unwrap();
-    assert_eq!(load(&root, &digest), Ok(false));
+    assert_eq!(load(&root, &policy), Ok(false));
 }
 
 #[test]

@@ -160,7 +160,7 @@ const FILES: &[&str] = &[
 
 /// The policy cache of the scenario's policy (named by the policy's hash).
 fn cache_file() -> String {
-    let digest = triage::policy_cache::digest(POLICY);
+    let digest = triage::policy_cache::identify(POLICY);
     let path = triage::policy_cache::path(Path::new(""), &digest);
     path.to_string_lossy().into_owned()
 }

@@ -137,7 +137,7 @@ fn a_cache_under_another_policys_name_is_stale() {
     // still validated, still refused, with the same warning.
     let bad = "[[classify.rules]]\nname = \"x\"\nmatch = '(unclosed'\n";
     s.write(".triage.toml", bad);
-    let digest = triage::policy_cache::digest(bad);
+    let digest = triage::policy_cache::identify(bad);
     let planted = triage::policy_cache::path(&s.root(), &digest);
     std::fs::copy(&other, &planted).unwrap();
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o600)).unwrap();
