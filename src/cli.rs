@@ -4,7 +4,7 @@
 use crate::commands;
 use crate::context::{self, Context, GlobalArgs, Outcome};
 use crate::exit::{ExitStatus, Failure};
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
@@ -166,7 +166,7 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
             return ExitStatus::Usage.into();
         }
     };
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match parse_fast(&args).map_or_else(|| Cli::try_parse_from(&args), Ok) {
         Ok(cli) => cli,
         Err(e) => return usage_error(e, &args),
     };
@@ -199,6 +199,63 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         }
         Err(f) => failed(name, &f, Some(&cx), strict),
     }
+}
+
+/// The command line, parsed with only the subcommand it names defined: clap otherwise builds
+/// the definition of every subcommand, with all their arguments, on every call (~0.6 M
+/// instructions, most of what `triage` itself did before a hook's work began). `None`
+/// whenever that parse is not a plain success (help, version, a usage error, a name that is
+/// not a subcommand): the full parse then answers, with clap's own words. Where both succeed
+/// they agree (`the_fast_parse_agrees_with_the_full_one`).
+fn parse_fast(args: &[OsString]) -> Option<Cli> {
+    let sub = subcommand_definition(named_subcommand(args)?)?;
+    let cmd = <GlobalArgs as clap::Args>::augment_args(clap::Command::new("triage"))
+        .subcommand(sub)
+        .subcommand_required(true);
+    let matches = cmd.try_get_matches_from(args).ok()?;
+    Cli::from_arg_matches(&matches).ok()
+}
+
+/// The first argument that is neither a global option nor its value: the subcommand's name.
+fn named_subcommand(args: &[OsString]) -> Option<&str> {
+    let mut rest = args.iter().skip(1);
+    while let Some(a) = rest.next() {
+        let a = a.to_str()?;
+        match a {
+            "--dir" | "--config" => {
+                rest.next()?;
+            }
+            "--text" | "--strict" | "-e" | "--exit-status" => {}
+            _ if a.starts_with("--dir=") || a.starts_with("--config=") => {}
+            _ if a.starts_with('-') => return None,
+            _ => return Some(a),
+        }
+    }
+    None
+}
+
+/// One subcommand's definition, as `Command` derives it (less its one-line about, which only
+/// help shows).
+fn subcommand_definition(name: &str) -> Option<clap::Command> {
+    use clap::Args;
+    type Augment = fn(clap::Command) -> clap::Command;
+    const DEFINITIONS: &[(&str, Augment)] = &[
+        ("state-write", commands::state_write::Args::augment_args),
+        ("state-read", commands::state_read::Args::augment_args),
+        ("check-output", commands::check_output::Args::augment_args),
+        ("config", commands::config::Args::augment_args),
+        ("hook", commands::hook::Args::augment_args),
+        ("init", commands::init::Args::augment_args),
+        ("breaker", commands::breaker::Args::augment_args),
+        ("install-links", commands::install_links::Args::augment_args),
+        ("classify", commands::classify::Args::augment_args),
+        ("record-error", commands::record_error::Args::augment_args),
+        ("report", commands::report::Args::augment_args),
+        ("saga", commands::saga::Args::augment_args),
+        ("run", commands::run::Args::augment_args),
+    ];
+    let (name, augment) = DEFINITIONS.iter().find(|(n, _)| *n == name)?;
+    Some(augment(clap::Command::new(*name)))
 }
 
 fn failed(name: &str, f: &Failure, cx: Option<&Context>, strict: bool) -> ExitCode {
@@ -252,6 +309,94 @@ mod tests {
     #[test]
     fn clap_definitions_are_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_subcommand_has_a_fast_parse() {
+        for name in subcommand_names() {
+            assert!(subcommand_definition(&name).is_some(), "{name}");
+        }
+    }
+
+    /// Where the fast parse succeeds, it parses as the full one does; where it does not, the
+    /// full parse (and its message) is what the user gets.
+    #[test]
+    fn the_fast_parse_agrees_with_the_full_one() {
+        let lines: &[&[&str]] = &[
+            &["triage", "classify"],
+            &[
+                "triage",
+                "classify",
+                "--raw",
+                "--message",
+                "boom",
+                "--exit-code",
+                "1",
+            ],
+            &[
+                "triage", "--dir", "/tmp/x", "--text", "classify", "--agent", "a",
+            ],
+            &[
+                "triage",
+                "--config=/p.toml",
+                "-e",
+                "breaker",
+                "check",
+                "researcher",
+            ],
+            &[
+                "triage",
+                "breaker",
+                "record",
+                "researcher",
+                "--outcome",
+                "success",
+            ],
+            &["triage", "breaker", "check", "k", "--strict"],
+            &["triage", "hook"],
+            &["triage", "--strict", "hook", "--dir", "d"],
+            &[
+                "triage",
+                "check-output",
+                "--agent",
+                "researcher",
+                "--require-any",
+                "x",
+            ],
+            &["triage", "record-error", "--session", "s1", "--phase", "2"],
+            &["triage", "state-write", "st.json", "--update", ".n += 1"],
+            &["triage", "state-read", "st.json", "--data"],
+            &["triage", "report", "--by", "agent"],
+            &["triage", "report", "prune", "--older-than", "30d"],
+            &["triage", "saga", "status", "review-42", "--text"],
+            &["triage", "run", "--timeout", "5s", "--", "sleep", "1"],
+            &["triage", "config", "show"],
+            &["triage", "init", "--dry-run"],
+            &["triage", "install-links", "/tmp/bin"],
+            // Not plain successes: help, version, errors, unknown names.
+            &["triage", "--version"],
+            &["triage", "classify", "--help"],
+            &["triage", "classify", "--bogus"],
+            &["triage", "breaker"],
+            &["triage", "help"],
+            &["triage", "clasify"],
+            &["triage", "--dir"],
+            &["triage"],
+        ];
+        for line in lines {
+            let args = os(line);
+            let full = Cli::try_parse_from(&args);
+            match parse_fast(&args) {
+                Some(fast) => {
+                    let full = full.expect("the full parse takes what the fast one does");
+                    assert_eq!(format!("{fast:?}"), format!("{full:?}"), "{line:?}");
+                }
+                None => assert!(
+                    full.is_err(),
+                    "{line:?}: the fast parse gave up on a line the full one takes"
+                ),
+            }
+        }
     }
 
     #[test]
