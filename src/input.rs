@@ -187,42 +187,130 @@ impl<R: Read> Read for Lenient<R> {
     }
 }
 
-/// Counts the bytes read through it, and whether any was not JSON whitespace.
-struct Counted<R> {
-    inner: R,
-    total: u64,
-    content: bool,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.total += n as u64;
-        self.content |= buf[..n].iter().any(|b| !b.is_ascii_whitespace());
-        Ok(n)
-    }
-}
-
 /// Reads one JSON value from `input` and returns as soon as it is complete, without waiting
 /// for the end of the input: `None` when the input held only whitespace. At most `limit`
 /// bytes are read; a value not complete by then is [`InputError::TooLarge`].
-pub fn read_one_json(input: impl Read, limit: usize) -> Result<Option<Value>, InputError> {
-    let counted = Counted {
-        inner: input.take(limit as u64 + 1),
-        total: 0,
-        content: false,
-    };
-    let mut lenient = Lenient::new(counted);
-    let mut de = serde_json::Deserializer::from_reader(&mut lenient);
-    let result = Value::deserialize(&mut de);
-    drop(de);
-    let counted = &lenient.inner;
-    match result {
-        Ok(v) => Ok(Some(v)),
-        Err(_) if counted.total > limit as u64 => Err(InputError::TooLarge { limit }),
-        Err(e) if e.is_io() => Err(InputError::Io(io::Error::other(e.to_string()))),
-        Err(e) if e.is_eof() && !counted.content => Ok(None),
-        Err(e) => Err(InputError::Syntax(e.to_string())),
+///
+/// The bytes are read as they come and parsed from the buffer (serde_json over a slice is
+/// several times faster than over a reader, which goes byte by byte): a parse is tried when
+/// the top-level value looks complete ([`Shape`]), at the end of the input, and whenever the
+/// buffer has grown by an eighth since the last try, so bad JSON is refused as soon as it has
+/// arrived and a writer that trickles bytes costs a bounded number of parses.
+pub fn read_one_json(mut input: impl Read, limit: usize) -> Result<Option<Value>, InputError> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut shape = Shape::default();
+    let mut tried = 0usize;
+    let mut eof = false;
+    loop {
+        let room = (limit + 1).saturating_sub(buf.len()).min(1 << 16);
+        let at = buf.len();
+        buf.resize(at + room, 0);
+        match input.read(&mut buf[at..]) {
+            Ok(0) => {
+                buf.truncate(at);
+                eof = true;
+            }
+            Ok(n) => buf.truncate(at + n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                buf.truncate(at);
+                continue;
+            }
+            Err(e) => return Err(InputError::Io(e)),
+        }
+        shape.scan(&buf);
+        let over = buf.len() > limit;
+        let due = shape.end.is_some()
+            || shape.scalar
+            || eof
+            || over
+            || buf.len() - tried >= (tried / 8).max(1);
+        if !due {
+            continue;
+        }
+        tried = buf.len();
+        let upto = shape.end.unwrap_or(buf.len()).min(limit);
+        match parse_first(&buf[..upto]) {
+            // A number at the very end of what arrived may have more digits coming.
+            Ok(v) if shape.end.is_none() && !eof && !over && v.is_number() => {}
+            Ok(v) => return Ok(Some(v)),
+            Err(e) if !e.is_eof() => return Err(InputError::Syntax(e.to_string())),
+            Err(_) if over => return Err(InputError::TooLarge { limit }),
+            Err(e) if eof => {
+                return if buf.iter().all(u8::is_ascii_whitespace) {
+                    Ok(None)
+                } else {
+                    Err(InputError::Syntax(e.to_string()))
+                };
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// The first JSON value in `bytes` (what follows it is not looked at), leniently.
+fn parse_first(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    let strict = Value::deserialize(&mut serde_json::Deserializer::from_slice(bytes));
+    if strict.is_ok() || !has_surrogate_escape(bytes) {
+        return strict;
+    }
+    Value::deserialize(&mut serde_json::Deserializer::from_reader(Lenient::new(
+        bytes,
+    )))
+}
+
+/// Where the top-level JSON value in a growing buffer ends, as far as its brackets and
+/// quotes tell (a cheap scan that decides when a parse is worth trying; the parse decides
+/// what the value is).
+#[derive(Default)]
+struct Shape {
+    /// Bytes scanned so far.
+    pos: usize,
+    /// The first byte of the value has been seen.
+    started: bool,
+    /// It is not an object, array or string: its end is a delimiter, so every read is tried.
+    scalar: bool,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    /// One past the value's last byte, once known.
+    end: Option<usize>,
+}
+
+impl Shape {
+    fn scan(&mut self, buf: &[u8]) {
+        while self.end.is_none() && !self.scalar {
+            let Some(&b) = buf.get(self.pos) else {
+                return;
+            };
+            self.pos += 1;
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                    if self.depth == 0 {
+                        self.end = Some(self.pos);
+                    }
+                }
+                continue;
+            }
+            match b {
+                b' ' | b'\t' | b'\n' | b'\r' if !self.started => continue,
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' if self.depth > 0 => {
+                    self.depth -= 1;
+                    if self.depth == 0 {
+                        self.end = Some(self.pos);
+                    }
+                }
+                _ if !self.started => self.scalar = true,
+                _ => {}
+            }
+            self.started = true;
+        }
     }
 }
 
@@ -374,6 +462,61 @@ mod tests {
             Err(InputError::TooLarge { limit: 1000 })
         ));
         assert_eq!(read_bounded(&b"abc"[..], 3).expect("fits"), b"abc");
+    }
+
+    /// Hands out the input in the given chunk sizes (cycling), then the end.
+    struct Chunks<'a>(&'a [u8], Vec<usize>, usize);
+
+    impl Read for Chunks<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let want = self.1[self.2 % self.1.len()].max(1);
+            self.2 += 1;
+            let n = want.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// What serde_json's reader gives (the way stdin was read before): the first value.
+    fn by_reader(bytes: &[u8]) -> Result<Option<Value>, String> {
+        let mut de = serde_json::Deserializer::from_reader(Lenient::new(bytes));
+        match Value::deserialize(&mut de) {
+            Ok(v) => Ok(Some(v)),
+            Err(e) if e.is_eof() && bytes.iter().all(u8::is_ascii_whitespace) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    #[test]
+    fn garbage_after_whitespace_and_partial_numbers_are_read_as_before() {
+        assert!(matches!(
+            read_one_json(ThenFail(b"  \n y\ny\n"), 100),
+            Err(InputError::Syntax(_))
+        ));
+        // A number cut by the reads is not taken before its last digit.
+        let v = read_one_json(Trickle(b"12345 "), 100).expect("number");
+        assert_eq!(v, Some(json!(12345)));
+        let v = read_one_json(&b"{\"a\": 1} trailing junk"[..], 100).expect("first value");
+        assert_eq!(v, Some(json!({"a": 1})));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn stdin_reads_as_serde_jsons_reader_did(
+            parts in proptest::collection::vec(proptest::sample::select(vec![
+                "{", "}", "[", "]", "\"", "\\", "\\\"", ":", ",", " ", "\n", "1", "-2.5e3",
+                "true", "null", "\"key\"", "\\ud83d", "\\u00e9", "é", "x", "{}", "[]",
+            ]), 0..20),
+            chunks in proptest::collection::vec(1usize..9, 1..4),
+        ) {
+            let text = parts.concat();
+            let ours = read_one_json(Chunks(text.as_bytes(), chunks, 0), 1 << 20)
+                .map_err(|e| e.to_string());
+            let theirs = by_reader(text.as_bytes())
+                .map_err(|e| format!("not valid JSON: {e}"));
+            proptest::prop_assert_eq!(ours, theirs, "{:?}", text);
+        }
     }
 
     #[test]
