@@ -432,7 +432,7 @@ fn emit_dfa(out: &mut String, d: &Encoded) {
     list(out, &d.match_at);
     out.push_str(",pids:");
     list(out, &d.pids);
-    out.push('}');
+    out.push_str(",accel:None}");
 }
 
 fn emit_table(out: &mut String, name: &str, t: &Table) {

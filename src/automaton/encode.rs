@@ -55,7 +55,14 @@ pub struct Encoded {
     pub match_at: Vec<u32>,
     /// Pattern ids.
     pub pids: Vec<u16>,
+    /// For an unanchored DFA: the bytes that can make it leave its start states. On any
+    /// other byte it only moves to the start state after that byte, so a search skips to the
+    /// next of these (`None`: too many to be worth it).
+    pub accel: Option<Vec<u8>>,
 }
+
+/// More bytes than this that leave the start states: a search steps through every byte.
+const ACCEL_MAX: usize = 24;
 
 /// Encodes `dfa`, with its start states for `anchored` searches.
 pub fn encode(dfa: &dense::DFA<Vec<u32>>, anchored: Anchored) -> Result<Encoded, EncodeError> {
@@ -123,6 +130,9 @@ pub fn encode(dfa: &dense::DFA<Vec<u32>>, anchored: Anchored) -> Result<Encoded,
         }
         matches.push(pids);
     }
+    let accel = (anchored == Anchored::No)
+        .then(|| leaving_bytes(&classes, &start, &rows))
+        .flatten();
     let (default, base, check, next) = comb(&rows);
     let mut match_at = vec![0u32];
     let mut pids = Vec::new();
@@ -140,7 +150,29 @@ pub fn encode(dfa: &dense::DFA<Vec<u32>>, anchored: Anchored) -> Result<Encoded,
         next,
         match_at,
         pids,
+        accel,
     })
+}
+
+/// The bytes on which some start state after a byte goes anywhere but the start state after
+/// that byte (see [`Encoded::accel`]), when there are few. (The start at the very beginning
+/// of the text is left out: a search never skips from there.)
+fn leaving_bytes(classes: &[u8], start: &[u16], rows: &[Vec<u16>]) -> Option<Vec<u8>> {
+    let mut idle: Vec<u16> = start.get(1..)?.to_vec();
+    idle.sort_unstable();
+    idle.dedup();
+    let mut out = Vec::new();
+    for b in 0..=255u8 {
+        let class = usize::from(classes[usize::from(b)]);
+        let after = start[usize::from(b) + 1];
+        let stays = idle.iter().all(|&s| {
+            s > QUIT && rows.get(usize::from(s)).and_then(|r| r.get(class)) == Some(&after)
+        });
+        if !stays {
+            out.push(b);
+        }
+    }
+    (out.len() <= ACCEL_MAX).then_some(out)
 }
 
 /// The comb of `rows`: `(default, base, check, next)`.
@@ -211,6 +243,13 @@ impl Encoded {
         len(out, self.default.len());
         len(out, self.check.len());
         len(out, self.pids.len());
+        match &self.accel {
+            None => out.push(0xff),
+            Some(a) => {
+                out.push(a.len() as u8);
+                out.extend_from_slice(a);
+            }
+        }
         out.extend_from_slice(&self.classes);
         for v in [
             &self.start,
@@ -238,6 +277,11 @@ impl Encoded {
         let states = r.u32()? as usize;
         let slots = r.u32()? as usize;
         let npids = r.u32()? as usize;
+        let accel = match r.take(1)?[0] {
+            0xff => None,
+            n if usize::from(n) <= ACCEL_MAX => Some(r.take(usize::from(n))?.to_vec()),
+            _ => return None,
+        };
         if states < 2 || states > usize::from(FREE) {
             return None;
         }
@@ -260,6 +304,7 @@ impl Encoded {
             next,
             match_at,
             pids,
+            accel,
         };
         e.is_consistent().then_some((e, r.0))
     }

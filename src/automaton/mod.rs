@@ -31,6 +31,9 @@ pub struct Dfa<'a> {
     pub match_at: &'a [u32],
     /// Pattern ids.
     pub pids: &'a [u16],
+    /// The bytes that can take an unanchored search out of its start states (see
+    /// [`Encoded::accel`]).
+    pub accel: Option<&'a [u8]>,
 }
 
 /// The DFA quit: the text holds a byte it cannot decide on.
@@ -50,6 +53,7 @@ impl Encoded {
             next: &self.next,
             match_at: &self.match_at,
             pids: &self.pids,
+            accel: self.accel.as_deref(),
         }
     }
 }
@@ -118,10 +122,24 @@ impl<'a> Dfa<'a> {
     }
 
     /// With an unanchored leftmost-first DFA: where the leftmost-first match of `hay` ends.
+    /// While it is in a start state, it skips ahead to the next byte that can take it out.
     pub fn find_end(&self, hay: &[u8]) -> Result<Option<usize>, Quit> {
         let mut s = self.start_after(None);
         let mut last = None;
-        for (i, &b) in hay.iter().enumerate() {
+        let skip = self.accel.map(Skip::new);
+        let mut i = 0;
+        while i < hay.len() {
+            if let (Some(skip), Some(prev)) = (&skip, i.checked_sub(1).and_then(|p| hay.get(p))) {
+                if s == self.start_after(Some(prev)) {
+                    let j = skip.next(hay, i);
+                    if j > i {
+                        s = self.start_after(hay.get(j - 1));
+                        i = j;
+                        continue;
+                    }
+                }
+            }
+            let b = hay[i];
             s = self.step(s, b);
             match s {
                 DEAD => return Ok(last),
@@ -129,6 +147,7 @@ impl<'a> Dfa<'a> {
                 _ if self.is_match(s) => last = Some(i),
                 _ => {}
             }
+            i += 1;
         }
         match self.end(s) {
             QUIT => Err(Quit),
@@ -156,5 +175,47 @@ impl<'a> Dfa<'a> {
             s if self.is_match(s) => Ok(Some(0)),
             _ => Ok(last),
         }
+    }
+}
+
+/// Finds the next byte of a small set: memchr for up to three, a table for more.
+enum Skip {
+    None,
+    One(u8),
+    Two(u8, u8),
+    Three(u8, u8, u8),
+    Table([u64; 4]),
+}
+
+impl Skip {
+    fn new(bytes: &[u8]) -> Skip {
+        match *bytes {
+            [] => Skip::None,
+            [a] => Skip::One(a),
+            [a, b] => Skip::Two(a, b),
+            [a, b, c] => Skip::Three(a, b, c),
+            _ => {
+                let mut t = [0u64; 4];
+                for &b in bytes {
+                    t[usize::from(b >> 6)] |= 1 << (b & 63);
+                }
+                Skip::Table(t)
+            }
+        }
+    }
+
+    /// The position of the next byte of the set at or after `from`, or the end.
+    fn next(&self, hay: &[u8], from: usize) -> usize {
+        let rest = hay.get(from..).unwrap_or_default();
+        let found = match self {
+            Skip::None => None,
+            Skip::One(a) => memchr::memchr(*a, rest),
+            Skip::Two(a, b) => memchr::memchr2(*a, *b, rest),
+            Skip::Three(a, b, c) => memchr::memchr3(*a, *b, *c, rest),
+            Skip::Table(t) => rest
+                .iter()
+                .position(|&b| t[usize::from(b >> 6)] & (1 << (b & 63)) != 0),
+        };
+        from + found.unwrap_or(rest.len())
     }
 }

@@ -181,22 +181,24 @@ pub fn kinds_table() -> String {
         "Kinds and their defaults (tiers: seed 004; categories and severities: seed 001; \
          retryability: seed 003). [[classify.rules]] and [retry.kinds.KIND] change them.\n\n",
     );
-    let row = |k: &str, t: &str, c: &str, r: &str, s: &str| {
-        format!(" {k:<17} {t:<4} {c:<18} {r:<9} {s}\n")
+    // Padded by hand: `classify`'s long help is built on every call that parses its
+    // arguments, and `format!` padding cost ~0.1 M instructions of each.
+    let mut row = |cells: [&str; 5]| {
+        for (cell, width) in cells.iter().zip([17, 4, 18, 9, 0]) {
+            out.push(' ');
+            out.push_str(cell);
+            out.extend(std::iter::repeat_n(' ', width - cell.len().min(width)));
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
     };
-    out.push_str(&row("kind", "tier", "category", "retryable", "severity"));
+    row(["kind", "tier", "category", "retryable", "severity"]);
     for k in Kind::ALL {
         let d = rules::defaults(*k);
         let tier = d.tier.number().to_string();
         let retry = if d.retryable { "yes" } else { "no" };
-        let severity = format!("{} ({})", d.severity.as_str(), d.severity.priority());
-        out.push_str(&row(
-            k.as_str(),
-            &tier,
-            d.category.as_str(),
-            retry,
-            &severity,
-        ));
+        let severity = [d.severity.as_str(), " (", d.severity.priority(), ")"].concat();
+        row([k.as_str(), &tier, d.category.as_str(), retry, &severity]);
     }
     out
 }

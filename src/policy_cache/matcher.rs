@@ -127,7 +127,7 @@ fn parse(pattern: &str) -> Option<Hir> {
 /// non-ASCII byte made unmatchable, each Unicode word boundary made the ASCII one. On text
 /// that is all ASCII this matches exactly where the pattern does.
 fn ascii_tier(pattern: &str) -> Option<Pair> {
-    pair(&to_ascii(&parse(pattern)?), ASCII_LIMIT)
+    pair(&to_ascii(&parse(pattern)?), ASCII_LIMIT, false)
 }
 
 /// The pattern as it is, unless it has a Unicode word boundary (its DFA would quit on every
@@ -137,14 +137,18 @@ fn unicode_tier(pattern: &str) -> Option<Pair> {
     if hir.properties().look_set().contains_word_unicode() {
         return None;
     }
-    pair(&hir, UNICODE_LIMIT)
+    pair(&hir, UNICODE_LIMIT, true)
 }
 
-fn pair(hir: &Hir, limit: usize) -> Option<Pair> {
+/// The two DFAs of `hir`. `utf8`: a search steps over whole characters (the unanchored start
+/// of the Unicode tier); the ASCII tier only ever sees ASCII text, so it steps over bytes,
+/// which keeps its start state a plain loop a search can skip through.
+fn pair(hir: &Hir, limit: usize, utf8: bool) -> Option<Pair> {
     let dfa = |reverse: bool| -> Option<Encoded> {
         let nfa = thompson::Compiler::new()
             .configure(
                 thompson::Config::new()
+                    .utf8(utf8)
                     .reverse(reverse)
                     .which_captures(thompson::WhichCaptures::None),
             )
@@ -165,6 +169,7 @@ fn pair(hir: &Hir, limit: usize) -> Option<Pair> {
                 dense::Config::new()
                     .match_kind(kind)
                     .start_kind(start)
+                    .minimize(true)
                     .dfa_size_limit(limit)
                     .determinize_size_limit(limit),
             )

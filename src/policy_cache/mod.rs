@@ -27,7 +27,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 
 const MAGIC: &[u8; 16] = b"triage-patterns\n";
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// What this build writes into the files it makes: a file from another build (another
 /// version, other rules for what a valid policy is, another DFA layout) is stale.

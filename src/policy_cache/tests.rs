@@ -88,6 +88,23 @@ fn the_ascii_tier_answers_ascii_text_and_the_unicode_tier_the_rest() {
 }
 
 #[test]
+fn searches_skip_to_the_bytes_that_can_start_a_match() {
+    let accel = |p: &str| {
+        let m = Matcher::new(p);
+        let _ = m.find("x");
+        let tier = m.ascii.get().cloned().flatten().unwrap();
+        tier.fwd.accel.clone()
+    };
+    assert_eq!(accel(r"(?i)lorem ipsum"), Some(b"Ll".to_vec()));
+    assert_eq!(accel(r"\bTODO\b"), Some(b"T".to_vec()));
+    assert_eq!(
+        accel(r"\[\d+\]|https?://|\bdoi:|\(([A-Z][\w-]+)( et al\.)?,? \d{4}[a-z]?\)"),
+        Some(b"([dh".to_vec())
+    );
+    assert_eq!(accel(r"\w+@"), None, "too many bytes to skip to");
+}
+
+#[test]
 fn a_pattern_regex_refuses_is_refused_with_its_words() {
     let huge = format!("(?:{}){{1000}}", r"\w{100}");
     let m = Matcher::new(&huge);
