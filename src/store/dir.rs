@@ -71,7 +71,9 @@ fn io_err(e: Errno) -> io::Error {
 
 /// The user the store works for: the effective uid.
 fn me() -> u32 {
-    rustix::process::geteuid().as_raw()
+    // Asked once: every folder and file check compares with it.
+    static ME: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *ME.get_or_init(|| rustix::process::geteuid().as_raw())
 }
 
 /// Refuses a folder that another user could change under us.
@@ -279,24 +281,25 @@ impl Dir {
         }
         let flags = access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
         let mode = Mode::from_raw_mode(FILE_MODE);
-        let mut fd = None;
-        if create {
+        // The file usually exists (a lock, a log): open it first, and create it (exclusively,
+        // so a file made here is known and made 0600) only when it is missing.
+        let mut created = false;
+        let fd = loop {
+            match rfs::openat(&*self.fd, name, flags, Mode::empty()) {
+                Ok(fd) => break fd,
+                Err(Errno::NOENT) if create && !created => {}
+                Err(Errno::NOENT) => return Ok(None),
+                Err(e) => return Err(open_failure(Some(self), name, &path, e, "cannot open")),
+            }
             match rfs::openat(&*self.fd, name, flags | OFlags::CREATE | OFlags::EXCL, mode) {
                 Ok(f) => {
                     let _ = rfs::fchmod(&f, mode);
-                    fd = Some(f);
+                    break f;
                 }
-                Err(Errno::EXIST) => {}
+                // Made meanwhile by another process: open that one.
+                Err(Errno::EXIST) => created = true,
                 Err(e) => return Err(open_failure(Some(self), name, &path, e, "cannot create")),
             }
-        }
-        let fd = match fd {
-            Some(fd) => fd,
-            None => match rfs::openat(&*self.fd, name, flags, Mode::empty()) {
-                Ok(fd) => fd,
-                Err(Errno::NOENT) => return Ok(None),
-                Err(e) => return Err(open_failure(Some(self), name, &path, e, "cannot open")),
-            },
         };
         let st = rfs::fstat(&fd).map_err(|e| StoreError::io("cannot stat", &path, io_err(e)))?;
         let t = FileType::from_raw_mode(st.st_mode);

@@ -216,13 +216,39 @@ fn open_dir(dir: &Path, create: bool) -> Result<Option<Dir>> {
     let Some(mut d) = opened else {
         return Ok(None);
     };
-    for part in parts {
-        match d.sub(&part, create)? {
+    for (depth, part) in parts.into_iter().enumerate() {
+        let next = if depth == 0 && anchor.checked {
+            root_child(&anchor.path, &d, &part, create)?
+        } else {
+            d.sub(&part, create)?
+        };
+        match next {
             Some(next) => d = next,
             None => return Ok(None),
         }
     }
     Ok(Some(d))
+}
+
+/// A folder right below the state root (`logs`, `breakers`, `cache`, …), opened and checked
+/// once per run like the root itself: a call touches the same few many times. (Deeper folders
+/// are opened each time: a session's folder can be removed by another call meanwhile; these
+/// never are.)
+fn root_child(root: &Path, dir: &Dir, name: &OsStr, create: bool) -> Result<Option<Dir>> {
+    static OPENED: Mutex<Vec<(PathBuf, OsString, Dir)>> = Mutex::new(Vec::new());
+    let known = OPENED.lock().ok().and_then(|list| {
+        list.iter()
+            .find(|(r, n, _)| r == root && n == name)
+            .map(|(_, _, d)| d.clone())
+    });
+    if let Some(d) = known {
+        return Ok(Some(d));
+    }
+    let opened = dir.sub(name, create)?;
+    if let (Some(d), Ok(mut list)) = (&opened, OPENED.lock()) {
+        list.push((root.to_path_buf(), name.to_os_string(), d.clone()));
+    }
+    Ok(opened)
 }
 
 /// The state root, opened and checked once per run: every file of the run is then reached
@@ -374,9 +400,22 @@ fn read_whole(path: &Path, file: Option<File>) -> Result<Option<Vec<u8>>> {
     let Some(mut f) = file else {
         return Ok(None);
     };
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes)
-        .map_err(|e| StoreError::io("cannot read", path, e))?;
+    // By hand rather than `read_to_end`, which asks the file's size twice (statx, lseek)
+    // before reading: the files read whole are small, two reads suffice.
+    let mut bytes = vec![0; 8192];
+    let mut len = 0;
+    loop {
+        if len == bytes.len() {
+            bytes.resize(len * 2, 0);
+        }
+        match f.read(&mut bytes[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(StoreError::io("cannot read", path, e)),
+        }
+    }
+    bytes.truncate(len);
     Ok(Some(bytes))
 }
 
