@@ -166,6 +166,15 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
             return ExitStatus::Usage.into();
         }
     };
+    if let [_, flag] = args.as_slice() {
+        if flag == "--version" || flag == "-V" {
+            // The one line clap would print, without building every subcommand to print it
+            // (and, like clap, never failing on a closed stdout).
+            use std::io::Write;
+            let _ = std::io::stdout().write_all(version_line().as_bytes());
+            return ExitStatus::Success.into();
+        }
+    }
     let cli = match parse_fast(&args).map_or_else(|| Cli::try_parse_from(&args), Ok) {
         Ok(cli) => cli,
         Err(e) => return usage_error(e, &args),
@@ -199,6 +208,11 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         }
         Err(f) => failed(name, &f, Some(&cx), strict),
     }
+}
+
+/// What `triage --version` prints (as clap renders `#[command(version)]`).
+fn version_line() -> String {
+    format!("triage {}\n", env!("CARGO_PKG_VERSION"))
 }
 
 /// The command line, parsed with only the subcommand it names defined: clap otherwise builds
@@ -309,6 +323,11 @@ mod tests {
     #[test]
     fn clap_definitions_are_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_version_line_is_clap_s() {
+        assert_eq!(version_line(), Cli::command().render_version().to_string());
     }
 
     #[test]
