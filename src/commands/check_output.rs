@@ -17,7 +17,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 mod hook;
-pub use hook::judge_hook;
+pub use hook::{judge_hook, judge_stop, Final, Judged};
 
 /// Arguments of `triage check-output`.
 #[derive(clap::Args, Debug, Default)]

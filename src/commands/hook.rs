@@ -86,7 +86,8 @@ pub fn answer(cx: &Context, p: &Payload) -> Result<Response, Failure> {
         Some("PreToolUse") => pre_tool_use(cx, p),
         Some("PostToolUse") => post_tool_use(cx, p),
         Some("PostToolUseFailure") => post_tool_use_failure(cx, p),
-        Some("SubagentStop" | "Stop") => check_output::judge_hook(cx, p),
+        Some("SubagentStop") => subagent_stop(cx, p),
+        Some("Stop") => Ok(check_output::judge_stop(cx, p)?.response),
         Some("StopFailure") => {
             // Claude Code ignores this event's output: record only.
             record_failure(cx, p, &p.0)?;
@@ -140,28 +141,179 @@ fn post_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let start = p
         .tool_use_id()
         .and_then(|id| session::take_start(cx, p.session_id(), id));
+    if p.is_subagent_tool() {
+        if let Some(agent_id) = p.response_agent_id() {
+            return subagent_call(cx, p, key, agent_id, start);
+        }
+    }
     if p.is_async_launched() {
-        // Launched in the background: there is no output, and no end, to judge yet.
+        // Launched in the background with no id to meet its SubagentStop by: its end is not
+        // seen here, and a probe permit it holds runs out with its lease.
         return Ok(Response::default());
     }
-    let elapsed_ms = p.duration_ms().or_else(|| {
-        let at = start.as_ref()?.at_ms;
-        u64::try_from(cx.now.timestamp_millis() - at).ok()
-    });
+    judge_here(cx, p, key, start)
+}
 
-    let mut response = if p.is_subagent_tool() {
-        check_output::judge_hook(cx, p).unwrap_or_else(|f| {
-            cx.warn(&format!("the subagent's output was not checked: {f}"));
-            Response::default()
-        })
-    } else {
-        Response::default()
+/// PostToolUse of a subagent call whose `agentId` is known: it meets the subagent's
+/// SubagentStop (see `session`), so the call is judged and recorded once, wherever its end
+/// is seen.
+fn subagent_call(
+    cx: &Context,
+    p: &Payload,
+    key: &str,
+    agent_id: &str,
+    start: Option<session::Start>,
+) -> Result<Response, Failure> {
+    let background = p.is_async_launched();
+    let start = start.unwrap_or_else(|| session::Start {
+        key: key.to_string(),
+        ticket: None,
+        at_ms: cx.now.timestamp_millis(),
+    });
+    let ended = session::meet_end(cx, p.session_id(), agent_id, background.then_some(&start))?;
+    let Some(ended) = ended else {
+        if background {
+            // Its SubagentStop will complete the call.
+            return Ok(Response::default());
+        }
+        // Finished in the foreground with no SubagentStop before it (a hook not installed
+        // for that event, an older client): judge its output here.
+        return judge_here(cx, p, key, Some(start));
     };
-    let mut failures: Vec<(Kind, String)> = Vec::new();
-    if !response.is_empty() {
-        failures.push((Kind::ValidationFailed, verdict_text(&response)));
+    let elapsed = p
+        .duration_ms()
+        .or_else(|| u64::try_from(ended.at_ms - start.at_ms).ok());
+    let who = p.subagent_type().unwrap_or(key);
+    let mut response = if background {
+        Response::default()
+    } else {
+        parent_note(&ended.last, who)
+    };
+    let done = complete(cx, p, key, start.ticket, &ended.last, elapsed)?;
+    if let Some(note) = done.timeout_note {
+        response.add_context("PostToolUse", note);
     }
+    announce(cx, p, &done.warnings, &mut response);
+    Ok(response)
+}
+
+/// The subagent's end as SubagentStop judged it, told to its parent (foreground only: a
+/// background call's parent hears of the end from Claude Code itself).
+fn parent_note(last: &check_output::Final, who: &str) -> Response {
+    let detail = last
+        .detail
+        .as_deref()
+        .unwrap_or("its output failed its checks");
+    if last.blocked {
+        let mut r = Response::context(
+            "PostToolUse",
+            format!(
+                "The {who} subagent says it is blocked:\n{detail}\nIt needs something only the user can give: tell the user what it needs (seed 004: escalate) rather than working around it."
+            ),
+        );
+        r.add_system_message(format!(
+            "triage: {who} says it is blocked and needs you:\n{detail}"
+        ));
+        return r;
+    }
+    if last.outcome != CallOutcome::Failure {
+        return Response::default();
+    }
+    let text = format!("The {who} subagent's output is unusable:\n{detail}");
+    if last.optional {
+        let mut r = Response::context(
+            "PostToolUse",
+            format!("{text}\n{who} is optional: proceed without its output."),
+        );
+        r.add_system_message(format!(
+            "triage: optional agent {who}'s output failed its checks; proceeding"
+        ));
+        return r;
+    }
+    Response::block(format!(
+        "{text}\nDo not rely on it: rerun the subagent with these fixed, or proceed without it."
+    ))
+}
+
+/// SubagentStop: the output checks with the loop guard; once the subagent may stop, its call
+/// is completed here when it ran in the background (its PostToolUse came long before).
+fn subagent_stop(cx: &Context, p: &Payload) -> Result<Response, Failure> {
+    let judged = check_output::judge_stop(cx, p)?;
+    let mut response = judged.response;
+    let (Some(last), Some(agent_id), Some(agent)) = (judged.last, p.agent_id(), p.agent_type())
+    else {
+        return Ok(response);
+    };
+    let ended = session::Ended {
+        last,
+        at_ms: cx.now.timestamp_millis(),
+    };
+    let start = match session::meet_start(cx, p.session_id(), agent_id, &ended) {
+        Ok(Some(start)) => start,
+        // A foreground subagent: its PostToolUse comes next and completes the call.
+        Ok(None) => return Ok(response),
+        Err(f) => {
+            cx.warn(&format!(
+                "the subagent's end was not kept for its call: {f}"
+            ));
+            return Ok(response);
+        }
+    };
+    let key = if start.key.is_empty() {
+        agent.to_string()
+    } else {
+        start.key.clone()
+    };
+    let elapsed = u64::try_from(ended.at_ms - start.at_ms).ok();
+    let done = complete(cx, p, &key, start.ticket, &ended.last, elapsed)?;
+    announce(cx, p, &done.warnings, &mut response);
+    Ok(response)
+}
+
+/// What completing a call left to say.
+struct Completed {
+    warnings: Vec<Warning>,
+    timeout_note: Option<String>,
+}
+
+/// Completes a guarded call: records its failure (unless its record is already written, and
+/// at most one record for the call), a timeout when it ran past its agent's, and its outcome
+/// on the breaker with the ticket its PreToolUse was given.
+fn complete(
+    cx: &Context,
+    p: &Payload,
+    key: &str,
+    ticket: Option<String>,
+    last: &check_output::Final,
+    elapsed_ms: Option<u64>,
+) -> Result<Completed, Failure> {
     let agent = p.subagent_type().unwrap_or(key);
+    let mut outcome = last.outcome;
+    let mut kind = last.kind;
+    let mut detail = last.detail.clone();
+    let mut recorded = last.recorded;
+    let mut warnings = Vec::new();
+    let mut write = |kind: Kind, text: &str| -> Result<(), Failure> {
+        let input = json!({
+            "kind": kind.as_str(),
+            "detail": text,
+            "session_id": p.session_id(),
+            "agent": agent,
+            "task_id": p.tool_use_id(),
+            "duration_ms": elapsed_ms,
+            "context": {"hook_event_name": p.event(), "tool_name": p.tool_name(), "agent_id": p.agent_id().or(p.response_agent_id())},
+        });
+        warnings.extend(record_failure(cx, p, &input)?);
+        Ok(())
+    };
+    if outcome == CallOutcome::Failure && !recorded {
+        let text = detail
+            .clone()
+            .unwrap_or_else(|| "the subagent's output failed its checks".into());
+        write(kind.unwrap_or(Kind::ValidationFailed), &text)?;
+        recorded = true;
+    }
+    let mut timeout_note = None;
     let limit = cx.policy()?.agent(agent).timeout;
     if let (Some(ms), Some(limit)) = (elapsed_ms, limit) {
         let limit_ms = u64::try_from(limit.0.as_millis()).unwrap_or(u64::MAX);
@@ -170,42 +322,67 @@ fn post_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failure> {
                 "{agent} ran for {}, past its {limit} timeout (seed 000's per-agent table)",
                 crate::duration::Dur(std::time::Duration::from_millis(ms))
             );
-            response.add_context(
-                "PostToolUse",
-                format!("triage: {text}; recorded as a timeout. Treat its result with care, and give it a narrower task if you call it again."),
-            );
-            failures.push((Kind::Timeout, text));
+            timeout_note = Some(format!("triage: {text}; recorded as a timeout. Treat its result with care, and give it a narrower task if you call it again."));
+            // One failure of one call is one record: a call already on record stays so.
+            if !recorded {
+                write(Kind::Timeout, &text)?;
+                outcome = CallOutcome::Failure;
+                kind = Some(Kind::Timeout);
+                detail = Some(text);
+            }
         }
     }
-
-    let mut warnings = Vec::new();
-    for (kind, detail) in &failures {
-        let input = json!({
-            "kind": kind.as_str(),
-            "detail": detail,
-            "session_id": p.session_id(),
-            "agent": agent,
-            "task_id": p.tool_use_id(),
-            "duration_ms": elapsed_ms,
-            "context": {"hook_event_name": "PostToolUse", "tool_name": p.tool_name(), "agent_id": p.agent_id()},
-        });
-        warnings.extend(record_failure(cx, p, &input)?);
-    }
     let report = CallReport {
-        outcome: Some(if failures.is_empty() {
-            CallOutcome::Success
-        } else {
-            CallOutcome::Failure
-        }),
-        ticket: start.and_then(|s| s.ticket),
-        kind: failures.first().map(|f| f.0),
-        detail: failures.first().map(|f| f.1.clone()),
+        outcome: Some(outcome),
+        ticket,
+        kind,
+        detail,
         duration_ms: elapsed_ms,
     };
     if let Err(f) = breaker::record_in(cx, key, p.session_id(), &report) {
         cx.warn(&format!("the breaker did not hear of this call: {f}"));
     }
-    announce(cx, p, &warnings, &mut response);
+    Ok(Completed {
+        warnings,
+        timeout_note,
+    })
+}
+
+/// PostToolUse of a guarded call whose end no SubagentStop judged: its output is checked
+/// here (a subagent's), then the call is completed.
+fn judge_here(
+    cx: &Context,
+    p: &Payload,
+    key: &str,
+    start: Option<session::Start>,
+) -> Result<Response, Failure> {
+    let elapsed_ms = p.duration_ms().or_else(|| {
+        let at = start.as_ref()?.at_ms;
+        u64::try_from(cx.now.timestamp_millis() - at).ok()
+    });
+    let mut response = if p.is_subagent_tool() {
+        check_output::judge_hook(cx, p).unwrap_or_else(|f| {
+            cx.warn(&format!("the subagent's output was not checked: {f}"));
+            Response::default()
+        })
+    } else {
+        Response::default()
+    };
+    let last = if response.is_empty() {
+        check_output::Final::success()
+    } else {
+        check_output::Final {
+            outcome: CallOutcome::Failure,
+            kind: Some(Kind::ValidationFailed),
+            detail: Some(verdict_text(&response)),
+            ..check_output::Final::success()
+        }
+    };
+    let done = complete(cx, p, key, start.and_then(|s| s.ticket), &last, elapsed_ms)?;
+    if let Some(note) = done.timeout_note {
+        response.add_context("PostToolUse", note);
+    }
+    announce(cx, p, &done.warnings, &mut response);
     Ok(response)
 }
 

@@ -19,7 +19,7 @@ fn fixture(name: &str) -> String {
 
 /// Runs `triage hook` on `payload` at `now`; returns stdout's JSON, or `None` when it printed
 /// nothing. Every hook call exits 0.
-fn hook(s: &Sandbox, now: &str, payload: &str) -> Option<Value> {
+pub fn hook(s: &Sandbox, now: &str, payload: &str) -> Option<Value> {
     let out = s
         .cmd(&["hook"])
         .env("TRIAGE_NOW", now)

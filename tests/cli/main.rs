@@ -18,3 +18,4 @@ mod record;
 mod run;
 mod saga;
 mod state;
+mod subagents;

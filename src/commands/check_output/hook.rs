@@ -8,8 +8,12 @@
 //! counter alone decides. After `max_rejections` the agent is let go (seed 002: "fails
 //! validation 3x → proceed without"), a `validation_failed` error is recorded, and the user is
 //! told in `systemMessage`.
+//!
+//! An output that says it is BLOCKED is never blocked back (seed 004: a blocked worker stops
+//! and escalates): the user is told, one error is recorded, and the agent may stop.
 
 use super::{judge_full, Input};
+use crate::breaker::Outcome;
 use crate::context::Context;
 use crate::exit::Failure;
 use crate::hook_io::{Payload, Response};
@@ -17,7 +21,7 @@ use crate::output_check::{Verdict, DEFAULT_MAX_REJECTIONS};
 use crate::policy::OutputRules;
 use crate::store::{self, Backup};
 use crate::transcript::{self, Scan};
-use crate::vocab::Criticality;
+use crate::vocab::{Criticality, Kind};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -33,11 +37,63 @@ pub(super) fn answer(
     flags: &OutputRules,
 ) -> Result<Response, Failure> {
     match payload.event() {
-        Some("SubagentStop") => stop(cx, payload, flags, true),
-        Some("Stop") => stop(cx, payload, flags, false),
+        Some("SubagentStop") => Ok(stop(cx, payload, flags, true)?.response),
+        Some("Stop") => Ok(stop(cx, payload, flags, false)?.response),
         Some("PostToolUse") if payload.is_subagent_tool() => post_tool_use(cx, payload, flags),
         _ => Ok(Response::default()),
     }
+}
+
+/// What a stop hook decided: the answer, and, once the agent may stop, how its call ended.
+#[derive(Debug, Default)]
+pub struct Judged {
+    /// The hook answer.
+    pub response: Response,
+    /// `None` while the agent is blocked (it goes on); set when it may stop.
+    pub last: Option<Final>,
+}
+
+/// How an agent's call ended, as its breaker and its error log should hear of it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Final {
+    /// `success`, `failure`, or `ignored` (the output could not be read, or the agent said it
+    /// is BLOCKED: neither is the agent failing).
+    pub outcome: Outcome,
+    /// The failure's kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Kind>,
+    /// What failed, for the breaker's last error and the parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// True when the error record was already written (no second record for one failure).
+    #[serde(default)]
+    pub recorded: bool,
+    /// True when the agent said it is BLOCKED.
+    #[serde(default)]
+    pub blocked: bool,
+    /// True for an optional agent (seed 000): its failure is never blocked.
+    #[serde(default)]
+    pub optional: bool,
+}
+
+impl Final {
+    /// A call that went well.
+    pub fn success() -> Final {
+        Final {
+            outcome: Outcome::Success,
+            kind: None,
+            detail: None,
+            recorded: false,
+            blocked: false,
+            optional: false,
+        }
+    }
+}
+
+/// The stop hook's judgement for a SubagentStop or Stop payload.
+pub fn judge_stop(cx: &Context, payload: &Payload) -> Result<Judged, Failure> {
+    let subagent = payload.event() == Some("SubagentStop");
+    stop(cx, payload, &OutputRules::default(), subagent)
 }
 
 fn stop(
@@ -45,14 +101,21 @@ fn stop(
     payload: &Payload,
     flags: &OutputRules,
     subagent: bool,
-) -> Result<Response, Failure> {
+) -> Result<Judged, Failure> {
     // The main session's Stop is judged as agent `main` unless it runs under --agent.
     let agent = payload
         .agent_type()
         .map(str::to_string)
         .or_else(|| (!subagent).then(|| "main".to_string()));
     let Some(output) = stop_output(cx, payload) else {
-        return Ok(Response::default());
+        let unknown = Final {
+            outcome: Outcome::Ignored,
+            ..Final::success()
+        };
+        return Ok(Judged {
+            response: Response::default(),
+            last: Some(unknown),
+        });
     };
     let input = Input {
         agent: agent.clone(),
@@ -69,7 +132,43 @@ fn stop(
     let who = agent.as_deref().unwrap_or("the subagent");
     if verdict.ok {
         reset(cx, &counter)?;
-        return Ok(Response::default());
+        return Ok(Judged {
+            response: Response::default(),
+            last: Some(Final::success()),
+        });
+    }
+    let failed = Final {
+        outcome: Outcome::Failure,
+        kind: verdict.error.as_ref().map(|e| e.kind),
+        detail: Some(verdict.reason()),
+        ..Final::success()
+    };
+    if verdict.failed().any(|c| c.check == "not_blocked") {
+        // Seed 004: a blocked worker stops and escalates. Blocking it back would make it carry
+        // on; the user is the one who can unblock it.
+        reset(cx, &counter)?;
+        let recorded = match record(cx, payload, &verdict, RecordAs::Blocked) {
+            Ok(_) => true,
+            Err(f) => {
+                cx.warn(&format!("could not record the error: {f}"));
+                false
+            }
+        };
+        let mut r = Response::default();
+        r.add_system_message(format!(
+            "triage: {who} says it is blocked and needs you (seed 004: a blocked agent stops and escalates):\n{}",
+            verdict.reason()
+        ));
+        let last = Final {
+            outcome: Outcome::Ignored,
+            recorded,
+            blocked: true,
+            ..failed
+        };
+        return Ok(Judged {
+            response: r,
+            last: Some(last),
+        });
     }
     if criticality == Criticality::Optional {
         let mut r = Response::default();
@@ -77,22 +176,35 @@ fn stop(
             "triage: optional agent {who}'s output failed its checks; proceeding without blocking it (seed 000).\n{}",
             verdict.reason()
         ));
-        return Ok(r);
+        let last = Final {
+            optional: true,
+            ..failed
+        };
+        return Ok(Judged {
+            response: r,
+            last: Some(last),
+        });
     }
     let max = rules.max_rejections.unwrap_or(DEFAULT_MAX_REJECTIONS);
     let count = bump(cx, &counter, &key)?;
     if count <= max {
-        return Ok(Response::block(format!(
-            "triage check-output: the output is not ready (rejection {count} of {max}). Fix:\n{}\nThen finish your answer.",
-            verdict.reason()
-        )));
+        return Ok(Judged {
+            response: Response::block(format!(
+                "triage check-output: the output is not ready (rejection {count} of {max}). Fix:\n{}\nThen finish your answer.",
+                verdict.reason()
+            )),
+            last: None,
+        });
     }
     reset(cx, &counter)?;
-    let logged = match record(cx, payload, &verdict, max) {
-        Ok(path) => format!(" Recorded as validation_failed in {}.", path.display()),
+    let (logged, recorded) = match record(cx, payload, &verdict, RecordAs::LetGo(max)) {
+        Ok(path) => (
+            format!(" Recorded as validation_failed in {}.", path.display()),
+            true,
+        ),
         Err(f) => {
             cx.warn(&format!("could not record the error: {f}"));
-            String::new()
+            (String::new(), false)
         }
     };
     let mut r = Response::default();
@@ -101,7 +213,24 @@ fn stop(
          (seed 002: proceed without).{logged}\n{}",
         verdict.reason()
     ));
-    Ok(r)
+    let last = Final {
+        kind: Some(Kind::ValidationFailed),
+        recorded,
+        ..failed
+    };
+    Ok(Judged {
+        response: r,
+        last: Some(last),
+    })
+}
+
+/// Why a stop-hook verdict is recorded.
+#[derive(Clone, Copy, Debug)]
+enum RecordAs {
+    /// Rejected this many times, then let go.
+    LetGo(u32),
+    /// It said it is BLOCKED: escalated to the user, not retried.
+    Blocked,
 }
 
 fn post_tool_use(
@@ -255,7 +384,7 @@ fn record(
     cx: &Context,
     payload: &Payload,
     verdict: &Verdict,
-    max: u32,
+    why: RecordAs,
 ) -> Result<PathBuf, Failure> {
     let mut rec = serde_json::to_value(&verdict.error).unwrap_or_default();
     let Some(obj) = rec.as_object_mut() else {
@@ -265,7 +394,18 @@ fn record(
         .get("detail")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let detail = format!("rejected {max} times, then let go: {detail}");
+    let (detail, retries, resolution) = match why {
+        RecordAs::LetGo(max) => (
+            format!("rejected {max} times, then let go: {detail}"),
+            max,
+            json!({"action_taken": "proceed_without", "successful": false}),
+        ),
+        RecordAs::Blocked => (
+            format!("the agent says it is blocked; escalated to the user: {detail}"),
+            0,
+            json!({"action_taken": "escalated", "successful": false}),
+        ),
+    };
     for (k, v) in [
         ("kind", json!("validation_failed")),
         ("category", json!("validation_failure")),
@@ -273,14 +413,16 @@ fn record(
         ("session_id", json!(payload.session_id())),
         ("agent", json!(verdict.agent)),
         ("agent_id", json!(payload.agent_id())),
-        ("retry_count", json!(max)),
+        ("retry_count", json!(retries)),
         ("source", json!("check-output")),
-        (
-            "resolution",
-            json!({"action_taken": "proceed_without", "successful": false}),
-        ),
+        ("resolution", resolution),
     ] {
         obj.insert(k.into(), v);
+    }
+    if let RecordAs::Blocked = why {
+        // Seed 004: BLOCKED is a tier 2 error, escalation required.
+        obj.insert("tier".into(), json!(2));
+        obj.insert("action".into(), json!("escalate"));
     }
     // Through record-error: a unique error_id, the timestamp, and the threshold counters.
     let recorded = crate::commands::record_error::record(

@@ -1,0 +1,209 @@
+//! `triage hook` with subagents as Claude Code 2.1.330 really runs them (issue 15): in the
+//! background (PostToolUse(Agent) answers `async_launched` at once and SubagentStop is the
+//! only place the end is seen) and in the foreground (SubagentStop, then PostToolUse with the
+//! output). The payloads have the shapes the real client sends (see
+//! `shared/reference/claude-code-e2e.md`); `tests/e2e` runs the client itself.
+
+use crate::common::{json_out, Sandbox};
+use serde_json::{json, Value};
+
+const T0: &str = "2026-11-23T10:00:00Z";
+/// Past the default 60 s cooldown.
+const T1: &str = "2026-11-23T10:01:05Z";
+const SID: &str = "sess-sub";
+
+fn hook(s: &Sandbox, now: &str, payload: &Value) -> Option<Value> {
+    crate::hook::hook(s, now, &payload.to_string())
+}
+
+fn records(s: &Sandbox) -> Vec<Value> {
+    std::fs::read_to_string(s.root().join("logs/errors.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn breaker(s: &Sandbox, now: &str, key: &str) -> Value {
+    let out = s
+        .cmd(&["breaker", "status", key])
+        .env("TRIAGE_NOW", now)
+        .output()
+        .unwrap();
+    json_out(&out)["breakers"][0].clone()
+}
+
+fn pre(agent: &str, id: &str, background: bool) -> Value {
+    json!({"session_id": SID, "hook_event_name": "PreToolUse", "tool_name": "Agent",
+        "tool_input": {"description": "d", "prompt": "p", "subagent_type": agent,
+            "run_in_background": background},
+        "tool_use_id": id})
+}
+
+fn launched(agent: &str, id: &str, agent_id: &str) -> Value {
+    json!({"session_id": SID, "hook_event_name": "PostToolUse", "tool_name": "Agent",
+        "tool_input": {"description": "d", "prompt": "p", "subagent_type": agent},
+        "tool_response": {"isAsync": true, "status": "async_launched", "agentId": agent_id,
+            "description": "d", "prompt": "p"},
+        "tool_use_id": id, "duration_ms": 15})
+}
+
+fn completed(agent: &str, id: &str, agent_id: &str, text: &str) -> Value {
+    let content = if text.is_empty() {
+        json!([])
+    } else {
+        json!([{"type": "text", "text": text}])
+    };
+    json!({"session_id": SID, "hook_event_name": "PostToolUse", "tool_name": "Agent",
+        "tool_input": {"description": "d", "prompt": "p", "subagent_type": agent},
+        "tool_response": {"status": "completed", "agentId": agent_id, "content": content},
+        "tool_use_id": id, "duration_ms": 900})
+}
+
+/// SubagentStop; an empty final text comes without `last_assistant_message` (and with a
+/// transcript that has no assistant text).
+fn stopped(s: &Sandbox, agent: &str, agent_id: &str, text: &str, again: bool) -> Value {
+    let mut v = json!({"session_id": SID, "hook_event_name": "SubagentStop",
+        "stop_hook_active": again, "agent_id": agent_id, "agent_type": agent,
+        "background_tasks": [], "session_crons": []});
+    if text.is_empty() {
+        let t = s.write(
+            &format!("transcripts/{agent_id}.jsonl"),
+            "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"go\"}}\n",
+        );
+        v["agent_transcript_path"] = json!(t);
+    } else {
+        v["last_assistant_message"] = json!(text);
+    }
+    v
+}
+
+fn validation_failed(s: &Sandbox) -> usize {
+    records(s)
+        .iter()
+        .filter(|r| r["kind"] == "validation_failed")
+        .count()
+}
+
+#[test]
+fn background_subagents_are_recorded_on_their_breaker_at_subagent_stop_and_a_probe_closes_it() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.worker.output]\nmax_rejections = 0\n",
+    );
+    for n in 1..=2 {
+        let (id, aid) = (format!("toolu_{n}"), format!("agent{n}"));
+        assert_eq!(hook(&s, T0, &pre("worker", &id, true)), None);
+        assert_eq!(hook(&s, T0, &launched("worker", &id, &aid)), None);
+        // The launch judges nothing: the breaker has heard of no call yet.
+        assert_eq!(breaker(&s, T0, "worker")["totals"]["failures"], n - 1);
+        hook(&s, T0, &stopped(&s, "worker", &aid, "", false));
+    }
+    let b = breaker(&s, T0, "worker");
+    assert_eq!(b["state"], "open", "{b}");
+    assert_eq!(b["totals"]["failures"], 2);
+    assert_eq!(validation_failed(&s), 2, "one record per failed subagent");
+
+    // While open, the next call is denied.
+    let v = hook(&s, T0, &pre("worker", "toolu_3", true)).expect("a deny");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+
+    // After the cooldown a probe is let through; a background subagent takes it, and its
+    // success (seen only at SubagentStop) hands the ticket back and closes the breaker.
+    assert_eq!(hook(&s, T1, &pre("worker", "toolu_4", true)), None);
+    let b = breaker(&s, T1, "worker");
+    assert_eq!(b["state"], "half_open");
+    assert_eq!(b["probes_in_flight"], 1);
+    assert_eq!(hook(&s, T1, &launched("worker", "toolu_4", "agent4")), None);
+    assert_eq!(
+        breaker(&s, T1, "worker")["probes_in_flight"],
+        1,
+        "still running"
+    );
+    hook(
+        &s,
+        T1,
+        &stopped(&s, "worker", "agent4", "All done: 3 files.", false),
+    );
+    let b = breaker(&s, T1, "worker");
+    assert_eq!(b["state"], "closed", "{b}");
+    assert_eq!(b["probes_in_flight"], 0);
+    // No start or end is left behind.
+    let left: Vec<_> = std::fs::read_dir(s.root().join("sessions").join(SID))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_background_subagent_that_stops_before_its_launch_is_answered_is_completed_once() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.worker.output]\nmax_rejections = 0\n",
+    );
+    hook(&s, T0, &pre("worker", "toolu_1", true));
+    hook(&s, T0, &stopped(&s, "worker", "agent1", "", false));
+    assert_eq!(breaker(&s, T0, "worker")["totals"]["failures"], 0);
+    hook(&s, T0, &launched("worker", "toolu_1", "agent1"));
+    let b = breaker(&s, T0, "worker");
+    assert_eq!(b["totals"]["failures"], 1, "{b}");
+    assert_eq!(validation_failed(&s), 1);
+}
+
+#[test]
+fn an_empty_foreground_subagent_is_blocked_up_to_max_rejections_then_one_record() {
+    let s = Sandbox::new();
+    hook(&s, T0, &pre("general-purpose", "toolu_1", false));
+    // Blocked max_rejections (3) times, then let go at the 4th stop.
+    for n in 1..=3 {
+        let v =
+            hook(&s, T0, &stopped(&s, "general-purpose", "agent1", "", n > 1)).expect("a block");
+        assert_eq!(v["decision"], "block", "{v}");
+        assert!(v["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("rejection {n} of 3")));
+    }
+    let v = hook(&s, T0, &stopped(&s, "general-purpose", "agent1", "", true)).expect("let go");
+    assert_eq!(v.get("decision"), None, "{v}");
+    assert_eq!(validation_failed(&s), 1);
+    // The parent hears the output is unusable, but the failure is not recorded again.
+    let v = hook(
+        &s,
+        T0,
+        &completed("general-purpose", "toolu_1", "agent1", ""),
+    )
+    .expect("told");
+    assert!(v.to_string().contains("output is unusable"), "{v}");
+    assert_eq!(validation_failed(&s), 1, "{:#?}", records(&s));
+    let b = breaker(&s, T0, "general-purpose");
+    assert_eq!(b["totals"]["failures"], 1, "{b}");
+    assert_eq!(b["totals"]["successes"], 0);
+}
+
+#[test]
+fn a_good_foreground_subagent_is_one_breaker_success_and_nothing_said() {
+    let s = Sandbox::new();
+    hook(&s, T0, &pre("general-purpose", "toolu_1", false));
+    assert_eq!(
+        hook(
+            &s,
+            T0,
+            &stopped(&s, "general-purpose", "agent1", "Found 3 matches.", false)
+        ),
+        None
+    );
+    assert_eq!(
+        hook(
+            &s,
+            T0,
+            &completed("general-purpose", "toolu_1", "agent1", "Found 3 matches.")
+        ),
+        None
+    );
+    let b = breaker(&s, T0, "general-purpose");
+    assert_eq!(b["totals"]["successes"], 1, "{b}");
+    assert!(records(&s).is_empty());
+}
