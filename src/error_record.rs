@@ -270,6 +270,10 @@ pub struct LogLine<'a> {
     /// The error's context, for `last_progress` (seed 001).
     #[serde(default)]
     pub context: Option<ContextRef>,
+    /// `false` on a record kept for the log that does not count toward the thresholds (a
+    /// failure of a tool no breaker guards, under the default policy).
+    #[serde(default)]
+    pub counts_toward_thresholds: Option<bool>,
 }
 
 /// A nested field that, when it has another shape than expected, is ignored rather than
@@ -374,6 +378,11 @@ impl<'a> LogLine<'a> {
     /// Parses one line; `None` when it is not a JSON object (a torn or foreign line).
     pub fn parse(bytes: &'a [u8]) -> Option<LogLine<'a>> {
         serde_json::from_slice(bytes).ok()
+    }
+
+    /// False for a record that does not count toward the thresholds.
+    pub fn counts(&self) -> bool {
+        self.counts_toward_thresholds != Some(false)
     }
 
     /// True for a resolution line appended by `--resolve`.
@@ -484,6 +493,10 @@ impl Counters {
         if line.is_resolution() || line.error_id.is_none() {
             return;
         }
+        self.note_seq(line);
+        if !line.counts() {
+            return;
+        }
         let phase = line.phase().map(|p| match p {
             PhaseRef::Number(n) => n.to_string(),
             PhaseRef::Name(s) => s.to_string(),
@@ -494,6 +507,10 @@ impl Counters {
             phase: phase.as_deref(),
             agent: line.agent(),
         });
+    }
+
+    /// Keeps the highest sequence number seen, so none is handed out twice.
+    fn note_seq(&mut self, line: &LogLine) {
         if let Some(seq) = line
             .error_id
             .as_deref()
@@ -680,6 +697,16 @@ mod tests {
         d.count(&keys("s", "w", "2", "a"));
         d.seq = 42;
         assert_eq!(c, d);
+    }
+
+    #[test]
+    fn a_record_that_does_not_count_is_skipped_by_the_counters_but_keeps_its_sequence() {
+        let mut c = Counters::new();
+        let line = br#"{"error_id":"err-20260204T143022123Z-000043","session_id":"s","workflow_id":"w","agent":"Bash","counts_toward_thresholds":false}"#;
+        c.count_line(&LogLine::parse(line).expect("parses"));
+        let mut empty = Counters::new();
+        empty.seq = 43;
+        assert_eq!(c, empty);
     }
 
     #[test]

@@ -63,6 +63,8 @@ pub struct Rec {
     pub preserved: Vec<String>,
     /// Seed 001's last progress.
     pub last_progress: Option<String>,
+    /// True for a record that does not count toward the thresholds.
+    pub uncounted: bool,
 }
 
 impl Rec {
@@ -91,6 +93,7 @@ impl Rec {
                 .map(|v| v.iter().map(|s| s.to_string()).collect())
                 .unwrap_or_default(),
             last_progress: l.context.as_ref().and_then(|c| c.last_progress.clone()),
+            uncounted: !l.counts(),
         }
     }
 }
@@ -498,7 +501,7 @@ fn stability_warning(v: &View) -> Result<(Value, String), String> {
         .failures
         .iter()
         .copied()
-        .filter(|r| r.session == session)
+        .filter(|r| r.session == session && !r.uncounted)
         .collect();
     let n = ours.len() as u64;
     let successes = v

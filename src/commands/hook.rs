@@ -403,9 +403,16 @@ fn verdict_text(r: &Response) -> String {
 
 fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let policy = cx.policy()?;
-    let (rec, object) = record_error::classified(&p.0, policy, None);
+    let (mut rec, object) = record_error::classified(&p.0, policy, None);
+    let guarded = guarded_key(cx, p)?;
+    if guarded.is_none() && !policy.thresholds.count_unguarded_tools {
+        // Kept in the log and advised on, but a failing `grep` is no sign of an unstable
+        // workflow: it does not count toward the thresholds (`count_unguarded_tools`).
+        rec.error
+            .insert("counts_toward_thresholds".into(), Value::Bool(false));
+    }
     let warnings = store_record(cx, p, rec)?;
-    if let Some(key) = guarded_key(cx, p)? {
+    if let Some(key) = guarded {
         let start = p
             .tool_use_id()
             .and_then(|id| session::take_start(cx, p.session_id(), id));

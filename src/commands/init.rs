@@ -11,14 +11,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// The starter policy: the seeds' rules, as shipped in `hooks/triage.example.toml`.
-pub const STARTER: &str = include_str!("../../hooks/triage.example.toml");
+/// The starter policy: quiet and right for any project (`hooks/triage.starter.toml`); the
+/// seeds' project-specific agent rules stay an opt-in example in `hooks/triage.example.toml`.
+pub const STARTER: &str = include_str!("../../hooks/triage.starter.toml");
 
 const STARTER_HEADER: &str = "\
-# triage policy: written by `triage init` from hooks/triage.example.toml.
-# Every section is optional; what is left out takes the seeds' defaults
+# triage policy: written by `triage init` (hooks/triage.starter.toml).
+# Every section is optional; what is left out takes the built-in defaults
 # (`triage config show` prints them). Check your edits with `triage config check .triage.toml`.
-
+#
 ";
 
 const GITIGNORE_LINE: &str = ".triage/";

@@ -209,10 +209,17 @@ pub fn record(
         phase: phase.as_deref(),
         agent: rec.agent.as_deref(),
     };
-    counters.count(&keys);
+    let counts = rec.error.get("counts_toward_thresholds") != Some(&Value::Bool(false));
+    if counts {
+        counters.count(&keys);
+    }
     save_counters(cx, &root, &mut counters);
     drop(lock);
-    let warnings = error_record::warnings(&counters, &keys, &thresholds, phase_size);
+    let warnings = if counts {
+        error_record::warnings(&counters, &keys, &thresholds, phase_size)
+    } else {
+        Vec::new()
+    };
     Ok(Recorded {
         record: rec,
         warnings,

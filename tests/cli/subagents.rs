@@ -207,3 +207,122 @@ fn a_good_foreground_subagent_is_one_breaker_success_and_nothing_said() {
     assert_eq!(b["totals"]["successes"], 1, "{b}");
     assert!(records(&s).is_empty());
 }
+
+fn bash_failure(n: usize) -> Value {
+    json!({"session_id": SID, "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+        "tool_input": {"command": format!("grep -q needle file{n}.txt"), "description": "look"},
+        "tool_use_id": format!("toolu_b{n}"), "error": "Exit code 1", "is_interrupt": false,
+        "duration_ms": 40})
+}
+
+fn main_stop(text: &str) -> Value {
+    json!({"session_id": SID, "hook_event_name": "Stop", "stop_hook_active": false,
+        "last_assistant_message": text, "background_tasks": [], "session_crons": []})
+}
+
+#[test]
+fn a_fresh_init_project_blocks_denies_and_warns_about_nothing_ordinary() {
+    let s = Sandbox::new();
+    s.cmd(&["init"])
+        .env("HOME", s.path().join("home"))
+        .assert()
+        .success();
+    let mut said = Vec::new();
+    // Ordinary Bash failures: `grep` finding nothing, six times.
+    for n in 1..=6 {
+        said.push(hook(&s, T0, &bash_failure(n)));
+    }
+    // Ordinary subagents, one in the foreground and one in the background, with plain answers
+    // (no YAML index, no L2 files: seed 004's layout is not this project's).
+    let answer = "Reviewed the change: two naming nits, otherwise fine.";
+    said.push(hook(&s, T0, &pre("code-reviewer", "toolu_r1", false)));
+    said.push(hook(
+        &s,
+        T0,
+        &stopped(&s, "code-reviewer", "ar1", answer, false),
+    ));
+    said.push(hook(
+        &s,
+        T0,
+        &completed("code-reviewer", "toolu_r1", "ar1", answer),
+    ));
+    said.push(hook(&s, T0, &pre("implementer", "toolu_r2", true)));
+    said.push(hook(&s, T0, &launched("implementer", "toolu_r2", "ar2")));
+    said.push(hook(
+        &s,
+        T0,
+        &stopped(&s, "implementer", "ar2", "Done.", false),
+    ));
+    said.push(hook(&s, T0, &main_stop("All done: the tests pass.")));
+    for v in said.iter().flatten() {
+        let text = v.to_string();
+        assert_eq!(v.get("decision"), None, "{text}");
+        assert!(!text.contains("\"deny\""), "{text}");
+        assert!(!text.contains("STABILITY WARNING"), "{text}");
+        assert_eq!(v.get("systemMessage"), None, "{text}");
+    }
+    // Each Bash failure is advised on, and none is called something to stop for.
+    let advice = said[0].as_ref().expect("advice for the model");
+    assert_eq!(
+        advice["hookSpecificOutput"]["hookEventName"],
+        "PostToolUseFailure"
+    );
+    let log = records(&s);
+    assert_eq!(log.len(), 6, "{log:#?}");
+    assert!(log
+        .iter()
+        .all(|r| r["counts_toward_thresholds"] == json!(false)));
+    assert_eq!(breaker(&s, T0, "code-reviewer")["totals"]["successes"], 1);
+    assert_eq!(breaker(&s, T0, "implementer")["totals"]["successes"], 1);
+
+    // A main answer that says BLOCKED is not sent back: the user is told, and it is recorded.
+    let v = hook(
+        &s,
+        T0,
+        &main_stop("BLOCKED on missing credentials: I need the staging API key."),
+    )
+    .expect("the user is told");
+    assert_eq!(v.get("decision"), None, "{v}");
+    let msg = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("blocked") && msg.contains("missing credentials"),
+        "{msg}"
+    );
+    let log = records(&s);
+    assert_eq!(log.len(), 7);
+    assert_eq!(log[6]["action"], "escalate");
+    assert_eq!(log[6]["tier"], 2);
+
+    // The next session hears of the BLOCKED answer, not of the ordinary Bash failures.
+    let v = hook(
+        &s,
+        T0,
+        &json!({"session_id": "next", "hook_event_name": "SessionStart", "source": "startup"}),
+    )
+    .expect("a summary");
+    let c = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(c.contains("1 (main validation_failed)"), "{c}");
+    assert!(!c.contains("Bash"), "{c}");
+}
+
+#[test]
+fn a_policy_switch_counts_unguarded_tool_failures_toward_the_stability_warning() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[thresholds]\ncount_unguarded_tools = true\n",
+    );
+    s.cmd(&["config", "check", ".triage.toml"])
+        .assert()
+        .success();
+    for n in 1..=4 {
+        let v = hook(&s, T0, &bash_failure(n)).unwrap();
+        assert_eq!(v.get("systemMessage"), None);
+    }
+    let v = hook(&s, T0, &bash_failure(5)).unwrap();
+    let msg = v["systemMessage"].as_str().unwrap_or_default();
+    assert!(msg.contains("[WORKFLOW STABILITY WARNING]"), "{v}");
+    assert!(msg.contains("encountered 5 failures"), "{msg}");
+}

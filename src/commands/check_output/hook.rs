@@ -400,10 +400,11 @@ fn record(
             max,
             json!({"action_taken": "proceed_without", "successful": false}),
         ),
+        // Unresolved until the user answers: the next session's summary names it.
         RecordAs::Blocked => (
             format!("the agent says it is blocked; escalated to the user: {detail}"),
             0,
-            json!({"action_taken": "escalated", "successful": false}),
+            Value::Null,
         ),
     };
     for (k, v) in [
@@ -417,7 +418,9 @@ fn record(
         ("source", json!("check-output")),
         ("resolution", resolution),
     ] {
-        obj.insert(k.into(), v);
+        if !v.is_null() {
+            obj.insert(k.into(), v);
+        }
     }
     if let RecordAs::Blocked = why {
         // Seed 004: BLOCKED is a tier 2 error, escalation required.

@@ -328,7 +328,11 @@ pub fn unresolved_elsewhere(cx: &Context, current: Option<&str>) -> Result<Earli
         let Some(id) = &l.error_id else {
             return;
         };
-        if l.resolution.is_some() || l.session_id.is_some() && l.session_id.as_deref() == current {
+        // Another session's failures of unguarded tools are not worth the model's attention.
+        if l.resolution.is_some()
+            || !l.counts()
+            || l.session_id.is_some() && l.session_id.as_deref() == current
+        {
             return;
         }
         let what = format!(
