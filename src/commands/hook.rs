@@ -438,6 +438,31 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
     Ok(r)
 }
 
+/// What SessionStart says of one breaker that is not closed: what a call to it gets now.
+fn breaker_line(s: &breaker::Status) -> Option<String> {
+    use crate::breaker::State;
+    let what = match (s.state, s.half_open_in_s) {
+        (State::Closed | State::Disabled, _) => return None,
+        (State::Open, Some(secs)) if secs > 0 => {
+            format!("calls are refused for {secs} s more, then one probe call is let through")
+        }
+        (State::Open, _) => "the next call is let through as a probe".to_string(),
+        (State::HalfOpen, _) if s.probes_in_flight > 0 => {
+            "a probe call is testing it now; other calls are refused until it ends".to_string()
+        }
+        (State::HalfOpen, _) => {
+            "the next call is let through as a probe; its success closes the breaker".to_string()
+        }
+        (State::ForcedOpen, Some(secs)) if secs > 0 => {
+            format!("an operator opened it; calls are refused for {secs} s more")
+        }
+        (State::ForcedOpen, _) => {
+            "an operator opened it; calls are refused until it is reset".to_string()
+        }
+    };
+    Some(format!("- {} ({}): {what}", s.key, s.state))
+}
+
 /// Classifies `input` and records it; returns the thresholds it crossed.
 fn record_failure(cx: &Context, p: &Payload, input: &Value) -> Result<Vec<Warning>, Failure> {
     let rec = record_error::classified_record(input, cx.policy()?, None);
@@ -502,22 +527,14 @@ fn session_start(cx: &Context, p: &Payload) -> Result<Response, Failure> {
         );
     }
     let mut parts = Vec::new();
-    let open: Vec<String> = breaker::status_all(cx)?
+    let not_closed: Vec<String> = breaker::status_all(cx)?
         .into_iter()
-        .filter(|s| {
-            s.state != crate::breaker::State::Closed && s.state != crate::breaker::State::Disabled
-        })
-        .map(|s| match s.half_open_in_s {
-            Some(secs) if secs > 0 => {
-                format!("{} ({}, probes allowed in {secs} s)", s.key, s.state)
-            }
-            _ => format!("{} ({})", s.key, s.state),
-        })
+        .filter_map(|s| breaker_line(&s))
         .collect();
-    if !open.is_empty() {
+    if !not_closed.is_empty() {
         parts.push(format!(
-            "Circuit breakers not closed: {}. Calls to these agents are refused until they recover; plan without them or wait. `triage breaker status` shows why.",
-            open.join(", ")
+            "Circuit breakers not closed (`triage breaker status` shows why):\n{}",
+            not_closed.join("\n")
         ));
     }
     let earlier = session::unresolved_elsewhere(cx, p.session_id())?;

@@ -326,3 +326,79 @@ fn a_policy_switch_counts_unguarded_tool_failures_toward_the_stability_warning()
     assert!(msg.contains("[WORKFLOW STABILITY WARNING]"), "{v}");
     assert!(msg.contains("encountered 5 failures"), "{msg}");
 }
+
+#[test]
+fn model_facing_texts_carry_no_prompt_and_session_start_tells_the_truth_about_half_open() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.worker.output]\nmax_rejections = 0\n",
+    );
+    for n in 1..=2 {
+        let (id, aid) = (format!("toolu_{n}"), format!("agent{n}"));
+        hook(&s, T0, &pre("worker", &id, true));
+        hook(&s, T0, &launched("worker", &id, &aid));
+        hook(&s, T0, &stopped(&s, "worker", &aid, "", false));
+    }
+    // The deny (Template 4) states the facts and the options, and asks nothing.
+    let v = hook(&s, T0, &pre("worker", "toolu_3", true)).unwrap();
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("(C) Abort workflow"), "{reason}");
+    assert!(!reason.contains("Enter choice"), "{reason}");
+    // Template 5 in systemMessage: no prompt either.
+    s.write(
+        ".triage.toml",
+        "[thresholds]\nsession_failures = 1\n[agents.worker.output]\nmax_rejections = 0\n",
+    );
+    let v = hook(
+        &s,
+        T0,
+        &json!({"session_id": SID, "hook_event_name": "PostToolUseFailure", "tool_name": "Agent",
+            "tool_input": {"subagent_type": "other"}, "tool_use_id": "toolu_9",
+            "error": "API Error: 500 boom"}),
+    )
+    .unwrap();
+    let msg = v["systemMessage"].as_str().unwrap();
+    assert!(msg.contains("[WORKFLOW STABILITY WARNING]"), "{msg}");
+    assert!(!msg.contains("Enter choice"), "{msg}");
+    // report --template --text to a pipe (no terminal): no prompt line.
+    let out = s
+        .cmd(&[
+            "report",
+            "--template",
+            "breaker-open",
+            "--agent",
+            "worker",
+            "--text",
+        ])
+        .env("TRIAGE_NOW", T0)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(A) "), "{text}");
+    assert!(!text.contains("Enter choice"), "{text}");
+
+    // SessionStart while open, then once half-open: what a call gets now.
+    let start = json!({"session_id": "s2", "hook_event_name": "SessionStart", "source": "startup"});
+    let c = hook(&s, T0, &start).unwrap()["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        c.contains(
+            "worker (open): calls are refused for 60 s more, then one probe call is let through"
+        ),
+        "{c}"
+    );
+    let c = hook(&s, T1, &start).unwrap()["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        c.contains("worker (half_open): the next call is let through as a probe"),
+        "{c}"
+    );
+    assert!(!c.contains("refused until they recover"), "{c}");
+}
