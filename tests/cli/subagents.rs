@@ -402,3 +402,68 @@ fn model_facing_texts_carry_no_prompt_and_session_start_tells_the_truth_about_ha
     );
     assert!(!c.contains("refused until they recover"), "{c}");
 }
+
+fn stop_failure(error: &str, message: &str) -> Value {
+    json!({"session_id": SID, "hook_event_name": "StopFailure", "error": error,
+        "last_assistant_message": message})
+}
+
+#[test]
+fn stop_failure_is_recorded_with_what_classify_needs_and_never_waits_past_its_deadline() {
+    let s = Sandbox::new();
+    let overloaded = stop_failure(
+        "server_error",
+        "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}",
+    );
+    assert_eq!(hook(&s, T0, &overloaded), None, "its output is ignored");
+    let log = records(&s);
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0]["session_id"], SID);
+    assert_eq!(log[0]["context"]["event"], "StopFailure");
+
+    // Another holder keeps the log's lock: Claude Code kills the hook ~60 ms after it starts,
+    // so it gives up on the lock after STOP_FAILURE_LOCK_WAIT (not TRIAGE_LOCK_TIMEOUT) and
+    // leaves what it would have recorded in the trace.
+    if std::process::Command::new("flock")
+        .arg("-V")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped the held-lock half: flock(1) is not installed");
+        return;
+    }
+    let lock = s.root().join("logs/errors.jsonl.lock");
+    let mut holder = std::process::Command::new("flock")
+        .args([lock.to_str().unwrap(), "-c", "echo held; sleep 30"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "held");
+    let began = std::time::Instant::now();
+    let out = s
+        .cmd(&["hook"])
+        .env("TRIAGE_NOW", T0)
+        .env("TRIAGE_LOCK_TIMEOUT", "20s")
+        .write_stdin(stop_failure("unknown", "API Error: 400 bad request").to_string())
+        .output()
+        .unwrap();
+    let waited = began.elapsed();
+    holder.kill().ok();
+    holder.wait().ok();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    // Far from the 20 s the environment allows (generous for a loaded machine).
+    assert!(waited < std::time::Duration::from_secs(10), "{waited:?}");
+    let trace = s.read(".triage/logs/triage.log");
+    assert!(
+        trace.contains("StopFailure not recorded within its deadline") && trace.contains("400"),
+        "{trace}"
+    );
+    assert_eq!(records(&s).len(), 1);
+}
