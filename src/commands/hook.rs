@@ -87,7 +87,12 @@ pub fn answer(cx: &Context, p: &Payload) -> Result<Response, Failure> {
         Some("PostToolUse") => post_tool_use(cx, p),
         Some("PostToolUseFailure") => post_tool_use_failure(cx, p),
         Some("SubagentStop") => subagent_stop(cx, p),
-        Some("Stop") => Ok(check_output::judge_stop(cx, p)?.response),
+        Some("Stop") => {
+            let judged = check_output::judge_stop(cx, p)?;
+            let mut response = judged.response;
+            announce(cx, p, &judged.warnings, &mut response);
+            Ok(response)
+        }
         Some("StopFailure") => {
             stop_failure(cx, p);
             Ok(Response::default())
@@ -97,15 +102,35 @@ pub fn answer(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     }
 }
 
-/// How long StopFailure waits for the error log's lock. Claude Code sends StopFailure while
-/// `-p` shuts down and kills a hook still running about 60 ms after it started; the rest of
-/// the path (read the payload, classify, append) takes a few milliseconds (bench case
-/// `hook-stop-failure`), so this keeps the whole of it well inside that.
+/// How long StopFailure waits for the error log's lock when it records in the hook's own
+/// process (the hand-off failed, or [`INLINE`] is set): the rest of the path (read the payload,
+/// classify, append) takes a few milliseconds, and Claude Code kills the hook as it exits.
 pub const STOP_FAILURE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// `TRIAGE_STOP_FAILURE_INLINE=1`: StopFailure records in the hook's own process instead of
+/// handing the payload off (set in the process it hands off to; tests set it to read the
+/// record as soon as the hook returns).
+pub const INLINE: &str = "TRIAGE_STOP_FAILURE_INLINE";
 
 /// StopFailure: classifies the API error that ended the turn (its `error` word and the
 /// message in `last_assistant_message`) and records it. Claude Code ignores the output.
+///
+/// Claude Code sends it while `-p` shuts down and kills the hook when it exits: measured with
+/// 2.1.330, anywhere from before the hook's first instruction to about 60 ms after it started
+/// (`tests/e2e`). So the hook hands the payload to a process of its own, in its own process
+/// group where that kill does not reach, and returns at once; that process records it.
 fn stop_failure(cx: &Context, p: &Payload) {
+    // Read here, not in `Context`: it only chooses which process does the work.
+    let inline = std::env::var_os(INLINE).is_some_and(|v| !v.is_empty() && v != "0");
+    if !inline {
+        match hand_off(cx, p) {
+            Ok(()) => return,
+            Err(e) => cx.trace(
+                "warning",
+                &format!("StopFailure recorded in the hook's process: cannot hand it off ({e})"),
+            ),
+        }
+    }
     let mut quick = cx.at(cx.now);
     quick.lock_timeout = quick.lock_timeout.min(STOP_FAILURE_LOCK_WAIT);
     if let Err(f) = record_failure(&quick, p, &p.0) {
@@ -116,6 +141,36 @@ fn stop_failure(cx: &Context, p: &Payload) {
             p.error().unwrap_or_default(),
             said.chars().take(300).collect::<String>()
         ));
+    }
+}
+
+/// Starts `triage hook --event StopFailure` in a new process group with the payload on its
+/// stdin, the same state root, policy and time, and does not wait for it.
+fn hand_off(cx: &Context, p: &Payload) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let exe = std::env::current_exe()?;
+    let mut c = Command::new(exe);
+    c.args(["hook", "--event", "StopFailure"])
+        .env(INLINE, "1")
+        .env("TRIAGE_DIR", cx.state_root())
+        .env(
+            "TRIAGE_NOW",
+            cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        )
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    if let Some(config) = &cx.global.config {
+        c.env("TRIAGE_CONFIG", config);
+    }
+    let mut child = c.spawn()?;
+    let bytes = serde_json::to_vec(&p.0).map_err(std::io::Error::other)?;
+    match child.stdin.take() {
+        Some(mut stdin) => stdin.write_all(&bytes),
+        None => Err(std::io::Error::other("no stdin to the child")),
     }
 }
 
@@ -261,6 +316,7 @@ fn parent_note(last: &check_output::Final, who: &str) -> Response {
 fn subagent_stop(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let judged = check_output::judge_stop(cx, p)?;
     let mut response = judged.response;
+    announce(cx, p, &judged.warnings, &mut response);
     let (Some(last), Some(agent_id), Some(agent)) = (judged.last, p.agent_id(), p.agent_type())
     else {
         return Ok(response);
@@ -268,6 +324,7 @@ fn subagent_stop(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let ended = session::Ended {
         last,
         at_ms: cx.now.timestamp_millis(),
+        key: agent.to_string(),
     };
     let start = match session::meet_start(cx, p.session_id(), agent_id, &ended) {
         Ok(Some(start)) => start,
@@ -432,7 +489,17 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
         rec.error
             .insert("counts_toward_thresholds".into(), Value::Bool(false));
     }
-    let warnings = store_record(cx, p, rec)?;
+    // A subagent whose SubagentStop already recorded its failure (let go after its
+    // rejections) ends here too: one failure, one record.
+    let ended = match guarded {
+        Some(key) if p.is_subagent_tool() => session::take_end_for_key(cx, p.session_id(), key),
+        _ => None,
+    };
+    let warnings = if ended.as_ref().is_some_and(|e| e.last.recorded) {
+        Vec::new()
+    } else {
+        store_record(cx, p, rec)?
+    };
     if let Some(key) = guarded {
         let start = p
             .tool_use_id()
@@ -454,7 +521,16 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
             cx.warn(&format!("the breaker did not hear of this failure: {f}"));
         }
     }
-    let mut r = Response::context("PostToolUseFailure", classify::hook_context(&object));
+    let advice = match ended.as_ref().filter(|e| e.last.outcome == CallOutcome::Failure) {
+        // What its SubagentStop found says more than the client's "No assistant messages".
+        Some(e) => format!(
+            "The {} subagent's output is unusable:\n{}\nDo not rely on it: rerun the subagent with these fixed, or proceed without it.",
+            e.key,
+            e.last.detail.as_deref().unwrap_or("its output failed its checks")
+        ),
+        None => classify::hook_context(&object),
+    };
+    let mut r = Response::context("PostToolUseFailure", advice);
     announce(cx, p, &warnings, &mut r);
     Ok(r)
 }

@@ -51,6 +51,8 @@ pub struct Judged {
     pub response: Response,
     /// `None` while the agent is blocked (it goes on); set when it may stop.
     pub last: Option<Final>,
+    /// The thresholds its record crossed, for the caller to announce.
+    pub warnings: Vec<crate::error_record::Warning>,
 }
 
 /// How an agent's call ended, as its breaker and its error log should hear of it.
@@ -115,6 +117,7 @@ fn stop(
         return Ok(Judged {
             response: Response::default(),
             last: Some(unknown),
+            warnings: Vec::new(),
         });
     };
     let input = Input {
@@ -135,6 +138,7 @@ fn stop(
         return Ok(Judged {
             response: Response::default(),
             last: Some(Final::success()),
+            warnings: Vec::new(),
         });
     }
     let failed = Final {
@@ -147,11 +151,11 @@ fn stop(
         // Seed 004: a blocked worker stops and escalates. Blocking it back would make it carry
         // on; the user is the one who can unblock it.
         reset(cx, &counter)?;
-        let recorded = match record(cx, payload, &verdict, RecordAs::Blocked) {
-            Ok(_) => true,
+        let (recorded, warnings) = match record(cx, payload, &verdict, RecordAs::Blocked) {
+            Ok((_, w)) => (true, w),
             Err(f) => {
                 cx.warn(&format!("could not record the error: {f}"));
-                false
+                (false, Vec::new())
             }
         };
         let mut r = Response::default();
@@ -168,6 +172,7 @@ fn stop(
         return Ok(Judged {
             response: r,
             last: Some(last),
+            warnings,
         });
     }
     if criticality == Criticality::Optional {
@@ -183,6 +188,7 @@ fn stop(
         return Ok(Judged {
             response: r,
             last: Some(last),
+            warnings: Vec::new(),
         });
     }
     let max = rules.max_rejections.unwrap_or(DEFAULT_MAX_REJECTIONS);
@@ -194,17 +200,19 @@ fn stop(
                 verdict.reason()
             )),
             last: None,
+            warnings: Vec::new(),
         });
     }
     reset(cx, &counter)?;
-    let (logged, recorded) = match record(cx, payload, &verdict, RecordAs::LetGo(max)) {
-        Ok(path) => (
+    let (logged, recorded, warnings) = match record(cx, payload, &verdict, RecordAs::LetGo(max)) {
+        Ok((path, w)) => (
             format!(" Recorded as validation_failed in {}.", path.display()),
             true,
+            w,
         ),
         Err(f) => {
             cx.warn(&format!("could not record the error: {f}"));
-            (String::new(), false)
+            (String::new(), false, Vec::new())
         }
     };
     let mut r = Response::default();
@@ -221,6 +229,7 @@ fn stop(
     Ok(Judged {
         response: r,
         last: Some(last),
+        warnings,
     })
 }
 
@@ -298,15 +307,40 @@ fn stop_output(cx: &Context, payload: &Payload) -> Option<Value> {
         );
         return None;
     };
-    match last_text(cx, Path::new(path)) {
+    // A client that sends `background_tasks` (2.1.330) omits `last_assistant_message` exactly
+    // when the final text is empty; its transcript is written asynchronously, and with many
+    // subagents at once it may not exist yet when SubagentStop comes.
+    let omits_empty = field.is_none() && payload.0.get("background_tasks").is_some();
+    let mut waited = std::time::Duration::ZERO;
+    let read = loop {
+        match last_text(cx, Path::new(path)) {
+            Err(_) if omits_empty && waited < TRANSCRIPT_WAIT => {
+                std::thread::sleep(TRANSCRIPT_POLL);
+                waited += TRANSCRIPT_POLL;
+            }
+            r => break r,
+        }
+    };
+    match read {
         Ok(Some(text)) => Some(Value::String(text)),
         Ok(None) => empty(),
+        Err(why) if omits_empty => {
+            cx.trace(
+                "info",
+                &format!("transcript {path}: {why}; no last_assistant_message from a client that omits it only when the final text is empty: judged empty"),
+            );
+            empty()
+        }
         Err(why) => {
             cx.warn(&format!("transcript {path}: {why}; output not checked"));
             said_empty.then(String::new).map(Value::String)
         }
     }
 }
+
+/// How long a stop hook waits for a transcript that is not there yet, and how often it looks.
+const TRANSCRIPT_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+const TRANSCRIPT_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The last assistant text of a transcript, reading only its tail (growing the window until
 /// a message is found or the input limit is reached). `Ok(None)`: readable, but no assistant
@@ -385,7 +419,7 @@ fn record(
     payload: &Payload,
     verdict: &Verdict,
     why: RecordAs,
-) -> Result<PathBuf, Failure> {
+) -> Result<(PathBuf, Vec<crate::error_record::Warning>), Failure> {
     let mut rec = serde_json::to_value(&verdict.error).unwrap_or_default();
     let Some(obj) = rec.as_object_mut() else {
         return Err(Failure::data("no error to record"));
@@ -428,24 +462,14 @@ fn record(
         obj.insert("action".into(), json!("escalate"));
     }
     // Through record-error: a unique error_id, the timestamp, and the threshold counters.
-    let recorded = crate::commands::record_error::record(
-        cx,
-        crate::commands::record_error::record_from_input(&rec),
-        None,
-    )?;
-    if !recorded.warnings.is_empty() {
-        cx.trace(
-            "warning",
-            &format!(
-                "thresholds crossed: {}",
-                recorded
-                    .warnings
-                    .iter()
-                    .map(|w| w.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        );
+    // A session is its own workflow for the cascade rule, as `triage hook` records it.
+    let mut rec = crate::commands::record_error::record_from_input(&rec);
+    if rec.workflow_id.is_none() {
+        rec.workflow_id = rec.session_id.clone();
     }
-    Ok(crate::commands::record_error::log_path(&cx.state_root()))
+    let recorded = crate::commands::record_error::record(cx, rec, None)?;
+    Ok((
+        crate::commands::record_error::log_path(&cx.state_root()),
+        recorded.warnings,
+    ))
 }

@@ -90,6 +90,9 @@ pub struct Ended {
     pub last: Final,
     /// When it stopped, in Unix milliseconds.
     pub at_ms: i64,
+    /// Its breaker key (`agent_type`), for a call that ends without its `agentId`.
+    #[serde(default)]
+    pub key: String,
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Option<T> {
@@ -164,6 +167,28 @@ pub fn meet_start(
         .map_err(|e| Failure::data(format!("cannot serialize the verdict: {e}")))?;
     store::overwrite_cache(&agent_file(cx, session, agent_id, "done"), &bytes)?;
     Ok(None)
+}
+
+/// PostToolUseFailure of a subagent call, which carries no `agentId` (a foreground subagent
+/// that said nothing ends as a tool failure, "No assistant messages found", after its
+/// SubagentStop): takes the oldest end SubagentStop left in the session for `key`, so that
+/// the one failure is not recorded twice.
+pub fn take_end_for_key(cx: &Context, session: Option<&str>, key: &str) -> Option<Ended> {
+    let _lock = agents_lock(cx, session).ok()?;
+    let dir = session_dir(cx, session);
+    let oldest = std::fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "done")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("agent-"))
+        })
+        .filter_map(|p| read_json::<Ended>(&p).map(|e| (p, e)))
+        .filter(|(_, e)| e.key == key)
+        .min_by_key(|(_, e)| e.at_ms)?;
+    take_file::<Ended>(cx, &oldest.0)
 }
 
 /// How long a call's start is kept when no PostToolUse takes it (a session that crashed, a
@@ -329,7 +354,9 @@ pub fn unresolved_elsewhere(cx: &Context, current: Option<&str>) -> Result<Earli
             return;
         };
         // Another session's failures of unguarded tools are not worth the model's attention.
-        if l.resolution.is_some()
+        // An inline resolution that did not succeed (an agent let go, seed 002's "proceed
+        // without") leaves the failure standing.
+        if l.resolution.as_ref().is_some_and(|r| r.successful())
             || !l.counts()
             || l.session_id.is_some() && l.session_id.as_deref() == current
         {
