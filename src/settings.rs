@@ -27,6 +27,21 @@ pub const HOOK_TIMEOUT_S: u64 = 30;
 /// teammate without triage is never blocked.
 pub const HOOK_COMMAND: &str = "command -v triage >/dev/null 2>&1 && exec triage hook; cat >/dev/null; echo 'triage: not found on PATH; hook skipped' >&2";
 
+/// What StopFailure's command starts with. Claude Code sends StopFailure as `-p` exits and
+/// sends the hook SIGTERM when it does, 20 to 80 ms after starting it (2.1.330); a kill that
+/// comes while the binary is still loading loses the record. Ignored signals stay ignored
+/// across `exec`, so the record (bounded by its own 25 ms lock deadline) is always finished.
+pub const STOP_FAILURE_PREFIX: &str = "trap '' TERM HUP; ";
+
+/// The command installed for `event`: StopFailure's ignores the client's exit signals.
+pub fn event_command(event: &str, command: &str) -> String {
+    if event == "StopFailure" {
+        format!("{STOP_FAILURE_PREFIX}{command}")
+    } else {
+        command.to_string()
+    }
+}
+
 /// The shell command that runs `triage hook` with the binary at `exe` (the form earlier
 /// versions wrote; still recognised as triage's).
 pub fn hook_command(exe: &str) -> String {
@@ -51,6 +66,7 @@ pub fn is_ours(handler: &Value) -> bool {
     let Some(cmd) = handler.get("command").and_then(Value::as_str) else {
         return false;
     };
+    let cmd = cmd.strip_prefix(STOP_FAILURE_PREFIX).unwrap_or(cmd);
     if cmd == HOOK_COMMAND {
         return true;
     }
@@ -98,6 +114,8 @@ pub fn install(settings: &Value, command: &str) -> Result<(Value, Change), Strin
         let groups = groups
             .as_array_mut()
             .ok_or_else(|| format!("settings.json has `hooks.{event}` that is not an array"))?;
+        let command = event_command(event, command);
+        let command = command.as_str();
         if has_exact(groups, *matcher, command) {
             continue;
         }
@@ -337,6 +355,12 @@ mod tests {
     #[test]
     fn the_path_command_is_ours_and_fails_open() {
         assert!(is_ours(&json!({"command": HOOK_COMMAND})));
+        let stop_failure = event_command("StopFailure", HOOK_COMMAND);
+        assert!(stop_failure.starts_with("trap '' TERM HUP; "));
+        assert!(is_ours(&json!({"command": stop_failure})));
+        assert!(is_ours(
+            &json!({"command": event_command("StopFailure", CMD)})
+        ));
         // A PATH with the shell's tools and no triage.
         let path = "/usr/bin:/bin";
         let found = std::process::Command::new("sh")

@@ -23,8 +23,6 @@ pub fn hook(s: &Sandbox, now: &str, payload: &str) -> Option<Value> {
     let out = s
         .cmd(&["hook"])
         .env("TRIAGE_NOW", now)
-        // StopFailure records in this process, so the log can be read as soon as it returns.
-        .env("TRIAGE_STOP_FAILURE_INLINE", "1")
         .write_stdin(payload.to_string())
         .output()
         .unwrap();
@@ -423,7 +421,6 @@ fn run_script(s: &Sandbox, script: &str, payload: &str, triage: &Path) -> std::p
         .current_dir(s.path())
         .env("TRIAGE_BIN", triage)
         .env("TRIAGE_NOW", T0)
-        .env("TRIAGE_STOP_FAILURE_INLINE", "1")
         .env_remove("TRIAGE_DIR")
         .env_remove("TRIAGE_POLICY")
         .stdin(Stdio::piped())

@@ -6,9 +6,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The `triage` binary under test.
+/// The `triage` binary under test: `TRIAGE_E2E_BIN` (`.ci/run` points it at the installed
+/// release build), else the one cargo built for the test.
 pub fn triage_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_triage"))
+    match std::env::var_os("TRIAGE_E2E_BIN").filter(|b| !b.is_empty()) {
+        Some(b) => PathBuf::from(b),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_triage")),
+    }
 }
 
 /// How long one client run may take before it is killed and the scenario fails.

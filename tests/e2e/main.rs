@@ -9,6 +9,7 @@
 //! installed or no network namespace can be made; `.ci/run` runs it.
 //!
 //! Environment: `TRIAGE_E2E_CLAUDE` (a claude binary to use instead of installing one),
+//! `TRIAGE_E2E_BIN` (the triage binary the hooks run; default: the test build),
 //! `TRIAGE_E2E_CACHE` (where the package is installed; default `~/.cache/triage-e2e`),
 //! `TRIAGE_E2E_KEEP=1` (keep each scenario's folder and print where it is). Arguments
 //! filter scenarios by name.
