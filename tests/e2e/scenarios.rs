@@ -39,6 +39,10 @@ const SCENARIOS: &[(&str, fn() -> Outcome)] = &[
         api_errors_are_stop_failure_records,
     ),
     ("sixteen_parallel_subagents", sixteen_parallel_subagents),
+    (
+        "fresh_init_ordinary_session_earns_nothing",
+        fresh_init_ordinary_session_earns_nothing,
+    ),
 ];
 
 /// Runs the scenarios whose names contain one of `filter` (all when empty); the exit status.
@@ -595,5 +599,67 @@ fn sixteen_parallel_subagents() -> Outcome {
         .filter(|f| f.ends_with(".start") || f.ends_with(".done"))
         .collect();
     ensure!(left.is_empty(), "calls left open: {left:?}");
+    Ok(())
+}
+
+/// The acceptance check: a fresh `triage init` project, no policy edits, a session with
+/// ordinary Bash failures and ordinary subagents (one in the foreground, one in the
+/// background, plain answers): no block, no deny, no stability warning.
+fn fresh_init_ordinary_session_earns_nothing() -> Outcome {
+    let p = Project::new("ordinary");
+    let api = FakeApi::start(|r| {
+        if r.is("SUBTASK-REVIEW") {
+            return Reply::text("Reviewed the change: two naming nits, otherwise fine.");
+        }
+        if r.is("SUBTASK-SEARCH") {
+            return Reply::text("Found the config loader in src/config.rs.");
+        }
+        let n = r.tool_calls();
+        match n {
+            0..=5 => Reply::tool(
+                "Bash",
+                json!({"command": format!("ls /no/such/dir-{n}"), "description": "look around"}),
+            ),
+            6 => Reply::tool(
+                "Agent",
+                agent("general-purpose", "SUBTASK-REVIEW: review the diff", false),
+            ),
+            7 => Reply::tool(
+                "Agent",
+                agent("Explore", "SUBTASK-SEARCH: find the config loader", true),
+            ),
+            _ => Reply::text("Done: the diff is fine and the loader is in src/config.rs."),
+        }
+    });
+    let run = p.claude(&api, "E2E-ORDINARY: review the change", &[]);
+    finished(&run, &p)?;
+    let reqs = api.messages();
+    ensure!(
+        reqs.iter().any(|r| r.is("SUBTASK-REVIEW")) && reqs.iter().any(|r| r.is("SUBTASK-SEARCH")),
+        "both subagents ran:\n{}",
+        summary(&reqs)
+    );
+    for r in &reqs {
+        ensure!(
+            !r.says("Stop hook feedback") && !r.says("PreToolUse:Agent hook error"),
+            "a block or a deny reached the model:\n{}",
+            r.raw
+        );
+    }
+    let out = run.all_hook_output();
+    ensure!(
+        !out.contains("STABILITY WARNING")
+            && !out.contains("\"decision\"")
+            && !out.contains("systemMessage"),
+        "something unearned was said: {out}"
+    );
+    let recs = p.records();
+    ensure!(
+        recs.len() == 6
+            && recs
+                .iter()
+                .all(|r| r["counts_toward_thresholds"] == json!(false)),
+        "six Bash failures, kept out of the thresholds: {recs:#?}"
+    );
     Ok(())
 }
