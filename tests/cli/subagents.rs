@@ -467,3 +467,141 @@ fn stop_failure_is_recorded_with_what_classify_needs_and_never_waits_past_its_de
     );
     assert_eq!(records(&s).len(), 1);
 }
+
+#[test]
+fn a_silent_foreground_subagent_ending_as_a_tool_failure_is_recorded_once() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.general-purpose.output]\nmax_rejections = 1\n",
+    );
+    hook(&s, T0, &pre("general-purpose", "toolu_1", false));
+    let v = hook(&s, T0, &stopped(&s, "general-purpose", "agent1", "", false)).unwrap();
+    assert_eq!(v["decision"], "block");
+    hook(&s, T0, &stopped(&s, "general-purpose", "agent1", "", true));
+    assert_eq!(validation_failed(&s), 1);
+    // Claude Code 2.1.330 then ends the Agent call as a tool failure, without the agentId.
+    let v = hook(
+        &s,
+        T0,
+        &json!({"session_id": SID, "hook_event_name": "PostToolUseFailure", "tool_name": "Agent",
+            "tool_input": {"description": "d", "prompt": "p", "subagent_type": "general-purpose",
+                "run_in_background": false},
+            "tool_use_id": "toolu_1", "error": "No assistant messages found",
+            "is_interrupt": false, "duration_ms": 179}),
+    )
+    .unwrap();
+    let c = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        c.contains("output is unusable") && c.contains("empty"),
+        "{c}"
+    );
+    assert_eq!(records(&s).len(), 1, "{:#?}", records(&s));
+    let b = breaker(&s, T0, "general-purpose");
+    assert_eq!(b["totals"]["failures"], 1, "{b}");
+}
+
+#[test]
+fn many_subagents_at_once_whose_transcripts_lag_are_judged_by_the_missing_message() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.general-purpose.output]\nmax_rejections = 0\n[breaker.general-purpose]\nfailure_threshold = 0\n[thresholds]\nsession_failures = 2\n",
+    );
+    let mut warned = 0;
+    for n in 1..=3 {
+        let (id, aid) = (format!("toolu_{n}"), format!("agent{n}"));
+        hook(&s, T0, &pre("general-purpose", &id, true));
+        hook(&s, T0, &launched("general-purpose", &id, &aid));
+        // No last_assistant_message (the final text was empty), and no transcript yet.
+        let v = json!({"session_id": SID, "hook_event_name": "SubagentStop",
+            "stop_hook_active": false, "agent_id": aid, "agent_type": "general-purpose",
+            "agent_transcript_path": s.path().join("not-written-yet.jsonl"),
+            "background_tasks": [], "session_crons": []});
+        if let Some(v) = hook(&s, T0, &v) {
+            warned += v.to_string().matches("WORKFLOW STABILITY WARNING").count();
+        }
+    }
+    assert_eq!(validation_failed(&s), 3);
+    assert_eq!(breaker(&s, T0, "general-purpose")["totals"]["failures"], 3);
+    // The second failure crossed session_failures = 2: announced once, where it was recorded.
+    assert_eq!(warned, 1);
+    // An older client (no background_tasks) with no transcript: not judged, never blocked.
+    let v = json!({"session_id": SID, "hook_event_name": "SubagentStop", "agent_id": "old",
+        "agent_type": "general-purpose",
+        "agent_transcript_path": s.path().join("not-written-yet.jsonl")});
+    assert_eq!(hook(&s, T0, &v), None);
+    assert_eq!(validation_failed(&s), 3);
+}
+
+#[test]
+fn session_start_counts_an_agent_let_go_as_unresolved() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.worker.output]\nmax_rejections = 0\n",
+    );
+    hook(&s, T0, &pre("worker", "toolu_1", true));
+    hook(&s, T0, &launched("worker", "toolu_1", "agent1"));
+    hook(&s, T0, &stopped(&s, "worker", "agent1", "", false));
+    assert_eq!(
+        records(&s)[0]["resolution"]["action_taken"],
+        "proceed_without"
+    );
+    let v = hook(
+        &s,
+        T0,
+        &json!({"session_id": "next", "hook_event_name": "SessionStart", "source": "startup"}),
+    )
+    .unwrap();
+    let c = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(c.contains("1 (worker validation_failed)"), "{c}");
+}
+
+#[test]
+fn the_stop_failure_command_finishes_its_record_through_the_clients_sigterm() {
+    use std::io::Write;
+    let s = Sandbox::new();
+    s.cmd(&["init"])
+        .env("HOME", s.path().join("home"))
+        .assert()
+        .success();
+    let settings: Value = serde_json::from_str(&s.read(".claude/settings.json")).unwrap();
+    let cmd = settings["hooks"]["StopFailure"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bin_dir = crate::common::bin().parent().unwrap().to_path_buf();
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &cmd])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+        .env("TRIAGE_NOW", T0)
+        .env_remove("TRIAGE_DIR")
+        .current_dir(s.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // While it waits for the payload, the client exits and sends it SIGTERM.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut stdin = child.stdin.take().unwrap();
+    // The write may fail if the signal was not ignored (the reader is gone): that is the bug.
+    let _ = stdin.write_all(
+        stop_failure("server_error", "API Error: 529 Overloaded")
+            .to_string()
+            .as_bytes(),
+    );
+    drop(stdin);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert_eq!(records(&s).len(), 1);
+}
