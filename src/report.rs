@@ -612,9 +612,7 @@ pub fn table(rows: &[Vec<String>]) -> String {
 fn ms_text(ms: Option<u64>) -> String {
     match ms {
         None => "-".into(),
-        Some(ms) if ms < 1000 => format!("{ms}ms"),
-        Some(ms) if ms < 60_000 => format!("{:.1}s", ms as f64 / 1000.0),
-        Some(ms) => format!("{:.1}m", ms as f64 / 60_000.0),
+        Some(ms) => crate::duration::Dur::millis(ms).approx().to_string(),
     }
 }
 

@@ -456,6 +456,7 @@ fn verdict_text(r: &Response) -> String {
 fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let policy = cx.policy()?;
     let (mut rec, object) = record_error::classified(&p.0, policy, None);
+    object.warnings.iter().for_each(|w| cx.warn(w));
     let guarded = guarded_key(cx, p)?;
     if guarded.is_none() && !policy.thresholds.count_unguarded_tools {
         // Kept in the log and advised on, but a failing `grep` is no sign of an unstable
@@ -536,7 +537,8 @@ fn breaker_line(s: &breaker::Status) -> Option<String> {
 
 /// Classifies `input` and records it; returns the thresholds it crossed.
 fn record_failure(cx: &Context, p: &Payload, input: &Value) -> Result<Vec<Warning>, Failure> {
-    let rec = record_error::classified_record(input, cx.policy()?, None);
+    let (rec, object) = record_error::classified(input, cx.policy()?, None);
+    object.warnings.iter().for_each(|w| cx.warn(w));
     store_record(cx, p, rec)
 }
 

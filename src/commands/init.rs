@@ -96,7 +96,6 @@ struct Report {
 
 /// Runs `triage init`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    crate::context::drain_stdin();
     let project = project_root(cx)?;
     let (settings_path, manifest_dir) = if args.user {
         let settings = claude_config_dir()?.join("settings.json");

@@ -123,7 +123,7 @@ pub fn template4_reason(r: &CheckResult) -> String {
 pub fn check_text(r: &CheckResult) -> String {
     match (r.allowed, r.retry_after_s) {
         (true, _) => format!("{}: allowed ({})", r.key, r.reason),
-        (false, Some(s)) => format!("{}: refused ({}), retry in {s}s", r.key, r.reason),
+        (false, Some(s)) => format!("{}: refused ({}), retry in {}", r.key, r.reason, secs(s)),
         (false, None) => format!("{}: refused ({}) until reset", r.key, r.reason),
     }
 }
@@ -158,9 +158,8 @@ pub fn status_table(list: &[Status]) -> String {
             s.key.clone(),
             s.state.to_string(),
             format!("{}/{}", s.consecutive_failures, s.failure_threshold),
-            s.half_open_in_s.map_or("-".into(), |n| format!("{n}s")),
-            s.since_last_success_s
-                .map_or("-".into(), |n| format!("{n}s")),
+            s.half_open_in_s.map_or("-".into(), secs),
+            s.since_last_success_s.map_or("-".into(), secs),
             s.last_error.as_ref().map_or("-".into(), |e| {
                 [e.kind.map(|k| k.to_string()), e.detail.clone()]
                     .into_iter()
@@ -187,4 +186,9 @@ pub fn status_table(list: &[Status]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Seconds as the one duration format (`1m30s`), shortened to its two largest units.
+fn secs(n: u64) -> String {
+    crate::duration::Dur::secs(n).approx().to_string()
 }
