@@ -3,14 +3,20 @@
 //! or with nothing:
 //!
 //! - `PreToolUse`: the breaker gate for the subagent tool and for tools the policy names in
-//!   `[breaker.<tool>]`; denies with Template 4 when open, else remembers when the call started.
-//! - `PostToolUse`: for a guarded tool, checks the subagent's output, records a `timeout` error
-//!   when it ran past its configured timeout, and records the call's outcome on the breaker.
-//! - `PostToolUseFailure`: classifies, records the error, records a breaker failure, and tells
-//!   the model the advised next step.
-//! - `SubagentStop`, `Stop`: the output checks with the loop guard (`check-output`).
-//! - `StopFailure`: classifies and records (Claude Code ignores its output).
-//! - `SessionStart`: names open breakers and unresolved errors of earlier sessions.
+//!   `[breaker.<tool>]`; denies with Template 4 when open, else remembers when the call started
+//!   and the probe ticket it was given.
+//! - `PostToolUse`: completes a guarded call (error record, `timeout` past its configured
+//!   timeout, outcome on the breaker with its ticket). A subagent call meets its SubagentStop by
+//!   `agentId` (see `session`): in the background (`async_launched`) it leaves the call for
+//!   SubagentStop; in the foreground it takes SubagentStop's verdict and tells the parent.
+//! - `PostToolUseFailure`: classifies, records the error (once: a subagent SubagentStop already
+//!   recorded is not recorded again), records a breaker failure, and tells the model the
+//!   advised next step.
+//! - `SubagentStop`, `Stop`: the output checks with the loop guard (`check-output`); a
+//!   background subagent's call is completed at its SubagentStop, the only place its end is seen.
+//! - `StopFailure`: classifies and records, within a deadline, through the client's exit signal.
+//! - `SessionStart`: names breakers that are not closed (what a call gets now) and unresolved
+//!   errors of earlier sessions.
 //!
 //! It never blocks by accident: any failure is traced to `logs/triage.log` (and stderr, which
 //! Claude Code only shows in its debug log) and the hook exits 0 with nothing on stdout.
