@@ -141,6 +141,8 @@ impl Project {
         for (k, v) in env {
             c.env(k, v);
         }
+        // Its own process group: whatever the client signals as it exits stays among its own.
+        std::os::unix::process::CommandExt::process_group(&mut c, 0);
         let began = Instant::now();
         let mut child = c.spawn().expect("spawn claude");
         let mut stdout = child.stdout.take().expect("stdout");
