@@ -141,12 +141,13 @@ fn outlive_the_client(cx: &Context) {
 /// costs more than the record itself (7 ms against 4 ms, release build); the hook catches the
 /// client's SIGTERM instead ([`outlive_the_client`]).
 fn stop_failure(cx: &Context, p: &Payload) {
-    let mut quick = cx.at(cx.now);
-    quick.lock_timeout = quick.lock_timeout.min(STOP_FAILURE_LOCK_WAIT);
-    if let Err(f) = record_failure(&quick, p, &p.0) {
+    // Every lock wait of this run ends within the deadline; a busy log gets the record
+    // spooled in `errors.pending/` for the next writer.
+    cx.limit_lock_wait(STOP_FAILURE_LOCK_WAIT);
+    if let Err(f) = record_failure(cx, p, &p.0) {
         // Not lost: the trace keeps what the record would have said.
         let said = p.last_assistant_message().unwrap_or_default();
-        quick.warn(&format!(
+        cx.warn(&format!(
             "StopFailure not recorded within its deadline ({f}): error {:?}, {:?}",
             p.error().unwrap_or_default(),
             said.chars().take(300).collect::<String>()
@@ -349,27 +350,13 @@ fn complete(
     let mut outcome = last.outcome;
     let mut kind = last.kind;
     let mut detail = last.detail.clone();
-    let mut recorded = last.recorded;
-    let mut warnings = Vec::new();
-    let mut write = |kind: Kind, text: &str| -> Result<(), Failure> {
-        let input = json!({
-            "kind": kind.as_str(),
-            "detail": text,
-            "session_id": p.session_id(),
-            "agent": agent,
-            "task_id": p.tool_use_id(),
-            "duration_ms": elapsed_ms,
-            "context": {"hook_event_name": p.event(), "tool_name": p.tool_name(), "agent_id": p.agent_id().or(p.response_agent_id())},
-        });
-        warnings.extend(record_failure(cx, p, &input)?);
-        Ok(())
-    };
-    if outcome == CallOutcome::Failure && !recorded {
+    // What to write, at most one record for the call.
+    let mut to_write: Option<(Kind, String)> = None;
+    if outcome == CallOutcome::Failure && !last.recorded {
         let text = detail
             .clone()
             .unwrap_or_else(|| "the subagent's output failed its checks".into());
-        write(kind.unwrap_or(Kind::ValidationFailed), &text)?;
-        recorded = true;
+        to_write = Some((kind.unwrap_or(Kind::ValidationFailed), text));
     }
     let mut timeout_note = None;
     let limit = cx.policy()?.agent(agent).timeout;
@@ -382,14 +369,16 @@ fn complete(
             );
             timeout_note = Some(format!("triage: {text}; recorded as a timeout. Treat its result with care, and give it a narrower task if you call it again."));
             // One failure of one call is one record: a call already on record stays so.
-            if !recorded {
-                write(Kind::Timeout, &text)?;
+            if !last.recorded && to_write.is_none() {
                 outcome = CallOutcome::Failure;
                 kind = Some(Kind::Timeout);
-                detail = Some(text);
+                detail = Some(text.clone());
+                to_write = Some((Kind::Timeout, text));
             }
         }
     }
+
+    // The breaker first: the gate of the next call must not depend on the error log.
     let report = CallReport {
         outcome: Some(outcome),
         ticket,
@@ -399,6 +388,22 @@ fn complete(
     };
     if let Err(f) = breaker::record_in(cx, key, p.session_id(), &report) {
         cx.warn(&format!("the breaker did not hear of this call: {f}"));
+    }
+    let mut warnings = Vec::new();
+    if let Some((kind, text)) = to_write {
+        let input = json!({
+            "kind": kind.as_str(),
+            "detail": text,
+            "session_id": p.session_id(),
+            "agent": agent,
+            "task_id": p.tool_use_id(),
+            "duration_ms": elapsed_ms,
+            "context": {"hook_event_name": p.event(), "tool_name": p.tool_name(), "agent_id": p.agent_id().or(p.response_agent_id())},
+        });
+        match record_failure(cx, p, &input) {
+            Ok(w) => warnings = w,
+            Err(f) => cx.warn(&format!("the failure was not recorded: {f}")),
+        }
     }
     Ok(Completed {
         warnings,
@@ -461,7 +466,7 @@ fn verdict_text(r: &Response) -> String {
 
 fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let policy = cx.policy()?;
-    let (mut rec, object) = record_error::classified(&p.0, policy, None);
+    let (mut rec, object) = record_error::classified_at(&p.0, policy, None, Some(cx.now));
     object.warnings.iter().for_each(|w| cx.warn(w));
     let guarded = guarded_key(cx, p)?;
     if guarded.is_none() && !policy.thresholds.count_unguarded_tools {
@@ -476,11 +481,7 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
         Some(key) if p.is_subagent_tool() => session::take_end_for_key(cx, p.session_id(), key),
         _ => None,
     };
-    let warnings = if ended.as_ref().is_some_and(|e| e.last.recorded) {
-        Vec::new()
-    } else {
-        store_record(cx, p, rec)?
-    };
+    // The breaker first: the gate of the next call must not depend on the error log.
     if let Some(key) = guarded {
         let start = p
             .tool_use_id()
@@ -502,6 +503,14 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
             cx.warn(&format!("the breaker did not hear of this failure: {f}"));
         }
     }
+    let warnings = if ended.as_ref().is_some_and(|e| e.last.recorded) {
+        Vec::new()
+    } else {
+        store_record(cx, p, rec).unwrap_or_else(|f| {
+            cx.warn(&format!("the failure was not recorded: {f}"));
+            Vec::new()
+        })
+    };
     let advice = match ended.as_ref().filter(|e| e.last.outcome == CallOutcome::Failure) {
         // What its SubagentStop found says more than the client's "No assistant messages".
         Some(e) => format!(
@@ -543,7 +552,7 @@ fn breaker_line(s: &breaker::Status) -> Option<String> {
 
 /// Classifies `input` and records it; returns the thresholds it crossed.
 fn record_failure(cx: &Context, p: &Payload, input: &Value) -> Result<Vec<Warning>, Failure> {
-    let (rec, object) = record_error::classified(input, cx.policy()?, None);
+    let (rec, object) = record_error::classified_at(input, cx.policy()?, None, Some(cx.now));
     object.warnings.iter().for_each(|w| cx.warn(w));
     store_record(cx, p, rec)
 }

@@ -151,7 +151,7 @@ fn failing_bash_call() -> Outcome {
     let api = FakeApi::start(|r| match r.tool_calls() {
         0 => Reply::tool(
             "Bash",
-            json!({"command": "ls /no/such/dir", "description": "list the folder"}),
+            json!({"command": "false", "description": "run the check"}),
         ),
         _ => Reply::text("The needle is not there."),
     });
@@ -173,13 +173,16 @@ fn failing_bash_call() -> Outcome {
         "the advice did not reach the model; it said: {context}\nrequest: {}",
         reqs[1].raw
     );
+    // A plain non-zero exit is a tool_failure the model can handle itself, said calmly.
+    ensure!(
+        context.contains("`tool_failure`")
+            && context.contains("self-recoverable")
+            && !context.contains("report this to the user"),
+        "calm advice for a plain non-zero exit: {context}"
+    );
     let recs = p.records();
     ensure!(recs.len() == 1, "one record expected: {recs:#?}");
-    ensure!(
-        recs[0]["context"]["command"] == "ls /no/such/dir",
-        "{:#}",
-        recs[0]
-    );
+    ensure!(recs[0]["context"]["command"] == "false", "{:#}", recs[0]);
     ensure!(
         recs[0]["counts_toward_thresholds"] == json!(false),
         "an unguarded tool's failure counts toward no threshold: {:#}",
@@ -522,12 +525,10 @@ fn api_errors_are_stop_failure_records() -> Outcome {
         "the client's error words: {recs:#?}"
     );
     ensure!(a["kind"] == "overloaded", "a 529 is `overloaded`: {a:#}");
-    if std::env::var_os("TRIAGE_E2E_STRICT_KINDS").is_some() {
-        ensure!(
-            b["kind"] == "invalid_input",
-            "a 400 is `invalid_input`: {b:#}"
-        );
-    }
+    ensure!(
+        b["kind"] == "invalid_input",
+        "a 400 is `invalid_input`: {b:#}"
+    );
     Ok(())
 }
 
