@@ -19,11 +19,23 @@ Examples:
 Exit status: 0 done (or best effort: could not be done, warning on stderr); 1 negative verdict
 with -e; 64 usage error; 65, 74, 75 with --strict: bad data, I/O error, lock timeout.";
 
+/// `triage --version`: the version, the commit it was built from and the build date (build.rs).
+/// `-V` and the man pages show the version alone, so they do not change with every commit.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("TRIAGE_COMMIT"),
+    ", built ",
+    env!("TRIAGE_BUILD_DATE"),
+    ")"
+);
+
 /// `triage`: the error-handling layer for LLM-agent workflows.
 #[derive(Parser, Debug)]
 #[command(
     name = "triage",
     version,
+    long_version = LONG_VERSION,
     about = "The error-handling layer for LLM-agent workflows",
     long_about = "The error-handling layer for LLM-agent workflows: classify failures, decide \
                   retries, circuit-break failing agents, catch silent failures, log errors and \

@@ -15,6 +15,7 @@ mod hook;
 mod init;
 mod perf;
 mod record;
+mod release;
 mod run;
 mod saga;
 mod state;
