@@ -362,6 +362,24 @@ pub fn drain_stdin() {
     let _ = std::io::copy(&mut stdin.lock().take(u64::MAX), &mut std::io::sink());
 }
 
+/// How `--text` output meets the terminal: `COLUMNS` (else the terminal's width), and colour
+/// only when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`.
+pub fn terminal() -> crate::term::Term {
+    let stdout = std::io::stdout();
+    let is_terminal = stdout.is_terminal();
+    let tty_width = is_terminal
+        .then(|| rustix::termios::tcgetwinsize(&stdout).ok())
+        .flatten()
+        .map(|w| usize::from(w.ws_col));
+    crate::term::Term::decide(
+        env("COLUMNS").as_deref(),
+        tty_width,
+        is_terminal,
+        env("NO_COLOR").is_some(),
+        env("TERM").as_deref(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -100,6 +100,38 @@ impl<'de> Deserialize<'de> for Dur {
     }
 }
 
+/// A duration for people, rounded to two units at most: `450ms`, `1.2s`, `45s`, `1m30s`,
+/// `1h`, `2h15m`, `3d4h` (`--text` output; flags and the policy use [`Dur`]'s exact form).
+pub fn human(ms: u64) -> String {
+    let two = |big: u64, big_unit: &str, small: u64, small_unit: &str| match small {
+        0 => format!("{big}{big_unit}"),
+        _ => format!("{big}{big_unit}{small}{small_unit}"),
+    };
+    match ms {
+        0..=999 => format!("{ms}ms"),
+        1_000..=9_949 => {
+            let tenths = (ms + 50) / 100;
+            match tenths % 10 {
+                0 => format!("{}s", tenths / 10),
+                t => format!("{}.{t}s", tenths / 10),
+            }
+        }
+        9_950..=59_499 => format!("{}s", (ms + 500) / 1000),
+        59_500..=3_599_499 => {
+            let s = (ms + 500) / 1000;
+            two(s / 60, "m", s % 60, "s")
+        }
+        3_599_500..=86_369_999 => {
+            let m = (ms + 30_000) / 60_000;
+            two(m / 60, "h", m % 60, "m")
+        }
+        _ => {
+            let h = (ms + 1_800_000) / 3_600_000;
+            two(h / 24, "d", h % 24, "h")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +171,24 @@ mod tests {
         assert_eq!(Dur::secs(90).to_string(), "1m30s");
         assert_eq!(Dur(Duration::from_millis(1500)).to_string(), "1s500ms");
         assert_eq!(Dur::secs(0).to_string(), "0s");
+    }
+
+    #[test]
+    fn human_durations_round_to_two_units() {
+        for (ms, want) in [
+            (0, "0ms"),
+            (450, "450ms"),
+            (1_234, "1.2s"),
+            (2_000, "2s"),
+            (45_000, "45s"),
+            (59_999, "1m"),
+            (90_500, "1m31s"),
+            (3_600_000, "1h"),
+            (8_100_000, "2h15m"),
+            (86_400_000, "1d"),
+            (273_600_000, "3d4h"),
+        ] {
+            assert_eq!(human(ms), want, "{ms}");
+        }
     }
 }

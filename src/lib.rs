@@ -37,5 +37,6 @@ pub mod settings;
 pub mod state;
 pub mod store;
 pub mod templates;
+pub mod term;
 pub mod transcript;
 pub mod vocab;

@@ -7,7 +7,8 @@ use crate::context::{Context, Outcome};
 use crate::duration::Dur;
 use crate::error_record::LogLine;
 use crate::exit::Failure;
-use crate::report::{self, Aggregator, By, Filter};
+use crate::report::text::{self, Hourly, Source};
+use crate::report::{Aggregator, By, Filter};
 use crate::store;
 use crate::templates::{self, Rec, TemplateInput, TemplateName};
 use chrono::{DateTime, Utc};
@@ -94,14 +95,29 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     }
     let policy = cx.policy()?;
     let mut agg = Aggregator::new(filter.clone(), args.by, policy);
-    let stats = store::read_jsonl(&log, |line| agg.add(line))?;
+    let mut hourly = Hourly::new(cx.now);
+    let stats = store::read_jsonl(&log, |line| {
+        agg.add_with(line, &mut |l, admitted| hourly.observe(l, admitted))
+    })?;
     // The reader skips a torn last line without showing it; the aggregator counted the rest.
     let torn = stats.skipped.saturating_sub(agg.rejected());
     agg.skipped(torn);
     let summary = agg.finish();
-    let breakers = open_breakers(&cx.state_root());
+    let root = cx.state_root();
+    let breakers = open_breakers(&root);
     if cx.global.text {
-        return Ok(Outcome::text(report::render_text(&summary, &breakers)));
+        let source = Source {
+            root: &root,
+            log: &log,
+            root_exists: root.is_dir(),
+            log_exists: store::file_len(&log).ok().flatten().is_some(),
+            records_in_log: hourly.records_in_log,
+        };
+        let term = crate::context::terminal();
+        let text = text::render(
+            &summary, &source, &filter, &hourly, &breakers, &term, cx.now,
+        );
+        return Ok(Outcome::text(text));
     }
     let mut out = serde_json::to_value(&summary).unwrap_or_default();
     if let Some(o) = out.as_object_mut() {

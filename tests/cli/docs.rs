@@ -11,7 +11,8 @@ fn repo() -> PathBuf {
 
 /// Every page: `triage.1` and `triage-<subcommand>.1`, rendered from the clap definitions.
 fn pages() -> Vec<(String, Vec<u8>)> {
-    let mut cmd = triage::cli::Cli::command();
+    // The long version names the commit: the pages would change with every commit.
+    let mut cmd = triage::cli::Cli::command().long_version(None);
     cmd.build();
     let mut pages = Vec::new();
     let mut render = |name: String, c: clap::Command| {

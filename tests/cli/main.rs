@@ -19,3 +19,4 @@ mod release;
 mod run;
 mod saga;
 mod state;
+mod text_output;
