@@ -78,6 +78,8 @@ pub enum Command {
     RecordError(commands::record_error::Args),
     /// Summarize the error log, render the seeds' escalation texts, or prune old records
     Report(commands::report::Args),
+    /// List error records with their ids, newest first, filtered; --follow prints new ones
+    Errors(commands::errors::Args),
     /// Record a workflow's steps with their compensations, and undo them in reverse
     Saga(commands::saga::Args),
     /// Run a command with a timeout, retries on the policy's schedule and clean interrupts
@@ -109,6 +111,7 @@ impl Command {
             Command::Breaker(_) => "breaker",
             Command::RecordError(_) => "record-error",
             Command::Report(_) => "report",
+            Command::Errors(_) => "errors",
             Command::Saga(_) => "saga",
             Command::Run(_) => "run",
         }
@@ -116,7 +119,10 @@ impl Command {
 
     /// Whether the command writes under the state root (and so may leave a trace there).
     fn writes_state(&self) -> bool {
-        !matches!(self, Command::Config(_) | Command::Classify(_))
+        !matches!(
+            self,
+            Command::Config(_) | Command::Classify(_) | Command::Errors(_)
+        )
     }
 
     fn run(&self, cx: &Context) -> Result<Outcome, Failure> {
@@ -132,6 +138,7 @@ impl Command {
             Command::Breaker(a) => commands::breaker::run(a, cx),
             Command::RecordError(a) => commands::record_error::run(a, cx),
             Command::Report(a) => commands::report::run(a, cx),
+            Command::Errors(a) => commands::errors::run(a, cx),
             Command::Saga(a) => commands::saga::run(a, cx),
             Command::Run(a) => commands::run::run(a, cx),
         }

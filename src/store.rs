@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+mod tail;
+pub use tail::{read_jsonl_rev, read_jsonl_rev_to, Follower};
+
 /// A failure of the store: what was being done, to which path, and why.
 #[derive(Debug)]
 pub struct StoreError {

@@ -87,7 +87,7 @@ impl Term {
     }
 
     /// A table as wide as the terminal at most: the cells of the columns in `wrap` wrap
-    /// when the width is short, the others keep their width (up to 28 columns); columns keep
+    /// when the width is short, the others keep their width (up to 40 columns); columns keep
     /// two spaces between them; the header is bold when colouring.
     pub fn table(&self, header: &[&str], wrap: &[usize], rows: Vec<Vec<Cell>>) -> String {
         let mut t = Table::new();
@@ -110,7 +110,7 @@ impl Term {
         for (i, col) in t.column_iter_mut().enumerate() {
             col.set_padding((0, 2));
             if !wrap.contains(&i) {
-                let keep = widths.get(i).copied().unwrap_or(0).min(28);
+                let keep = widths.get(i).copied().unwrap_or(0).min(40);
                 col.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(keep + 2)));
             }
         }

@@ -5,6 +5,7 @@ pub mod breaker;
 pub mod check_output;
 pub mod classify;
 pub mod config;
+pub mod errors;
 pub mod hook;
 pub mod init;
 pub mod install_links;

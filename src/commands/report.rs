@@ -128,16 +128,21 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     Ok(Outcome::json(&out))
 }
 
-/// `--since`: a duration back from now, or a time.
-fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
+/// `--since` (and `errors --until`): a duration back from now, or a time.
+pub fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
+    time_flag("--since", text, now)
+}
+
+/// A time flag: a duration back from now, or a time; errors name `flag`.
+pub fn time_flag(flag: &str, text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
     if let Ok(d) = text.parse::<Dur>() {
         let d = chrono::Duration::from_std(d.0)
-            .map_err(|_| Failure::usage(format!("--since {text}: too long")))?;
+            .map_err(|_| Failure::usage(format!("{flag} {text}: too long")))?;
         return Ok(now - d);
     }
     crate::context::parse_now(text).ok_or_else(|| {
         Failure::usage(format!(
-            "--since `{text}` is neither a duration (2h, 30m) nor a time (RFC 3339 or Unix seconds)"
+            "{flag} `{text}` is neither a duration (2h, 30m) nor a time (RFC 3339 or Unix seconds)"
         ))
     })
 }

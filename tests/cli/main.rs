@@ -11,6 +11,7 @@ mod classify;
 mod config;
 mod contract;
 mod docs;
+mod errors;
 mod hook;
 mod init;
 mod perf;
