@@ -11,6 +11,9 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
+pub mod dashboard;
+pub mod html;
+pub mod svg;
 pub mod text;
 
 /// What to group by.
@@ -335,13 +338,13 @@ impl<'p> Aggregator<'p> {
 
     /// Takes one line; false when it is not a JSON object (it is then counted as skipped).
     pub fn add(&mut self, bytes: &[u8]) -> bool {
-        self.add_with(bytes, &mut |_, _| {})
+        self.add_with(bytes, &mut |_, _, _| {})
     }
 
     /// Like [`Aggregator::add`], and hands every parsed line, with whether the filter admits
     /// it, to `also`: the text report's timeline and the HTML report's charts ride on the same
     /// pass and the same parse.
-    pub fn add_with(&mut self, bytes: &[u8], also: &mut impl FnMut(&LogLine, bool)) -> bool {
+    pub fn add_with(&mut self, bytes: &[u8], also: &mut impl FnMut(&LogLine, &[u8], bool)) -> bool {
         let Some(line) = LogLine::parse(bytes) else {
             self.skipped += 1;
             return false;
@@ -350,7 +353,7 @@ impl<'p> Aggregator<'p> {
         if admitted {
             self.add_line(&line);
         }
-        also(&line, admitted);
+        also(&line, bytes, admitted);
         true
     }
 

@@ -59,6 +59,9 @@ pub struct Args {
     /// Templates: agent runs in the session, for the failure rate
     #[arg(long, value_name = "N")]
     pub runs: Option<u64>,
+    /// Write a self-contained HTML dashboard to FILE (`-`: stdout) instead
+    #[arg(long, value_name = "FILE", conflicts_with = "template")]
+    pub html: Option<std::path::PathBuf>,
 }
 
 /// `triage report prune`.
@@ -93,11 +96,14 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     if let Some(name) = args.template {
         return template(name, args, filter, &log, cx);
     }
+    if let Some(target) = &args.html {
+        return html(target, args, filter, &log, cx);
+    }
     let policy = cx.policy()?;
     let mut agg = Aggregator::new(filter.clone(), args.by, policy);
     let mut hourly = Hourly::new(cx.now);
     let stats = store::read_jsonl(&log, |line| {
-        agg.add_with(line, &mut |l, admitted| hourly.observe(l, admitted))
+        agg.add_with(line, &mut |l, _, admitted| hourly.observe(l, admitted))
     })?;
     // The reader skips a torn last line without showing it; the aggregator counted the rest.
     let torn = stats.skipped.saturating_sub(agg.rejected());
@@ -168,6 +174,74 @@ fn open_breakers(root: &Path) -> Vec<String> {
         })
         .map(|(k, _)| k.clone())
         .collect()
+}
+
+/// `--html FILE|-`: the dashboard, from one pass over the log (the report's own), the breaker
+/// events and the breakers' states, read without changing them.
+fn html(
+    target: &Path,
+    args: &Args,
+    filter: Filter,
+    log: &Path,
+    cx: &Context,
+) -> Result<Outcome, Failure> {
+    use crate::report::dashboard::Dashboard;
+    use crate::report::html::{self, BreakerNow, Breakers, Page};
+    let policy = cx.policy()?;
+    let mut agg = Aggregator::new(filter.clone(), args.by, policy);
+    let mut dash = Dashboard::new(policy);
+    let stats = store::read_jsonl(log, |line| {
+        agg.add_with(line, &mut |l, raw, admitted| {
+            if admitted {
+                dash.observe(l, raw);
+            }
+        })
+    })?;
+    let torn = stats.skipped.saturating_sub(agg.rejected());
+    agg.skipped(torn);
+    let summary = agg.finish();
+    let drawn = dash.finish();
+    let root = cx.state_root();
+    let mut breakers = Breakers::default();
+    store::read_jsonl(&root.join("logs").join("breaker-events.jsonl"), |b| {
+        breakers.observe_event(b)
+    })?;
+    breakers.now = crate::commands::breaker::peek_all(cx)?
+        .into_iter()
+        .map(|s| BreakerNow {
+            last_error: s.last_error.as_ref().map(|e| {
+                [e.kind.map(|k| k.to_string()), e.detail.clone()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(": ")
+            }),
+            key: s.key,
+            state: s.state.to_string(),
+            failures: (s.consecutive_failures, s.failure_threshold),
+            half_open_in_s: s.half_open_in_s,
+        })
+        .collect();
+    let page = html::render(&Page {
+        summary: &summary,
+        drawn: &drawn,
+        breakers: &breakers,
+        log: &log.display().to_string(),
+        filters: &text::filters(&filter, cx.now),
+        now: cx.now,
+        version: crate::cli::LONG_VERSION,
+    });
+    if target == Path::new("-") {
+        return Ok(Outcome::text(page));
+    }
+    store::replace(target, page.as_bytes(), store::Backup::Skip)?;
+    Ok(Outcome::json(&json!({
+        "html": target,
+        "bytes": page.len(),
+        "records": summary.records,
+        "log": log,
+        "filter": filter,
+    })))
 }
 
 fn template(

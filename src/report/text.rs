@@ -72,7 +72,7 @@ impl Hourly {
 }
 
 /// The filters in words: `session s1, since 14:02:07`, or `all records`.
-fn filters(f: &Filter, now: DateTime<Utc>) -> String {
+pub fn filters(f: &Filter, now: DateTime<Utc>) -> String {
     let mut parts = Vec::new();
     for (name, v) in [
         ("session", &f.session),

@@ -17,6 +17,7 @@ mod init;
 mod perf;
 mod record;
 mod release;
+mod report_html;
 mod run;
 mod saga;
 mod state;
