@@ -80,6 +80,10 @@ pub enum Command {
     Report(commands::report::Args),
     /// List error records with their ids, newest first, filtered; --follow prints new ones
     Errors(commands::errors::Args),
+    /// Print a shell's completion script (bash, zsh, fish, ...)
+    Completions(commands::completions::Args),
+    /// Print a manual page, or install them all
+    Man(commands::man::Args),
     /// Record a workflow's steps with their compensations, and undo them in reverse
     Saga(commands::saga::Args),
     /// Run a command with a timeout, retries on the policy's schedule and clean interrupts
@@ -112,6 +116,8 @@ impl Command {
             Command::RecordError(_) => "record-error",
             Command::Report(_) => "report",
             Command::Errors(_) => "errors",
+            Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
             Command::Saga(_) => "saga",
             Command::Run(_) => "run",
         }
@@ -121,7 +127,11 @@ impl Command {
     fn writes_state(&self) -> bool {
         !matches!(
             self,
-            Command::Config(_) | Command::Classify(_) | Command::Errors(_)
+            Command::Config(_)
+                | Command::Classify(_)
+                | Command::Errors(_)
+                | Command::Completions(_)
+                | Command::Man(_)
         )
     }
 
@@ -139,6 +149,8 @@ impl Command {
             Command::RecordError(a) => commands::record_error::run(a, cx),
             Command::Report(a) => commands::report::run(a, cx),
             Command::Errors(a) => commands::errors::run(a, cx),
+            Command::Completions(a) => commands::completions::run(a, cx),
+            Command::Man(a) => commands::man::run(a, cx),
             Command::Saga(a) => commands::saga::run(a, cx),
             Command::Run(a) => commands::run::run(a, cx),
         }

@@ -28,6 +28,7 @@ pub mod exit;
 pub mod glob;
 pub mod hook_io;
 pub mod jq;
+pub mod man;
 pub mod output_check;
 pub mod policy;
 pub mod report;

@@ -64,6 +64,57 @@ pub struct DurationBins {
     pub past_timeout: u64,
 }
 
+/// Unix seconds of an RFC 3339 time. The form the log writes (`2026-02-04T14:30:22Z`, with
+/// or without a fraction) is read directly, as this runs once per record; any other form goes
+/// through chrono.
+pub fn unix_seconds(t: &str) -> Option<i64> {
+    let b = t.as_bytes();
+    let digits = |r: std::ops::Range<usize>| -> Option<i64> {
+        let mut n = 0i64;
+        for &c in b.get(r)? {
+            if !c.is_ascii_digit() {
+                return None;
+            }
+            n = n * 10 + i64::from(c - b'0');
+        }
+        Some(n)
+    };
+    let fast = (|| {
+        if b.len() < 20
+            || b[4] != b'-'
+            || b[7] != b'-'
+            || b[10] != b'T'
+            || b[13] != b':'
+            || b[16] != b':'
+        {
+            return None;
+        }
+        let rest = &b[19..];
+        let frac = rest
+            .iter()
+            .take_while(|c| **c == b'.' || c.is_ascii_digit())
+            .count();
+        if &rest[frac..] != b"Z" || (frac > 0 && rest[0] != b'.') {
+            return None;
+        }
+        let (y, m, d) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+        let (hh, mm, ss) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+        if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
+            return None;
+        }
+        // Howard Hinnant's days_from_civil.
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let mp = (m + 9) % 12;
+        let doy = (153 * mp + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = era * 146_097 + doe - 719_468;
+        Some(days * 86_400 + hh * 3600 + mm * 60 + ss)
+    })();
+    fast.or_else(|| DateTime::parse_from_rfc3339(t).ok().map(|t| t.timestamp()))
+}
+
 /// The bin of a duration.
 pub fn duration_bin(ms: u64) -> usize {
     let x = (ms as f64).clamp(MIN_MS, MAX_MS);
@@ -195,20 +246,21 @@ impl<'p> Dashboard<'p> {
         if let Some(text) = l.detail() {
             self.count_text(text);
         }
-        let at = l
-            .timestamp
-            .as_deref()
-            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-            .map(|t| t.timestamp());
+        let at = l.timestamp.as_deref().and_then(unix_seconds);
         if let Some(at) = at {
             self.first = Some(self.first.map_or(at, |f| f.min(at)));
             self.last = Some(self.last.map_or(at, |f| f.max(at)));
             let w = WIDTHS[self.width_index];
             let start = at.div_euclid(w) * w;
-            *self.buckets.entry((start, agent, kind)).or_default() += 1;
-            self.bucket_starts.insert(start);
-            if self.bucket_starts.len() > MAX_BUCKETS {
-                self.coarsen();
+            match self.buckets.entry((start, agent, kind)) {
+                std::collections::hash_map::Entry::Occupied(mut e) => *e.get_mut() += 1,
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(1);
+                    self.bucket_starts.insert(start);
+                    if self.bucket_starts.len() > MAX_BUCKETS {
+                        self.coarsen();
+                    }
+                }
             }
         }
         let resolved_inline = l.resolution.as_ref().is_some_and(|r| r.successful());
@@ -227,12 +279,17 @@ impl<'p> Dashboard<'p> {
     /// Counts a text; past twice [`TEXT_SLOTS`] texts, the least frequent half is dropped
     /// at once, so the cost per record stays small whatever the number of distinct texts.
     fn count_text(&mut self, text: &str) {
-        let key = crate::term::cut(text, 160);
-        if let Some(c) = self.texts.get_mut(&key) {
+        // The first line, at most 160 characters: looked up without allocating.
+        let line = text.lines().next().unwrap_or("");
+        let key = match line.char_indices().nth(160) {
+            Some((i, _)) => &line[..i],
+            None => line,
+        };
+        if let Some(c) = self.texts.get_mut(key) {
             *c += 1;
             return;
         }
-        self.texts.insert(key, 1);
+        self.texts.insert(key.to_string(), 1);
         if self.texts.len() >= 2 * TEXT_SLOTS {
             let mut counts: Vec<u64> = self.texts.values().copied().collect();
             counts.sort_unstable_by(|a, b| b.cmp(a));
@@ -445,6 +502,23 @@ mod tests {
         assert_eq!(out.texts[0].0, "the usual");
         assert!(out.texts[0].1 >= 1000);
         assert!(out.texts_approximate);
+    }
+
+    #[test]
+    fn times_read_fast_agree_with_chrono() {
+        for t in [
+            "2026-02-04T14:30:22Z",
+            "2024-02-29T00:00:00.123Z",
+            "1999-12-31T23:59:59Z",
+            "2026-02-04T14:30:22+02:00",
+            "2026-01-01T00:00:00.5-07:30",
+        ] {
+            let want = DateTime::parse_from_rfc3339(t).map(|x| x.timestamp()).ok();
+            assert_eq!(unix_seconds(t), want, "{t}");
+        }
+        assert_eq!(unix_seconds("2026-13-04T14:30:22Z"), None);
+        assert_eq!(unix_seconds("soon"), None);
+        assert_eq!(unix_seconds("2026-02-04T14:30:22Zjunk"), None);
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod docs;
 mod errors;
 mod hook;
 mod init;
+mod manual;
 mod perf;
 mod record;
 mod release;
