@@ -187,22 +187,27 @@ impl Follower {
         let Some((mut file, id, _)) = self.open()? else {
             return Ok(());
         };
-        // Skip what the new file kept of the old one: up to the last line read.
-        let mut all = Vec::new();
-        file.read_to_end(&mut all)
-            .map_err(|e| StoreError::io("cannot read", &self.path, e))?;
-        let complete = all.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let mut resume = 0;
+        // Skip what the new file kept of the old one: up to the last line read. Streamed, one
+        // line in memory at a time, however large the file.
+        let mut resume = 0u64;
         if !self.last.is_empty() {
-            let mut at = 0;
-            for line in all[..complete].split_inclusive(|&b| b == b'\n') {
-                at += line.len();
+            let mut reader = std::io::BufReader::with_capacity(256 * 1024, &mut file);
+            let mut line = Vec::new();
+            let mut at = 0u64;
+            loop {
+                line.clear();
+                let n = std::io::BufRead::read_until(&mut reader, b'\n', &mut line)
+                    .map_err(|e| StoreError::io("cannot read", &self.path, e))?;
+                if n == 0 || line.last() != Some(&b'\n') {
+                    break;
+                }
+                at += n as u64;
                 if line.strip_suffix(b"\n") == Some(self.last.as_slice()) {
                     resume = at;
                 }
             }
         }
-        self.offset = resume as u64;
+        self.offset = resume;
         self.partial.clear();
         self.id = Some(id);
         file.seek(SeekFrom::Start(self.offset))
@@ -216,26 +221,33 @@ impl Follower {
         let Some(file) = self.file.as_mut() else {
             return Ok(());
         };
-        let mut buf = Vec::new();
         file.seek(SeekFrom::Start(self.offset))
-            .and_then(|_| file.read_to_end(&mut buf))
-            .map_err(|e| StoreError::io("cannot read", &self.path, e))?;
-        self.offset += buf.len() as u64;
-        self.partial.extend_from_slice(&buf);
-        let complete = match self.partial.iter().rposition(|&b| b == b'\n') {
-            Some(i) => i + 1,
-            None => return Ok(()),
-        };
-        let lines: Vec<u8> = self.partial.drain(..complete).collect();
-        for line in lines.split_inclusive(|&b| b == b'\n') {
-            let body = line.strip_suffix(b"\n").unwrap_or(line);
-            self.last = body.to_vec();
-            let body = body.strip_suffix(b"\r").unwrap_or(body);
-            if !body.iter().all(u8::is_ascii_whitespace) {
-                visit(body);
+            .map_err(|e| StoreError::io("cannot seek", &self.path, e))?;
+        // A chunk at a time: a burst of appends never has to fit in memory at once.
+        let mut buf = vec![0u8; CHUNK];
+        loop {
+            let n = file
+                .read(&mut buf)
+                .map_err(|e| StoreError::io("cannot read", &self.path, e))?;
+            if n == 0 {
+                return Ok(());
+            }
+            self.offset += n as u64;
+            self.partial.extend_from_slice(&buf[..n]);
+            let Some(i) = self.partial.iter().rposition(|&b| b == b'\n') else {
+                continue;
+            };
+            let lines: Vec<u8> = self.partial.drain(..=i).collect();
+            for line in lines.split_inclusive(|&b| b == b'\n') {
+                let body = line.strip_suffix(b"\n").unwrap_or(line);
+                self.last.clear();
+                self.last.extend_from_slice(body);
+                let body = body.strip_suffix(b"\r").unwrap_or(body);
+                if !body.iter().all(u8::is_ascii_whitespace) {
+                    visit(body);
+                }
             }
         }
-        Ok(())
     }
 }
 
@@ -319,5 +331,20 @@ mod tests {
         std::fs::rename(&tmp, &p).expect("rename");
         poll(&mut f, &mut seen);
         assert_eq!(seen, ["new1", "new2", "new3", "new4"]);
+    }
+
+    #[test]
+    fn follows_a_log_that_does_not_exist_yet() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("log");
+        let mut f = Follower::at_end(&p).expect("follow");
+        let mut seen: Vec<String> = Vec::new();
+        f.poll(|l| seen.push(String::from_utf8_lossy(l).into_owned()))
+            .expect("poll");
+        assert!(seen.is_empty());
+        std::fs::write(&p, b"first\nsecond\n").expect("write");
+        f.poll(|l| seen.push(String::from_utf8_lossy(l).into_owned()))
+            .expect("poll");
+        assert_eq!(seen, ["first", "second"]);
     }
 }
