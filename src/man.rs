@@ -100,7 +100,12 @@ fn render(cmd: &Command, name: &str, parent: Option<&str>) -> String {
         .section("1")
         .source(format!("triage {version}"))
         .manual("triage manual");
-    let mut out = clap_part(&man, |m, w| m.render_title(w));
+    // The title by hand: an empty date must stay an argument ("") or the source and manual
+    // shift into its place.
+    let mut out = format!(
+        ".TH \"{}\" 1 \"\" \"triage {version}\" \"triage manual\"\n",
+        roff_text(name)
+    );
     // No hyphenation anywhere: commands and paths must read as typed.
     out.push_str(".nh\n");
     out.push_str(&clap_part(&man, |m, w| m.render_name_section(w)));
@@ -193,7 +198,7 @@ fn common_sections(cmd: &Command, name: &str, parent: Option<&str>) -> String {
     ] {
         tp(&mut out, var, text);
     }
-    out.push_str("Boolean values accept 1/0, true/false, yes/no, on/off in any case; an empty value means unset.\n");
+    out.push_str(".PP\nBoolean values accept 1/0, true/false, yes/no, on/off in any case; an empty value means unset.\n");
     out.push_str(".SH FILES\n");
     for (file, text) in [
         (".triage.toml", "The policy; see triage.toml(5)."),
@@ -214,7 +219,7 @@ fn common_sections(cmd: &Command, name: &str, parent: Option<&str>) -> String {
     ] {
         tp(&mut out, file, text);
     }
-    out.push_str("STATE is the state root (--dir). Locks are flock(2) on a NAME.lock file beside the data, shareable with flock(1).\n");
+    out.push_str(".PP\nSTATE is the state root (--dir). Locks are flock(2) on a NAME.lock file beside the data, shareable with flock(1).\n");
     out.push_str(".SH \"SEE ALSO\"\n");
     let mut see: Vec<String> = Vec::new();
     if name != "triage" {
