@@ -4,6 +4,7 @@
 //! This is the only place that reads the environment, so the core stays pure.
 
 use crate::exit::Failure;
+use crate::input;
 use crate::policy::{self, Policy};
 use crate::store;
 use chrono::{DateTime, TimeZone, Utc};
@@ -11,7 +12,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
 use std::cell::OnceCell;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -60,15 +61,41 @@ impl Outcome {
         }
     }
 
-    /// Text for people.
+    /// Text for people. Keys, agent names and error texts come from untrusted input, so
+    /// every control character but the line breaks and tabs of the layout is shown in caret
+    /// notation (`^[` for ESC): no escape sequence reaches the terminal (see [`printable`]).
     pub fn text(text: impl Into<String>) -> Outcome {
-        let mut s: String = text.into();
+        let mut s = printable(&text.into());
         while s.ends_with('\n') {
             s.pop();
         }
         Outcome {
             stdout: Some(s),
             ..Outcome::default()
+        }
+    }
+
+    /// Text for a terminal that takes colour: as [`Outcome::text`], but the SGR sequences
+    /// (`ESC [ … m`: colour, bold, dim, reset) are kept. No other escape passes, so nothing
+    /// from input can move the cursor, clear the screen or retitle the terminal; cells built
+    /// by [`crate::term::Term`] are made printable before they are styled.
+    pub fn styled(text: impl Into<String>) -> Outcome {
+        let mut s = printable_styled(&text.into());
+        while s.ends_with('\n') {
+            s.pop();
+        }
+        Outcome {
+            stdout: Some(s),
+            ..Outcome::default()
+        }
+    }
+
+    /// `--text` output: [`Outcome::styled`] when colouring, else [`Outcome::text`].
+    pub fn for_terminal(text: impl Into<String>, colour: bool) -> Outcome {
+        if colour {
+            Outcome::styled(text)
+        } else {
+            Outcome::text(text)
         }
     }
 
@@ -248,32 +275,59 @@ impl Context {
         Ok(&self.policy.get_or_init(|| (policy, path)).0)
     }
 
-    /// Reads stdin when it is not a terminal: `None` when empty. Input over the limit is
-    /// refused, but always drained so the writer never gets EPIPE.
+    /// Reads stdin to its end when it is not a terminal: `None` when empty. Only a command
+    /// that uses stdin calls this. Input over the limit is refused as soon as the limit is
+    /// passed; what follows is never read (nor waited for). Stdin that cannot be read (a
+    /// folder, `< /`) is a warning and no input, unless `--strict`.
     pub fn read_stdin(&self) -> Result<Option<Vec<u8>>, Failure> {
         let stdin = std::io::stdin();
         if stdin.is_terminal() {
             return Ok(None);
         }
-        let (bytes, total) = store::read_bounded(stdin.lock(), self.max_input.saturating_add(1))
-            .map_err(|e| Failure::io(format!("cannot read stdin: {e}")))?;
-        if total > self.max_input as u64 {
-            return Err(Failure::data(format!(
-                "stdin is {total} bytes, more than the limit of {} (TRIAGE_MAX_INPUT); send less, or raise TRIAGE_MAX_INPUT",
-                self.max_input
-            )));
-        }
+        let bytes = match input::read_bounded(stdin.lock(), self.max_input) {
+            Ok(b) => b,
+            Err(e) => return self.stdin_failed(e).map(|()| None),
+        };
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(None);
         }
         Ok(Some(bytes))
     }
 
-    /// Reads stdin as one JSON value; `None` when stdin is empty or a terminal.
+    /// Reads one JSON value from stdin and stops as soon as it is complete, so a writer that
+    /// keeps the pipe open (`(payload; sleep 30) | triage hook`) is not waited for; `None`
+    /// when stdin is empty or a terminal. Lone UTF-16 surrogates are read as U+FFFD.
     pub fn read_json(&self) -> Result<Option<Value>, Failure> {
-        match self.read_stdin()? {
-            None => Ok(None),
-            Some(bytes) => parse_json(&bytes).map(Some),
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            return Ok(None);
+        }
+        match input::read_one_json(stdin.lock(), self.max_input) {
+            Ok(v) => Ok(v),
+            Err(input::InputError::Syntax(why)) => Err(Failure::data(format!(
+                "stdin is not valid JSON: {why}; send one JSON document"
+            ))),
+            Err(e) => self.stdin_failed(e).map(|()| None),
+        }
+    }
+
+    /// Stdin over the limit is bad data; stdin that cannot be read is no input, with a
+    /// warning (or an I/O failure under `--strict`).
+    fn stdin_failed(&self, e: input::InputError) -> Result<(), Failure> {
+        match e {
+            input::InputError::TooLarge { limit } => Err(Failure::data(format!(
+                "stdin is more than the limit of {limit} bytes (TRIAGE_MAX_INPUT); send less, or raise TRIAGE_MAX_INPUT"
+            ))),
+            input::InputError::Io(e) if self.global.strict => {
+                Err(Failure::io(format!("cannot read stdin: {e}")))
+            }
+            input::InputError::Io(e) => {
+                self.warn(&format!("cannot read stdin ({e}); going on without it"));
+                Ok(())
+            }
+            input::InputError::Syntax(why) => Err(Failure::data(format!(
+                "stdin is not valid JSON: {why}; send one JSON document"
+            ))),
         }
     }
 
@@ -326,9 +380,56 @@ fn load_policy_file(path: &Path) -> Result<Policy, String> {
     })
 }
 
-/// Parses one JSON value, with a message that says what was wrong.
+/// `text` with its control characters made visible, as `cat -v` does: `^[` for ESC, `^M` for
+/// a carriage return, `^?` for DEL, `\u{9b}` for a C1 control. Newlines and tabs stay.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\u{7f}' => out.push_str("^?"),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push(char::from(b'@' + c as u8));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// [`printable`], keeping SGR sequences (`ESC [` digits and `;` `m`) whole.
+pub fn printable_styled(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('\u{1b}') {
+        out.push_str(&printable(&rest[..i]));
+        let after = &rest[i + 1..];
+        let sgr = after.strip_prefix('[').and_then(|a| {
+            let n = a.find(|c: char| !(c.is_ascii_digit() || c == ';'))?;
+            a[n..].starts_with('m').then_some(n + 2)
+        });
+        match sgr {
+            Some(len) => {
+                out.push('\u{1b}');
+                out.push_str(&after[..len]);
+                rest = &after[len..];
+            }
+            None => {
+                out.push_str("^[");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(&printable(rest));
+    out
+}
+
+/// Parses one JSON value (leniently, see [`input::Lenient`]), with a message that says what
+/// was wrong.
 pub fn parse_json(bytes: &[u8]) -> Result<Value, Failure> {
-    serde_json::from_slice(bytes).map_err(|e| {
+    input::parse_json(bytes).map_err(|e| {
         let why = if std::str::from_utf8(bytes).is_err() && e.is_syntax() {
             format!("{e} (the input is not valid UTF-8)")
         } else {
@@ -351,15 +452,6 @@ pub fn print_line(text: &str) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r,
     }
-}
-
-/// Drains stdin without keeping it, so a writer never gets EPIPE.
-pub fn drain_stdin() {
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        return;
-    }
-    let _ = std::io::copy(&mut stdin.lock().take(u64::MAX), &mut std::io::sink());
 }
 
 /// How `--text` output meets the terminal: `COLUMNS` (else the terminal's width), and colour
@@ -395,6 +487,15 @@ mod tests {
         );
         assert!(parse_now("soon").is_none());
         assert!(parse_now("NaN").is_none());
+    }
+
+    #[test]
+    fn text_shows_control_characters_instead_of_sending_them() {
+        assert_eq!(
+            printable("a\u{1b}]0;owned\u{7}b\rc\u{7f}\u{9b}31m\td\n"),
+            "a^[]0;owned^Gb^Mc^?\\u{9b}31m\td\n"
+        );
+        assert_eq!(printable("plain é ✓"), "plain é ✓");
     }
 
     #[test]

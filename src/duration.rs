@@ -1,4 +1,10 @@
-//! Durations as the SPEC writes them everywhere: `500ms`, `30s`, `2m`, `1h30m`, `30d`.
+//! Durations, the one parser and the one formatter of the whole program (flags, the policy,
+//! the environment, every message and table).
+//!
+//! Parsing is `humantime`'s: the SPEC's forms (`500ms`, `30s`, `2m`, `1h30m`, `7d`) and the
+//! spelled-out ones (`1h 30m`, `2min`, `1 day`, `1.5s`). Anything longer than [`MAX`] is
+//! refused there, so no caller can overflow the clock's arithmetic with `200000000d`.
+//! Formatting is compact and always parses back: `1h30m`, `1s500ms`, `7d`.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
@@ -9,6 +15,12 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Dur(pub Duration);
 
+/// The longest duration any flag, policy key or variable accepts: 100 years. Far beyond any
+/// cooldown or report window, and far inside what dates can be moved by.
+pub const MAX: Duration = Duration::from_secs(MAX_DAYS * 86_400);
+
+const MAX_DAYS: u64 = 36_500;
+
 const UNITS: &[(&str, u64)] = &[
     ("ms", 1),
     ("s", 1_000),
@@ -17,10 +29,41 @@ const UNITS: &[(&str, u64)] = &[
     ("d", 86_400_000),
 ];
 
+/// Why a text is not a duration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DurError {
+    /// Not a number and a unit.
+    Malformed(String),
+    /// Longer than [`MAX`].
+    TooLong(String),
+}
+
+impl fmt::Display for DurError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DurError::Malformed(t) => write!(
+                f,
+                "bad duration `{t}`: write a number and a unit, like 500ms, 30s, 2m, 1h30m or 7d"
+            ),
+            DurError::TooLong(t) => write!(
+                f,
+                "duration `{t}` is too long: the maximum is {MAX_DAYS}d (100 years)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DurError {}
+
 impl Dur {
     /// From whole seconds.
     pub fn secs(s: u64) -> Dur {
         Dur(Duration::from_secs(s))
+    }
+
+    /// From milliseconds.
+    pub fn millis(ms: u64) -> Dur {
+        Dur(Duration::from_millis(ms))
     }
 
     /// Whole milliseconds.
@@ -32,41 +75,53 @@ impl Dur {
     pub fn as_secs_f64(self) -> f64 {
         self.0.as_secs_f64()
     }
+
+    /// Parses `text`, saying whether it was malformed or too long.
+    pub fn parse(text: &str) -> Result<Dur, DurError> {
+        let s = text.trim();
+        // humantime takes a bare number as a unit-less error, but also accepts what we do not
+        // want to read as a duration (an empty text); a number must come first.
+        if !s.starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(DurError::Malformed(text.to_string()));
+        }
+        match humantime::parse_duration(s) {
+            Ok(d) if d > MAX => Err(DurError::TooLong(text.to_string())),
+            Ok(d) => Ok(Dur(d)),
+            Err(humantime::DurationError::NumberOverflow) => {
+                Err(DurError::TooLong(text.to_string()))
+            }
+            Err(_) => Err(DurError::Malformed(text.to_string())),
+        }
+    }
+
+    /// The same duration with only its two largest units, for "3h12m ago"-style text where
+    /// the seconds are noise: `1h2m`, `25m`, `1s500ms`, `1d`.
+    pub fn approx(self) -> Dur {
+        let ms = self.as_millis();
+        if ms < 1000 {
+            return self;
+        }
+        let mut kept = 0;
+        let mut rest = ms;
+        let mut out = 0;
+        for (_, size) in UNITS.iter().rev() {
+            if rest >= *size && kept < 2 {
+                out += rest / size * size;
+                rest %= size;
+                kept += 1;
+            } else if kept > 0 {
+                // A unit was skipped after the first one kept: stop there (`1d` not `1d5s`).
+                kept = 2;
+            }
+        }
+        Dur::millis(out)
+    }
 }
 
 impl FromStr for Dur {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
-        let s = text.trim();
-        let bad = || {
-            format!("bad duration `{text}`: write a number and a unit, like 500ms, 30s, 2m, 1h30m or 7d")
-        };
-        if s.is_empty() {
-            return Err(bad());
-        }
-        let mut total: u64 = 0;
-        let mut rest = s;
-        while !rest.is_empty() {
-            let digits = rest
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            if digits == 0 {
-                return Err(bad());
-            }
-            let n: u64 = rest[..digits].parse().map_err(|_| bad())?;
-            rest = &rest[digits..];
-            let unit_len = rest
-                .find(|c: char| c.is_ascii_digit())
-                .unwrap_or(rest.len());
-            let unit = &rest[..unit_len];
-            let (_, ms) = UNITS.iter().find(|(u, _)| *u == unit).ok_or_else(bad)?;
-            total = n
-                .checked_mul(*ms)
-                .and_then(|v| total.checked_add(v))
-                .ok_or_else(|| format!("duration `{text}` is too long"))?;
-            rest = &rest[unit_len..];
-        }
-        Ok(Dur(Duration::from_millis(total)))
+    type Err = DurError;
+    fn from_str(text: &str) -> Result<Self, DurError> {
+        Dur::parse(text)
     }
 }
 
@@ -87,6 +142,12 @@ impl fmt::Display for Dur {
     }
 }
 
+impl From<Duration> for Dur {
+    fn from(d: Duration) -> Dur {
+        Dur(d)
+    }
+}
+
 impl Serialize for Dur {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
@@ -97,38 +158,6 @@ impl<'de> Deserialize<'de> for Dur {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         s.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-/// A duration for people, rounded to two units at most: `450ms`, `1.2s`, `45s`, `1m30s`,
-/// `1h`, `2h15m`, `3d4h` (`--text` output; flags and the policy use [`Dur`]'s exact form).
-pub fn human(ms: u64) -> String {
-    let two = |big: u64, big_unit: &str, small: u64, small_unit: &str| match small {
-        0 => format!("{big}{big_unit}"),
-        _ => format!("{big}{big_unit}{small}{small_unit}"),
-    };
-    match ms {
-        0..=999 => format!("{ms}ms"),
-        1_000..=9_949 => {
-            let tenths = (ms + 50) / 100;
-            match tenths % 10 {
-                0 => format!("{}s", tenths / 10),
-                t => format!("{}.{t}s", tenths / 10),
-            }
-        }
-        9_950..=59_499 => format!("{}s", (ms + 500) / 1000),
-        59_500..=3_599_499 => {
-            let s = (ms + 500) / 1000;
-            two(s / 60, "m", s % 60, "s")
-        }
-        3_599_500..=86_369_999 => {
-            let m = (ms + 30_000) / 60_000;
-            two(m / 60, "h", m % 60, "m")
-        }
-        _ => {
-            let h = (ms + 1_800_000) / 3_600_000;
-            two(h / 24, "d", h % 24, "h")
-        }
     }
 }
 
@@ -146,49 +175,57 @@ mod tests {
         assert_eq!(ms("30s"), 30_000);
         assert_eq!(ms("2m"), 120_000);
         assert_eq!(ms("1h30m"), 5_400_000);
+        assert_eq!(ms("7d"), 604_800_000);
         assert_eq!(ms("30d"), 2_592_000_000);
         assert_eq!(ms(" 1m30s "), 90_000);
+        assert_eq!(ms("1h 30m"), 5_400_000);
+        assert_eq!(ms("36500d"), MAX.as_millis() as u64);
     }
 
     #[test]
     fn rejects_what_is_not_a_duration() {
-        for bad in [
-            "",
-            "60",
-            "s",
-            "1x",
-            "1.5s",
-            "-1s",
-            "1s2",
+        for bad in ["", "60", "s", "1x", "-1s", "+1s", "1s2", "soon"] {
+            assert!(
+                matches!(bad.parse::<Dur>(), Err(DurError::Malformed(_))),
+                "{bad:?} parsed"
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_durations_past_the_maximum_and_names_it() {
+        for long in [
+            "36501d",
+            "200000000d",
+            "100000000d",
             "99999999999999999999d",
         ] {
-            assert!(bad.parse::<Dur>().is_err(), "{bad:?} parsed");
+            let e = long.parse::<Dur>().expect_err(long);
+            assert!(matches!(e, DurError::TooLong(_)), "{long}: {e:?}");
+            assert!(e.to_string().contains("maximum is 36500d"), "{e}");
         }
     }
 
     #[test]
-    fn displays_canonically() {
+    fn displays_canonically_and_parses_back() {
         assert_eq!(Dur::secs(90).to_string(), "1m30s");
-        assert_eq!(Dur(Duration::from_millis(1500)).to_string(), "1s500ms");
+        assert_eq!(Dur::millis(1500).to_string(), "1s500ms");
         assert_eq!(Dur::secs(0).to_string(), "0s");
+        assert_eq!(Dur::secs(3600).to_string(), "1h");
+        for s in [1, 59, 61, 3599, 3601, 86_399, 86_401, 999_999] {
+            let d = Dur::secs(s);
+            assert_eq!(d.to_string().parse::<Dur>(), Ok(d));
+        }
     }
 
     #[test]
-    fn human_durations_round_to_two_units() {
-        for (ms, want) in [
-            (0, "0ms"),
-            (450, "450ms"),
-            (1_234, "1.2s"),
-            (2_000, "2s"),
-            (45_000, "45s"),
-            (59_999, "1m"),
-            (90_500, "1m31s"),
-            (3_600_000, "1h"),
-            (8_100_000, "2h15m"),
-            (86_400_000, "1d"),
-            (273_600_000, "3d4h"),
-        ] {
-            assert_eq!(human(ms), want, "{ms}");
-        }
+    fn approx_keeps_the_two_largest_units() {
+        assert_eq!(Dur::secs(3725).approx().to_string(), "1h2m");
+        assert_eq!(Dur::secs(1500).approx().to_string(), "25m");
+        assert_eq!(Dur::secs(360).approx().to_string(), "6m");
+        assert_eq!(Dur::secs(86_405).approx().to_string(), "1d");
+        assert_eq!(Dur::millis(61_500).approx().to_string(), "1m1s");
+        assert_eq!(Dur::millis(300).approx().to_string(), "300ms");
+        assert_eq!(Dur::millis(1500).approx().to_string(), "1s500ms");
     }
 }

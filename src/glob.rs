@@ -1,5 +1,62 @@
 //! Name patterns for policy sections: `*` matches any run of characters, `?` one character.
-//! Used for agent names and breaker keys (`"*-consultant"`, `"*"`), not for file paths.
+//! Used for agent names and breaker keys (`"*-consultant"`, `"*"`).
+//!
+//! File globs (`files_exist`, `check-output --file`) are `globset`'s, checked here by
+//! [`project_glob`] and walked by `check-output`.
+
+use globset::{GlobBuilder, GlobMatcher};
+use std::path::{Component, Path};
+
+/// The longest file glob accepted (PATH_MAX).
+const MAX_LEN: usize = 4096;
+
+/// A file glob relative to the project, compiled; or why it cannot be one (absolute, `..`,
+/// too long, bad syntax).
+pub fn project_glob(pattern: &str) -> Result<GlobMatcher, String> {
+    if pattern.len() > MAX_LEN {
+        return Err(format!(
+            "the glob is {} bytes long, more than a path may be ({MAX_LEN})",
+            pattern.len()
+        ));
+    }
+    if pattern.contains('\0') {
+        return Err("the glob holds a NUL byte".into());
+    }
+    let path = Path::new(pattern);
+    if path.is_absolute() || pattern.starts_with('~') {
+        return Err(
+            "the glob names a place outside the project; write it relative to the project folder"
+                .into(),
+        );
+    }
+    if path.components().any(|c| c == Component::ParentDir) {
+        return Err(
+            "the glob climbs out of the project with `..`; write it relative to the project folder"
+                .into(),
+        );
+    }
+    GlobBuilder::new(&normal(pattern))
+        .literal_separator(true)
+        .backslash_escape(true)
+        .empty_alternates(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| format!("not a valid glob: {}", e.kind()))
+}
+
+/// `pattern` without `.` segments, empty segments or a trailing `/`.
+pub fn normal(pattern: &str) -> String {
+    pattern
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// True when a path segment has no glob syntax.
+pub fn is_literal(segment: &str) -> bool {
+    !segment.contains(['*', '?', '[', ']', '{', '}', '\\'])
+}
 
 /// True when `name` matches `pattern`.
 pub fn matches(pattern: &str, name: &str) -> bool {

@@ -8,8 +8,8 @@
 //!            ┌────────────────────────────────────────────┼──────────────────────┐
 //!            ▼                                            ▼                      ▼
 //!   core: vocab, duration, policy, glob, jq,      store: locks, atomic     context: options,
-//!   state (pure functions of input, policy, now)  replace, JSONL append    clock, stdin, policy
-//!                                                 and read, key escaping   loading, trace log
+//!   state, input (pure functions of input,        replace, JSONL append    clock, stdin, policy
+//!   policy, now)                                  and read, key escaping   loading, trace log
 //! ```
 //!
 //! The core never opens a file, reads the clock or the environment: it is handed `now` and the
@@ -27,6 +27,7 @@ pub mod error_record;
 pub mod exit;
 pub mod glob;
 pub mod hook_io;
+pub mod input;
 pub mod jq;
 pub mod man;
 pub mod output_check;

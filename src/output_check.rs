@@ -42,6 +42,8 @@ pub struct FileFacts {
     pub pattern: String,
     /// Matching files, relative paths as given, and their sizes in bytes.
     pub found: Vec<(String, u64)>,
+    /// Why the glob was not used (outside the project, bad syntax, search bound reached).
+    pub refused: Option<String>,
 }
 
 /// The result of one check.
@@ -165,7 +167,7 @@ pub fn judge(rules: &OutputRules, criticality: Criticality, subject: &Subject) -
         check_text(&mut j, rules, text, subject.original_chars);
     }
     if let Some(output) = output {
-        check_structure(&mut j, rules, output);
+        check_structure(&mut j, rules, output, subject.agent);
     }
     for f in subject.files {
         j.add("files_exist", file_result(f));
@@ -338,7 +340,7 @@ fn check_text(j: &mut Judging, rules: &OutputRules, text: &str, original: Option
     }
 }
 
-fn check_structure(j: &mut Judging, rules: &OutputRules, output: &Value) {
+fn check_structure(j: &mut Judging, rules: &OutputRules, output: &Value, agent: Option<&str>) {
     let mut filters = Vec::new();
     for code in rules.jq.iter().flatten() {
         match crate::jq::Filter::compile(code) {
@@ -406,9 +408,18 @@ fn check_structure(j: &mut Judging, rules: &OutputRules, output: &Value) {
         );
     }
     for (code, filter) in &filters {
+        let ran = filter.run(&value);
+        if let Err(e) = &ran {
+            if e.is_over_budget() {
+                let rule = agent.map_or("output.jq".into(), |a| format!("agents.{a}.output.jq"));
+                j.warnings.push(format!(
+                    "{rule}: the filter `{code}` {e}; the check fails; run `triage config check`"
+                ));
+            }
+        }
         j.add(
             "jq",
-            match filter.run(&value) {
+            match ran {
                 Ok(out) if !out.is_empty() && out.iter().all(|v| v == &Value::Bool(true)) => {
                     Ok(format!("`{code}` is true"))
                 }
@@ -429,6 +440,9 @@ fn check_structure(j: &mut Judging, rules: &OutputRules, output: &Value) {
 }
 
 fn file_result(f: &FileFacts) -> Result<String, String> {
+    if let (Some(why), true) = (&f.refused, f.found.is_empty()) {
+        return Err(format!("`{}`: {why}", f.pattern));
+    }
     if f.found.is_empty() {
         return Err(format!(
             "expected a file matching `{}`, found none",

@@ -28,6 +28,25 @@ pub struct Policy {
     pub agents: BTreeMap<String, AgentPolicy>,
     /// Classification rules tried before the built-in ones.
     pub classify: ClassifySection,
+    /// Saga compensations.
+    pub saga: SagaPolicy,
+}
+
+/// `[saga]`: how compensations run (seed 002).
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SagaPolicy {
+    /// How long one compensation may run before it gets SIGTERM (then SIGKILL); `0s` for no
+    /// limit.
+    pub compensation_timeout: Dur,
+}
+
+impl Default for SagaPolicy {
+    fn default() -> Self {
+        SagaPolicy {
+            compensation_timeout: Dur::secs(600),
+        }
+    }
 }
 
 /// `[retry]`: seed 001's schedule, or exponential backoff.
@@ -667,12 +686,22 @@ pub fn validate(policy: &Policy, text: &str, depth: Depth) -> Vec<PolicyProblem>
         }
     }
     let mut jq = |where_: String, code: &str| {
-        if let Err(e) = crate::jq::Filter::compile(code) {
-            problems.push(PolicyProblem {
-                line: find_text_line(text, code),
-                message: format!("{where_}: {e}"),
-            });
-        }
+        let message = match crate::jq::Filter::compile(code) {
+            Err(e) => format!("{where_}: {e}"),
+            // `config check` also runs each filter on a sample input: one that runs out of
+            // its budget there (a loop, endless outputs) would be skipped at every run.
+            Ok(f) if depth == Depth::Compile => match over_budget_on_samples(&f) {
+                Some(e) => format!(
+                    "{where_}: jq filter `{code}` {e}, on a sample input; it would be skipped at run time"
+                ),
+                None => return,
+            },
+            Ok(_) => return,
+        };
+        problems.push(PolicyProblem {
+            line: find_text_line(text, code),
+            message,
+        });
     };
     for rule in &policy.classify.rules {
         if let Some(code) = &rule.jq {
@@ -682,6 +711,16 @@ pub fn validate(policy: &Policy, text: &str, depth: Depth) -> Vec<PolicyProblem>
     for (agent, a) in &policy.agents {
         for code in a.output.jq.iter().flatten() {
             jq(format!("agents.{agent}.output.jq"), code);
+        }
+    }
+    for (agent, a) in &policy.agents {
+        for g in a.output.files_exist.iter().flatten() {
+            if let Err(e) = glob::project_glob(g) {
+                problems.push(PolicyProblem {
+                    line: find_text_line(text, g),
+                    message: format!("agents.{agent}.output.files_exist: glob `{g}`: {e}"),
+                });
+            }
         }
     }
     for rule in &policy.classify.rules {
@@ -725,6 +764,19 @@ pub fn validate(policy: &Policy, text: &str, depth: Depth) -> Vec<PolicyProblem>
         });
     }
     problems
+}
+
+/// How a jq filter runs out of its budget on sample inputs (an empty object, a failure
+/// payload), if it does.
+fn over_budget_on_samples(f: &crate::jq::Filter) -> Option<crate::jq::RunError> {
+    let samples = [
+        serde_json::json!({}),
+        serde_json::json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+            "error": "Exit code 1", "status": "error", "output": "text"}),
+    ];
+    samples
+        .iter()
+        .find_map(|s| f.run(s).err().filter(crate::jq::RunError::is_over_budget))
 }
 
 /// Parses and validates (regexes by their syntax, see [`Depth`]): the policy, or every
@@ -780,28 +832,15 @@ fn unknown_field(message: &str) -> Option<(String, Vec<String>)> {
     Some((field.to_string(), expected))
 }
 
-/// The choice nearest to `word` by edit distance, if it is near enough to be a typo.
+/// The choice nearest to `word` by edit distance, if it is near enough to be a typo. Two
+/// swapped letters are one edit (Damerau–Levenshtein), the commonest typo of fast typists.
 pub fn closest<'a>(word: &str, choices: &'a [String]) -> Option<&'a str> {
     choices
         .iter()
-        .map(|c| (edit_distance(word, c), c))
+        .map(|c| (strsim::damerau_levenshtein(word, c), c))
         .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(2))
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c.as_str())
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]

@@ -195,6 +195,14 @@ pub struct Lock {
     _file: File,
 }
 
+impl std::os::fd::AsFd for Lock {
+    /// The locked file: `triage saga` hands it to a compensation so the lock lasts as long as
+    /// the compensation does, even past the death of the triage that started it.
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self._file.as_fd()
+    }
+}
+
 /// Locks `data` by its sidecar `data.lock`, waiting at most `timeout`.
 ///
 /// The sidecar is never renamed or deleted, so `flock(1)` in a shell script shares the lock.

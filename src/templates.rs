@@ -250,15 +250,10 @@ fn phase_label(v: &View, phase: Option<&str>) -> String {
 }
 
 fn elapsed(ms: i64) -> String {
-    let s = ms.max(0) / 1000;
-    if s >= 48 * 3600 {
-        return format!("{}d {}h", s / 86_400, (s % 86_400) / 3600);
-    }
-    match (s / 3600, (s % 3600) / 60, s % 60) {
-        (0, 0, s) => format!("{s}s"),
-        (0, m, s) => format!("{m}m {s}s"),
-        (h, m, _) => format!("{h}h {m}m"),
-    }
+    let whole_seconds = u64::try_from(ms.max(0) / 1000).unwrap_or(0) * 1000;
+    crate::duration::Dur::millis(whole_seconds)
+        .approx()
+        .to_string()
 }
 
 // ---------------------------------------------------------------------------------------------

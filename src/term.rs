@@ -72,8 +72,9 @@ impl Term {
 
     /// `text` in the colour of `tone`, or as it is without colour.
     pub fn paint(&self, text: &str, tone: Tone) -> String {
+        let text = crate::context::printable(text);
         if !self.colour || text.is_empty() {
-            return text.to_string();
+            return text;
         }
         let code = match tone {
             Tone::Bad => "1;31",
@@ -147,9 +148,10 @@ impl Term {
         out
     }
 
-    /// A table cell in the colour of `tone`.
+    /// A table cell in the colour of `tone`; control characters from input are shown, not
+    /// sent (and so measured as what the terminal shows).
     pub fn cell(&self, text: impl Into<String>, tone: Option<Tone>) -> Cell {
-        let c = Cell::new(text.into());
+        let c = Cell::new(crate::context::printable(&text.into()));
         match tone {
             Some(t) if self.colour => match t {
                 Tone::Bad => c.fg(Color::Red).add_attribute(Attribute::Bold),
@@ -203,6 +205,12 @@ fn visible_len(text: &str) -> usize {
         }
     }
     n
+}
+
+/// A duration in milliseconds for people: the program's one format, cut to its two largest
+/// units (`1h`, `1m30s`, `450ms`).
+pub fn human(ms: u64) -> String {
+    crate::duration::Dur::millis(ms).approx().to_string()
 }
 
 /// `1 session`, `2 sessions`, `0 sessions`.

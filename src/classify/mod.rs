@@ -66,6 +66,10 @@ pub struct ErrorObject {
     pub retry: Option<RetryAdvice>,
     /// The rule that decided: `input`, `config:NAME` or `builtin:NAME`.
     pub matched_rule: String,
+    /// Policy rules that could not be applied (a regex over the size limit, a jq filter
+    /// stopped by its budget), each naming its rule; the glue turns them into warnings.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// The rule that decided the kind.
@@ -85,7 +89,8 @@ pub fn is_failure(input: &Value, overrides: &Overrides) -> bool {
 /// Classifies one failure. `input` is a JSON value, or `Value::String` for raw text.
 pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64) -> ErrorObject {
     let f = input::facts(input, overrides);
-    let v = verdict(&f, input, policy);
+    let mut warnings = Vec::new();
+    let v = verdict(&f, input, policy, &mut warnings);
     let d = rules::defaults(v.kind);
     let given = f.given.clone().unwrap_or_default();
     fn field<T: serde::de::DeserializeOwned>(given: &Map<String, Value>, key: &str) -> Option<T> {
@@ -158,10 +163,16 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
         action: decision.action,
         retry: decision.retry,
         matched_rule: v.rule,
+        warnings,
     }
 }
 
-fn verdict<'p>(f: &input::Facts, input: &Value, policy: &'p Policy) -> Verdict<'p> {
+fn verdict<'p>(
+    f: &input::Facts,
+    input: &Value,
+    policy: &'p Policy,
+    warnings: &mut Vec<String>,
+) -> Verdict<'p> {
     let plain = |kind, rule: String, evidence, retryable| Verdict {
         kind,
         rule,
@@ -173,7 +184,7 @@ fn verdict<'p>(f: &input::Facts, input: &Value, policy: &'p Policy) -> Verdict<'
         return plain(kind, "input".into(), None, None);
     }
     for r in &policy.classify.rules {
-        if let Some(evidence) = config_matches(r, &f.text, input) {
+        if let Some(evidence) = config_matches(r, &f.text, input, warnings) {
             let base = builtin(f);
             return Verdict {
                 kind: r.kind.unwrap_or(base.kind),
@@ -188,22 +199,56 @@ fn verdict<'p>(f: &input::Facts, input: &Value, policy: &'p Policy) -> Verdict<'
 }
 
 /// `Some(evidence line)` when the policy rule matches: its regex on the text and its jq
-/// predicate on the input, both when both are given. A rule that does not compile is
-/// skipped (`config check` reports it).
-fn config_matches(r: &ClassifyRule, text: &str, input: &Value) -> Option<Option<String>> {
+/// predicate on the input, both when both are given. A rule that cannot be applied (a regex
+/// too big to compile, a filter that does not compile or runs past its budget) is skipped
+/// with a warning naming it (`config check` reports the first two before any run).
+fn config_matches(
+    r: &ClassifyRule,
+    text: &str,
+    input: &Value,
+    warnings: &mut Vec<String>,
+) -> Option<Option<String>> {
     if r.pattern.is_none() && r.jq.is_none() {
         return None;
     }
+    let mut skip = |why: String| {
+        warnings.push(format!(
+            "classify rule `{}`: skipped: {why}; run `triage config check`",
+            r.name
+        ));
+    };
     let mut evidence = None;
     if let Some(p) = &r.pattern {
-        let re = regex::Regex::new(p).ok()?;
+        let re = match regex::Regex::new(p) {
+            Ok(re) => re,
+            Err(e) => {
+                let why = e.to_string();
+                skip(format!(
+                    "its regex cannot be used: {}",
+                    why.lines().last().unwrap_or_default().trim()
+                ));
+                return None;
+            }
+        };
         let m = re.find(text)?;
         evidence = Some(line_at(text, m.start()));
     }
     if let Some(code) = &r.jq {
-        let filter = crate::jq::Filter::compile(code).ok()?;
-        if !filter.holds(input).unwrap_or(false) {
-            return None;
+        let filter = match crate::jq::Filter::compile(code) {
+            Ok(f) => f,
+            Err(e) => {
+                skip(e);
+                return None;
+            }
+        };
+        match filter.holds(input) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) if e.is_over_budget() => {
+                skip(format!("its jq filter `{code}` {e}"));
+                return None;
+            }
+            Err(_) => return None,
         }
     }
     Some(evidence)

@@ -197,8 +197,21 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             "say what to do: check, record, status, reset, trip, disable or half-open (or --hook)",
         ));
     };
-    // Bad stdin must not stop a check a hook depends on: the flags alone still say enough.
-    let input = match cx.read_json() {
+    // Stdin is read only when the arguments leave something to say, so `breaker check KEY`
+    // works in a `while read` loop and never waits on an open pipe. Bad stdin must not stop
+    // a check a hook depends on: the flags alone may still say enough.
+    let needs_stdin = match action {
+        Action::Check { key } => key.is_none(),
+        Action::Record { key, outcome, .. } => key.is_none() || outcome.is_none(),
+        Action::Reset { key, all } => key.is_none() && !all,
+        _ => false,
+    };
+    let read = if needs_stdin {
+        cx.read_json()
+    } else {
+        Ok(None)
+    };
+    let input = match read {
         Ok(v) => v.unwrap_or(Value::Null),
         Err(f) if f.class == FailureClass::Data && !cx.global.strict => {
             cx.warn(&format!("ignoring stdin: {f}"));
@@ -258,7 +271,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
                 let term = crate::context::terminal();
                 let dir = root.join("breakers");
                 let text = view::status_table(&list, &dir, root.is_dir(), &term, cx.now);
-                return Ok(Answer::text(text));
+                return Ok(Answer::for_terminal(text, term.colour));
             }
             Ok(Answer::json(&serde_json::json!({ "breakers": list })))
         }

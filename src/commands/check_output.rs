@@ -16,7 +16,9 @@ use crate::vocab::Criticality;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
+mod files;
 mod hook;
+pub use files::expand;
 pub use hook::judge_hook;
 
 /// Arguments of `triage check-output`.
@@ -311,73 +313,6 @@ fn preserve(cx: &Context, dir: &Path, input: &Input, verdict: &mut Verdict) {
         }
     }
     cx.warn("--preserve-partial: 999 partial outputs already saved; not saving another");
-}
-
-/// A glob (`*`, `?` within a path segment, `**` for any depth) relative to `project`, and the
-/// files it matches with their sizes. Unreadable folders are passed over.
-pub fn expand(project: &Path, pattern: &str) -> FileFacts {
-    let base = if Path::new(pattern).is_absolute() {
-        PathBuf::from("/")
-    } else {
-        project.to_path_buf()
-    };
-    let parts: Vec<&str> = pattern
-        .split('/')
-        .filter(|p| !p.is_empty() && *p != ".")
-        .collect();
-    let mut found = Vec::new();
-    let mut budget = 100_000usize;
-    walk(&base, "", &parts, &mut found, &mut budget);
-    found.sort();
-    FileFacts {
-        pattern: pattern.to_string(),
-        found,
-    }
-}
-
-fn walk(dir: &Path, rel: &str, parts: &[&str], found: &mut Vec<(String, u64)>, budget: &mut usize) {
-    let join = |name: &str| {
-        if rel.is_empty() {
-            name.to_string()
-        } else {
-            format!("{rel}/{name}")
-        }
-    };
-    let Some((first, rest)) = parts.split_first() else {
-        if let Ok(m) = std::fs::metadata(dir) {
-            if m.is_file() {
-                found.push((rel.to_string(), m.len()));
-            }
-        }
-        return;
-    };
-    if *first == "**" {
-        walk(dir, rel, rest, found, budget);
-    }
-    if !crate::glob::is_pattern(first) {
-        walk(&dir.join(first), &join(first), rest, found, budget);
-        return;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if *budget == 0 {
-            return;
-        }
-        *budget -= 1;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') && !first.starts_with('.') {
-            continue;
-        }
-        if *first == "**" {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                walk(&entry.path(), &join(&name), parts, found, budget);
-            }
-        } else if crate::glob::matches(first, &name) {
-            walk(&entry.path(), &join(&name), rest, found, budget);
-        }
-    }
 }
 
 fn render_text(v: &Verdict) -> String {

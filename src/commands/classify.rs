@@ -52,7 +52,7 @@ fn long_help() -> String {
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let seed = seed(cx)?;
     let input = read_input(args, cx)?;
-    let o = Overrides {
+    let mut o = Overrides {
         agent: args.agent.clone(),
         attempt: args.attempt,
         message: args.message.clone(),
@@ -60,10 +60,15 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         exit_code: args.exit_code,
         tool: args.tool.clone(),
     };
+    if args.hook && input.is_null() && o.message.is_none() && o.exit_code.is_none() {
+        return Ok(Outcome::nothing());
+    }
     if input.is_null() && o.message.is_none() && o.exit_code.is_none() {
-        return Err(Failure::usage(
-            "nothing to classify: pipe an error on stdin (JSON, or text with --raw), or pass --message TEXT",
-        ));
+        // Best effort: a hook that pipes an empty stderr still gets an answer to act on.
+        cx.warn(
+            "nothing to classify: pipe an error on stdin (JSON, or text with --raw), or pass --message TEXT; answered as an unknown failure",
+        );
+        o.message = Some("no error text was given".into());
     }
     let policy = cx.policy()?;
     let failed = classify::is_failure(&input, &o);
@@ -77,6 +82,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             return Ok(Outcome::nothing());
         }
         let e = classify::classify(&input, &o, policy, seed);
+        e.warnings.iter().for_each(|w| cx.warn(w));
         let event = match event {
             "PostToolUse" => "PostToolUse",
             _ => "PostToolUseFailure",
@@ -93,6 +99,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         });
     }
     let e = classify::classify(&input, &o, policy, seed);
+    e.warnings.iter().for_each(|w| cx.warn(w));
     let negative = e.retry.is_none();
     let out = if cx.global.text {
         Outcome::text(as_text(&e))
@@ -118,6 +125,16 @@ pub fn seed(cx: &Context) -> Result<u64, Failure> {
 /// Stdin as JSON, or as text with `--raw`. Text that is not JSON is classified as text, with
 /// a warning: a failure must still be classified when a hook pipes plain stderr.
 fn read_input(args: &Args, cx: &Context) -> Result<Value, Failure> {
+    if args.hook {
+        // A hook payload is one JSON value: answer as soon as it has arrived.
+        return match cx.read_json() {
+            Ok(v) => Ok(v.unwrap_or(Value::Null)),
+            Err(f) => {
+                cx.warn(&format!("{}; answered nothing", f.message));
+                Ok(Value::Null)
+            }
+        };
+    }
     let Some(bytes) = cx.read_stdin()? else {
         return Ok(Value::Null);
     };

@@ -18,7 +18,6 @@ pub struct Args {
 
 /// Runs `triage completions`.
 pub fn run(args: &Args, _cx: &Context) -> Result<Outcome, Failure> {
-    crate::context::drain_stdin();
     let mut cmd = crate::cli::Cli::command();
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "triage", &mut out);

@@ -33,7 +33,6 @@ pub enum Action {
 
 /// Runs `triage config`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    crate::context::drain_stdin();
     match &args.action {
         Action::Show => {
             let policy = cx.policy()?;

@@ -141,7 +141,6 @@ struct Listed {
 
 /// Runs `triage errors`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    crate::context::drain_stdin();
     let time = |flag: &str, v: &Option<String>| {
         v.as_deref().map(|t| time_flag(flag, t, cx.now)).transpose()
     };
@@ -169,16 +168,19 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let term = crate::context::terminal();
     let Some(follower) = follower.as_mut() else {
         if cx.global.text {
-            return Ok(Outcome::text(table(
-                &listed, &query, &root, &log, in_log, &term, cx,
-            )));
+            let text = table(&listed, &query, &root, &log, in_log, &term, cx);
+            return Ok(Outcome::for_terminal(text, term.colour));
         }
         let mut out = Vec::new();
         for l in &listed {
             out.extend_from_slice(&l.raw);
             out.push(b'\n');
         }
-        return Ok(Outcome::text(String::from_utf8_lossy(&out)));
+        // Each record as stored: JSON, whose strings carry no raw control character.
+        return Ok(Outcome {
+            stdout: Some(String::from_utf8_lossy(&out).trim_end().to_string()),
+            ..Outcome::default()
+        });
     };
     // Following: the last records oldest first, then each new one as it comes.
     let mut out = std::io::stdout().lock();
@@ -276,24 +278,26 @@ fn severity_tone(s: Option<&str>) -> Option<Tone> {
 
 /// `--follow --text`: `14:02:07  err-…  timeout  researcher: the detail`, cut to the width.
 fn one_line(l: &LogLine, term: &Term, now: DateTime<Utc>) -> String {
-    let at = l
-        .timestamp
-        .as_deref()
-        .map_or("-".into(), |t| when_text(t, now));
-    let id = l.error_id.as_deref().unwrap_or("-");
-    let kind = l.kind().unwrap_or("unknown");
-    let agent = l.agent().unwrap_or("-");
+    // Every piece from the log made printable first: only our colours reach the terminal.
+    let shown = |s: Option<&str>, none: &str| crate::context::printable(s.unwrap_or(none));
+    let at = shown(
+        l.timestamp.as_deref().map(|t| when_text(t, now)).as_deref(),
+        "-",
+    );
+    let id = shown(l.error_id.as_deref(), "-");
+    let kind = shown(l.kind(), "unknown");
+    let agent = shown(l.agent(), "-");
     let head = format!("{at}  {id}  {kind}  {agent}: ");
     let room = term.width.saturating_sub(head.chars().count()).max(10);
-    let detail = cut(l.detail().unwrap_or(""), room);
+    let detail = crate::context::printable(&cut(l.detail().unwrap_or(""), room));
     let tone = severity_tone(l.severity.as_deref());
     format!(
         "{}  {}  {}  {agent}: {detail}",
         term.paint(&at, Tone::Dim),
         id,
         match tone {
-            Some(t) => term.paint(kind, t),
-            None => kind.to_string(),
+            Some(t) => term.paint(&kind, t),
+            None => kind,
         }
     )
 }

@@ -227,6 +227,7 @@ fn verdict_text(r: &Response) -> String {
 fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let policy = cx.policy()?;
     let (rec, object) = record_error::classified(&p.0, policy, None);
+    object.warnings.iter().for_each(|w| cx.warn(w));
     let warnings = store_record(cx, p, rec)?;
     if let Some(key) = guarded_key(cx, p)? {
         let start = p
@@ -256,7 +257,8 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
 
 /// Classifies `input` and records it; returns the thresholds it crossed.
 fn record_failure(cx: &Context, p: &Payload, input: &Value) -> Result<Vec<Warning>, Failure> {
-    let rec = record_error::classified_record(input, cx.policy()?, None);
+    let (rec, object) = record_error::classified(input, cx.policy()?, None);
+    object.warnings.iter().for_each(|w| cx.warn(w));
     store_record(cx, p, rec)
 }
 

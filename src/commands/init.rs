@@ -74,7 +74,6 @@ struct Report {
 
 /// Runs `triage init`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    crate::context::drain_stdin();
     let project = cx.project();
     let settings_path = if args.user {
         home()?.join(".claude").join("settings.json")

@@ -22,7 +22,6 @@ pub struct Args {
 
 /// Runs `triage install-links`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    crate::context::drain_stdin();
     let exe = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| Failure::io(format!("cannot find the running binary: {e}")))?;

@@ -51,7 +51,6 @@ pub fn install(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
 
 /// Runs `triage man`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    crate::context::drain_stdin();
     if let Some(dir) = &args.install {
         let written = install(dir)?;
         if cx.global.text {

@@ -89,7 +89,6 @@ pub struct Recorded {
 /// Runs `triage record-error`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     if let Some(id) = &args.resolve {
-        crate::context::drain_stdin();
         let resolution = Resolution {
             action_taken: args.action_taken.clone(),
             successful: args.successful,
@@ -103,7 +102,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     }
     let input = read_input(cx)?;
     let mut rec = match &input {
-        Some(v) => classified_record(v, cx.policy()?, args.retry_count),
+        Some(v) => {
+            let (rec, object) = classified(v, cx.policy()?, args.retry_count);
+            object.warnings.iter().for_each(|w| cx.warn(w));
+            rec
+        }
         None if args.kind.is_some() || args.detail.is_some() => ErrorRecord::default(),
         None => {
             return Err(Failure::data(
@@ -144,15 +147,14 @@ fn read_input(cx: &Context) -> Result<Option<Value>, Failure> {
     let Some(bytes) = cx.read_stdin()? else {
         return Ok(None);
     };
-    if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+    if let Ok(v) = crate::input::parse_json(&bytes) {
         return Ok(Some(v));
     }
-    match String::from_utf8(bytes) {
-        Ok(text) => Ok(Some(Value::String(text.trim_end().to_string()))),
-        Err(_) => Err(Failure::data(
-            "stdin is neither JSON nor UTF-8 text; send an error object, a hook payload or the error's text",
-        )),
-    }
+    // A raw error is kept even when it is not UTF-8 (invalid bytes become U+FFFD), as
+    // `classify` reads it: a failure is never dropped for its encoding.
+    Ok(Some(Value::String(
+        String::from_utf8_lossy(&bytes).trim_end().to_string(),
+    )))
 }
 
 /// The log, its counters and the archive folder under the state root.

@@ -77,7 +77,6 @@ pub enum Action {
 
 /// Runs `triage report`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    crate::context::drain_stdin();
     if let Some(Action::Prune { older_than }) = &args.action {
         return prune(*older_than, cx);
     }
@@ -123,7 +122,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         let text = text::render(
             &summary, &source, &filter, &hourly, &breakers, &term, cx.now,
         );
-        return Ok(Outcome::text(text));
+        return Ok(Outcome::for_terminal(text, term.colour));
     }
     let mut out = serde_json::to_value(&summary).unwrap_or_default();
     if let Some(o) = out.as_object_mut() {
@@ -141,10 +140,19 @@ pub fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
 
 /// A time flag: a duration back from now, or a time; errors name `flag`.
 pub fn time_flag(flag: &str, text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
-    if let Ok(d) = text.parse::<Dur>() {
-        let d = chrono::Duration::from_std(d.0)
-            .map_err(|_| Failure::usage(format!("{flag} {text}: too long")))?;
-        return Ok(now - d);
+    match Dur::parse(text) {
+        Ok(d) => {
+            return chrono::Duration::from_std(d.0)
+                .ok()
+                .and_then(|d| now.checked_sub_signed(d))
+                .ok_or_else(|| {
+                    Failure::usage(format!("{flag} {text}: reaches before the earliest time"))
+                });
+        }
+        Err(e @ crate::duration::DurError::TooLong(_)) => {
+            return Err(Failure::usage(format!("{flag}: {e}")));
+        }
+        Err(_) => {}
     }
     crate::context::parse_now(text).ok_or_else(|| {
         Failure::usage(format!(
@@ -288,9 +296,10 @@ fn prune(older_than: Dur, cx: &Context) -> Result<Outcome, Failure> {
     let archive_dir = root.join("logs").join("archive");
     store::ensure_dir(&archive_dir)?;
     let archive = archive_dir.join(format!("errors-{}.jsonl", cx.stamp()));
-    let age = chrono::Duration::from_std(older_than.0)
-        .map_err(|_| Failure::usage("--older-than: too long"))?;
-    let cutoff = cx.now - age;
+    let cutoff = chrono::Duration::from_std(older_than.0)
+        .ok()
+        .and_then(|age| cx.now.checked_sub_signed(age))
+        .ok_or_else(|| Failure::usage("--older-than: reaches before the earliest time"))?;
     let _lock = store::lock(&log, cx.lock_timeout)?;
     let moved = store::move_lines(&log, &archive, |bytes| {
         LogLine::parse(bytes)

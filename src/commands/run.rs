@@ -350,21 +350,20 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
     )
 }
 
-/// Stdin, read whole when it is not a terminal, to replay to every attempt.
+/// Stdin, read whole when it is not a terminal, to replay to every attempt; reading stops
+/// at the limit (`yes | triage run ...` ends).
 fn read_stdin(cx: &Context) -> Result<Option<Vec<u8>>, Failure> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return Ok(None);
     }
-    let (bytes, total) = store::read_bounded(stdin.lock(), cx.max_input.saturating_add(1))
-        .map_err(|e| Failure::io(format!("cannot read stdin: {e}")))?;
-    if total > cx.max_input as u64 {
-        return Err(Failure::data(format!(
-            "stdin is {total} bytes, more than the {} that can be replayed (TRIAGE_MAX_INPUT); raise it or send less",
-            cx.max_input
-        )));
+    match crate::input::read_bounded(stdin.lock(), cx.max_input) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(crate::input::InputError::TooLarge { limit }) => Err(Failure::data(format!(
+            "stdin is more than the {limit} bytes that can be replayed (TRIAGE_MAX_INPUT); raise it or send less"
+        ))),
+        Err(e) => Err(Failure::io(format!("cannot read stdin: {e}"))),
     }
-    Ok(Some(bytes))
 }
 
 /// Keeps an attempt's stdout as `DIR/NAME-ATTEMPT_partial` (seed 001). An interrupted attempt
@@ -441,11 +440,7 @@ fn outcome_word(end: &End) -> &'static str {
 }
 
 fn human(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        format!("{}ms", d.as_millis())
-    } else {
-        format!("{}s", d.as_secs())
-    }
+    Dur(d).approx().to_string()
 }
 
 /// The final report of the attempts.

@@ -12,13 +12,15 @@
 use crate::commands::state_read::{checkpoint_dir, recover};
 use crate::context::{Context, Outcome};
 use crate::exit::Failure;
+use crate::run::child::{self, Interrupts, Spec};
+use crate::run::plan::End;
 use crate::saga::{CompensationRecord, Ended, Saga, SagaStatus};
 use crate::state::Validation;
 use crate::store::{self, Backup};
 use serde_json::{json, Value};
+use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 /// Arguments of `triage saga`.
 #[derive(clap::Args, Debug)]
@@ -80,11 +82,18 @@ pub struct CompensateArgs {
     /// Why the workflow is rolled back
     #[arg(long, value_name = "REASON", default_value = "compensation requested")]
     pub reason: String,
+    /// Stop one compensation after this long, as `triage run` does (SIGTERM to its process
+    /// group, SIGKILL after --kill-after); 0 for no limit [default: the policy's
+    /// saga.compensation_timeout, 10m]
+    #[arg(long, value_name = "DUR")]
+    pub timeout: Option<crate::duration::Dur>,
+    /// SIGKILL this long after the timeout's SIGTERM
+    #[arg(long, value_name = "DUR", default_value = "10s")]
+    pub kill_after: crate::duration::Dur,
 }
 
 /// Runs `triage saga`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    crate::context::drain_stdin();
     match &args.action {
         Action::Begin(t) => begin(t, cx),
         Action::Step(a) => step(a, cx),
@@ -151,14 +160,27 @@ fn step(a: &StepArgs, cx: &Context) -> Result<Outcome, Failure> {
 fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Outcome, Failure> {
     let t = &a.target;
     let file = t.file(cx)?;
-    let _run = store::lock(&store::with_suffix(&file, ".saga"), cx.lock_timeout).map_err(|e| {
-        let mut f = Failure::from(e);
-        f.message = format!(
-            "{}; is another `triage saga compensate {}` running?",
-            f.message, t.workflow
-        );
-        f
-    })?;
+    let run_lock =
+        store::lock(&store::with_suffix(&file, ".saga"), cx.lock_timeout).map_err(|e| {
+            let mut f = Failure::from(e);
+            f.message = format!(
+                "{}; is another `triage saga compensate {}` running, or a compensation it started?",
+                f.message, t.workflow
+            );
+            f
+        })?;
+    // The compensations inherit the lock: one whose triage was killed still holds it, so a
+    // second compensate cannot start the same step while the first copy runs.
+    inherit(&run_lock)?;
+    let limits = Limits {
+        timeout: match a.timeout {
+            Some(d) => d.0,
+            None => cx.policy()?.saga.compensation_timeout.0,
+        },
+        kill_after: a.kill_after.0,
+        interrupts: Interrupts::install()
+            .map_err(|e| Failure::io(format!("cannot catch SIGINT/SIGTERM: {e}")))?,
+    };
     let (mut saga, resumed) = update(&file, cx, |doc| {
         let mut doc = doc.ok_or_else(|| not_begun(t, &file))?;
         let mut saga = saga_of(&doc, &t.workflow, &file)?.ok_or_else(|| not_begun(t, &file))?;
@@ -198,7 +220,12 @@ fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Outcome, Failure> {
             saga.mark_started(i, now(cx));
             Ok(())
         })?;
-        let ended = run_compensation(s.compensate.as_deref().unwrap_or("true"), t, &s.name);
+        let Compensated { ended, interrupted } = run_compensation(
+            s.compensate.as_deref().unwrap_or("true"),
+            t,
+            &s.name,
+            &limits,
+        );
         saga = checkpoint(&file, cx, t, |saga, doc| {
             if let Some(rec) = saga.mark_finished(i, &ended, notified, now(cx)) {
                 push_record(doc, &rec);
@@ -212,6 +239,10 @@ fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Outcome, Failure> {
                 failed
                     .push(json!({"step": s.name, "detail": why, "exit_status": ended.exit_status}));
             }
+        }
+        if interrupted {
+            // The rest stays to do: the next compensate resumes there.
+            break;
         }
     }
     saga = checkpoint(&file, cx, t, |saga, _| {
@@ -388,41 +419,93 @@ fn archive(file: &Path, doc: &Value, cx: &Context) -> Result<PathBuf, Failure> {
     Ok(path)
 }
 
-/// Runs one compensation with `sh -c`: no stdin, its stdout onto our stderr (stdout carries
-/// the one JSON answer), told which workflow and step through the environment.
-fn run_compensation(command: &str, t: &Target, step: &str) -> Ended {
+/// How long a compensation may run, and the signals to forward to it.
+struct Limits {
+    timeout: std::time::Duration,
+    kill_after: std::time::Duration,
+    interrupts: Interrupts,
+}
+
+/// Lets child processes inherit the lock's descriptor (it is close-on-exec by default).
+fn inherit(lock: &store::Lock) -> Result<(), Failure> {
     use std::os::fd::AsFd;
-    use std::os::unix::process::ExitStatusExt;
-    let stdout = match std::io::stderr().as_fd().try_clone_to_owned() {
-        Ok(fd) => Stdio::from(fd),
-        Err(_) => Stdio::null(),
+    rustix::io::fcntl_setfd(lock.as_fd(), rustix::io::FdFlags::empty()).map_err(|e| {
+        Failure::io(format!(
+            "cannot hand the saga's lock to its compensations: {e}"
+        ))
+    })
+}
+
+/// One compensation's end, as the saga records it, and whether we were interrupted.
+struct Compensated {
+    ended: Ended,
+    interrupted: bool,
+}
+
+/// Runs one compensation with `sh -c` the way `triage run` runs an attempt: in a process
+/// group of its own, SIGTERM to the group at the timeout and SIGKILL after `kill_after`,
+/// SIGINT/SIGTERM forwarded. No stdin; its stdout goes onto our stderr afterwards (stdout
+/// carries the one JSON answer); told which workflow and step through the environment.
+fn run_compensation(command: &str, t: &Target, step: &str, limits: &Limits) -> Compensated {
+    let argv = [OsString::from("sh"), "-c".into(), command.into()];
+    let spec = Spec {
+        command: &argv,
+        stdin: None,
+        timeout: (!limits.timeout.is_zero()).then_some(limits.timeout),
+        kill_after: limits.kill_after,
+        grace: limits.kill_after,
+        env: vec![
+            ("TRIAGE_SAGA_WORKFLOW".into(), t.workflow.clone()),
+            ("TRIAGE_SAGA_STEP".into(), step.to_string()),
+        ],
     };
-    let status = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .env("TRIAGE_SAGA_WORKFLOW", &t.workflow)
-        .env("TRIAGE_SAGA_STEP", step)
-        .status();
-    match status {
-        Err(e) => Ended {
-            exit_status: None,
-            failure: Some(format!("could not be started: cannot run sh: {e}")),
-        },
-        Ok(s) if s.success() => Ended {
-            exit_status: Some(0),
-            failure: None,
-        },
-        Ok(s) => Ended {
-            exit_status: s.code(),
-            failure: Some(match (s.code(), s.signal()) {
-                (Some(c), _) => format!("exited with status {c}"),
-                (None, Some(sig)) => format!("was killed by signal {sig}"),
-                _ => "ended abnormally".into(),
-            }),
-        },
-    }
+    let ended = |exit_status, failure: Option<String>| Ended {
+        exit_status,
+        failure,
+    };
+    let attempt = match child::run(&spec, &limits.interrupts) {
+        Ok(a) => a,
+        Err(e) => {
+            return Compensated {
+                ended: ended(None, Some(format!("could not be started: {e}"))),
+                interrupted: false,
+            }
+        }
+    };
+    let mut out = attempt.stdout;
+    let _ = std::io::copy(&mut out, &mut std::io::stderr());
+    let dur = crate::duration::Dur(limits.timeout);
+    let (ended, interrupted) = match attempt.end {
+        End::Exited(0) => (ended(Some(0), None), false),
+        End::Exited(c) => (
+            ended(Some(c), Some(format!("exited with status {c}"))),
+            false,
+        ),
+        End::Signaled(sig) => (
+            ended(None, Some(format!("was killed by signal {sig}"))),
+            false,
+        ),
+        End::TimedOut { killed } => (
+            ended(
+                None,
+                Some(if killed {
+                    format!("timed out after {dur} and was killed (it ignored SIGTERM)")
+                } else {
+                    format!("timed out after {dur} and was stopped with SIGTERM")
+                }),
+            ),
+            false,
+        ),
+        End::Interrupted(sig) => (
+            ended(None, Some(format!("was interrupted (signal {sig})"))),
+            true,
+        ),
+        End::CannotRun { detail, .. } => (
+            ended(None, Some(format!("could not be started: {detail}"))),
+            false,
+        ),
+    };
+    Compensated { ended, interrupted }
 }
 
 fn answer(

@@ -160,7 +160,6 @@ fn newest_checkpoints(dir: &Path) -> Vec<(String, PathBuf)> {
 
 /// Runs `triage state-read`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    crate::context::drain_stdin();
     let rules = Validation::new(args.any, &args.require, args.check.as_deref())
         .map_err(|e| Failure::usage(format!("--check: {e}")))?;
     let checkpoints = checkpoint_dir(&args.file, args.checkpoint_dir.as_deref());

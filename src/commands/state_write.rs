@@ -58,10 +58,8 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
 
     // Plain writes validate before taking the lock: bad input never touches the file.
     let input = match &update {
-        Some(_) => {
-            crate::context::drain_stdin();
-            None
-        }
+        // `--update` says everything: stdin is not read.
+        Some(_) => None,
         None => {
             let bytes = cx.read_stdin()?.ok_or_else(|| {
                 Failure::data(

@@ -148,6 +148,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
         r#"["docs/literature/*.md"]"#,
     ),
     ("agents.NAME.output", "max_rejections", "3"),
+    ("saga", "compensation_timeout", r#""10m""#),
     ("[classify.rules]", "name", r#""corpus-missing""#),
     (
         "[classify.rules]",
@@ -561,6 +562,7 @@ mod tests {
             "phases.ID",
             "agents.NAME",
             "agents.NAME.output",
+            "saga",
             "[classify.rules]",
         ] {
             assert!(names.contains(&want), "{want} in {names:?}");

@@ -13,27 +13,67 @@ pub(super) fn name_of(f: OutputFormat) -> &'static str {
     }
 }
 
-/// Markdown: at least one heading, and every ``` fence closed (an open one means truncation).
+/// Markdown, read by a CommonMark parser (`pulldown-cmark`): at least one heading (ATX `#`
+/// or setext underlined), and every fenced code block closed — an open one means the output
+/// was cut off. A fence is closed by a line of the same character at least as long, so a
+/// four-backtick fence may hold three.
 pub(super) fn markdown(text: &str) -> Result<String, String> {
-    let fences = text
-        .lines()
-        .filter(|l| l.trim_start().starts_with("```"))
-        .count();
-    let headings = text
-        .lines()
-        .filter(|l| {
-            let t = l.trim_start();
-            let hashes = t.chars().take_while(|c| *c == '#').count();
-            (1..=6).contains(&hashes) && t[hashes..].starts_with(' ')
-        })
-        .count();
-    if fences % 2 == 1 {
-        return Err("expected Markdown with closed code fences, found an unclosed ``` fence (the output looks truncated)".into());
+    use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag};
+    // The parser recurses on nested block quotes: refuse an absurd nesting before it does.
+    if deepest_prefix(text, &['>', ' ', '\t'], '>') > MAX_NESTING {
+        return Err(format!(
+            "expected Markdown, found block quotes nested more than {MAX_NESTING} levels deep"
+        ));
+    }
+    let mut headings = 0;
+    for (event, range) in Parser::new(text).into_offset_iter() {
+        match event {
+            Event::Start(Tag::Heading { .. }) => headings += 1,
+            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) => {
+                if let Some(fence) = unclosed_fence(&text[range]) {
+                    return Err(format!(
+                        "expected Markdown with closed code fences, found an unclosed {fence} fence (the output looks truncated)"
+                    ));
+                }
+            }
+            _ => {}
+        }
     }
     if headings == 0 {
-        return Err("expected Markdown with at least one `#` heading, found none".into());
+        return Err("expected Markdown with at least one heading, found none".into());
     }
     Ok(format!("Markdown ({headings} headings)"))
+}
+
+/// Nesting accepted in Markdown and YAML outputs, far beyond any real document; the parsers
+/// recurse on it.
+const MAX_NESTING: usize = 512;
+
+/// The most `marker` characters in the run of `prefix` characters that starts any line.
+fn deepest_prefix(text: &str, prefix: &[char], marker: char) -> usize {
+    text.lines()
+        .map(|l| {
+            l.chars()
+                .take_while(|c| prefix.contains(c))
+                .filter(|c| *c == marker)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// The opening fence of a fenced code block's source when no closing fence ends it.
+fn unclosed_fence(block: &str) -> Option<&str> {
+    let mut lines = block.lines();
+    let open = lines.next()?.trim_start();
+    let ch = open.chars().next()?;
+    let len = open.chars().take_while(|c| *c == ch).count();
+    let fence = &open[..len * ch.len_utf8()];
+    let closed = lines.next_back().is_some_and(|last| {
+        let t = last.trim();
+        t.chars().count() >= len && t.chars().all(|c| c == ch)
+    });
+    (!closed).then_some(fence)
 }
 
 /// A JSON or YAML value from the output: a non-string value as it is; text parsed, with one
@@ -66,6 +106,17 @@ fn unfence(s: &str) -> &str {
 /// Parses one YAML document into a JSON value.
 pub fn yaml_value(text: &str) -> Result<Value, String> {
     use yaml_rust2::YamlLoader;
+    // yaml-rust2 limits flow nesting (`[[[`) but recurses on block nesting (`- - -`).
+    if deepest_prefix(text, &['-', '?', ' ', '\t'], '-').max(deepest_prefix(
+        text,
+        &['-', '?', ' ', '\t'],
+        '?',
+    )) > MAX_NESTING
+    {
+        return Err(format!(
+            "invalid YAML: nested more than {MAX_NESTING} levels deep"
+        ));
+    }
     let docs = YamlLoader::load_from_str(text).map_err(|e| format!("invalid YAML: {e}"))?;
     match docs.as_slice() {
         [] => Err("an empty YAML document".into()),

@@ -258,6 +258,20 @@ fn format_markdown_and_text() {
     assert!(check(&v, "format").detail.contains("unclosed"));
     let v = run(&r, json!("no heading"));
     assert!(check(&v, "format").detail.contains("heading"));
+    // CommonMark, not line counting (issue 16).
+    assert!(
+        run(&r, json!("Title\n=====\n\nBody\n")).ok,
+        "setext heading"
+    );
+    assert!(
+        run(&r, json!("Title\n-----\n\nBody\n")).ok,
+        "setext heading"
+    );
+    let v = run(&r, json!("# T\n~~~\ncut off"));
+    assert!(check(&v, "format").detail.contains("unclosed ~~~"));
+    assert!(run(&r, json!("# T\n````md\n```\ninner\n```\n````\n")).ok);
+    let v = run(&r, json!("# T\n````\n```\ninner\n```\n"));
+    assert!(check(&v, "format").detail.contains("unclosed ````"));
     assert!(run(&rules("format = 'text'"), json!("anything")).ok);
 }
 
@@ -267,14 +281,17 @@ fn files_exist_and_not_empty() {
         FileFacts {
             pattern: "docs/*.md".into(),
             found: vec![("docs/a.md".into(), 10)],
+            ..FileFacts::default()
         },
         FileFacts {
             pattern: "L2/*.md".into(),
             found: vec![],
+            ..FileFacts::default()
         },
         FileFacts {
             pattern: "out.json".into(),
             found: vec![("out.json".into(), 0)],
+            ..FileFacts::default()
         },
     ];
     let v = judge(

@@ -12,8 +12,7 @@
 use super::dashboard::{bin_start_ms, Drawn, DURATION_BINS};
 use super::svg::{self, esc, Lane, Stack};
 use super::Summary;
-use crate::duration::human;
-use crate::term::count;
+use crate::term::{count, human};
 use chrono::{DateTime, TimeZone, Utc};
 use serde::Deserialize;
 use std::collections::BTreeMap;

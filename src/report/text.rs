@@ -3,9 +3,8 @@
 //! the last day, and tables that fit the terminal's width.
 
 use super::{By, Filter, Summary};
-use crate::duration::human;
 use crate::error_record::LogLine;
-use crate::term::{count, cut, sparkline, when, when_text, Term, Tone};
+use crate::term::{count, cut, human, sparkline, when, when_text, Term, Tone};
 use chrono::{DateTime, Utc};
 use std::path::Path;
 

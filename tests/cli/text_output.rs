@@ -317,3 +317,44 @@ fn counts_agree_with_their_numbers_and_say_what_was_read() {
         "{text}"
     );
 }
+
+#[test]
+fn on_a_terminal_only_our_colours_pass_not_escapes_from_input() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.root().join("logs")).unwrap();
+    let evil = "agent\u{1b}]0;owned\u{7}\u{1b}[2J";
+    let line = serde_json::json!({"error_id": "e1", "timestamp": NOW, "agent": evil,
+        "kind": "timeout", "severity": "critical", "detail": evil, "session_id": evil});
+    std::fs::write(s.root().join("logs/errors.jsonl"), format!("{line}\n")).unwrap();
+    let out = s
+        .cmd(&[
+            "breaker",
+            "record",
+            evil,
+            "--outcome",
+            "failure",
+            "--detail",
+            evil,
+        ])
+        .env("TRIAGE_NOW", NOW)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    for args in [
+        &["report", "--text"][..],
+        &["breaker", "status", "--text"],
+        &["errors", "--text"],
+    ] {
+        for width in [80, 200] {
+            let text = run(&s, args, Some(width), Out::Tty, 100);
+            let sgr = regex::Regex::new("\u{1b}\\[[0-9;]+m").unwrap();
+            assert!(sgr.is_match(&text), "{args:?}: our colours stay:\n{text}");
+            assert!(
+                !text.contains("\u{1b}]") && !text.contains("\u{1b}[2J") && !text.contains('\u{7}'),
+                "{args:?}: an escape from input reached the terminal:\n{}",
+                shown(&text)
+            );
+            assert!(text.contains("^[]0;owned^G"), "{args:?}:\n{}", shown(&text));
+        }
+    }
+}

@@ -5,7 +5,6 @@ use super::{CheckResult, RecordResult};
 use crate::breaker::machine::Window;
 use crate::breaker::template::{circuit_open, CircuitOpen};
 use crate::breaker::{self as core, LastError, Millis, Totals};
-use crate::duration::human;
 use crate::term::{count, cut, when_text, Term, Tone};
 use chrono::{SecondsFormat, TimeZone, Utc};
 use serde::Serialize;
@@ -125,7 +124,7 @@ pub fn template4_reason(r: &CheckResult) -> String {
 pub fn check_text(r: &CheckResult) -> String {
     match (r.allowed, r.retry_after_s) {
         (true, _) => format!("{}: allowed ({})", r.key, r.reason),
-        (false, Some(s)) => format!("{}: refused ({}), retry in {s}s", r.key, r.reason),
+        (false, Some(s)) => format!("{}: refused ({}), retry in {}", r.key, r.reason, secs(s)),
         (false, None) => format!("{}: refused ({}) until reset", r.key, r.reason),
     }
 }
@@ -166,10 +165,6 @@ pub fn status_table(
             dir.display()
         ));
     }
-    let secs = |n: u64| match n {
-        0 => "0s".to_string(),
-        n => human(n.saturating_mul(1000)),
-    };
     // The last success gives way to the last error below 100 columns.
     let wide = term.width >= 100;
     let mut rows = Vec::new();
@@ -240,4 +235,9 @@ pub fn status_table(
     };
     out.push_str(&term.table(head, &[head.len() - 1], rows));
     out
+}
+
+/// Seconds as the one duration format (`1m30s`), shortened to its two largest units.
+fn secs(n: u64) -> String {
+    crate::duration::Dur::secs(n).approx().to_string()
 }

@@ -44,9 +44,10 @@ pub fn gate(cx: &Context, key: Option<&str>, session: Option<&str>) -> Result<Ga
     if r.allowed {
         return Ok(Gate::Go(r.ticket));
     }
-    let at = r.retry_after_s.map(|s| {
-        let secs = i64::try_from(s).unwrap_or(i64::MAX / 2_000);
-        (cx.now + chrono::Duration::seconds(secs)).to_rfc3339_opts(SecondsFormat::Secs, true)
+    let at = r.retry_after_s.and_then(|s| {
+        let secs = chrono::Duration::try_seconds(i64::try_from(s).ok()?)?;
+        let at = cx.now.checked_add_signed(secs)?;
+        Some(at.to_rfc3339_opts(SecondsFormat::Secs, true))
     });
     let when = match (&at, r.retry_after_s) {
         (Some(at), Some(s)) => format!("{at} (in {s}s)"),
@@ -117,7 +118,7 @@ pub fn classify_failure(
     let tail = String::from_utf8_lossy(stderr_tail);
     let ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
     let input = plan::classify_input(end, &tail, ms);
-    let e = classify::classify(&input, &o, policy, seed);
+    let e = warned(cx, classify::classify(&input, &o, policy, seed));
     if plan::needs_fallback(end, &e) {
         return Ok(classify::classify(
             &plan::with_fallback_kind(input, end, &e.detail),
@@ -163,7 +164,10 @@ pub fn check_stdout(
         attempt: Some(attempt),
         ..Overrides::default()
     };
-    Ok(Some(classify::classify(&v, &o, cx.policy()?, 0)))
+    Ok(Some(warned(
+        cx,
+        classify::classify(&v, &o, cx.policy()?, 0),
+    )))
 }
 
 /// What the error log is told besides the error object.
@@ -257,5 +261,11 @@ pub fn interrupted_while_waiting(
         attempt: Some(attempt),
         ..Overrides::default()
     };
-    Ok(classify::classify(&input, &o, cx.policy()?, 0))
+    Ok(warned(cx, classify::classify(&input, &o, cx.policy()?, 0)))
+}
+
+/// The error object, its policy warnings given (a rule skipped, a filter over budget).
+fn warned(cx: &Context, e: ErrorObject) -> ErrorObject {
+    e.warnings.iter().for_each(|w| cx.warn(w));
+    e
 }
