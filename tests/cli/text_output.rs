@@ -340,6 +340,7 @@ fn on_a_terminal_only_our_colours_pass_not_escapes_from_input() {
         .output()
         .unwrap();
     assert!(out.status.success());
+    let sgr = regex::Regex::new("\u{1b}\\[[0-9;]+m").unwrap();
     for args in [
         &["report", "--text"][..],
         &["breaker", "status", "--text"],
@@ -347,7 +348,6 @@ fn on_a_terminal_only_our_colours_pass_not_escapes_from_input() {
     ] {
         for width in [80, 200] {
             let text = run(&s, args, Some(width), Out::Tty, 100);
-            let sgr = regex::Regex::new("\u{1b}\\[[0-9;]+m").unwrap();
             assert!(sgr.is_match(&text), "{args:?}: our colours stay:\n{text}");
             assert!(
                 !text.contains("\u{1b}]") && !text.contains("\u{1b}[2J") && !text.contains('\u{7}'),
