@@ -23,6 +23,7 @@ pub mod cli;
 pub mod commands;
 pub mod context;
 pub mod duration;
+pub mod error_log;
 pub mod error_record;
 pub mod exit;
 pub mod glob;

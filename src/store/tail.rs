@@ -3,7 +3,7 @@
 
 use super::{Result, StoreError};
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
@@ -24,10 +24,9 @@ pub fn read_jsonl_rev_to(
     end: Option<u64>,
     mut visit: impl FnMut(&[u8]) -> bool,
 ) -> Result<()> {
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(StoreError::io("cannot open", path, e)),
+    // Never through a link, only a regular file: the store's own reader.
+    let Some(file) = super::open_read(path)? else {
+        return Ok(());
     };
     let size = file
         .metadata()
@@ -96,8 +95,8 @@ fn emit(line: &[u8], visit: &mut impl FnMut(&[u8]) -> bool) -> bool {
     visit(body)
 }
 
-/// An open file, its (device, inode) and its length.
-type Opened = (File, (u64, u64), u64);
+/// An open file, its inode and its length.
+type Opened = (File, u64, u64);
 
 /// Follows a JSONL file as lines are appended, like `tail -f`, and across its replacement: a
 /// prune renames a new file over it, holding the lines it kept. The follower then finishes the
@@ -107,7 +106,7 @@ type Opened = (File, (u64, u64), u64);
 pub struct Follower {
     path: PathBuf,
     file: Option<File>,
-    id: Option<(u64, u64)>,
+    id: Option<u64>,
     offset: u64,
     partial: Vec<u8>,
     last: Vec<u8>,
@@ -143,25 +142,16 @@ impl Follower {
         Ok(f)
     }
 
-    /// The file, its (device, inode) and its length; `None` while it does not exist.
+    /// The file, its inode and its length; `None` while it does not exist. Opened as the
+    /// store opens its files: never through a link, only a regular file.
     fn open(&self) -> Result<Option<Opened>> {
-        match File::open(&self.path) {
-            Ok(file) => {
-                let m = file
-                    .metadata()
-                    .map_err(|e| StoreError::io("cannot stat", &self.path, e))?;
-                if !m.is_file() {
-                    return Err(StoreError::io(
-                        "not a regular file:",
-                        &self.path,
-                        io::Error::from(io::ErrorKind::InvalidInput),
-                    ));
-                }
-                Ok(Some((file, (m.dev(), m.ino()), m.len())))
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(StoreError::io("cannot open", &self.path, e)),
-        }
+        let Some(file) = super::open_read(&self.path)? else {
+            return Ok(None);
+        };
+        let m = file
+            .metadata()
+            .map_err(|e| StoreError::io("cannot stat", &self.path, e))?;
+        Ok(Some((file, m.ino(), m.len())))
     }
 
     /// Where the next line will be read from.
@@ -172,15 +162,13 @@ impl Follower {
     /// Hands every line completed since the last call to `visit`, oldest first.
     pub fn poll(&mut self, mut visit: impl FnMut(&[u8])) -> Result<()> {
         self.drain(&mut visit)?;
-        let now = std::fs::metadata(&self.path)
-            .ok()
-            .map(|m| (m.dev(), m.ino(), m.len()));
+        let now = super::stamp(&self.path)?;
         let replaced = match (now, self.id) {
-            (Some((dev, ino, _)), Some(id)) => (dev, ino) != id,
+            (Some(s), Some(id)) => s.ino != id,
             (Some(_), None) => true,
             (None, _) => false,
         };
-        let truncated = matches!(now, Some((_, _, len)) if !replaced && len < self.offset);
+        let truncated = matches!(now, Some(s) if !replaced && s.len < self.offset);
         if !(replaced || truncated) {
             return Ok(());
         }

@@ -15,6 +15,7 @@ mod errors;
 mod fuzz;
 mod hook;
 mod hostile;
+mod hostile_root;
 mod init;
 mod manual;
 mod parsers;
