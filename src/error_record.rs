@@ -358,6 +358,9 @@ pub struct LogLine<'a> {
     /// failure of a tool no breaker guards, under the default policy).
     #[serde(default)]
     pub counts_toward_thresholds: Option<bool>,
+    /// Seed 001's severity, for `triage errors`.
+    #[serde(default, borrow)]
+    pub severity: Option<Cow<'a, str>>,
 }
 
 /// A nested field that, when it has another shape than expected, is ignored rather than
