@@ -107,12 +107,14 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
     let log = log_path(root);
     store::append_line_locked(&log, &with_id(&rec.error_id))?;
     let phase = rec.phase.as_ref().map(ToString::to_string);
-    counters.count(&error_record::Keys {
-        session: rec.session_id.as_deref(),
-        workflow: rec.workflow_id.as_deref(),
-        phase: phase.as_deref(),
-        agent: rec.agent.as_deref(),
-    });
+    if rec.counts_toward_thresholds() {
+        counters.count(&error_record::Keys {
+            session: rec.session_id.as_deref(),
+            workflow: rec.workflow_id.as_deref(),
+            phase: phase.as_deref(),
+            agent: rec.agent.as_deref(),
+        });
+    }
     save_counters(cx, root, &mut counters);
     drop(lock);
     Ok(Written::Logged(counters))

@@ -99,6 +99,11 @@ pub struct ErrorRecord {
 }
 
 impl ErrorRecord {
+    /// False for a record kept out of the thresholds (`counts_toward_thresholds: false`).
+    pub fn counts_toward_thresholds(&self) -> bool {
+        self.error.get("counts_toward_thresholds") != Some(&Value::Bool(false))
+    }
+
     /// The error object's `kind`, if any.
     pub fn kind(&self) -> Option<&str> {
         self.error.get("kind").and_then(Value::as_str)
@@ -349,6 +354,13 @@ pub struct LogLine<'a> {
     /// The error's context, for `last_progress` (seed 001).
     #[serde(default)]
     pub context: Option<ContextRef>,
+    /// `false` on a record kept for the log that does not count toward the thresholds (a
+    /// failure of a tool no breaker guards, under the default policy).
+    #[serde(default)]
+    pub counts_toward_thresholds: Option<bool>,
+    /// Seed 001's severity, for `triage errors`.
+    #[serde(default, borrow)]
+    pub severity: Option<Cow<'a, str>>,
 }
 
 /// A nested field that, when it has another shape than expected, is ignored rather than
@@ -453,6 +465,11 @@ impl<'a> LogLine<'a> {
     /// Parses one line; `None` when it is not a JSON object (a torn or foreign line).
     pub fn parse(bytes: &'a [u8]) -> Option<LogLine<'a>> {
         serde_json::from_slice(bytes).ok()
+    }
+
+    /// False for a record that does not count toward the thresholds.
+    pub fn counts(&self) -> bool {
+        self.counts_toward_thresholds != Some(false)
     }
 
     /// True for a resolution line appended by `--resolve`.
@@ -566,6 +583,10 @@ impl Counters {
         if line.is_resolution() || line.error_id.is_none() {
             return;
         }
+        self.note_seq(line);
+        if !line.counts() {
+            return;
+        }
         let phase = line.phase().map(|p| match p {
             PhaseRef::Number(n) => n.to_string(),
             PhaseRef::Name(s) => s.to_string(),
@@ -576,6 +597,10 @@ impl Counters {
             phase: phase.as_deref(),
             agent: line.agent(),
         });
+    }
+
+    /// Keeps the highest sequence number seen, so none is handed out twice.
+    fn note_seq(&mut self, line: &LogLine) {
         if let Some(seq) = line
             .error_id
             .as_deref()
@@ -805,6 +830,16 @@ mod tests {
         d.count(&keys("s", "w", "2", "a"));
         d.seq = 42;
         assert_eq!(c, d);
+    }
+
+    #[test]
+    fn a_record_that_does_not_count_is_skipped_by_the_counters_but_keeps_its_sequence() {
+        let mut c = Counters::new();
+        let line = br#"{"error_id":"err-20260204T143022123Z-000043","session_id":"s","workflow_id":"w","agent":"Bash","counts_toward_thresholds":false}"#;
+        c.count_line(&LogLine::parse(line).expect("parses"));
+        let mut empty = Counters::new();
+        empty.seq = 43;
+        assert_eq!(c, empty);
     }
 
     #[test]

@@ -181,8 +181,10 @@ pub fn record(
     if !rec.error.contains_key("status") {
         rec.error.insert("status".into(), "error".into());
     }
+    // A record kept out of the thresholds (an unguarded tool's failure) crosses none.
+    let counts = rec.counts_toward_thresholds();
     let warnings = match error_log::write_record(cx, &root, &mut rec)? {
-        Written::Logged(counters) => {
+        Written::Logged(counters) if counts => {
             let phase = rec.phase.as_ref().map(Phase::to_string);
             let keys = Keys {
                 session: rec.session_id.as_deref(),
@@ -192,7 +194,7 @@ pub fn record(
             };
             error_record::warnings(&counters, &keys, &thresholds, phase_size)
         }
-        Written::Pending(_) => Vec::new(),
+        Written::Logged(_) | Written::Pending(_) => Vec::new(),
     };
     Ok(Recorded {
         record: rec,
