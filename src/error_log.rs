@@ -13,7 +13,7 @@
 //! writes a line of megabytes.
 
 use crate::context::Context;
-use crate::error_record::{self, Counters, ErrorRecord, LogLine};
+use crate::error_record::{self, Counters, ErrorRecord, LogLine, Resolution, ResolutionLine};
 use crate::exit::Failure;
 use crate::store::{self, Lock, StoreError};
 use serde_json::Value;
@@ -105,31 +105,144 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
         None => error_record::unique_error_id(millis, random()),
     };
     let log = log_path(root);
-    store::append_line_locked(&log, &with_id(&rec.error_id))?;
-    let phase = rec.phase.as_ref().map(ToString::to_string);
-    counters.count(&error_record::Keys {
-        session: rec.session_id.as_deref(),
-        workflow: rec.workflow_id.as_deref(),
-        phase: phase.as_deref(),
-        agent: rec.agent.as_deref(),
-    });
+    let line = with_id(&rec.error_id);
+    let at = counters.log_len;
+    store::append_line_locked(&log, &line)?;
+    count(&mut counters, at, &line);
     save_counters(cx, root, &mut counters);
     drop(lock);
     Ok(Written::Logged(counters))
 }
 
-/// Appends a line that is not an error record (a resolution) under the lock, keeping the
-/// counters up to date. A busy lock is an error here: the caller is a person who can retry.
-pub fn append_other(cx: &Context, root: &Path, line: &[u8]) -> Result<(), Failure> {
+/// Appends resolution lines under the log's lock, keeping the counters up to date. The caller
+/// scanned the log without the lock up to byte `scanned` (see [`scan`]): `catch_up` is shown
+/// every line appended since, then `lines` says what to append, knowing the counters. A busy
+/// lock is an error here: the caller is a person who can retry, or a success that leaves the
+/// failures open for the next one.
+pub fn append_resolutions(
+    cx: &Context,
+    root: &Path,
+    scanned: Option<u64>,
+    mut catch_up: impl FnMut(&[u8]),
+    lines: impl FnOnce(&Counters) -> Result<Vec<ResolutionLine>, Failure>,
+) -> Result<Vec<ResolutionLine>, Failure> {
     store::ensure_dir(&root.join("logs"))?;
     let (lock, mut counters) = lock_with_counters(cx, root)?.map_err(Failure::from)?;
-    store::append_line_locked(&log_path(root), line)?;
-    if let Some(l) = LogLine::parse(line) {
-        counters.count_line(&l);
+    let log = log_path(root);
+    if let Some(from) = scanned {
+        // A log replaced since the scan (a prune) is read whole again.
+        let from = if store::file_len(&log)?.unwrap_or(0) < from {
+            0
+        } else {
+            from
+        };
+        store::read_jsonl_from(&log, from, |bytes| {
+            catch_up(bytes);
+            true
+        })?;
     }
-    save_counters(cx, root, &mut counters);
+    let lines = lines(&counters)?;
+    for l in &lines {
+        let mut value = serde_json::to_value(l)
+            .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
+        error_record::fit(&mut value, MAX_RECORD);
+        let bytes = serde_json::to_vec(&value)
+            .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
+        let at = counters.log_len;
+        store::append_line_locked(&log, &bytes)?;
+        count(&mut counters, at, &bytes);
+        counters.log_len = store::file_len(&log)?.unwrap_or(0);
+    }
+    if !lines.is_empty() {
+        save_counters(cx, root, &mut counters);
+    }
     drop(lock);
-    Ok(())
+    Ok(lines)
+}
+
+/// A success of `unit` (an agent, or a work item's own breaker key) in `scope` (the workflow,
+/// else the session) at the context's time: every open failure of that unit there is resolved
+/// (`recovered_by_retry`, automatic), one resolution line each. `by` says what succeeded;
+/// with `upto`, only failures recorded before that record (and it) are resolved.
+///
+/// Cheap when there is nothing to resolve: the saved counters are read without the lock, and
+/// the lock is taken only when they are stale or count open failures of the unit. Under it,
+/// only the log from the unit's oldest open failure on is read.
+pub fn recover(
+    cx: &Context,
+    root: &Path,
+    scope: &str,
+    unit: &str,
+    by: &str,
+    upto: Option<&str>,
+) -> Result<Vec<ResolutionLine>, Failure> {
+    let log = log_path(root);
+    let Some(stamp) = store::stamp(&log)? else {
+        return Ok(Vec::new());
+    };
+    // Read without the lock, a cache may be caught half-written: it then does not parse, and
+    // the lock decides.
+    if let Some(c) = read_counters(cx, root)? {
+        let current = c.log_len == stamp.len && c.log_ino == stamp.ino;
+        if current && c.unit(scope, unit).is_none() && pending(root)?.is_empty() {
+            return Ok(Vec::new());
+        }
+    }
+    let at = cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    append_resolutions(
+        cx,
+        root,
+        None,
+        |_| {},
+        |c| {
+            let Some(since) = c.unit(scope, unit).map(|u| u.since) else {
+                return Ok(Vec::new());
+            };
+            let mut open: Vec<ResolutionLine> = Vec::new();
+            let mut past = false;
+            store::read_jsonl_at(&log, since, |_, bytes| {
+                let Some(l) = LogLine::parse(bytes) else {
+                    return false;
+                };
+                let keys = error_record::Keys::of_line(&l, None);
+                if keys.scope() != scope || l.unit() != Some(unit) {
+                    return true;
+                }
+                if l.opens() && !past {
+                    past = upto.is_some() && l.error_id.as_deref() == upto;
+                    let recovered = Resolution {
+                        action_taken: Some("recovered_by_retry".into()),
+                        successful: Some(true),
+                        user_choice: None,
+                        automatic: true,
+                    };
+                    if let Some(mut line) = ResolutionLine::of(&l, &at, recovered) {
+                        line.by = Some(by.to_string());
+                        open.push(line);
+                    }
+                } else if l.closes() {
+                    if let Some(id) = l.resolves.as_deref() {
+                        open.retain(|o| o.resolves != id);
+                    }
+                }
+                true
+            })?;
+            Ok(open)
+        },
+    )
+}
+
+/// Reads the whole log without the lock (then the spooled records), for a caller that will
+/// append under it with [`append_resolutions`]; returns the byte the log was read up to.
+pub fn scan(root: &Path, mut visit: impl FnMut(&[u8])) -> Result<u64, Failure> {
+    let (_, end) = store::read_jsonl_from(&log_path(root), 0, |bytes| {
+        visit(bytes);
+        true
+    })?;
+    for (_, bytes) in pending(root)? {
+        visit(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
+    }
+    Ok(end.map_or(0, |(_, e)| e))
 }
 
 /// Brings the counters up to date with the log and saves them (after a prune replaced it),
@@ -213,7 +326,7 @@ fn lock_with_counters(
         }
         drop(lock);
         let mut fresh = Counters::new();
-        let (_, end) = store::read_jsonl_from(&log, 0, |bytes| count(&mut fresh, bytes))?;
+        let (_, end) = store::read_jsonl_at(&log, 0, |at, bytes| count(&mut fresh, at, bytes))?;
         let (s, end) = end.unwrap_or_default();
         fresh.log_len = end;
         fresh.log_ino = s.ino;
@@ -227,10 +340,10 @@ fn lock_with_counters(
     )))
 }
 
-fn count(c: &mut Counters, bytes: &[u8]) -> bool {
+fn count(c: &mut Counters, at: u64, bytes: &[u8]) -> bool {
     match LogLine::parse(bytes) {
         Some(line) => {
-            c.count_line(&line);
+            c.count_line(&line, at);
             true
         }
         None => false,
@@ -259,7 +372,8 @@ fn catch_up(
     if stamp.len - base.log_len > max {
         return Ok(None);
     }
-    let (_, end) = store::read_jsonl_from(log, base.log_len, |bytes| count(&mut base, bytes))?;
+    let (_, end) =
+        store::read_jsonl_at(log, base.log_len, |at, bytes| count(&mut base, at, bytes))?;
     if let Some((s, end)) = end {
         if s.ino != stamp.ino {
             return Ok(None);
@@ -287,9 +401,10 @@ fn fold_pending(cx: &Context, root: &Path, c: &mut Counters) -> Result<(), Failu
             }
             continue;
         }
+        let at = c.log_len;
         store::append_line_locked(&log, line)?;
         c.log_len = store::file_len(&log)?.unwrap_or(0);
-        count(c, line);
+        count(c, at, line);
         store::remove(&path)?;
     }
     Ok(())

@@ -25,7 +25,12 @@ use std::path::{Path, PathBuf};
 #[command(after_help = "Examples:\n  \
     echo '{\"kind\": \"timeout\", \"detail\": \"Agent exceeded 5 minute timeout\"}' | triage record-error --session s1 --phase 2 --agent statistician-consultant --retry-count 2\n  \
     echo 'connection reset by peer' | triage record-error --session s1 --agent researcher\n  \
-    triage record-error --resolve err-20260204T143022123Z-000001 --action-taken retry --successful true")]
+    triage record-error --resolve err-20260204T143022123Z-000001 --action-taken retry --successful true\n  \
+    triage record-error --resolve --workflow w1 --phase 2 --action-taken user_escalation --user-choice proceed_without\n\n\
+    --resolve with an ERROR_ID resolves that record; without one, every unresolved record that\n\
+    --session, --workflow, --phase and --agent select, with one decision. A record already\n\
+    resolved is left as it is and not counted again. A resolution closes its record for the\n\
+    thresholds unless it says --successful false.")]
 pub struct Args {
     /// Session id (else the input's `session_id`)
     #[arg(long, value_name = "ID")]
@@ -63,13 +68,14 @@ pub struct Args {
     /// Agents in this phase's fan-out [default: the policy's phases.<phase>.size]
     #[arg(long, value_name = "N")]
     pub phase_size: Option<u32>,
-    /// Append the resolution of the record with this error_id instead
-    #[arg(long, value_name = "ERROR_ID", requires_all = ["action_taken", "successful"])]
+    /// Append the resolution of the record with this error_id instead; without an id, of every
+    /// unresolved record --session, --workflow, --phase and --agent select
+    #[arg(long, value_name = "ERROR_ID", num_args = 0..=1, default_missing_value = "")]
     pub resolve: Option<String>,
     /// With --resolve: what was done
     #[arg(long, value_name = "ACTION", requires = "resolve")]
     pub action_taken: Option<String>,
-    /// With --resolve: whether it worked
+    /// With --resolve: whether it worked (false leaves the error open for the thresholds)
     #[arg(long, value_name = "BOOL", requires = "resolve")]
     pub successful: Option<bool>,
     /// What the person chose, when one was asked
@@ -90,16 +96,7 @@ pub struct Recorded {
 /// Runs `triage record-error`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     if let Some(id) = &args.resolve {
-        let resolution = Resolution {
-            action_taken: args.action_taken.clone(),
-            successful: args.successful,
-            user_choice: args.user_choice.clone(),
-        };
-        let line = resolve(cx, id, resolution)?;
-        if cx.global.text {
-            return Ok(Outcome::text(format!("resolved {}", line.resolves)));
-        }
-        return Ok(Outcome::json(&line));
+        return resolve_command(args, id, cx);
     }
     let input = read_input(cx)?;
     let mut rec = match &input {
@@ -182,22 +179,32 @@ pub fn record(
         rec.error.insert("status".into(), "error".into());
     }
     let warnings = match error_log::write_record(cx, &root, &mut rec)? {
-        Written::Logged(counters) => {
+        Written::Logged(counters) if opens(&rec) => {
             let phase = rec.phase.as_ref().map(Phase::to_string);
             let keys = Keys {
                 session: rec.session_id.as_deref(),
                 workflow: rec.workflow_id.as_deref(),
                 phase: phase.as_deref(),
-                agent: rec.agent.as_deref(),
+                agent: rec.breaker_key.as_deref().or(rec.agent.as_deref()),
             };
-            error_record::warnings(&counters, &keys, &thresholds, phase_size)
+            error_record::warnings(&counters.open, &keys, &thresholds, phase_size)
         }
-        Written::Pending(_) => Vec::new(),
+        Written::Logged(_) | Written::Pending(_) => Vec::new(),
     };
     Ok(Recorded {
         record: rec,
         warnings,
     })
+}
+
+/// Whether a record counts toward the thresholds (as [`LogLine::opens`] reads it back): not
+/// an interrupt, and not written already resolved.
+fn opens(rec: &ErrorRecord) -> bool {
+    rec.kind() != Some(Kind::Interrupted.as_str())
+        && rec
+            .resolution
+            .as_ref()
+            .is_none_or(|r| r.successful != Some(true))
 }
 
 fn normalized_time(text: &str) -> Option<String> {
@@ -208,46 +215,231 @@ fn normalized_time(text: &str) -> Option<String> {
     )
 }
 
-/// Appends the resolution of record `id`, copying the ids that group it. The record is
-/// looked for without the lock (lines are never rewritten), so the lock is held only for
-/// the append.
-pub fn resolve(cx: &Context, id: &str, resolution: Resolution) -> Result<ResolutionLine, Failure> {
-    let root = cx.ensure_root()?;
-    let log = log_path(&root);
-    let mut found: Option<ResolutionLine> = None;
-    error_log::read_all(&root, |bytes| {
-        let Some(l) = LogLine::parse(bytes) else {
-            return false;
+/// `--resolve [ID]`: one record, or every unresolved one the selectors pick.
+fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Outcome, Failure> {
+    if args.action_taken.is_none() && args.user_choice.is_none() {
+        return Err(Failure::usage(
+            "--resolve needs what was done: --action-taken ACTION (and --successful BOOL) or --user-choice CHOICE",
+        ));
+    }
+    let sel = Selection {
+        id: Some(id.trim()).filter(|i| !i.is_empty()).map(String::from),
+        session: args.session.clone(),
+        workflow: args.workflow.clone(),
+        phase: args.phase.as_deref().map(|p| Phase::parse(p).to_string()),
+        agent: args.agent.clone(),
+    };
+    if sel.id.is_none()
+        && sel.session.is_none()
+        && sel.workflow.is_none()
+        && sel.phase.is_none()
+        && sel.agent.is_none()
+    {
+        return Err(Failure::usage(
+            "say which errors --resolve closes: an ERROR_ID, or --session, --workflow, --phase and/or --agent",
+        ));
+    }
+    let resolution = Resolution {
+        action_taken: args.action_taken.clone(),
+        successful: args.successful,
+        user_choice: args.user_choice.clone(),
+        automatic: false,
+    };
+    let done = resolve(cx, &sel, resolution)?;
+    if cx.global.text {
+        let mut text = match (&sel.id, done.lines.first()) {
+            (Some(id), Some(_)) => format!("resolved {id}"),
+            (Some(id), None) => format!("{id} was already resolved; nothing changed"),
+            (None, _) => format!(
+                "resolved {} errors ({} already resolved were left as they were)",
+                done.lines.len(),
+                done.already_resolved
+            ),
         };
-        if l.error_id.as_deref() == Some(id) && !l.is_resolution() {
-            found = Some(ResolutionLine {
-                resolves: id.to_string(),
-                session_id: l.session_id.as_deref().map(String::from),
-                workflow_id: l.workflow_id.as_deref().map(String::from),
-                phase: l.phase().map(|p| p.to_phase()),
-                agent: l.agent().map(String::from),
-                kind: l.kind().map(String::from),
-                category: l.category.as_deref().map(String::from),
-                ..ResolutionLine::default()
-            });
+        if !done.recovered.is_empty() {
+            text.push_str(&format!(
+                "\nalso resolved {} earlier failures of the same agent as recovered_by_retry",
+                done.recovered.len()
+            ));
         }
-        true
-    })?;
-    let mut line = found.ok_or_else(|| {
-        Failure::data(format!(
-            "no record with error_id `{id}` in {}; copy the id from record-error's output or `triage report`",
-            log.display()
-        ))
-    })?;
-    line.timestamp = cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    line.resolution = resolution;
-    let mut value = serde_json::to_value(&line)
-        .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
-    error_record::fit(&mut value, error_log::MAX_RECORD);
-    let bytes = serde_json::to_vec(&value)
-        .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
-    error_log::append_other(cx, &root, &bytes)?;
-    Ok(line)
+        return Ok(Outcome::text(text));
+    }
+    let mut out = match (&sel.id, done.lines.first()) {
+        (Some(_), Some(line)) => serde_json::to_value(line).unwrap_or_default(),
+        (Some(id), None) => serde_json::json!({"resolves": id, "already_resolved": true}),
+        (None, _) => serde_json::json!({
+            "error_ids": done.lines.iter().map(|l| l.resolves.as_str()).collect::<Vec<_>>(),
+            "already_resolved": done.already_resolved,
+            "resolution": done.lines.first().map(|l| &l.resolution),
+        }),
+    };
+    if let Some(o) = out.as_object_mut() {
+        o.insert("resolved".into(), done.lines.len().into());
+        if !done.recovered.is_empty() {
+            let ids: Vec<&str> = done.recovered.iter().map(|l| l.resolves.as_str()).collect();
+            o.insert("recovered".into(), serde_json::json!(ids));
+        }
+    }
+    Ok(Outcome::json(&out))
+}
+
+/// Which records `--resolve` closes.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// This one record.
+    pub id: Option<String>,
+    /// Every unresolved record of this session…
+    pub session: Option<String>,
+    /// …workflow…
+    pub workflow: Option<String>,
+    /// …phase (written out)…
+    pub phase: Option<String>,
+    /// …and agent.
+    pub agent: Option<String>,
+}
+
+impl Selection {
+    fn admits(&self, l: &LogLine) -> bool {
+        let same = |want: &Option<String>, have: Option<&str>| {
+            want.as_deref().is_none_or(|w| have == Some(w))
+        };
+        same(&self.id, l.error_id.as_deref())
+            && same(&self.session, l.session_id.as_deref())
+            && same(&self.workflow, l.workflow_id.as_deref())
+            && same(&self.agent, l.agent())
+            && self
+                .phase
+                .as_deref()
+                .is_none_or(|p| l.phase_text().as_deref() == Some(p))
+    }
+}
+
+/// What `--resolve` did.
+#[derive(Debug, Default)]
+pub struct Resolved {
+    /// The resolution lines appended, one per record closed.
+    pub lines: Vec<ResolutionLine>,
+    /// Selected records that were already resolved (left as they were).
+    pub already_resolved: usize,
+    /// Other failures of the same unit resolved because this resolution is a success.
+    pub recovered: Vec<ResolutionLine>,
+}
+
+/// The records a selection names, and which of them are resolved, from the lines in log order.
+#[derive(Default)]
+struct Picked {
+    /// Unresolved records picked, by id, with their place in the log.
+    open: std::collections::HashMap<String, (usize, ResolutionLine)>,
+    resolved: std::collections::HashSet<String>,
+    found: bool,
+    seen: usize,
+}
+
+impl Picked {
+    fn see(&mut self, sel: &Selection, bytes: &[u8]) {
+        let Some(l) = LogLine::parse(bytes) else {
+            return;
+        };
+        if let Some(id) = l.resolves.as_deref() {
+            let works = !l.resolution.as_ref().is_some_and(|r| r.failed());
+            if works && self.open.remove(id).is_some() {
+                self.resolved.insert(id.to_string());
+            }
+            return;
+        }
+        let Some(id) = l.error_id.as_deref() else {
+            return;
+        };
+        if !sel.admits(&l) {
+            return;
+        }
+        self.found = true;
+        if self.resolved.contains(id) || self.open.contains_key(id) {
+            return;
+        }
+        if l.resolution.as_ref().is_some_and(|r| r.successful()) {
+            self.resolved.insert(id.to_string());
+            return;
+        }
+        self.seen += 1;
+        if let Some(line) = ResolutionLine::of(&l, "", Resolution::default()) {
+            self.open.insert(id.to_string(), (self.seen, line));
+        }
+    }
+
+    /// The unresolved records picked, in log order.
+    fn in_order(&self) -> Vec<&ResolutionLine> {
+        let mut v: Vec<&(usize, ResolutionLine)> = self.open.values().collect();
+        v.sort_by_key(|(n, _)| *n);
+        v.into_iter().map(|(_, l)| l).collect()
+    }
+}
+
+/// Appends the resolution of every record `sel` picks that is not resolved yet, copying the
+/// ids that group each. The log is read without the lock (lines are never rewritten), then
+/// the lines appended since are read under it, so two people resolving at once never
+/// resolve one record twice.
+///
+/// A resolution that says a retry worked (`--successful true`, an action that starts with
+/// `retry` or `recover`) is a success of the record's agent: its earlier open failures in the
+/// workflow are resolved too, as `recovered_by_retry`.
+pub fn resolve(cx: &Context, sel: &Selection, resolution: Resolution) -> Result<Resolved, Failure> {
+    let root = cx.ensure_root()?;
+    let mut picked = Picked::default();
+    let scanned = error_log::scan(&root, |bytes| picked.see(sel, bytes))?;
+    if let (Some(id), false) = (&sel.id, picked.found) {
+        return Err(Failure::data(format!(
+            "no record with error_id `{id}` in {}; copy the id from record-error's output or `triage errors`",
+            log_path(&root).display()
+        )));
+    }
+    let at = cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let picked = std::cell::RefCell::new(picked);
+    let lines = error_log::append_resolutions(
+        cx,
+        &root,
+        Some(scanned),
+        |bytes| picked.borrow_mut().see(sel, bytes),
+        |_| {
+            Ok(picked
+                .borrow()
+                .in_order()
+                .into_iter()
+                .map(|o| ResolutionLine {
+                    timestamp: at.clone(),
+                    resolution: resolution.clone(),
+                    ..o.clone()
+                })
+                .collect())
+        },
+    )?;
+    let mut done = Resolved {
+        already_resolved: picked.borrow().resolved.len(),
+        lines,
+        recovered: Vec::new(),
+    };
+    let retried = resolution.successful == Some(true)
+        && resolution.action_taken.as_deref().is_some_and(|a| {
+            let a = a.trim().to_ascii_lowercase();
+            a.starts_with("retry") || a.starts_with("recover")
+        });
+    if let (Some(id), true, Some(line)) = (&sel.id, retried, done.lines.first()) {
+        let scope = line
+            .workflow_id
+            .as_deref()
+            .or(line.session_id.as_deref())
+            .unwrap_or("");
+        if let Some(unit) = line.breaker_key.as_deref().or(line.agent.as_deref()) {
+            let by = format!("record-error --resolve {id}");
+            match error_log::recover(cx, &root, scope, unit, &by, Some(id)) {
+                Ok(more) => done.recovered = more,
+                Err(f) => cx.warn(&format!(
+                    "the agent's other open failures were not resolved: {f}"
+                )),
+            }
+        }
+    }
+    Ok(done)
 }
 
 // ---------------------------------------------------------------------------------------------
