@@ -199,6 +199,10 @@ fn post_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     if let Err(f) = breaker::record_in(cx, key, p.session_id(), &report) {
         cx.warn(&format!("the breaker did not hear of this call: {f}"));
     }
+    if failures.is_empty() {
+        // A success: the agent's open failures in this session (its workflow) are resolved.
+        record_error::recovered(cx, p.session_id().unwrap_or(""), agent, "hook PostToolUse");
+    }
     let mut warnings = Vec::new();
     for (kind, detail) in &failures {
         let input = json!({

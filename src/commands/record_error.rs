@@ -65,6 +65,10 @@ pub struct Args {
     /// The error's message, overriding the input's
     #[arg(long, value_name = "TEXT")]
     pub detail: Option<String>,
+    /// Also record the failure on this breaker, and resolve it by this key rather than the agent
+    /// [default: the agent's breaker_key template; without one, no breaker]
+    #[arg(long, value_name = "KEY")]
+    pub breaker: Option<String>,
     /// Agents in this phase's fan-out [default: the policy's phases.<phase>.size]
     #[arg(long, value_name = "N")]
     pub phase_size: Option<u32>,
@@ -91,6 +95,9 @@ pub struct Recorded {
     pub record: ErrorRecord,
     /// `session_failure_threshold`, `cascade`, `phase_failure_ratio`.
     pub warnings: Vec<Warning>,
+    /// The breaker the failure was recorded on (`--breaker`, or the policy's `breaker_key`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<Value>,
 }
 
 /// Runs `triage record-error`.
@@ -113,17 +120,86 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         }
     };
     apply_flags(&mut rec, args);
+    let key = breaker_key(cx, args, &rec)?;
+    if let Some(k) = &key {
+        if rec.agent.as_deref() != Some(k.as_str()) {
+            rec.breaker_key = Some(k.clone());
+        }
+    }
     let size = match (args.phase_size, &rec.phase) {
         (Some(n), _) => Some(n),
         (None, Some(p)) => cx.policy()?.phase(&p.to_string()).and_then(|p| p.size),
         (None, None) => None,
     };
-    let done = record(cx, rec, size)?;
+    let mut done = record(cx, rec, size)?;
+    if let Some(k) = &key {
+        done.breaker = on_breaker(cx, k, &done.record);
+    }
     let negative = !done.warnings.is_empty();
     if cx.global.text {
         return Ok(Outcome::text(text(&done)).negative(negative));
     }
     Ok(Outcome::json(&done).negative(negative))
+}
+
+/// The breaker a record goes on: `--breaker`, else the agent's `breaker_key` template (a
+/// template that cannot be filled in is a warning, and no breaker).
+fn breaker_key(cx: &Context, args: &Args, rec: &ErrorRecord) -> Result<Option<String>, Failure> {
+    if let Some(k) = &args.breaker {
+        return Ok(Some(k.clone()));
+    }
+    let Some(agent) = rec.agent.as_deref() else {
+        return Ok(None);
+    };
+    let Some(template) = cx.policy()?.agent(agent).breaker_key else {
+        return Ok(None);
+    };
+    let phase = rec.phase.as_ref().map(Phase::to_string);
+    let vars = crate::policy::KeyVars {
+        agent,
+        task_id: rec.task_id.as_deref(),
+        phase: phase.as_deref(),
+        session: rec.session_id.as_deref(),
+        workflow: rec.workflow_id.as_deref(),
+    };
+    match crate::policy::expand_key(&template, &vars) {
+        Ok(k) => Ok(Some(k)),
+        Err(why) => {
+            cx.warn(&format!(
+                "breaker_key of agent `{agent}`: {why}; the failure was not recorded on a breaker"
+            ));
+            Ok(None)
+        }
+    }
+}
+
+/// Records the failure on breaker `key` (an interrupt as neutral); a failure is a warning.
+fn on_breaker(cx: &Context, key: &str, rec: &ErrorRecord) -> Option<Value> {
+    let interrupt = rec.kind() == Some(Kind::Interrupted.as_str());
+    let report = crate::breaker::CallReport {
+        outcome: Some(if interrupt {
+            crate::breaker::Outcome::Ignored
+        } else {
+            crate::breaker::Outcome::Failure
+        }),
+        kind: rec.kind().and_then(|k| k.parse().ok()),
+        detail: rec
+            .error
+            .get("detail")
+            .and_then(Value::as_str)
+            .map(String::from),
+        duration_ms: rec.duration_ms,
+        ticket: None,
+    };
+    match crate::commands::breaker::record_in(cx, key, rec.session_id.as_deref(), &report) {
+        Ok(r) => Some(serde_json::json!({"key": r.key, "state": r.state, "effect": r.effect})),
+        Err(f) => {
+            cx.warn(&format!(
+                "the failure was not recorded on breaker `{key}`: {f}"
+            ));
+            None
+        }
+    }
 }
 
 fn text(done: &Recorded) -> String {
@@ -140,7 +216,8 @@ fn text(done: &Recorded) -> String {
     out
 }
 
-/// Stdin as JSON, or as the text of a raw error when it is not JSON.
+/// Stdin as JSON, as a record in YAML (seeds 001 and 002 write theirs so), or as the text of
+/// a raw error.
 fn read_input(cx: &Context) -> Result<Option<Value>, Failure> {
     let Some(bytes) = cx.read_stdin()? else {
         return Ok(None);
@@ -148,11 +225,168 @@ fn read_input(cx: &Context) -> Result<Option<Value>, Failure> {
     if let Ok(v) = crate::input::parse_json(&bytes) {
         return Ok(Some(v));
     }
+    if let Some(v) = yaml_record(&bytes) {
+        return Ok(Some(v));
+    }
     // A raw error is kept even when it is not UTF-8 (invalid bytes become U+FFFD), as
     // `classify` reads it: a failure is never dropped for its encoding.
     Ok(Some(Value::String(
         String::from_utf8_lossy(&bytes).trim_end().to_string(),
     )))
+}
+
+/// Field names that say a YAML text is an error record, not the text of an error (which YAML
+/// would read as a mapping too: `Error: connection refused`).
+const YAML_RECORD_KEYS: &[&str] = &[
+    "error_type",
+    "error_message",
+    "message",
+    "skill",
+    "stage",
+    "agent",
+    "kind",
+    "detail",
+    "error_id",
+    "timestamp",
+    "workflow_id",
+    "session_id",
+    "task_id",
+    "severity",
+    "resolution",
+];
+
+/// A YAML error record: seed 001's `error_context:` or log entry (`- timestamp: …`), seed
+/// 002's `error_log:`, or a mapping with at least two of a record's field names.
+fn yaml_record(bytes: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let v = crate::output_check::yaml_value(text).ok()?;
+    let obj = match &v {
+        Value::Array(a) if a.len() == 1 => a[0].as_object()?,
+        Value::Object(o) => o,
+        _ => return None,
+    };
+    let wrapped = ["error_context", "error_log"]
+        .iter()
+        .any(|k| obj.get(*k).is_some_and(Value::is_object));
+    let known = obj
+        .keys()
+        .filter(|k| YAML_RECORD_KEYS.contains(&k.as_str()))
+        .count();
+    (wrapped || known >= 2).then_some(v)
+}
+
+/// An input in a seed's own shape, in ours: seed 001's `error_context` and seed 002's
+/// `error_log` unwrapped (a list of one record too); `error_type` and a kind in a seed's
+/// words (`SKILL_TIMEOUT`, `Validation error`) as a kind with the seed's category;
+/// `error_message`/`message` as `detail`, `skill` as `agent`, `stage` as `phase`; the agent
+/// and attempt inside `context` (seed 002) lifted out; `outcome: "SUCCESS on retry"` and
+/// `resolution: "User selected: …"` (seed 001) read into the resolution. Every other field,
+/// and every original word, is kept as given.
+pub fn normalize(v: &Value) -> Value {
+    let v = match v {
+        Value::Array(a) if a.len() == 1 && a[0].is_object() => &a[0],
+        v => v,
+    };
+    let Some(obj) = v.as_object() else {
+        return v.clone();
+    };
+    if obj.contains_key("hook_event_name") {
+        return v.clone();
+    }
+    let mut m = Map::new();
+    for wrapper in ["error_context", "error_log"] {
+        if let Some(Value::Object(inner)) = obj.get(wrapper) {
+            m.extend(inner.clone());
+        }
+    }
+    for (k, x) in obj {
+        if !m.contains_key(k) && !(x.is_object() && (k == "error_context" || k == "error_log")) {
+            m.insert(k.clone(), x.clone());
+        }
+    }
+    let rename = |m: &mut Map<String, Value>, from: &str, to: &str| {
+        if !m.contains_key(to) {
+            if let Some(x) = m.remove(from) {
+                m.insert(to.into(), x);
+            }
+        }
+    };
+    rename(&mut m, "error_message", "detail");
+    rename(&mut m, "message", "detail");
+    rename(&mut m, "skill", "agent");
+    rename(&mut m, "stage", "phase");
+    // The kind: ours, or a seed's word (kept as `error_type` when it was not ours).
+    let word = ["kind", "error_type"]
+        .iter()
+        .filter_map(|k| m.get(*k).and_then(Value::as_str))
+        .flat_map(|w| w.split('|'))
+        .find_map(crate::vocab::seed_kind);
+    if let Some(Value::String(k)) = m.get("kind") {
+        if k.parse::<Kind>().is_err() {
+            let k = k.clone();
+            m.remove("kind");
+            m.entry("error_type").or_insert(k.into());
+        }
+    }
+    if let Some((kind, category)) = word {
+        m.insert("kind".into(), kind.as_str().into());
+        if let Some(c) = category {
+            m.entry("category").or_insert(c.as_str().into());
+        }
+    }
+    // Seed 002's context{agent, section, attempt}.
+    let lifted = m.get("context").and_then(Value::as_object).map(|c| {
+        (
+            c.get("agent").filter(|a| a.is_string()).cloned(),
+            c.get("attempt").and_then(Value::as_u64),
+        )
+    });
+    if let Some((agent, attempt)) = lifted {
+        if let Some(a) = agent {
+            m.entry("agent").or_insert(a);
+        }
+        if let Some(n) = attempt {
+            m.entry("retry_count")
+                .or_insert(Value::from(n.saturating_sub(1)));
+        }
+    }
+    // Seed 001's log: `resolution: "User selected: …"`, `outcome: "SUCCESS on retry"`.
+    if let Some(Value::String(r)) = m.get("resolution") {
+        if let Some(choice) = r.trim().strip_prefix("User selected:") {
+            let choice = choice.trim().to_string();
+            m.entry("user_choice").or_insert(choice.into());
+        }
+    }
+    let outcome = m
+        .get("outcome")
+        .and_then(Value::as_str)
+        .map(|o| o.trim().to_ascii_uppercase());
+    let worked = match outcome.as_deref() {
+        Some(o) if o.starts_with("SUCCESS") || o.starts_with("SUCCEEDED") => Some(true),
+        Some(o) if o.starts_with("FAIL") => Some(false),
+        _ => None,
+    };
+    if let Some(ok) = worked {
+        let r = match m.remove("resolution") {
+            Some(Value::Object(mut r)) => {
+                r.entry("successful").or_insert(ok.into());
+                Value::Object(r)
+            }
+            Some(Value::String(a)) => serde_json::json!({"action_taken": a, "successful": ok}),
+            _ => serde_json::json!({"successful": ok}),
+        };
+        m.insert("resolution".into(), r);
+    }
+    // The caller's own id is kept beside ours.
+    if let Some(id) = m.remove("error_id") {
+        let ctx = m
+            .entry("context")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(c) = ctx {
+            c.entry("error_id").or_insert(id);
+        }
+    }
+    Value::Object(m)
 }
 
 /// The log under the state root.
@@ -194,6 +428,7 @@ pub fn record(
     Ok(Recorded {
         record: rec,
         warnings,
+        breaker: None,
     })
 }
 
@@ -442,6 +677,27 @@ pub fn resolve(cx: &Context, sel: &Selection, resolution: Resolution) -> Result<
     Ok(done)
 }
 
+/// A success of `unit` (an agent, or a work item's breaker key) in `scope` (the workflow,
+/// else the session): its open failures there are resolved as `recovered_by_retry`. Best
+/// effort: returns the ids resolved, and a failure (a busy log) is a warning that leaves them
+/// open for the next success or a person.
+pub fn recovered(cx: &Context, scope: &str, unit: &str, by: &str) -> Vec<String> {
+    let root = match cx.ensure_root() {
+        Ok(r) => r,
+        Err(f) => {
+            cx.warn(&format!("{unit}'s earlier failures were not resolved: {f}"));
+            return Vec::new();
+        }
+    };
+    match error_log::recover(cx, &root, scope, unit, by, None) {
+        Ok(lines) => lines.into_iter().map(|l| l.resolves).collect(),
+        Err(f) => {
+            cx.warn(&format!("{unit}'s earlier failures were not resolved: {f}"));
+            Vec::new()
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Input: an error object, a raw error, or a hook payload.
 
@@ -539,8 +795,9 @@ pub fn classified_at(
     retry_count: Option<u32>,
     now: Option<DateTime<Utc>>,
 ) -> (ErrorRecord, ErrorObject) {
+    let v = &normalize(v);
     let mut rec = record_from_input(v);
-    let given_kind = rec.error.get("kind").cloned();
+    let given = std::mem::take(&mut rec.error);
     let overrides = Overrides {
         agent: rec.agent.clone(),
         attempt: retry_count.or(rec.retry_count).map(|n| n.saturating_add(1)),
@@ -550,13 +807,37 @@ pub fn classified_at(
     let object = classify::classify(v, &overrides, policy, 0);
     if let Ok(Value::Object(mut m)) = serde_json::to_value(&object) {
         if object.kind == Kind::Unknown {
-            if let Some(k) = given_kind {
-                m.insert("kind".into(), k);
+            if let Some(k) = given.get("kind") {
+                m.insert("kind".into(), k.clone());
             }
         }
+        if v.get("hook_event_name").is_none() {
+            keep_given(&mut m, given);
+        }
         rec.error = m;
+    } else {
+        rec.error = given;
     }
     (rec, object)
+}
+
+/// Lays the input's own fields over the classifier's error object wherever the classifier
+/// says nothing: nothing the caller wrote is dropped. `context` is merged (the caller's keys
+/// win); the hook payload's own fields are not the caller's words and stay out.
+fn keep_given(object: &mut Map<String, Value>, given: Map<String, Value>) {
+    for (k, v) in given {
+        match (k.as_str(), object.get_mut(&k), v) {
+            ("context", Some(Value::Object(mine)), Value::Object(theirs)) => {
+                for (ck, cv) in theirs {
+                    mine.insert(ck, cv);
+                }
+            }
+            (_, Some(_), _) => {}
+            (_, None, v) => {
+                object.insert(k, v);
+            }
+        }
+    }
 }
 
 /// The record an input describes (ids from its fields; the rest is the error object).

@@ -252,10 +252,13 @@ fn an_agent_past_its_timeout_is_logged_as_a_timeout_and_a_breaker_failure() {
     assert_eq!(b["totals"]["failures"], 1);
     assert_eq!(b["last_error"]["kind"], "timeout");
 
-    // Within its timeout: a success, nothing logged.
+    // Within its timeout: a success, no error logged; it resolves the earlier timeout.
     assert_eq!(hook(&s, T0, &pre), None);
     assert_eq!(hook(&s, "2026-11-23T10:05:00Z", &post.to_string()), None);
-    assert_eq!(log(&s).len(), 1);
+    let lines = log(&s);
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1]["resolves"], recs[0]["error_id"]);
+    assert_eq!(lines[1]["resolution"]["action_taken"], "recovered_by_retry");
     assert_eq!(breaker(&s, "researcher")["totals"]["successes"], 1);
 }
 

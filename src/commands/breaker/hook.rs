@@ -39,6 +39,13 @@ pub fn hook(cx: &crate::context::Context, p: &Payload) -> Result<Response, Failu
                 ..CallReport::default()
             };
             record_in(cx, key, session, &report)?;
+            // A success: the agent's open failures in this session (its workflow) are resolved.
+            crate::commands::record_error::recovered(
+                cx,
+                session.unwrap_or(""),
+                key,
+                "breaker --hook PostToolUse",
+            );
             Ok(Response::default())
         }
         Some("PostToolUseFailure") => {

@@ -69,6 +69,17 @@ fn stop(
     let who = agent.as_deref().unwrap_or("the subagent");
     if verdict.ok {
         reset(cx, &counter)?;
+        // A passing stop is the agent's success: its open failures in this session (its
+        // workflow) are resolved.
+        if let Some(a) = agent.as_deref() {
+            let session = payload.session_id().unwrap_or("");
+            let by = if subagent {
+                "hook SubagentStop"
+            } else {
+                "hook Stop"
+            };
+            crate::commands::record_error::recovered(cx, session, a, by);
+        }
         return Ok(Response::default());
     }
     if criticality == Criticality::Optional {
