@@ -267,7 +267,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
                 list
             };
             if cx.global.text {
-                return Ok(Answer::text(view::status_table(&list)));
+                let root = cx.state_root();
+                let term = crate::context::terminal();
+                let dir = root.join("breakers");
+                let text = view::status_table(&list, &dir, root.is_dir(), &term, cx.now);
+                return Ok(Answer::for_terminal(text, term.colour));
             }
             Ok(Answer::json(&serde_json::json!({ "breakers": list })))
         }
