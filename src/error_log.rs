@@ -162,7 +162,8 @@ pub fn append_resolutions(
 
 /// A success of `unit` (an agent, or a work item's own breaker key) in `scope` (the workflow,
 /// else the session) at the context's time: every open failure of that unit there is resolved
-/// (`recovered_by_retry`, automatic), one resolution line each. `by` says what succeeded;
+/// (`recovered_by_retry`, automatic), one resolution line each, and so is every interrupt of
+/// it not resolved yet (the resume worked). `by` says what succeeded;
 /// with `upto`, only failures recorded before that record (and it) are resolved.
 ///
 /// Cheap when there is nothing to resolve: the saved counters are read without the lock, and
@@ -184,7 +185,7 @@ pub fn recover(
     // the lock decides.
     if let Some(c) = read_counters(cx, root)? {
         let current = c.log_len == stamp.len && c.log_ino == stamp.ino;
-        if current && c.unit(scope, unit).is_none() && pending(root)?.is_empty() {
+        if current && c.unresolved_since(scope, unit).is_none() && pending(root)?.is_empty() {
             return Ok(Vec::new());
         }
     }
@@ -195,7 +196,7 @@ pub fn recover(
         None,
         |_| {},
         |c| {
-            let Some(since) = c.unit(scope, unit).map(|u| u.since) else {
+            let Some(since) = c.unresolved_since(scope, unit) else {
                 return Ok(Vec::new());
             };
             let mut open: Vec<ResolutionLine> = Vec::new();
@@ -208,7 +209,8 @@ pub fn recover(
                 if keys.scope() != scope || l.unit() != Some(unit) {
                     return true;
                 }
-                if l.opens() && !past {
+                let interrupt = l.is_interrupt() && l.error_id.is_some() && !l.is_resolution();
+                if (l.opens() || interrupt) && !past {
                     past = upto.is_some() && l.error_id.as_deref() == upto;
                     let recovered = Resolution {
                         action_taken: Some("recovered_by_retry".into()),
@@ -220,7 +222,7 @@ pub fn recover(
                         line.by = Some(by.to_string());
                         open.push(line);
                     }
-                } else if l.closes() {
+                } else if l.is_resolution() && !l.resolution.as_ref().is_some_and(|r| r.failed()) {
                     if let Some(id) = l.resolves.as_deref() {
                         open.retain(|o| o.resolves != id);
                     }

@@ -199,6 +199,10 @@ pub struct Counters {
     /// The open failures, counted (`sessions`, `units`).
     #[serde(flatten)]
     pub open: OpenCounts,
+    /// Interrupts not resolved yet, per unit (`scope \x1f unit`): they count toward no
+    /// threshold, but the unit's next success resolves them too (a resume that worked).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub interrupts: BTreeMap<String, UnitCounts>,
 }
 
 /// The format version written now (2: open failures instead of every failure ever).
@@ -217,6 +221,26 @@ impl Counters {
     /// lines close, ids set the sequence.
     pub fn count_line(&mut self, line: &LogLine, at: u64) {
         self.open.count_line(line);
+        if line.is_interrupt() {
+            let k = Keys::of_line(line, None).unit_key();
+            if let Some(key) = k {
+                if line.error_id.is_some() && !line.is_resolution() {
+                    let u = self.interrupts.entry(key).or_default();
+                    u.open += 1;
+                    if u.open == 1 {
+                        u.since = at;
+                    }
+                } else if line.is_resolution()
+                    && !line.resolution.as_ref().is_some_and(|r| r.failed())
+                {
+                    if let Some(u) = self.interrupts.get_mut(&key) {
+                        if down(&mut u.open) {
+                            self.interrupts.remove(&key);
+                        }
+                    }
+                }
+            }
+        }
         if line.opens() {
             let phase = line.phase_text();
             if let Some(key) = Keys::of_line(line, phase.as_deref()).unit_key() {
@@ -243,6 +267,22 @@ impl Counters {
             .units
             .get(&unit_key(scope, unit))
             .filter(|u| u.open > 0)
+    }
+
+    /// Where in the log the unresolved failures and interrupts of `unit` in `scope` begin;
+    /// `None` when it has none.
+    pub fn unresolved_since(&self, scope: &str, unit: &str) -> Option<u64> {
+        let key = unit_key(scope, unit);
+        let a = self.unit(scope, unit).map(|u| u.since);
+        let b = self
+            .interrupts
+            .get(&key)
+            .filter(|u| u.open > 0)
+            .map(|u| u.since);
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 
@@ -419,6 +459,9 @@ mod tests {
         ), 300);
         assert_eq!(c.open.session("s"), 1);
         assert_eq!(c.unit("s", "a").map(|u| u.since), Some(200));
+        // The interrupt was resolved; the timeout is what a success would resolve now.
+        assert!(c.interrupts.is_empty());
+        assert_eq!(c.unresolved_since("s", "a"), Some(200));
     }
 
     #[test]

@@ -10,6 +10,7 @@ mod check_output;
 mod classify;
 mod config;
 mod contract;
+mod counts;
 mod docs;
 mod errors;
 mod fuzz;
