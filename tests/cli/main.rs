@@ -27,4 +27,5 @@ mod report_html;
 mod run;
 mod saga;
 mod state;
+mod story;
 mod text_output;
