@@ -108,6 +108,11 @@ pub struct ErrorRecord {
 }
 
 impl ErrorRecord {
+    /// False for a record kept out of the thresholds (`counts_toward_thresholds: false`).
+    pub fn counts_toward_thresholds(&self) -> bool {
+        self.error.get("counts_toward_thresholds") != Some(&Value::Bool(false))
+    }
+
     /// The error object's `kind`, if any.
     pub fn kind(&self) -> Option<&str> {
         self.error.get("kind").and_then(Value::as_str)
@@ -148,6 +153,10 @@ pub struct ResolutionLine {
     /// What resolved it, for an automatic resolution: `run`, `hook PostToolUse`, …
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// Copied from a record kept out of the thresholds (`false`), so its resolution closes
+    /// nothing either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts_toward_thresholds: Option<bool>,
 }
 
 impl ResolutionLine {
@@ -169,6 +178,7 @@ impl ResolutionLine {
             category: l.category.as_deref().map(String::from),
             resolution,
             by: None,
+            counts_toward_thresholds: l.counts_toward_thresholds,
         })
     }
 
@@ -177,6 +187,7 @@ impl ResolutionLine {
     pub fn closes(&self) -> bool {
         self.resolution.successful != Some(false)
             && self.kind.as_deref() != Some(crate::vocab::Kind::Interrupted.as_str())
+            && self.counts_toward_thresholds != Some(false)
     }
 }
 
@@ -419,6 +430,10 @@ pub struct LogLine<'a> {
     /// The error's context, for `last_progress` (seed 001).
     #[serde(default)]
     pub context: Option<ContextRef>,
+    /// `false` on a record kept for the log that does not count toward the thresholds (a
+    /// failure of a tool no breaker guards, under the default policy).
+    #[serde(default)]
+    pub counts_toward_thresholds: Option<bool>,
     /// Seed 001's severity, for `triage errors`.
     #[serde(default, borrow)]
     pub severity: Option<Cow<'a, str>>,
@@ -528,6 +543,11 @@ impl<'a> LogLine<'a> {
         serde_json::from_slice(bytes).ok()
     }
 
+    /// False for a record that does not count toward the thresholds.
+    pub fn counts(&self) -> bool {
+        self.counts_toward_thresholds != Some(false)
+    }
+
     /// True for a resolution line appended by `--resolve`.
     pub fn is_resolution(&self) -> bool {
         self.resolves.is_some()
@@ -567,11 +587,13 @@ impl<'a> LogLine<'a> {
     }
 
     /// A failure that counts toward the thresholds until it is resolved: a record with an id,
-    /// not an interrupt, and not written already resolved (`resolution.successful: true`).
+    /// not an interrupt, not kept out of the thresholds (`counts_toward_thresholds: false`),
+    /// and not written already resolved (`resolution.successful: true`).
     pub fn opens(&self) -> bool {
         !self.is_resolution()
             && self.error_id.is_some()
             && !self.is_interrupt()
+            && self.counts()
             && !self.resolution.as_ref().is_some_and(|r| r.successful())
     }
 
@@ -579,6 +601,7 @@ impl<'a> LogLine<'a> {
     pub fn closes(&self) -> bool {
         self.is_resolution()
             && !self.is_interrupt()
+            && self.counts()
             && !self.resolution.as_ref().is_some_and(|r| r.failed())
     }
 

@@ -251,6 +251,10 @@ pub struct Thresholds {
     pub phase_failure_ratio: f64,
     /// Failing agents in one workflow beyond which it pauses (seed 001: more than 2).
     pub cascade_agents: u32,
+    /// Whether `triage hook`'s records of tools no breaker guards (`Bash`, `Read`, …) count
+    /// toward these thresholds. Off by default: a `grep` that finds nothing is ordinary work,
+    /// not a sign that the workflow is unstable.
+    pub count_unguarded_tools: bool,
 }
 
 impl Default for Thresholds {
@@ -259,6 +263,7 @@ impl Default for Thresholds {
             session_failures: 5,
             phase_failure_ratio: 0.5,
             cascade_agents: 2,
+            count_unguarded_tools: false,
         }
     }
 }

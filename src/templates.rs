@@ -90,6 +90,8 @@ pub struct Rec {
     pub action: Option<String>,
     /// What a person chose, when said.
     pub user_choice: Option<String>,
+    /// True for a record that does not count toward the thresholds.
+    pub uncounted: bool,
 }
 
 impl Rec {
@@ -132,6 +134,7 @@ impl Rec {
                 .as_ref()
                 .and_then(|r| r.user_choice())
                 .map(String::from),
+            uncounted: !l.counts(),
         }
     }
 
@@ -384,18 +387,25 @@ fn list(items: &[String]) -> String {
     }
 }
 
-/// Options as JSON and as seed 000's indented lines with the "Enter choice" prompt.
+/// Options as JSON and as seed 000's indented lines. The seed's "Enter choice" prompt is not
+/// part of the text (a model may read it, and nothing reads its answer): see [`prompt`].
 fn options(texts: &[String]) -> (Value, String) {
-    let letters = ["A", "B", "C", "D", "E", "F"];
     let mut json = Vec::new();
-    let mut text = String::from("Options:\n");
-    for (l, t) in letters.iter().zip(texts) {
+    let mut text = String::from("Options:");
+    for (l, t) in LETTERS.iter().zip(texts) {
         json.push(json!({"letter": l, "text": t}));
-        text.push_str(&format!("  ({l}) {t}\n"));
+        text.push_str(&format!("\n  ({l}) {t}"));
     }
-    let used: Vec<&str> = letters.iter().take(texts.len()).copied().collect();
-    text.push_str(&format!("\nEnter choice [{}]:", used.join("/")));
     (Value::Array(json), text)
+}
+
+const LETTERS: [&str; 6] = ["A", "B", "C", "D", "E", "F"];
+
+/// Seed 000's prompt line for a rendered template's options (`Enter choice [A/B/C]:`), for a
+/// person at a terminal; `None` when it has no options.
+pub fn prompt(fields: &Value) -> Option<String> {
+    let n = fields.get("options")?.as_array()?.len();
+    (n > 0).then(|| format!("Enter choice [{}]:", LETTERS[..n.min(6)].join("/")))
 }
 
 fn phase_label(v: &View, phase: Option<&str>) -> String {
@@ -699,7 +709,7 @@ fn stability_warning(v: &View) -> Result<(Value, String), String> {
         .failures
         .iter()
         .copied()
-        .filter(|r| r.session == session)
+        .filter(|r| r.session == session && !r.uncounted)
         .collect();
     let open: Vec<&Rec> = ours.iter().copied().filter(|r| v.is_open(r)).collect();
     let recovered = ours.iter().filter(|r| r.opens && v.resolved(r)).count() as u64;
@@ -1173,6 +1183,14 @@ criticality = "optional"
             i.breakers[0].state = "closed".into();
         });
         assert!(e.contains("is closed, not open"), "{e}");
+    }
+
+    #[test]
+    fn the_prompt_line_is_built_from_the_options_for_a_terminal() {
+        let r = render(TemplateName::StabilityWarning, |i| i.runs = Some(12));
+        assert!(!r.text.contains("Enter choice"), "{}", r.text);
+        assert_eq!(prompt(&r.fields).as_deref(), Some("Enter choice [A/B/C]:"));
+        assert_eq!(prompt(&json!({"options": []})), None);
     }
 
     #[test]

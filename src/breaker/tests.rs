@@ -470,10 +470,12 @@ fn template_4_names_the_agent_failures_last_error_and_wait() {
         "(A) Wait 42 seconds and retry",
         "(B) Skip this agent for this session",
         "(C) Abort workflow",
-        "Enter choice [A/B/C]:",
     ] {
         assert!(text.contains(part), "{part} missing in {text}");
     }
+    // Said to a model: nothing reads an answer, so no prompt for one.
+    assert!(!text.contains("Enter choice"), "{text}");
+    assert!(text.ends_with("(C) Abort workflow"), "{text}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -433,9 +433,11 @@ pub fn record(
 }
 
 /// Whether a record counts toward the thresholds (as [`LogLine::opens`] reads it back): not
-/// an interrupt, and not written already resolved.
+/// an interrupt, not kept out of them (an unguarded tool's failure), and not written already
+/// resolved.
 fn opens(rec: &ErrorRecord) -> bool {
     rec.kind() != Some(Kind::Interrupted.as_str())
+        && rec.counts_toward_thresholds()
         && rec
             .resolution
             .as_ref()

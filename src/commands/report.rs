@@ -321,7 +321,15 @@ fn template(
     };
     let rendered = templates::build(name, &input).map_err(Failure::data)?;
     if cx.global.text {
-        return Ok(Outcome::text(rendered.text));
+        let mut text = rendered.text;
+        // The seed's "Enter choice" line asks a person; only a terminal has one to ask.
+        if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            if let Some(prompt) = templates::prompt(&rendered.fields) {
+                text.push_str("\n\n");
+                text.push_str(&prompt);
+            }
+        }
+        return Ok(Outcome::text(text));
     }
     Ok(Outcome::json(&rendered.fields))
 }

@@ -484,6 +484,28 @@ mod tests {
     }
 
     #[test]
+    fn a_record_kept_out_of_the_thresholds_opens_nothing_and_its_resolution_closes_nothing() {
+        let mut c = Counters::new();
+        c.count_line(
+            &line(
+                r#"{"error_id":"err-20260204T143022123Z-000042","session_id":"s","agent":"Bash"}"#,
+            ),
+            0,
+        );
+        c.count_line(&line(
+            r#"{"error_id":"err-20260204T143022123Z-000043","session_id":"s","workflow_id":"w","agent":"Bash","counts_toward_thresholds":false}"#,
+        ), 100);
+        c.count_line(&line(
+            r#"{"resolves":"err-20260204T143022123Z-000043","session_id":"s","workflow_id":"w","agent":"Bash","counts_toward_thresholds":false,"resolution":{"user_choice":"ignore"}}"#,
+        ), 200);
+        assert_eq!(
+            (c.open.session("s"), c.seq),
+            (1, 43),
+            "the counted one stays open"
+        );
+    }
+
+    #[test]
     fn a_work_items_breaker_key_is_its_unit() {
         let mut c = Counters::new();
         for (at, ch) in [(0, "ch1"), (90, "ch2")] {

@@ -117,6 +117,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("thresholds", "session_failures", "5"),
     ("thresholds", "phase_failure_ratio", "0.5"),
     ("thresholds", "cascade_agents", "2"),
+    ("thresholds", "count_unguarded_tools", "false"),
     ("phases.ID", "name", r#""Subsection planning""#),
     ("phases.ID", "timeout", r#""20m""#),
     ("phases.ID", "size", "3"),

@@ -19,7 +19,7 @@ fn fixture(name: &str) -> String {
 
 /// Runs `triage hook` on `payload` at `now`; returns stdout's JSON, or `None` when it printed
 /// nothing. Every hook call exits 0.
-fn hook(s: &Sandbox, now: &str, payload: &str) -> Option<Value> {
+pub fn hook(s: &Sandbox, now: &str, payload: &str) -> Option<Value> {
     let out = s
         .cmd(&["hook"])
         .env("TRIAGE_NOW", now)
@@ -203,14 +203,21 @@ fn a_recorded_session_replayed_event_by_event() {
         .unwrap()
         .contains("[CIRCUIT BREAKER] researcher circuit breaker opened"));
 
-    // One more failure is the session's fifth: Template 5, once.
+    // One more failure of a subagent is the session's fifth: Template 5, once.
+    let agent_failure = |id: &str| {
+        json!({"session_id": "sess-e2e", "hook_event_name": "PostToolUseFailure",
+               "tool_name": "Agent", "tool_use_id": id,
+               "tool_input": {"subagent_type": "synthesizer", "prompt": "p"},
+               "error": "API Error: 500 {\"type\":\"error\",\"error\":{\"type\":\"api_error\"}}"})
+        .to_string()
+    };
     let bash_failure = |id: &str| {
         json!({"session_id": "sess-e2e", "hook_event_name": "PostToolUseFailure",
                "tool_name": "Bash", "tool_use_id": id, "tool_input": {"command": "make"},
                "error": "Exit code 2\nmake: *** No rule to make target 'all'."})
         .to_string()
     };
-    let v = hook(&s, T0, &bash_failure("toolu_09")).expect("advice");
+    let v = hook(&s, T0, &agent_failure("toolu_09")).expect("advice");
     let warning = v["systemMessage"].as_str().expect("Template 5");
     assert!(
         warning.starts_with("[WORKFLOW STABILITY WARNING]"),
@@ -220,8 +227,11 @@ fn a_recorded_session_replayed_event_by_event() {
         warning.contains("This session has encountered 5 failures"),
         "{warning}"
     );
-    let v = hook(&s, T0, &bash_failure("toolu_10")).expect("advice");
+    let v = hook(&s, T0, &agent_failure("toolu_10")).expect("advice");
     assert!(v.get("systemMessage").is_none(), "announced once: {v}");
+    // A Bash failure is advised on, and does not count toward the thresholds by default.
+    let v = hook(&s, T0, &bash_failure("toolu_11")).expect("advice");
+    assert!(v.get("systemMessage").is_none(), "{v}");
     // A tool the policy does not name has no breaker.
     assert!(!s.exists(".triage/breakers/Bash.json"));
 }

@@ -28,4 +28,5 @@ mod run;
 mod saga;
 mod state;
 mod story;
+mod subagents;
 mod text_output;
