@@ -160,23 +160,39 @@ pub fn append_resolutions(
     Ok(lines)
 }
 
-/// A success of `unit` (an agent, or a work item's own breaker key) in `scope` (the workflow,
-/// else the session) at the context's time: every open failure of that unit there is resolved
-/// (`recovered_by_retry`, automatic), one resolution line each, and so is every interrupt of
-/// it not resolved yet (the resume worked). `by` says what succeeded;
-/// with `upto`, only failures recorded before that record (and it) are resolved.
+/// A success, and what it resolves.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Recovery<'a> {
+    /// The workflow, else the session.
+    pub scope: &'a str,
+    /// The agent, or a work item's own breaker key.
+    pub unit: &'a str,
+    /// What succeeded: `run`, `hook PostToolUse`, …
+    pub by: &'a str,
+    /// Only failures recorded up to this record (and it).
+    pub upto: Option<&'a str>,
+    /// When the successful call started: only failures recorded by then are its to resolve.
+    /// A call that was already running when another failed (a parallel sibling of the same
+    /// agent) says nothing about that failure.
+    pub started: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// A success of `r.unit` in `r.scope` at the context's time: every open failure of that unit
+/// there (recorded before the successful call started) is resolved (`recovered_by_retry`,
+/// automatic), one resolution line each, and so is every interrupt of it not resolved yet
+/// (the resume worked).
 ///
 /// Cheap when there is nothing to resolve: the saved counters are read without the lock, and
 /// the lock is taken only when they are stale or count open failures of the unit. Under it,
 /// only the log from the unit's oldest open failure on is read.
-pub fn recover(
-    cx: &Context,
-    root: &Path,
-    scope: &str,
-    unit: &str,
-    by: &str,
-    upto: Option<&str>,
-) -> Result<Vec<ResolutionLine>, Failure> {
+pub fn recover(cx: &Context, root: &Path, r: Recovery) -> Result<Vec<ResolutionLine>, Failure> {
+    let Recovery {
+        scope,
+        unit,
+        by,
+        upto,
+        started,
+    } = r;
     let log = log_path(root);
     let Some(stamp) = store::stamp(&log)? else {
         return Ok(Vec::new());
@@ -210,7 +226,13 @@ pub fn recover(
                     return true;
                 }
                 let interrupt = l.is_interrupt() && l.error_id.is_some() && !l.is_resolution();
-                if (l.opens() || interrupt) && !past {
+                let before = match (started, l.timestamp.as_deref()) {
+                    (None, _) => true,
+                    (Some(s), Some(t)) => chrono::DateTime::parse_from_rfc3339(t)
+                        .is_ok_and(|t| t.with_timezone(&chrono::Utc) <= s),
+                    (Some(_), None) => false,
+                };
+                if (l.opens() || interrupt) && !past && before {
                     past = upto.is_some() && l.error_id.as_deref() == upto;
                     let recovered = Resolution {
                         action_taken: Some("recovered_by_retry".into()),

@@ -668,7 +668,14 @@ pub fn resolve(cx: &Context, sel: &Selection, resolution: Resolution) -> Result<
             .unwrap_or("");
         if let Some(unit) = line.breaker_key.as_deref().or(line.agent.as_deref()) {
             let by = format!("record-error --resolve {id}");
-            match error_log::recover(cx, &root, scope, unit, &by, Some(id)) {
+            let r = error_log::Recovery {
+                scope,
+                unit,
+                by: &by,
+                upto: Some(id),
+                started: None,
+            };
+            match error_log::recover(cx, &root, r) {
                 Ok(more) => done.recovered = more,
                 Err(f) => cx.warn(&format!(
                     "the agent's other open failures were not resolved: {f}"
@@ -679,11 +686,26 @@ pub fn resolve(cx: &Context, sel: &Selection, resolution: Resolution) -> Result<
     Ok(done)
 }
 
+/// When a call that ran `elapsed_ms` and ended now started (now, when its duration is not
+/// known).
+pub fn started_at(cx: &Context, elapsed_ms: Option<u64>) -> DateTime<Utc> {
+    elapsed_ms
+        .and_then(|ms| chrono::Duration::try_milliseconds(i64::try_from(ms).ok()?))
+        .and_then(|d| cx.now.checked_sub_signed(d))
+        .unwrap_or(cx.now)
+}
+
 /// A success of `unit` (an agent, or a work item's breaker key) in `scope` (the workflow,
-/// else the session): its open failures there are resolved as `recovered_by_retry`. Best
-/// effort: returns the ids resolved, and a failure (a busy log) is a warning that leaves them
-/// open for the next success or a person.
-pub fn recovered(cx: &Context, scope: &str, unit: &str, by: &str) -> Vec<String> {
+/// else the session), by a call that `started` then: its open failures there, recorded by
+/// then, are resolved as `recovered_by_retry`. Best effort: returns the ids resolved, and a
+/// failure (a busy log) is a warning that leaves them open for the next success or a person.
+pub fn recovered(
+    cx: &Context,
+    scope: &str,
+    unit: &str,
+    by: &str,
+    started: Option<DateTime<Utc>>,
+) -> Vec<String> {
     let root = match cx.ensure_root() {
         Ok(r) => r,
         Err(f) => {
@@ -691,7 +713,14 @@ pub fn recovered(cx: &Context, scope: &str, unit: &str, by: &str) -> Vec<String>
             return Vec::new();
         }
     };
-    match error_log::recover(cx, &root, scope, unit, by, None) {
+    let r = error_log::Recovery {
+        scope,
+        unit,
+        by,
+        upto: None,
+        started,
+    };
+    match error_log::recover(cx, &root, r) {
         Ok(lines) => lines.into_iter().map(|l| l.resolves).collect(),
         Err(f) => {
             cx.warn(&format!("{unit}'s earlier failures were not resolved: {f}"));

@@ -168,6 +168,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
             before = base.at(chrono::Utc::now());
             &before
         };
+        let started = cx.now;
         let ticket = match effects::gate(cx, key, session, own_open)? {
             Gate::Go(ticket) => ticket,
             Gate::Own(ticket) => {
@@ -239,7 +240,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 attempt.elapsed,
             );
             entry["breaker"] = json!(b);
-            let resolved = effects::recovered(cx, args, &unit);
+            let resolved = effects::recovered(cx, args, &unit, started);
             if !resolved.is_empty() {
                 entry["resolved"] = json!(resolved);
             }

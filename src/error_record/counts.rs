@@ -50,16 +50,57 @@ impl<'a> Keys<'a> {
     pub fn scope(&self) -> &'a str {
         self.workflow.or(self.session).unwrap_or("")
     }
+}
 
-    /// `scope \x1f unit`, the key of a unit's counts.
-    pub fn unit_key(&self) -> Option<String> {
-        self.agent.map(|a| unit_key(self.scope(), a))
+/// Per scope, per unit. Looked up by `&str`, so counting a line allocates only for a key
+/// seen for the first time (a report streams millions of lines through it).
+pub type Scoped = BTreeMap<String, BTreeMap<String, UnitCounts>>;
+
+fn bump(m: &mut BTreeMap<String, u64>, key: &str) {
+    match m.get_mut(key) {
+        Some(n) => *n += 1,
+        None => {
+            m.insert(key.to_string(), 1);
+        }
     }
 }
 
-/// `scope \x1f unit`.
-pub fn unit_key(scope: &str, unit: &str) -> String {
-    format!("{scope}\u{1f}{unit}")
+/// Applies `f` to the counts of `unit` in `scope`, created empty when missing.
+fn with_unit(m: &mut Scoped, scope: &str, unit: &str, f: impl FnOnce(&mut UnitCounts)) {
+    if let Some(u) = m.get_mut(scope).and_then(|units| units.get_mut(unit)) {
+        f(u);
+        return;
+    }
+    let mut u = UnitCounts::default();
+    f(&mut u);
+    m.entry(scope.to_string())
+        .or_default()
+        .insert(unit.to_string(), u);
+}
+
+/// One fewer for `unit` in `scope` (and in `phase`); entries that reach zero are dropped.
+fn unit_down(m: &mut Scoped, scope: &str, unit: &str, phase: Option<&str>) {
+    let Some(units) = m.get_mut(scope) else {
+        return;
+    };
+    let Some(u) = units.get_mut(unit) else {
+        return;
+    };
+    if let Some(p) = phase {
+        if u.phases.get_mut(p).is_some_and(down) {
+            u.phases.remove(p);
+        }
+    }
+    if down(&mut u.open) {
+        units.remove(unit);
+        if units.is_empty() {
+            m.remove(scope);
+        }
+    }
+}
+
+fn unit_get<'m>(m: &'m Scoped, scope: &str, unit: &str) -> Option<&'m UnitCounts> {
+    m.get(scope)?.get(unit).filter(|u| u.open > 0)
 }
 
 /// One unit's open failures.
@@ -88,8 +129,9 @@ fn is_zero(n: &u64) -> bool {
 pub struct OpenCounts {
     /// Open failures per session.
     pub sessions: BTreeMap<String, u64>,
-    /// Open failures per unit, keyed `scope \x1f unit` (a unit with none is dropped).
-    pub units: BTreeMap<String, UnitCounts>,
+    /// Open failures per scope (workflow, else session) and unit (a unit with none is
+    /// dropped).
+    pub units: Scoped,
 }
 
 fn down(n: &mut u64) -> bool {
@@ -101,14 +143,15 @@ impl OpenCounts {
     /// One more open failure.
     pub fn open(&mut self, k: &Keys) {
         if let Some(s) = k.session {
-            *self.sessions.entry(s.to_string()).or_default() += 1;
+            bump(&mut self.sessions, s);
         }
-        if let Some(key) = k.unit_key() {
-            let u = self.units.entry(key).or_default();
-            u.open += 1;
-            if let Some(p) = k.phase {
-                *u.phases.entry(p.to_string()).or_default() += 1;
-            }
+        if let Some(a) = k.agent {
+            with_unit(&mut self.units, k.scope(), a, |u| {
+                u.open += 1;
+                if let Some(p) = k.phase {
+                    bump(&mut u.phases, p);
+                }
+            });
         }
     }
 
@@ -120,19 +163,8 @@ impl OpenCounts {
                 self.sessions.remove(s);
             }
         }
-        let Some(key) = k.unit_key() else {
-            return;
-        };
-        let Some(u) = self.units.get_mut(&key) else {
-            return;
-        };
-        if let Some(p) = k.phase {
-            if u.phases.get_mut(p).is_some_and(down) {
-                u.phases.remove(p);
-            }
-        }
-        if down(&mut u.open) {
-            self.units.remove(&key);
+        if let Some(a) = k.agent {
+            unit_down(&mut self.units, k.scope(), a, k.phase);
         }
     }
 
@@ -154,12 +186,12 @@ impl OpenCounts {
 
     /// The units of `scope` with an open failure (in `phase`, when given), sorted.
     pub fn failing(&self, scope: &str, phase: Option<&str>) -> Vec<String> {
-        let prefix = unit_key(scope, "");
         self.units
-            .range(prefix.clone()..)
-            .take_while(|(k, _)| k.starts_with(&prefix))
+            .get(scope)
+            .into_iter()
+            .flatten()
             .filter(|(_, u)| u.open > 0 && phase.is_none_or(|p| u.phases.contains_key(p)))
-            .map(|(k, _)| k[prefix.len()..].to_string())
+            .map(|(name, _)| name.clone())
             .collect()
     }
 
@@ -168,11 +200,12 @@ impl OpenCounts {
     pub fn by_scope(&self) -> (BTreeMap<&str, Vec<&str>>, BTreeMap<(&str, &str), Vec<&str>>) {
         let mut scopes: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         let mut phases: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
-        for (key, u) in self.units.iter().filter(|(_, u)| u.open > 0) {
-            let (scope, unit) = key.split_once('\u{1f}').unwrap_or(("", key));
-            scopes.entry(scope).or_default().push(unit);
-            for p in u.phases.keys() {
-                phases.entry((scope, p)).or_default().push(unit);
+        for (scope, units) in &self.units {
+            for (unit, u) in units.iter().filter(|(_, u)| u.open > 0) {
+                scopes.entry(scope).or_default().push(unit);
+                for p in u.phases.keys() {
+                    phases.entry((scope, p)).or_default().push(unit);
+                }
             }
         }
         (scopes, phases)
@@ -199,10 +232,10 @@ pub struct Counters {
     /// The open failures, counted (`sessions`, `units`).
     #[serde(flatten)]
     pub open: OpenCounts,
-    /// Interrupts not resolved yet, per unit (`scope \x1f unit`): they count toward no
-    /// threshold, but the unit's next success resolves them too (a resume that worked).
+    /// Interrupts not resolved yet, per scope and unit: they count toward no threshold, but
+    /// the unit's next success resolves them too (a resume that worked).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub interrupts: BTreeMap<String, UnitCounts>,
+    pub interrupts: Scoped,
 }
 
 /// The format version written now (2: open failures instead of every failure ever).
@@ -222,32 +255,30 @@ impl Counters {
     pub fn count_line(&mut self, line: &LogLine, at: u64) {
         self.open.count_line(line);
         if line.is_interrupt() {
-            let k = Keys::of_line(line, None).unit_key();
-            if let Some(key) = k {
+            let k = Keys::of_line(line, None);
+            if let Some(a) = k.agent {
                 if line.error_id.is_some() && !line.is_resolution() {
-                    let u = self.interrupts.entry(key).or_default();
-                    u.open += 1;
-                    if u.open == 1 {
-                        u.since = at;
-                    }
+                    with_unit(&mut self.interrupts, k.scope(), a, |u| {
+                        u.open += 1;
+                        if u.open == 1 {
+                            u.since = at;
+                        }
+                    });
                 } else if line.is_resolution()
                     && !line.resolution.as_ref().is_some_and(|r| r.failed())
                 {
-                    if let Some(u) = self.interrupts.get_mut(&key) {
-                        if down(&mut u.open) {
-                            self.interrupts.remove(&key);
-                        }
-                    }
+                    unit_down(&mut self.interrupts, k.scope(), a, None);
                 }
             }
         }
         if line.opens() {
-            let phase = line.phase_text();
-            if let Some(key) = Keys::of_line(line, phase.as_deref()).unit_key() {
-                if let Some(u) = self.open.units.get_mut(&key) {
-                    if u.open == 1 {
-                        u.since = at;
-                    }
+            let k = Keys::of_line(line, None);
+            if let Some(u) = k
+                .agent
+                .and_then(|a| self.open.units.get_mut(k.scope())?.get_mut(a))
+            {
+                if u.open == 1 {
+                    u.since = at;
                 }
             }
         }
@@ -263,22 +294,14 @@ impl Counters {
 
     /// The open failures of `unit` in `scope`, and where in the log to look for them.
     pub fn unit(&self, scope: &str, unit: &str) -> Option<&UnitCounts> {
-        self.open
-            .units
-            .get(&unit_key(scope, unit))
-            .filter(|u| u.open > 0)
+        unit_get(&self.open.units, scope, unit)
     }
 
     /// Where in the log the unresolved failures and interrupts of `unit` in `scope` begin;
     /// `None` when it has none.
     pub fn unresolved_since(&self, scope: &str, unit: &str) -> Option<u64> {
-        let key = unit_key(scope, unit);
         let a = self.unit(scope, unit).map(|u| u.since);
-        let b = self
-            .interrupts
-            .get(&key)
-            .filter(|u| u.open > 0)
-            .map(|u| u.since);
+        let b = unit_get(&self.interrupts, scope, unit).map(|u| u.since);
         match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

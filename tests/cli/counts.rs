@@ -199,46 +199,109 @@ fn item1_an_agent_that_recovers_on_retry_is_not_counted_as_failed() {
 #[test]
 fn item1_a_hook_success_and_a_passing_subagent_stop_resolve_the_agents_failures() {
     let s = Sandbox::new();
-    let hook = |payload: Value| {
+    s.write(
+        ".triage.toml",
+        "[agents.researcher.output]\nmax_rejections = 0\n",
+    );
+    let hook = |at: &str, payload: Value| {
         s.cmd(&["hook"])
-            .env("TRIAGE_NOW", NOW)
+            .env("TRIAGE_NOW", at)
             .write_stdin(payload.to_string())
             .assert()
             .code(0);
     };
-    let agent_call = |event: &str, id: &str| {
+    let call = |event: &str, id: &str, response: Value| {
         json!({"hook_event_name": event, "session_id": "sess", "tool_name": "Agent",
                "tool_use_id": id, "tool_input": {"subagent_type": "researcher"},
-               "error": "Agent timed out after 300 s",
-               "tool_response": {"content": [{"type": "text", "text": "Found [1] and [2]."}]}})
+               "error": "Agent timed out after 300 s", "tool_response": response})
     };
-    hook(agent_call("PostToolUseFailure", "t1"));
+    let found =
+        json!({"status": "completed", "content": [{"type": "text", "text": "Found [1] and [2]."}]});
+    // A foreground call fails; the retry (a later call) succeeds.
+    hook(
+        "2026-02-04T14:00:00Z",
+        call("PreToolUse", "t1", json!(null)),
+    );
+    hook(
+        "2026-02-04T14:05:00Z",
+        call("PostToolUseFailure", "t1", json!(null)),
+    );
     assert_eq!(lines(&s).len(), 1);
-    hook(agent_call("PostToolUse", "t2"));
+    hook(
+        "2026-02-04T14:06:00Z",
+        call("PreToolUse", "t2", json!(null)),
+    );
+    hook(
+        "2026-02-04T14:07:00Z",
+        call("PostToolUse", "t2", found.clone()),
+    );
     let l = lines(&s);
     assert_eq!(l.len(), 2, "{l:?}");
     assert_eq!(l[1]["resolves"], l[0]["error_id"]);
     assert_eq!(l[1]["by"], "hook PostToolUse");
+    assert_eq!(l[1]["timestamp"], "2026-02-04T14:07:00.000Z");
     assert_eq!(
         l[1]["workflow_id"], "sess",
         "the session is the hook's workflow"
     );
 
-    // A failure, then a SubagentStop whose output passes.
-    hook(agent_call("PostToolUseFailure", "t3"));
+    // A background subagent fails; the one launched after it passes at its SubagentStop.
+    let launched = |id: &str, aid: &str| {
+        call(
+            "PostToolUse",
+            id,
+            json!({"isAsync": true, "status": "async_launched", "agentId": aid}),
+        )
+    };
+    let stop = |aid: &str, text: &str| {
+        json!({"hook_event_name": "SubagentStop", "session_id": "sess", "agent_id": aid,
+               "agent_type": "researcher", "last_assistant_message": text})
+    };
     hook(
-        json!({"hook_event_name": "SubagentStop", "session_id": "sess",
-                "agent_type": "researcher", "agent_id": "a1",
-                "last_assistant_message": "Found three sources [1] [2] [3]."}),
+        "2026-02-04T14:10:00Z",
+        call("PreToolUse", "t3", json!(null)),
+    );
+    hook("2026-02-04T14:10:00Z", launched("t3", "a3"));
+    hook("2026-02-04T14:12:00Z", stop("a3", ""));
+    hook(
+        "2026-02-04T14:13:00Z",
+        call("PreToolUse", "t4", json!(null)),
+    );
+    hook("2026-02-04T14:13:00Z", launched("t4", "a4"));
+    hook(
+        "2026-02-04T14:15:00Z",
+        stop("a4", "Found three sources [1] [2] [3]."),
     );
     let l = lines(&s);
+    let failed = l
+        .iter()
+        .rfind(|r| r.get("error_id").is_some())
+        .unwrap()
+        .clone();
     let last = l.last().unwrap();
-    assert_eq!(last["resolves"], l[2]["error_id"], "{l:?}");
+    assert_eq!(last["resolves"], failed["error_id"], "{l:?}");
     assert_eq!(last["by"], "hook SubagentStop");
     let c: Value = serde_json::from_str(&s.read(".triage/logs/errors.counters.json")).unwrap();
+    assert!(c["sessions"].get("sess").is_none(), "nothing open: {c}");
+
+    // Siblings that ran side by side: one's success says nothing of the other's failure.
+    hook(
+        "2026-02-04T14:20:00Z",
+        call("PreToolUse", "t5", json!(null)),
+    );
+    hook(
+        "2026-02-04T14:20:00Z",
+        call("PreToolUse", "t6", json!(null)),
+    );
+    hook(
+        "2026-02-04T14:21:00Z",
+        call("PostToolUseFailure", "t5", json!(null)),
+    );
+    hook("2026-02-04T14:22:00Z", call("PostToolUse", "t6", found));
+    let after = lines(&s);
     assert!(
-        c["sessions"].get("sess").is_none(),
-        "nothing open in the session: {c}"
+        after.last().unwrap().get("error_id").is_some(),
+        "t5's failure stays open: {after:?}"
     );
 }
 

@@ -266,15 +266,21 @@ pub fn record_failure(
     }
 }
 
-/// An attempt succeeded: the open failures of `unit` in this run's workflow (else session)
-/// are resolved as recovered by retry. Returns their ids; a failure is a warning.
-pub fn recovered(cx: &Context, args: &Args, unit: &str) -> Vec<String> {
+/// An attempt that started at `started` succeeded: the open failures of `unit` in this run's
+/// workflow (else session) recorded by then are resolved as recovered by retry. Returns their
+/// ids; a failure is a warning.
+pub fn recovered(
+    cx: &Context,
+    args: &Args,
+    unit: &str,
+    started: chrono::DateTime<chrono::Utc>,
+) -> Vec<String> {
     let scope = args
         .workflow
         .as_deref()
         .or(args.session.as_deref())
         .unwrap_or("");
-    record_error::recovered(cx, scope, unit, "run")
+    record_error::recovered(cx, scope, unit, "run", Some(started))
 }
 
 /// The error object of an interrupt that came while waiting to retry.
