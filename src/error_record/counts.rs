@@ -218,7 +218,7 @@ impl OpenCounts {
 /// They are a cache of the log up to byte `log_len`: when the log's length differs (a crash
 /// between the append and the counters' write, an edit, a prune), they are rebuilt from it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(from = "CountersFile", into = "CountersFile")]
 pub struct Counters {
     /// Format version.
     pub version: u32,
@@ -230,12 +230,55 @@ pub struct Counters {
     /// The last sequence number handed out for an `error_id`.
     pub seq: u64,
     /// The open failures, counted (`sessions`, `units`).
-    #[serde(flatten)]
     pub open: OpenCounts,
     /// Interrupts not resolved yet, per scope and unit: they count toward no threshold, but
     /// the unit's next success resolves them too (a resume that worked).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub interrupts: Scoped,
+}
+
+/// [`Counters`] as written: the open counts at the top level, without `serde(flatten)` (whose
+/// buffering made reading them the costliest part of a hook's success path).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+struct CountersFile {
+    version: u32,
+    log_len: u64,
+    log_ino: u64,
+    seq: u64,
+    sessions: BTreeMap<String, u64>,
+    units: Scoped,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    interrupts: Scoped,
+}
+
+impl From<CountersFile> for Counters {
+    fn from(f: CountersFile) -> Counters {
+        Counters {
+            version: f.version,
+            log_len: f.log_len,
+            log_ino: f.log_ino,
+            seq: f.seq,
+            open: OpenCounts {
+                sessions: f.sessions,
+                units: f.units,
+            },
+            interrupts: f.interrupts,
+        }
+    }
+}
+
+impl From<Counters> for CountersFile {
+    fn from(c: Counters) -> CountersFile {
+        CountersFile {
+            version: c.version,
+            log_len: c.log_len,
+            log_ino: c.log_ino,
+            seq: c.seq,
+            sessions: c.open.sessions,
+            units: c.open.units,
+            interrupts: c.interrupts,
+        }
+    }
 }
 
 /// The format version written now (2: open failures instead of every failure ever).
