@@ -240,7 +240,14 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 attempt.elapsed,
             );
             entry["breaker"] = json!(b);
-            let resolved = effects::recovered(cx, args, &unit, started);
+            // Only a run that says who it is: without --agent, --breaker or --name the unit
+            // is the program's file name, which two different commands (`sh -c …`) share.
+            let named = args.agent.is_some() || args.breaker.is_some() || args.name.is_some();
+            let resolved = if named {
+                effects::recovered(cx, args, &unit, started)
+            } else {
+                Vec::new()
+            };
             if !resolved.is_empty() {
                 entry["resolved"] = json!(resolved);
             }

@@ -197,6 +197,21 @@ fn item1_an_agent_that_recovers_on_retry_is_not_counted_as_failed() {
 }
 
 #[test]
+fn item1_a_run_that_does_not_say_who_it_is_resolves_nothing() {
+    let s = sandbox();
+    let run = |script: &str| {
+        s.cmd(&["run", "--workflow", "w1", "--", "sh", "-c", script])
+            .env("TRIAGE_NOW", NOW)
+            .output()
+            .unwrap()
+    };
+    run("echo 'cannot parse the data' >&2; exit 2");
+    assert_eq!(run("echo fine").status.code(), Some(0));
+    // Two different `sh -c` commands share only the program's name: nothing is resolved.
+    assert!(lines(&s).iter().all(|l| l.get("resolves").is_none()));
+}
+
+#[test]
 fn item1_a_hook_success_and_a_passing_subagent_stop_resolve_the_agents_failures() {
     let s = Sandbox::new();
     s.write(
