@@ -649,7 +649,7 @@ fn breaker_open(v: &View) -> Result<(Value, String), String> {
     };
     let b = breaker_of(v, &agent).ok_or_else(|| {
         format!(
-            "there is no breaker `{agent}` in {}/breakers: Template 4 is for an open breaker (`triage breaker status` lists them)",
+            "there is no breaker `{agent}` in {}/breakers: this text is for an open breaker (`triage breaker status` lists them)",
             v.input.state_root
         )
     })?;
@@ -659,7 +659,7 @@ fn breaker_open(v: &View) -> Result<(Value, String), String> {
         "half_open" => "circuit breaker is half-open (a probe may test it)",
         other => {
             return Err(format!(
-                "breaker `{}` is {other}, not open: Template 4 is for an open breaker",
+                "breaker `{}` is {other}, not open: this text is for an open breaker",
                 b.key
             ))
         }
@@ -683,7 +683,7 @@ fn breaker_open(v: &View) -> Result<(Value, String), String> {
         "Abort workflow".into(),
     ]);
     let twice = if b.opened >= 2 {
-        " (seed 000: a breaker that opens twice is a reason to abort)"
+        " (a breaker that opens twice is a reason to abort)"
     } else {
         ""
     };

@@ -293,7 +293,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         // Seed 001: more than 2 failing in the workflow: pause, and do not continue retrying.
         if let (Next::Retry(_), Some(w)) = (&next, crossed.iter().find(|w| w.name == "cascade")) {
             next = Next::Stop(format!(
-                "the cascade rule fired ({} agents failing in the workflow, more than {}): automatic retries stop and the failures go to the user (seed 001)",
+                "the cascade rule fired ({} agents failing in the workflow, more than {}): automatic retries stop and the failures go to the user",
                 w.count, w.threshold
             ));
         }

@@ -171,7 +171,7 @@ pub(super) fn cascade(v: &View) -> Result<(Value, String), String> {
     let limit = v.input.policy.thresholds.cascade_agents;
     if failing.len() as u64 <= u64::from(limit) {
         return Err(format!(
-            "no cascade in workflow {workflow}: {} agent{} failing, the rule needs more than {limit} (seed 001)",
+            "no cascade in workflow {workflow}: {} agent{} failing, the rule needs more than {limit}",
             failing.len(),
             if failing.len() == 1 { " is" } else { "s are" }
         ));
