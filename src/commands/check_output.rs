@@ -189,9 +189,8 @@ fn flag_rules(args: &Args) -> Result<OutputRules, Failure> {
         ("--forbid", &args.forbid),
     ] {
         for p in list {
-            regex::Regex::new(p).map_err(|e| {
-                let why = e.to_string();
-                let why = why.lines().last().unwrap_or_default().trim().to_string();
+            // Through the policy cache: a flag given on every call compiles once per policy.
+            crate::policy_cache::matcher(p).check().map_err(|why| {
                 Failure::usage(format!("{flag} `{p}` is not a valid regex: {why}"))
             })?;
         }

@@ -156,15 +156,33 @@ pub fn save(root: &Path) -> Result<(), store::StoreError> {
 }
 
 /// Keeps the newest caches (another policy in the same state root, an edit undone) and
-/// removes the rest.
+/// removes the rest, and the temp files of writers killed before their rename (a hook past
+/// its deadline) once they are a minute old: a younger one may be another call's, still being
+/// written.
 fn prune(keep: &Path) {
     const KEEP: usize = 8;
+    const TEMP_AGE_NS: i128 = 60 * 1_000_000_000;
     let Some(dir) = keep.parent() else {
         return;
     };
     let Ok(entries) = store::list_dir(dir) else {
         return;
     };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    for e in entries.iter().filter(|e| e.kind == store::Kind::File) {
+        let Some(name) = e.name.to_str() else {
+            continue;
+        };
+        if !(name.starts_with(".policy-") && name.contains(".bin.tmp-")) {
+            continue;
+        }
+        let p = dir.join(name);
+        if store::modified_ns(&p).is_ok_and(|m| m.is_some_and(|m| now - m > TEMP_AGE_NS)) {
+            let _ = store::remove(&p);
+        }
+    }
     let mut caches: Vec<(i128, PathBuf)> = entries
         .iter()
         .filter(|e| e.kind == store::Kind::File)

@@ -789,7 +789,10 @@ pub fn write_cache(target: &Path, bytes: &[u8]) -> Result<()> {
     let (dir, name) = locate_for_write(target)?;
     dir.expect_file(&name)?;
     let (tmp, mut f) = dir.create_temp(&name)?;
-    let written = f.write_all(bytes).and_then(|()| dir.rename(&tmp, &name));
+    let written = f
+        .write_all(bytes)
+        .and_then(|()| fault::at("cache-before-rename"))
+        .and_then(|()| dir.rename(&tmp, &name));
     if let Err(e) = written {
         let _ = dir.unlink(&tmp);
         return Err(StoreError::io("cannot write", target, e));

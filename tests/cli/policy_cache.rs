@@ -207,3 +207,49 @@ fn classify_leaves_no_cache_where_there_is_no_state_root() {
     s.cmd(&["classify", "--message", "boom"]).assert().success();
     assert!(!s.root().exists());
 }
+
+#[test]
+fn a_cache_write_killed_before_its_rename_leaves_the_old_file_and_its_temp_is_cleared_later() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    let (first, _) = check(&s, OUTPUT);
+    let file = cache_files(&s).remove(0);
+    let good = std::fs::read(&file).unwrap();
+    // Damaged, so the next call writes it anew; that call is killed before its rename.
+    let damaged = good[..good.len() / 2].to_vec();
+    std::fs::write(&file, &damaged).unwrap();
+    let killed = s
+        .cmd(&["check-output", "--agent", "researcher"])
+        .env("TRIAGE_FAULT", "cache-before-rename:abort")
+        .write_stdin(OUTPUT)
+        .output()
+        .unwrap();
+    assert!(!killed.status.success(), "{killed:?}");
+    // The file is the old one, whole: a reader sees the old bytes or the new ones, never a mix.
+    assert_eq!(std::fs::read(&file).unwrap(), damaged);
+    let temps: Vec<PathBuf> = std::fs::read_dir(s.root().join("cache"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().contains(".bin.tmp-"))
+        .collect();
+    assert_eq!(temps.len(), 1, "the killed writer's temp file: {temps:?}");
+    // A young temp may be another call's, still being written: it stays.
+    let (again, err) = check(&s, OUTPUT);
+    assert_eq!(again, first);
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), good, "rewritten whole");
+    assert!(temps[0].exists());
+    // Once it is a minute old, the next write removes it.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
+    std::fs::File::options()
+        .write(true)
+        .open(&temps[0])
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    std::fs::write(&file, b"damaged").unwrap();
+    let (third, _) = check(&s, OUTPUT);
+    assert_eq!(third, first);
+    assert!(!temps[0].exists(), "left behind");
+    assert_eq!(std::fs::read(&file).unwrap(), good);
+}
