@@ -78,7 +78,7 @@ def validate(x, v, root, env):
     code, out, err = measure.capture(v.argv, env, v.stdin)
     if code != 0:
         return False, "exit %d: %s" % (code, (err or out).strip()[:300])
-    if v.role == "triage" and err.strip():
+    if v.role in ("triage", "compare") and err.strip():
         return False, "degraded (warning on stderr): %s" % err.strip()[:300]
     if v.check:
         problem = v.check(out)
@@ -88,7 +88,7 @@ def validate(x, v, root, env):
 
 
 def prepare_variant(x, case, v):
-    root = fresh_dir(os.path.join(x.work, case.id, v.role))
+    root = fresh_dir(os.path.join(x.work, case.id, getattr(v, "dirname", v.role)))
     if v.setup:
         v.setup(root)
     return root, x.env_for(root)
@@ -107,7 +107,7 @@ def run_single(x, case, cfg):
                                                           for i, a in enumerate(v.argv)],
                  "stdin": os.path.basename(v.stdin) if v.stdin else None}
         if not ok:
-            entry["note"] = "baseline failed: " + note
+            entry["note"] = ("failed: " if v.role == "compare" else "baseline failed: ") + note
         else:
             live.append((v, root, env, entry))
         res["variants"].append(entry)
@@ -301,6 +301,13 @@ def targets(results):
                 r = tri["median_ms"] / floor["median_ms"]
                 add("%s within 2× of /bin/true" % c["id"], "PASS" if r <= 2 else "MISS",
                     "%.2f× (%s vs %s)" % (r, report.fmt_ms(tri["median_ms"]), report.fmt_ms(floor["median_ms"])))
+                for e in c["variants"]:
+                    if e["role"] == "compare" and e.get("median_ms") is not None:
+                        r = e["median_ms"] / floor["median_ms"]
+                        add("%s, %s, within 2× of /bin/true" % (c["id"], e["name"]),
+                            "PASS" if r <= 2 else "MISS",
+                            "%.2f× (%s vs %s)" % (r, report.fmt_ms(e["median_ms"]),
+                                                  report.fmt_ms(floor["median_ms"])))
             if bash:
                 r = bash["median_ms"] / tri["median_ms"]
                 add("%s ≥5× faster than bash+jq" % c["id"], "PASS" if r >= 5 else "MISS",
@@ -392,6 +399,9 @@ def main():
     ap.add_argument("--only", action="append", default=[], help="case id (repeatable)")
     ap.add_argument("--runs", type=int, help="timed runs per variant of single-call cases")
     ap.add_argument("--label", default="default", help="how the binary was built")
+    ap.add_argument("--compare", action="append", default=[], metavar="NAME=BIN",
+                    help="also time another triage binary (another build, another commit) in "
+                         "every single-call case, interleaved with the rest (repeatable)")
     ap.add_argument("--update-doc", help="replace the results section of this Markdown file")
     args = ap.parse_args()
     x, cfg = Env(args), Config(args)
@@ -408,7 +418,17 @@ def main():
                "policy": os.path.relpath(x.policy, REPO), "cases": []}
     want = set(args.only)
     failed = False
-    todo = [(c.id, c) for c in C.single_cases(x)] + [(c.id, c) for c in C.concurrent_cases(x)] + [("report", None)]
+    compare = []
+    for spec in args.compare:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not os.access(path, os.X_OK):
+            ap.error("--compare wants NAME=BIN, an executable triage binary: %r" % spec)
+        compare.append((name, os.path.abspath(path)))
+    results["triage"]["compared"] = [{"name": n, "bin": b} for n, b in compare]
+    singles = C.single_cases(x)
+    for c in singles:
+        C.add_compared(c, compare)
+    todo = [(c.id, c) for c in singles] + [(c.id, c) for c in C.concurrent_cases(x)] + [("report", None)]
     for cid, case in todo:
         if want and cid not in want:
             continue

@@ -130,6 +130,20 @@ def single_cases(x):
     ]
 
 
+def add_compared(case, compare):
+    """Adds, after the case's triage variant, the same call made by each (name, binary) of
+    `compare` (another build or commit), so both are timed under the same load."""
+    tri = next((v for v in case.variants if v.role == "triage"), None)
+    if tri is None:
+        return
+    at = case.variants.index(tri) + 1
+    for n, (name, binary) in enumerate(compare):
+        v = Variant("%s (%s)" % (tri.name, name), "compare", [binary] + tri.argv[1:], tri.stdin,
+                    tri.check, tri.setup)
+        v.dirname = "compare-%d" % n
+        case.variants.insert(at + n, v)
+
+
 def concurrent_cases(x):
     t, b, i = x.triage, x.baselines, x.inputs
     failure = i + "/post-tool-use-failure.json"

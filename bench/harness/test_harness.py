@@ -30,6 +30,22 @@ class Checks(unittest.TestCase):
         self.assertIsNotNone(check('{"permissionDecision": "deny"}'))
 
 
+class Compared(unittest.TestCase):
+    def test_each_binary_makes_the_triage_call_beside_it(self):
+        setup = cases.state_file({"n": 0})
+        case = cases.Case("c", "t", "state-write", variants=[
+            cases.Variant("triage x", "triage", ["/a/triage", "x", "--y"], "in.json", None, setup),
+            cases.Variant("/bin/true", "floor", ["/bin/true"], "in.json")])
+        cases.add_compared(case, [("main", "/m/triage"), ("static", "/s/triage")])
+        self.assertEqual([v.name for v in case.variants],
+                         ["triage x", "triage x (main)", "triage x (static)", "/bin/true"])
+        main, static = case.variants[1], case.variants[2]
+        self.assertEqual((main.role, main.argv, main.stdin, main.setup),
+                         ("compare", ["/m/triage", "x", "--y"], "in.json", setup))
+        self.assertEqual(static.argv[0], "/s/triage")
+        self.assertNotEqual(main.dirname, static.dirname, "each its own state root")
+
+
 class Logs(unittest.TestCase):
     def test_generated_log_counts_and_check(self):
         with tempfile.TemporaryDirectory() as d:
