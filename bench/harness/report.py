@@ -18,7 +18,7 @@ def fmt_ratio(r):
 
 
 def rows(case):
-    """The table rows of one case: [variant, median, spread, peak RSS, ratio, note]."""
+    """The table rows of one case: [variant, median, spread, (CPU time,) peak RSS, ratio, note]."""
     out = []
     for v in case.get("variants", []):
         if case["kind"] == "concurrent":
@@ -31,7 +31,7 @@ def rows(case):
         else:
             spread = "-" if v.get("median_ms") is None else "%s – %s" % (
                 fmt_ms(v["p25_ms"]), fmt_ms(v["p75_ms"]))
-            out.append([v["name"], fmt_ms(v.get("median_ms")), spread,
+            out.append([v["name"], fmt_ms(v.get("median_ms")), spread, fmt_ms(v.get("cpu_median_ms")),
                         fmt_kb(v.get("peak_rss_kb")), fmt_ratio(v.get("ratio")), v.get("note", "")])
     return out
 
@@ -41,7 +41,7 @@ def header(case):
         return ["variant", "throughput", "wall (best)", "this ÷ triage", "note"]
     if case["kind"] == "scaling":
         return ["variant", "median", "min – max", "peak RSS", "this ÷ triage", "note"]
-    return ["variant", "median", "p25 – p75", "peak RSS", "this ÷ triage", "note"]
+    return ["variant", "median", "p25 – p75", "CPU time", "peak RSS", "this ÷ triage", "note"]
 
 
 def title(case):

@@ -18,7 +18,7 @@ use crate::breaker::{self as core, Breaker, CallReport, Millis, Transition};
 use crate::context::{Context, Outcome as Answer};
 use crate::exit::{Failure, FailureClass};
 use crate::policy::{BreakerSettings, Scope};
-use crate::store::{self, Backup};
+use crate::store;
 use crate::vocab::Kind;
 use serde::Serialize;
 use serde_json::Value;
@@ -540,7 +540,8 @@ fn with_breaker<T>(
         let mut bytes = serde_json::to_vec(&b)
             .map_err(|e| Failure::data(format!("cannot serialize breaker `{}`: {e}", id.key)))?;
         bytes.push(b'\n');
-        store::replace(&path, &bytes, Backup::Skip)?;
+        // Atomic, not durable (SPEC §6): no fsync on every hook call's path.
+        store::replace_unsynced(&path, &bytes)?;
     }
     log_transitions(cx, &b, &transitions);
     Ok(out)

@@ -528,3 +528,47 @@ fn concurrent_failures_count_exactly_and_trip_once() {
     assert_eq!(st["state"], "open");
     assert_eq!(edges(&s), [("closed".into(), "open".into())]);
 }
+
+/// Issue 21: a breaker's state is replaced atomically but not durably (SPEC §6 asks fsync of
+/// state-write's files only): no fsync on every hook call's path. A failing fsync, which
+/// fails state-write, cannot fail a breaker record, because none is made; a record killed
+/// before its rename leaves the previous state whole.
+#[test]
+fn breaker_state_is_replaced_atomically_without_fsync() {
+    let s = Sandbox::new();
+    run(&s, T0, &["record", "researcher", "--outcome", "failure"]);
+    let out = s
+        .cmd(&["breaker", "record", "researcher", "--outcome", "failure"])
+        .args(["--strict"])
+        .env("TRIAGE_NOW", at(T0 + 1))
+        .env("TRIAGE_FAULT", "fsync:eio")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json_out(&out)["consecutive_failures"], 2);
+    let state = ".triage/breakers/researcher.json";
+    let before = s.read(state);
+    let killed = s
+        .cmd(&["breaker", "record", "researcher", "--outcome", "failure"])
+        .env("TRIAGE_NOW", at(T0 + 2))
+        .env("TRIAGE_FAULT", "before-rename:abort")
+        .output()
+        .unwrap();
+    assert!(!killed.status.success());
+    assert_eq!(s.read(state), before);
+    // The next record starts from that state (the second failure opened the breaker).
+    let failures =
+        |text: &str| serde_json::from_str::<Value>(text).unwrap()["totals"]["failures"].clone();
+    assert_eq!(failures(&before), 2);
+    run(
+        &s,
+        T0 + 3,
+        &["record", "researcher", "--outcome", "failure"],
+    );
+    assert_eq!(failures(&s.read(state)), 3);
+}
