@@ -17,6 +17,7 @@ use crate::duration::Dur;
 use crate::exit::Failure;
 use crate::run::child::{self, Attempt, Interrupts, Spec};
 use crate::run::plan::{self, End, Next};
+use crate::run::wiring::Wiring;
 use crate::store::{self, Backup};
 use crate::vocab::Kind;
 use effects::Gate;
@@ -117,6 +118,17 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
 }
 
 fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
+    let stdin = read_stdin(cx)?.map(Arc::new);
+    let interrupts = Interrupts::install()
+        .map_err(|e| Failure::io(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
+    let (status, doc) = attempts(args, cx, &Wiring::own(stdin, &interrupts))?;
+    emit(args, cx, &doc)?;
+    Ok(status)
+}
+
+/// The attempt loop, wired by `wiring` (`triage phase` runs one per work item): the exit
+/// status and the JSON report.
+pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value), Failure> {
     let policy = cx.policy()?;
     let agent = args.agent.as_deref().map(|a| policy.agent(a));
     let timeout = args
@@ -128,9 +140,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         })
         .map(|d| d.0);
     let side_effects = agent.as_ref().is_some_and(|a| a.side_effects);
-    let stdin = read_stdin(cx)?.map(Arc::new);
-    let interrupts = Interrupts::install()
-        .map_err(|e| Failure::io(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
+    let interrupts = wiring.interrupts;
     let name = args
         .name
         .clone()
@@ -182,18 +192,21 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 eprintln!("{message}");
                 report.outcome = "breaker_open";
                 report.breaker = Some(facts);
-                return finish(args, cx, &report, BREAKER_OPEN);
+                return finish(cx, &report, BREAKER_OPEN);
             }
         };
         let spec = Spec {
             command: &args.command,
-            stdin: stdin.clone(),
-            timeout,
+            stdin: wiring.stdin.clone(),
+            timeout: wiring.clamp(timeout),
             kill_after: args.kill_after.0,
             grace: args.grace.0,
             env: vec![("TRIAGE_RUN_ATTEMPT".into(), attempt_no.to_string())],
+            cwd: wiring.cwd,
+            stderr_to: wiring.stderr_to,
+            on_spawn: wiring.on_spawn,
         };
-        let attempt = child::run(&spec, &interrupts)
+        let attempt = child::run(&spec, interrupts)
             .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;
         let after;
         let cx = if fixed_clock {
@@ -291,11 +304,8 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         );
         entry["error_id"] = json!(id);
         // Seed 001: more than 2 failing in the workflow: pause, and do not continue retrying.
-        if let (Next::Retry(_), Some(w)) = (&next, crossed.iter().find(|w| w.name == "cascade")) {
-            next = Next::Stop(format!(
-                "the cascade rule fired ({} agents failing in the workflow, more than {}): automatic retries stop and the failures go to the user",
-                w.count, w.threshold
-            ));
+        if let Some(why) = wiring.veto(&next, &crossed) {
+            next = Next::Stop(why);
         }
         report.note_warnings(attempt_no, crossed);
         // An interrupt is the user's doing, not the agent's failure: neutral for the breaker.
@@ -328,7 +338,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                     error.kind,
                     human(delay)
                 );
-                if let Some(sig) = wait(&interrupts, delay) {
+                if let Some(sig) = wait(interrupts, delay) {
                     report.interrupted_between(sig);
                     let e = effects::interrupted_while_waiting(cx, key, attempt_no + 1, sig)?;
                     let (id, crossed) = effects::record_failure(
@@ -349,7 +359,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                     if let Some(last) = report.attempts.last_mut() {
                         last["error_id"] = json!(id);
                     }
-                    return finish(args, cx, &report, 130);
+                    return finish(cx, &report, 130);
                 }
                 delay_before = delay;
             }
@@ -373,7 +383,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
     };
     // With --preserve-partial a failed attempt's output went to its marked partial file only.
     if last.end.success() && status.is_none() || args.preserve_partial.is_none() {
-        pass_stdout(last.stdout)?;
+        pass_stdout(last.stdout, wiring.stdout)?;
     }
     if last.end.success() && status.is_none() {
         report.action = None;
@@ -383,7 +393,6 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         None => outcome_word(&last.end),
     };
     finish(
-        args,
         cx,
         &report,
         status.unwrap_or_else(|| last.end.exit_status()),
@@ -496,9 +505,12 @@ fn wait(interrupts: &Interrupts, delay: Duration) -> Option<i32> {
     None
 }
 
-fn pass_stdout(mut file: std::fs::File) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    match std::io::copy(&mut file, &mut out).and_then(|_| std::io::Write::flush(&mut out)) {
+fn pass_stdout(mut file: std::fs::File, to: Option<&std::fs::File>) -> Result<(), Failure> {
+    let mut out: Box<dyn std::io::Write> = match to {
+        Some(f) => Box::new(f),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    match std::io::copy(&mut file, &mut out).and_then(|_| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::io(format!(
             "cannot write the command's stdout: {e}"
         ))),
@@ -581,7 +593,7 @@ impl Report {
     }
 }
 
-fn finish(args: &Args, cx: &Context, report: &Report, status: u8) -> Result<u8, Failure> {
+fn finish(cx: &Context, report: &Report, status: u8) -> Result<(u8, Value), Failure> {
     let mut doc = report.head.clone();
     if let Some(o) = doc.as_object_mut() {
         o.insert("outcome".into(), json!(report.outcome));
@@ -597,6 +609,11 @@ fn finish(args: &Args, cx: &Context, report: &Report, status: u8) -> Result<u8, 
         }
         o.insert("at".into(), json!(crate::saga::stamp(cx.now)));
     }
+    Ok((status, doc))
+}
+
+/// Writes the report to `--report`, else as the last line of stderr.
+fn emit(args: &Args, cx: &Context, doc: &Value) -> Result<(), Failure> {
     let line = doc.to_string();
     match &args.report {
         Some(path) => {
@@ -611,5 +628,5 @@ fn finish(args: &Args, cx: &Context, report: &Report, status: u8) -> Result<u8, 
         }
         None => eprintln!("{line}"),
     }
-    Ok(status)
+    Ok(())
 }
