@@ -36,7 +36,7 @@ const BREAKER_OPEN: u8 = 75;
 const OUTPUT_REJECTED: u8 = 1;
 
 /// Arguments of `triage run`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Default)]
 #[command(after_help = "Examples:\n  \
     triage run --timeout 5m -- ./fetch-papers.sh topic.txt\n  \
     triage run --agent researcher --preserve-partial scratchpad/researcher -- claude -p 'summarize'\n  \

@@ -21,6 +21,7 @@ mod init;
 mod manual;
 mod parsers;
 mod perf;
+mod phase;
 mod record;
 mod release;
 mod report_html;
