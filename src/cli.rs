@@ -3,7 +3,7 @@
 
 use crate::commands;
 use crate::context::{self, Context, GlobalArgs, Outcome};
-use crate::exit::{ExitStatus, Failure};
+use crate::exit::{ExitStatus, Failure, FailureClass};
 use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::Path;
@@ -102,6 +102,24 @@ impl Command {
         }
     }
 
+    /// The key of the JSON line a refusal prints (`{"written": false, "problems": [...]}`), or
+    /// `None` for a command whose stdout is something else: a hook answer, the command `run`
+    /// runs, `init`'s diff, the links made, or text for a person.
+    fn refusal_key(&self, global: &GlobalArgs) -> Option<&'static str> {
+        match self {
+            _ if global.text => None,
+            Command::Hook(_) | Command::Run(_) | Command::Init(_) | Command::InstallLinks(_) => {
+                None
+            }
+            Command::Breaker(a) if a.hook => None,
+            Command::Classify(a) if a.hook => None,
+            Command::CheckOutput(a) if a.hook => None,
+            Command::StateWrite(_) => Some("written"),
+            Command::RecordError(_) => Some("recorded"),
+            _ => Some("ok"),
+        }
+    }
+
     /// Whether the command writes under the state root (and so may leave a trace there).
     fn writes_state(&self) -> bool {
         !matches!(self, Command::Config(_) | Command::Classify(_))
@@ -157,10 +175,19 @@ pub fn dispatch_args(argv: Vec<OsString>) -> Result<Vec<OsString>, String> {
     ))
 }
 
+/// `triage help [SUB...]` is `triage [SUB...] --help`, as in git and cargo.
+fn help_as_flag(mut args: Vec<OsString>) -> Vec<OsString> {
+    if args.get(1).is_some_and(|a| a == "help") {
+        args.remove(1);
+        args.push("--help".into());
+    }
+    args
+}
+
 /// Runs the command line and returns the exit status.
 pub fn main(argv: Vec<OsString>) -> ExitCode {
     let args = match dispatch_args(argv) {
-        Ok(a) => a,
+        Ok(a) => help_as_flag(a),
         Err(msg) => {
             eprintln!("{msg}");
             return ExitStatus::Usage.into();
@@ -171,42 +198,62 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         Err(e) => return usage_error(e, &args),
     };
     let name = cli.command.name();
-    let strict = cli.global.strict;
-    let exit_status = cli.global.exit_status;
+    let refusal = cli.command.refusal_key(&cli.global);
     let cx = match Context::new(name, cli.global.clone(), cli.command.writes_state()) {
         Ok(cx) => cx,
-        Err(f) => return failed(name, &f, None, strict),
+        Err(f) => return failed(name, &f, None, &cli.global, None),
     };
+    let global = &cx.global;
     match cli.command.run(&cx) {
         Ok(outcome) => {
             if let Some(out) = &outcome.stdout {
                 if let Err(e) = context::print_line(out) {
                     let f = Failure::io(format!("cannot write to stdout: {e}"));
-                    return failed(name, &f, Some(&cx), strict);
+                    return failed(name, &f, Some(&cx), global, None);
                 }
             }
             if let Some(status) = outcome.exit {
                 ExitCode::from(status)
             } else if outcome.block {
                 ExitStatus::Block.into()
-            } else if outcome.negative && exit_status {
+            } else if outcome.negative && global.exit_status {
                 ExitStatus::Negative.into()
             } else {
                 ExitStatus::Success.into()
             }
         }
-        Err(f) => failed(name, &f, Some(&cx), strict),
+        Err(f) => failed(name, &f, Some(&cx), global, refusal),
     }
 }
 
-fn failed(name: &str, f: &Failure, cx: Option<&Context>, strict: bool) -> ExitCode {
+/// A command that could not do its job: the message on stderr (and in the trace), its one
+/// JSON line on stdout (`{"written": false, "problems": [...]}`) for a command that answers in
+/// JSON, and the status — 64 for a usage error, else 65/74/75 with `--strict`, 1 with `-e`
+/// (the job not done is a negative verdict), 0 otherwise (best effort).
+fn failed(
+    name: &str,
+    f: &Failure,
+    cx: Option<&Context>,
+    global: &GlobalArgs,
+    refusal: Option<&str>,
+) -> ExitCode {
     eprintln!("triage {name}: {}", f.message);
+    if f.class == FailureClass::Usage {
+        return ExitStatus::Usage.into();
+    }
     if let Some(cx) = cx {
-        if f.class != crate::exit::FailureClass::Usage {
+        if name != "install-links" {
             cx.trace(f.class_name(), &f.message);
         }
     }
-    f.status(strict).into()
+    if let Some(key) = refusal {
+        let line = serde_json::json!({ key: false, "problems": [f.message] });
+        let _ = context::print_line(&line.to_string());
+    }
+    match f.status(global.strict) {
+        ExitStatus::Success if global.exit_status => ExitStatus::Negative.into(),
+        s => s.into(),
+    }
 }
 
 /// clap's errors, prefixed with the subcommand's name, exit 64 (help and version exit 0).

@@ -3,11 +3,12 @@
 //!
 //! This is the only place that reads the environment, so the core stays pure.
 
+use crate::env::Env;
 use crate::exit::Failure;
 use crate::input;
 use crate::policy::{self, Policy};
 use crate::store;
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
@@ -19,11 +20,12 @@ use std::time::Duration;
 /// Options every subcommand takes (SPEC §3).
 #[derive(Args, Clone, Debug, Default)]
 pub struct GlobalArgs {
-    /// State root [default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage]
-    #[arg(long, global = true, env = "TRIAGE_DIR", value_name = "DIR")]
+    /// State root, else $TRIAGE_DIR [default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage]
+    #[arg(long, global = true, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Policy file [default: .triage.toml in $CLAUDE_PROJECT_DIR, else in the current folder]
-    #[arg(long, global = true, env = "TRIAGE_CONFIG", value_name = "FILE")]
+    /// Policy file, else $TRIAGE_CONFIG [default: .triage.toml in $CLAUDE_PROJECT_DIR, else in
+    /// the current folder]
+    #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Human-readable output instead of one JSON line
     #[arg(long, global = true)]
@@ -32,7 +34,8 @@ pub struct GlobalArgs {
     #[arg(short = 'e', long = "exit-status", global = true)]
     pub exit_status: bool,
     /// Exit non-zero (65, 74, 75) when the job could not be done, instead of 0 with a warning
-    #[arg(long, global = true, env = "TRIAGE_STRICT")]
+    /// (also TRIAGE_STRICT=1)
+    #[arg(long, global = true)]
     pub strict: bool,
 }
 
@@ -110,6 +113,10 @@ pub struct Context {
     pub global: GlobalArgs,
     /// Now: `TRIAGE_NOW`, else the clock.
     pub now: DateTime<Utc>,
+    /// Whether `TRIAGE_NOW` fixed the time (a command that lasts then keeps it).
+    pub fixed_now: bool,
+    /// `TRIAGE_SEED`, if set: the jitter's seed.
+    pub seed: Option<u64>,
     /// `TRIAGE_LOCK_TIMEOUT`, default 2 s.
     pub lock_timeout: Duration,
     /// `TRIAGE_MAX_INPUT`, default 16 MiB.
@@ -121,63 +128,37 @@ pub struct Context {
     policy: OnceCell<(Policy, Option<PathBuf>)>,
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-/// Parses `TRIAGE_NOW`: RFC 3339, or Unix seconds (with a fraction if wanted).
-pub fn parse_now(text: &str) -> Option<DateTime<Utc>> {
-    let t = text.trim();
-    if let Ok(d) = DateTime::parse_from_rfc3339(t) {
-        return Some(d.with_timezone(&Utc));
-    }
-    let secs: f64 = t.parse().ok()?;
-    if !secs.is_finite() {
-        return None;
-    }
-    let ms = (secs * 1000.0).round() as i64;
-    Utc.timestamp_millis_opt(ms).single()
-}
+pub use crate::env::parse_now;
 
 impl Context {
-    /// Reads the environment for subcommand `name`.
+    /// Reads the environment for subcommand `name`: the variables fill in the options the
+    /// command line left out, and a malformed one is a warning and its default (SPEC §2).
     pub fn new(
         name: &'static str,
-        global: GlobalArgs,
+        mut global: GlobalArgs,
         writes_state: bool,
     ) -> Result<Context, Failure> {
-        let now = match env("TRIAGE_NOW") {
-            Some(t) => parse_now(&t).ok_or_else(|| {
-                Failure::usage(format!(
-                    "TRIAGE_NOW=`{t}` is not a time; write RFC 3339 (2026-01-02T03:04:05Z) or Unix seconds"
-                ))
-            })?,
-            None => Utc::now(),
-        };
-        let lock_timeout = match env("TRIAGE_LOCK_TIMEOUT") {
-            Some(t) => {
-                t.parse::<crate::duration::Dur>()
-                    .map_err(|e| Failure::usage(format!("TRIAGE_LOCK_TIMEOUT: {e}")))?
-                    .0
-            }
-            None => Duration::from_secs(2),
-        };
-        let max_input = match env("TRIAGE_MAX_INPUT") {
-            Some(t) => t.trim().parse::<usize>().map_err(|_| {
-                Failure::usage(format!("TRIAGE_MAX_INPUT=`{t}` is not a number of bytes"))
-            })?,
-            None => 16 * 1024 * 1024,
-        };
-        Ok(Context {
+        let env = Env::from_process();
+        global.dir = global.dir.or(env.dir);
+        global.config = global.config.or(env.config);
+        // `triage hook` exits 0 whatever its environment holds: only the flag makes it strict.
+        global.strict = global.strict || (name != "hook" && env.strict == Some(true));
+        let cx = Context {
             name,
             global,
-            now,
-            lock_timeout,
-            max_input,
-            project_dir: env("CLAUDE_PROJECT_DIR").map(PathBuf::from),
+            now: env.now.unwrap_or_else(Utc::now),
+            fixed_now: env.now.is_some(),
+            lock_timeout: env.lock_timeout.unwrap_or(Duration::from_secs(2)),
+            max_input: env.max_input.unwrap_or(16 * 1024 * 1024),
+            seed: env.seed,
+            project_dir: env.project_dir,
             writes_state,
             policy: OnceCell::new(),
-        })
+        };
+        for w in &env.warnings {
+            cx.warn(w);
+        }
+        Ok(cx)
     }
 
     /// The same context at another time, for a command that lasts (`triage run` between
@@ -187,6 +168,8 @@ impl Context {
             name: self.name,
             global: self.global.clone(),
             now,
+            fixed_now: self.fixed_now,
+            seed: self.seed,
             lock_timeout: self.lock_timeout,
             max_input: self.max_input,
             project_dir: self.project_dir.clone(),
@@ -406,19 +389,6 @@ pub fn print_line(text: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn now_accepts_rfc3339_and_unix_seconds() {
-        let a = parse_now("2026-01-02T03:04:05Z").expect("rfc3339");
-        let b = parse_now("1767323045").expect("unix");
-        assert_eq!(a, b);
-        assert_eq!(
-            parse_now("1767323045.5").map(|t| t.timestamp_millis()),
-            Some(1_767_323_045_500)
-        );
-        assert!(parse_now("soon").is_none());
-        assert!(parse_now("NaN").is_none());
-    }
 
     #[test]
     fn text_shows_control_characters_instead_of_sending_them() {

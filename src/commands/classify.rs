@@ -111,15 +111,10 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
 
 /// `TRIAGE_SEED` (a number), else one drawn from the clock and the process id.
 pub fn seed(cx: &Context) -> Result<u64, Failure> {
-    match std::env::var("TRIAGE_SEED") {
-        Ok(s) if !s.trim().is_empty() => s.trim().parse().map_err(|_| {
-            Failure::usage(format!(
-                "TRIAGE_SEED=`{s}` is not a number; write a whole number from 0 to 2^64-1"
-            ))
-        }),
-        _ => Ok(cx.now.timestamp_nanos_opt().unwrap_or_default() as u64
-            ^ u64::from(std::process::id()).rotate_left(32)),
-    }
+    Ok(cx.seed.unwrap_or_else(|| {
+        cx.now.timestamp_nanos_opt().unwrap_or_default() as u64
+            ^ u64::from(std::process::id()).rotate_left(32)
+    }))
 }
 
 /// Stdin as JSON, or as text with `--raw`. Text that is not JSON is classified as text, with

@@ -138,7 +138,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
     let seed = crate::commands::classify::seed(cx)?;
     // Attempts and waits take time: the breaker and the log get the time of each event,
     // unless TRIAGE_NOW fixes it.
-    let fixed_clock = std::env::var("TRIAGE_NOW").is_ok_and(|t| !t.trim().is_empty());
+    let fixed_clock = cx.fixed_now;
     let base = cx;
     let mut report = Report::new(args, &name, timeout);
     let mut attempt_no = 0u32;

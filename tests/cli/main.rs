@@ -20,4 +20,5 @@ mod perf;
 mod record;
 mod run;
 mod saga;
+mod shell;
 mod state;

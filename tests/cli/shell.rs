@@ -1,0 +1,190 @@
+//! The shell contract (issue 16): forgiving environment values, refusals that print their one
+//! JSON line, `run`'s own options, `install-links`, operator commands on unknown keys, resets
+//! that make old tickets stale, and help. Each test names the item it pins.
+
+use crate::common::{json_out, Sandbox};
+use predicates::str::contains;
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 1: environment values are forgiving.
+
+/// The README's `TRIAGE_STRICT=1` (and every other spelling of yes) makes a failure exit
+/// non-zero; every spelling of no, an empty value and a malformed one leave it off. Before,
+/// `TRIAGE_STRICT=1` made every command exit 64.
+#[test]
+fn item1_triage_strict_takes_every_boolean_spelling() {
+    let s = Sandbox::new();
+    let run = |v: &str| {
+        s.cmd(&["state-write", "s.json"])
+            .env("TRIAGE_STRICT", v)
+            .write_stdin("not json")
+            .output()
+            .unwrap()
+    };
+    for yes in ["1", "true", "TRUE", "yes", "Yes", "on", "ON"] {
+        assert_eq!(run(yes).status.code(), Some(65), "TRIAGE_STRICT={yes}");
+    }
+    for no in ["0", "false", "False", "no", "NO", "off", ""] {
+        let out = run(no);
+        assert_eq!(out.status.code(), Some(0), "TRIAGE_STRICT={no:?}");
+        assert!(!stderr(&out).contains("TRIAGE_STRICT"), "{}", stderr(&out));
+    }
+    let out = run("maybe");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stderr(&out).contains("warning: TRIAGE_STRICT=`maybe` is not a yes or no"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// An empty `TRIAGE_DIR=` or `TRIAGE_CONFIG=` is unset: the defaults apply (before: exit 64,
+/// "a value is required").
+#[test]
+fn item1_empty_values_are_unset() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[breaker]\nfailure_threshold = 4\n");
+    let out = s
+        .cmd(&["config", "show"])
+        .env("TRIAGE_DIR", "")
+        .env("TRIAGE_CONFIG", "")
+        .env("TRIAGE_STRICT", "")
+        .env("TRIAGE_NOW", "")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json_out(&out)["breaker"]["failure_threshold"], 4);
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    s.cmd(&["breaker", "check", "k"])
+        .env("TRIAGE_DIR", "")
+        .assert()
+        .code(0);
+    assert!(s.exists(".triage/breakers"), "the default root was used");
+}
+
+/// `triage hook` exits 0 and still does its job whatever its environment holds; a bad value
+/// is a warning naming the variable and the default used.
+#[test]
+fn item1_hook_exits_0_whatever_its_environment_holds() {
+    let s = Sandbox::new();
+    s.cmd(&["breaker", "trip", "researcher"]).assert().code(0);
+    let payload = r#"{"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"Agent","tool_input":{"subagent_type":"researcher"}}"#;
+    let bad: &[(&str, &str)] = &[
+        ("TRIAGE_STRICT", "maybe"),
+        ("TRIAGE_NOW", "yesterday"),
+        ("TRIAGE_LOCK_TIMEOUT", "soon"),
+        ("TRIAGE_MAX_INPUT", "lots"),
+        ("TRIAGE_SEED", "x"),
+        ("TRIAGE_CONFIG", "no-such-policy.toml"),
+    ];
+    let mut c = s.cmd(&["hook"]);
+    for (k, v) in bad {
+        c.env(k, v);
+    }
+    let out = c.write_stdin(payload).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v = json_out(&out);
+    assert_eq!(
+        v["hookSpecificOutput"]["permissionDecision"], "deny",
+        "the gate still works"
+    );
+    for (k, _) in &bad[..5] {
+        assert!(
+            stderr(&out).contains(&format!("warning: {k}=")),
+            "{k}: {}",
+            stderr(&out)
+        );
+    }
+    // Strict in the environment, a state root that cannot be made: still 0.
+    s.write("file", "x");
+    for strict in ["1", "yes"] {
+        s.cmd(&["hook"])
+            .env("TRIAGE_STRICT", strict)
+            .env("TRIAGE_DIR", s.path().join("file/root"))
+            .write_stdin(payload)
+            .assert()
+            .code(0);
+    }
+    // Each variable alone, with an empty and with a bad value.
+    for (k, v) in bad {
+        for value in ["", *v] {
+            s.cmd(&["hook"])
+                .env(k, value)
+                .write_stdin(payload)
+                .assert()
+                .code(0);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 5: every refusal prints its one JSON line; -e makes it exit 1.
+
+/// The refusals the issue found silent: each prints one JSON line saying it was not done, and
+/// exits 1 with `-e` (0 without).
+#[test]
+fn item5_refusals_print_their_json_line_and_exit_1_with_e() {
+    let s = Sandbox::new();
+    let cases: &[(&[&str], &str, &str, &str)] = &[
+        (
+            &["state-write", "s.json", "--require", "b"],
+            "{\"a\":1}",
+            "written",
+            "required key missing: b",
+        ),
+        (&["state-write", "s.json"], "", "written", "stdin is empty"),
+        (
+            &["saga", "step", "nosuch", "x"],
+            "",
+            "ok",
+            "no saga `nosuch`",
+        ),
+        (&["saga", "status", "nosuch"], "", "ok", "no saga `nosuch`"),
+        (&["check-output"], "not json", "ok", "not valid JSON"),
+        (&["record-error"], "", "recorded", "stdin is empty"),
+    ];
+    for (args, stdin, key, why) in cases {
+        for e in [false, true] {
+            let mut a = args.to_vec();
+            if e {
+                a.insert(0, "-e");
+            }
+            let out = s.cmd(&a).write_stdin(*stdin).output().unwrap();
+            assert_eq!(out.status.code(), Some(i32::from(e)), "{a:?}");
+            let v = json_out(&out);
+            assert_eq!(v[key], false, "{a:?}: {v}");
+            assert!(
+                v["problems"][0].as_str().unwrap().contains(why),
+                "{a:?}: {v}"
+            );
+            assert!(stderr(&out).starts_with(&format!("triage {}: ", args[0])));
+        }
+    }
+    assert!(!s.exists("s.json"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 9: help.
+
+/// `triage help SUB` prints SUB's help (before: "unrecognized subcommand 'help'", exit 64).
+#[test]
+fn item9_help_sub_prints_the_subcommands_help() {
+    let s = Sandbox::new();
+    let via_help = s.cmd(&["help", "run"]).output().unwrap();
+    assert_eq!(via_help.status.code(), Some(0));
+    let via_flag = s.cmd(&["run", "--help"]).output().unwrap();
+    assert_eq!(via_help.stdout, via_flag.stdout);
+    s.cmd(&["help", "breaker", "check"])
+        .assert()
+        .code(0)
+        .stdout(contains("Usage: triage breaker check"));
+    s.cmd(&["help"])
+        .assert()
+        .code(0)
+        .stdout(contains("Usage: triage"));
+    s.cmd(&["help", "nosuch"]).assert().code(64);
+}
