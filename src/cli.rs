@@ -163,14 +163,20 @@ pub fn dispatch_args(argv: Vec<OsString>) -> Result<Vec<OsString>, String> {
     if name == "triage" {
         return Ok(std::iter::once(argv0).chain(args).collect());
     }
-    if MULTICALL.contains(&name.as_str()) {
-        return Ok([OsString::from("triage"), OsString::from(name)]
+    // Git style, `triage-classify` for `triage classify`, for every subcommand; the plain
+    // names only for the few that cannot be mistaken for another program.
+    let sub = match name.strip_prefix("triage-") {
+        Some(sub) if subcommand_names().iter().any(|n| n == sub) => Some(sub.to_string()),
+        _ => MULTICALL.contains(&name.as_str()).then_some(name.clone()),
+    };
+    if let Some(sub) = sub {
+        return Ok([OsString::from("triage"), OsString::from(sub)]
             .into_iter()
             .chain(args)
             .collect());
     }
     Err(format!(
-        "triage: unknown program name `{name}`; run it as `triage` or under one of these names: {}",
+        "triage: unknown program name `{name}`; run it as `triage`, as triage-SUBCOMMAND, or under one of these names: {}",
         MULTICALL.join(", ")
     ))
 }
@@ -317,6 +323,15 @@ mod tests {
             dispatch_args(os(&["./triage", "x"])),
             Ok(os(&["./triage", "x"]))
         );
+        assert_eq!(
+            dispatch_args(os(&["/usr/bin/triage-classify", "--raw"])),
+            Ok(os(&["triage", "classify", "--raw"]))
+        );
+        assert_eq!(
+            dispatch_args(os(&["triage-run", "true"])),
+            Ok(os(&["triage", "run", "true"]))
+        );
+        assert!(dispatch_args(os(&["triage-nosuch"])).is_err());
         let err = dispatch_args(os(&["/tmp/frobnicate"])).expect_err("unknown name");
         assert!(
             err.contains("frobnicate") && err.contains("state-write"),

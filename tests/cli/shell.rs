@@ -188,3 +188,88 @@ fn item9_help_sub_prints_the_subcommands_help() {
         .stdout(contains("Usage: triage"));
     s.cmd(&["help", "nosuch"]).assert().code(64);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item 6: install-links.
+
+/// A link triage did not make (`breaker -> /bin/true`) and a plain file are left alone with a
+/// warning on stderr; no trace file appears in or under the bin folder; a link to an earlier
+/// triage is replaced.
+#[test]
+fn item6_install_links_never_replaces_what_triage_did_not_make() {
+    let s = Sandbox::new();
+    let bin = s.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink("/bin/true", bin.join("breaker")).unwrap();
+    std::fs::write(bin.join("classify"), "#!/bin/sh\n").unwrap();
+    std::os::unix::fs::symlink("/old/place/triage", bin.join("state-read")).unwrap();
+    let out = s
+        .cmd(&["install-links", bin.to_str().unwrap()])
+        .current_dir(&bin)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_link(bin.join("breaker")).unwrap(),
+        std::path::Path::new("/bin/true")
+    );
+    assert_eq!(
+        std::fs::read_to_string(bin.join("classify")).unwrap(),
+        "#!/bin/sh\n"
+    );
+    assert_eq!(
+        std::fs::read_link(bin.join("state-read")).unwrap(),
+        crate::common::bin().canonicalize().unwrap()
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("breaker exists and is a link to /bin/true; left it alone"),
+        "{err}"
+    );
+    assert!(err.contains("classify exists"), "{err}");
+    let v = json_out(&out);
+    assert_eq!(v["skipped"].as_array().unwrap().len(), 2, "{v}");
+    let traces: Vec<_> = walk(s.path())
+        .into_iter()
+        .filter(|p| p.ends_with("triage.log"))
+        .collect();
+    assert!(traces.is_empty(), "{traces:?}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() && !p.is_symlink() {
+            out.extend(walk(&p));
+        }
+        out.push(p);
+    }
+    out
+}
+
+/// A link named `triage-classify` runs `triage classify`, as git runs `git-foo`.
+#[test]
+fn item6_git_style_names_run_their_subcommand() {
+    let s = Sandbox::new();
+    for name in ["triage-classify", "classify"] {
+        let link = s.path().join(name);
+        std::os::unix::fs::symlink(crate::common::bin(), &link).unwrap();
+        let out = std::process::Command::new(&link)
+            .args(["--message", "HTTP 429 Too Many Requests"])
+            .current_dir(s.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        assert_eq!(json_out(&out)["kind"], "rate_limited", "{name}");
+    }
+    let link = s.path().join("triage-state-read");
+    std::os::unix::fs::symlink(crate::common::bin(), &link).unwrap();
+    s.write("f.json", "{\"a\":3}");
+    let out = std::process::Command::new(&link)
+        .arg("f.json")
+        .current_dir(s.path())
+        .output()
+        .unwrap();
+    assert_eq!(json_out(&out)["data"]["a"], 3);
+}
