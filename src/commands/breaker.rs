@@ -39,7 +39,7 @@ pub use crate::breaker::Outcome;
 pub struct Args {
     /// Read a Claude Code hook payload on stdin: PreToolUse checks (and denies with seed 000's
     /// Template 4), PostToolUse and PostToolUseFailure record
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub hook: bool,
     /// The session, for keys whose policy says scope = "session"
     #[arg(long, global = true, value_name = "ID")]
@@ -183,9 +183,16 @@ struct Id {
 
 /// Runs `triage breaker`.
 pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
-    if args.hook && args.action.is_some() {
+    // The hook payload's event says whether to check or record, so `breaker check --hook`
+    // and `breaker record --hook` are `breaker --hook`.
+    if args.hook
+        && !matches!(
+            args.action,
+            None | Some(Action::Check { key: None }) | Some(Action::Record { key: None, .. })
+        )
+    {
         return Err(Failure::usage(
-            "--hook reads the action from the hook payload; give it without check, record, ...",
+            "--hook reads the key and the event from the hook payload; give it alone, or with check or record and no key",
         ));
     }
     if args.hook {
@@ -262,9 +269,20 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             } else {
                 let mut list = Vec::new();
                 for k in keys {
-                    list.push(status_id(cx, &resolve(cx, k, session.as_deref(), false)?)?);
+                    let id = resolve(cx, k, session.as_deref(), false)?;
+                    if exists(cx, &id) {
+                        list.push(status_id(cx, &id)?);
+                    } else {
+                        cx.warn(&no_breaker(cx, &id, "nothing to show"));
+                    }
                 }
-                list
+                let negative = list.len() < keys.len();
+                if cx.global.text {
+                    return Ok(Answer::text(view::status_table(&list)).negative(negative));
+                }
+                return Ok(
+                    Answer::json(&serde_json::json!({ "breakers": list })).negative(negative)
+                );
             };
             if cx.global.text {
                 return Ok(Answer::text(view::status_table(&list)));
@@ -275,7 +293,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             let ids = if *all {
                 stored_ids(cx)?
             } else {
-                vec![resolve(cx, &key_of(key)?, session.as_deref(), false)?]
+                vec![existing(cx, &key_of(key)?, session.as_deref())?]
             };
             let mut done = Vec::new();
             for id in &ids {
@@ -285,6 +303,13 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         }
         Action::Trip { key, for_ } => {
             let id = resolve(cx, key, session.as_deref(), false)?;
+            if !exists(cx, &id) {
+                // Tripping a key before its first call is how an operator fences it off.
+                eprintln!(
+                    "triage breaker: note: {}",
+                    no_breaker(cx, &id, "tripping a new one")
+                );
+            }
             let now = millis(cx);
             let until =
                 for_.map(|d| now.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)));
@@ -292,12 +317,12 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             Ok(manual_answer(cx, vec![r]))
         }
         Action::Disable { key } => {
-            let id = resolve(cx, key, session.as_deref(), false)?;
+            let id = existing(cx, key, session.as_deref())?;
             let r = manual(cx, &id, |b, now| Ok(core::disable(b, now)))?;
             Ok(manual_answer(cx, vec![r]))
         }
         Action::HalfOpen { key } => {
-            let id = resolve(cx, key, session.as_deref(), false)?;
+            let id = existing(cx, key, session.as_deref())?;
             let r = manual(cx, &id, |b, now| {
                 core::half_open(b, now).map_err(|r| {
                     Failure::usage(format!(
@@ -647,6 +672,48 @@ fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
     }
     ids.sort_by(|a, b| a.key.cmp(&b.key));
     Ok(ids)
+}
+
+/// Whether the breaker exists: its first check or record made its lock sidecar (a check of
+/// a closed breaker writes no state file, yet its ticket must go stale on a reset).
+fn exists(cx: &Context, id: &Id) -> bool {
+    let path = cx
+        .state_root()
+        .join("breakers")
+        .join(format!("{}.json", store::escape_key(&id.key)));
+    path.symlink_metadata().is_ok()
+        || store::with_suffix(&path, ".lock")
+            .symlink_metadata()
+            .is_ok()
+}
+
+/// The breaker `key` names, which must exist: an operator's typo (`reseacher`) must not make
+/// a phantom breaker, nor report a reset that changed nothing.
+fn existing(cx: &Context, key: &str, session: Option<&str>) -> Result<Id, Failure> {
+    let id = resolve(cx, key, session, false)?;
+    if exists(cx, &id) {
+        return Ok(id);
+    }
+    Err(Failure::data(no_breaker(cx, &id, "nothing changed")))
+}
+
+/// "no breaker `KEY` (WHAT); did you mean `K`?", or the existing keys when none is close.
+fn no_breaker(cx: &Context, id: &Id, what: &str) -> String {
+    let keys: Vec<String> = stored_ids(cx)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|i| i.key)
+        .collect();
+    let hint = match crate::policy::closest(&id.key, &keys) {
+        Some(k) => format!("; did you mean `{k}`?"),
+        None if keys.is_empty() => "; there are no breakers yet".into(),
+        None => {
+            let shown: Vec<String> = keys.iter().take(8).map(|k| format!("`{k}`")).collect();
+            let more = if keys.len() > 8 { ", …" } else { "" };
+            format!("; the breakers are {}{more}", shown.join(", "))
+        }
+    };
+    format!("no breaker `{}` ({what}){hint}", id.key)
 }
 
 /// A result from flags over stdin's fields.

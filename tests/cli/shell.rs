@@ -273,3 +273,112 @@ fn item6_git_style_names_run_their_subcommand() {
         .unwrap();
     assert_eq!(json_out(&out)["data"]["a"], 3);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item 7: operator commands on a key with no breaker.
+
+/// `breaker reset reseacher` (meaning `researcher`) used to print "already closed", exit 0
+/// and create a phantom `reseacher.json`. Now each operator command on a missing key says so
+/// with the closest existing key and creates nothing; `trip` of a new key still works.
+#[test]
+fn item7_operator_commands_on_a_missing_key_suggest_and_create_nothing() {
+    let s = Sandbox::new();
+    s.cmd(&["breaker", "record", "researcher", "--outcome", "success"])
+        .assert()
+        .code(0);
+    let files = || {
+        let mut v: Vec<String> = std::fs::read_dir(s.root().join("breakers"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = files();
+    for action in ["reset", "disable", "half-open"] {
+        let out = s.cmd(&["breaker", action, "reseacher"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{action}");
+        assert!(
+            stderr(&out).contains("no breaker `reseacher`")
+                && stderr(&out).contains("did you mean `researcher`?"),
+            "{action}: {}",
+            stderr(&out)
+        );
+        assert_eq!(json_out(&out)["ok"], false, "{action}");
+        s.cmd(&["-e", "breaker", action, "reseacher"])
+            .assert()
+            .code(1);
+    }
+    let out = s
+        .cmd(&["breaker", "status", "reseacher", "--text"])
+        .output()
+        .unwrap();
+    assert!(stderr(&out).contains("did you mean `researcher`?"));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("reseacher"));
+    s.cmd(&["-e", "breaker", "status", "reseacher"])
+        .assert()
+        .code(1);
+    assert_eq!(files(), before, "nothing was created");
+    let out = s.cmd(&["breaker", "trip", "fresh"]).output().unwrap();
+    assert_eq!(json_out(&out)["state"], "forced_open");
+    assert!(
+        stderr(&out).contains("note: no breaker `fresh` (tripping a new one)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 8: a reset makes old tickets stale; `breaker check --hook` is `breaker --hook`.
+
+/// A ticket taken before `breaker reset` of a closed breaker was still counted afterwards.
+#[test]
+fn item8_a_ticket_from_before_a_reset_is_stale() {
+    let s = Sandbox::new();
+    let v = json_out(&s.cmd(&["breaker", "check", "k"]).output().unwrap());
+    let ticket = v["ticket"].as_str().unwrap().to_string();
+    s.cmd(&["breaker", "reset", "k"]).assert().code(0);
+    let v = json_out(
+        &s.cmd(&[
+            "breaker",
+            "record",
+            "k",
+            "--outcome",
+            "failure",
+            "--ticket",
+            &ticket,
+        ])
+        .output()
+        .unwrap(),
+    );
+    assert_eq!(v["effect"], "stale", "{v}");
+    assert_eq!(v["consecutive_failures"], 0);
+}
+
+/// `breaker check --hook` (and `record --hook`) answer the hook like `breaker --hook`.
+#[test]
+fn item8_breaker_check_hook_works_as_breaker_hook() {
+    let s = Sandbox::new();
+    s.cmd(&["breaker", "trip", "researcher"]).assert().code(0);
+    let pre = r#"{"hook_event_name":"PreToolUse","tool_name":"Agent","tool_input":{"subagent_type":"researcher"}}"#;
+    let plain = s
+        .cmd(&["breaker", "--hook"])
+        .write_stdin(pre)
+        .output()
+        .unwrap();
+    for args in [
+        &["breaker", "check", "--hook"][..],
+        &["breaker", "--hook", "check"],
+        &["breaker", "record", "--hook"],
+    ] {
+        let out = s.cmd(args).write_stdin(pre).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert_eq!(out.stdout, plain.stdout, "{args:?}");
+    }
+    assert_eq!(
+        json_out(&plain)["hookSpecificOutput"]["permissionDecision"],
+        "deny"
+    );
+    s.cmd(&["breaker", "status", "--hook"]).assert().code(64);
+}
