@@ -382,3 +382,165 @@ fn item8_breaker_check_hook_works_as_breaker_hook() {
     );
     s.cmd(&["breaker", "status", "--hook"]).assert().code(64);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Item 4: run's own options.
+
+fn report_of(out: &std::process::Output) -> serde_json::Value {
+    let err = stderr(out);
+    let last = err.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {err}"))
+}
+
+/// `triage run --agent x --timout 5m -- echo hi` ran `--timout` as the command (exit 127, an
+/// error record, a breaker failure). An unknown option before the command is a usage error
+/// that runs nothing; after the command's name, everything is the command's.
+#[test]
+fn item4_an_unknown_option_before_the_command_is_a_usage_error() {
+    let s = Sandbox::new();
+    let out = s
+        .cmd(&["run", "--agent", "x", "--timout", "5m", "--", "echo", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64));
+    assert!(stderr(&out).starts_with("triage run: "), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--timeout"), "did-you-mean");
+    assert!(out.stdout.is_empty());
+    assert!(!s.root().exists(), "nothing recorded, no breaker touched");
+    s.cmd(&["run", "--bogus", "echo", "hi"]).assert().code(64);
+    let out = s
+        .cmd(&["run", "--no-retry", "echo", "--timout", "-x"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "--timout -x\n");
+}
+
+/// --retries N, --no-retry and --delay set the attempts and the wait; --quiet drops the
+/// per-attempt lines; --report FILE still takes the JSON report; --text is for a person.
+#[test]
+fn item4_retries_no_retry_delay_quiet_and_text() {
+    let s = Sandbox::new();
+    let fail = ["sh", "-c", "echo oops >&2; exit 3"];
+    let run = |flags: &[&str]| {
+        let mut a = vec!["run"];
+        a.extend_from_slice(flags);
+        a.extend_from_slice(&fail);
+        s.cmd(&a).output().unwrap()
+    };
+    let out = run(&["--retries", "3", "--delay", "1ms"]);
+    assert_eq!(out.status.code(), Some(3));
+    let r = report_of(&out);
+    assert_eq!(r["attempts"].as_array().unwrap().len(), 4, "{r}");
+    assert_eq!(r["attempts"][1]["delay_before_ms"], 1);
+    assert_eq!(stderr(&out).matches("triage run: attempt").count(), 4);
+
+    let out = run(&["--no-retry"]);
+    assert_eq!(report_of(&out)["attempts"].as_array().unwrap().len(), 1);
+
+    let out = run(&["--retries", "1", "--delay", "1ms", "--quiet"]);
+    assert_eq!(report_of(&out)["attempts"].as_array().unwrap().len(), 2);
+    assert!(
+        !stderr(&out).contains("triage run: attempt"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        stderr(&out).lines().filter(|l| *l == "oops").count(),
+        2,
+        "the command's stderr"
+    );
+
+    let out = run(&["--no-retry", "--report", "r.json", "-q"]);
+    let r: serde_json::Value = serde_json::from_str(&s.read("r.json")).unwrap();
+    assert_eq!(r["exit_status"], 3);
+    assert_eq!(stderr(&out), "oops\n");
+
+    let out = run(&["--retries", "1", "--delay", "1ms", "--text"]);
+    let err = stderr(&out);
+    assert!(
+        err.contains("triage run: sh failed after 2 attempts (exit status 3)")
+            && err.contains("  attempt 2 after a 1ms wait: exited with status 3 (tool_failure)"),
+        "{err}"
+    );
+    assert!(!err.contains("{\"command\""), "{err}");
+    s.cmd(&["run", "--retries", "1", "--no-retry", "true"])
+        .assert()
+        .code(64);
+}
+
+/// --help says how long the worst case takes with the built-in schedule.
+#[test]
+fn item4_help_says_how_long_the_worst_case_takes() {
+    let s = Sandbox::new();
+    s.cmd(&["run", "--help"])
+        .assert()
+        .code(0)
+        .stdout(contains("3 attempts, 30s then 2m apart"))
+        .stdout(contains("about 2m33s"));
+}
+
+/// 75 only when the command was never run: a breaker that opens after attempts ran leaves
+/// the last attempt's status, and the report says why it stopped.
+#[test]
+fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
+    let s = Sandbox::new();
+    let out = s
+        .cmd(&[
+            "run",
+            "--agent",
+            "flaky",
+            "--retries",
+            "5",
+            "--delay",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+            "echo partial; exit 3",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "partial\n");
+    let r = report_of(&out);
+    assert_eq!(r["outcome"], "breaker_opened", "{r}");
+    assert_eq!(r["attempts"].as_array().unwrap().len(), 2, "{r}");
+    assert!(
+        r["note"]
+            .as_str()
+            .unwrap()
+            .contains("opened after attempt 2"),
+        "{r}"
+    );
+    // Now it is open: the command is never run, and that alone is 75.
+    let out = s
+        .cmd(&["run", "--agent", "flaky", "--", "sh", "-c", "echo ran"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(75));
+    assert!(out.stdout.is_empty());
+    assert_eq!(report_of(&out)["outcome"], "breaker_open");
+}
+
+/// `--timeout 0` is no timeout, as in timeout(1) (it was 10 ms).
+#[test]
+fn item4_timeout_0_is_no_timeout() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[retry]\nschedule = [\"1ms\"]\n");
+    let out = s
+        .cmd(&[
+            "run",
+            "--timeout",
+            "0",
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.2; echo done",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+    assert_eq!(report_of(&out)["timeout_ms"], serde_json::Value::Null);
+}
