@@ -213,8 +213,9 @@ impl Context {
         candidates.into_iter().find(|p| p.is_file())
     }
 
-    /// The policy: the file's, or the seeds' defaults. A broken file is a warning and the
-    /// defaults are used (a hook must keep working), or a failure under `--strict`.
+    /// The policy: the file's, or the built-in defaults. Each bad entry of the file is a
+    /// warning naming `FILE:LINE:COL` and is left out, and every good entry still applies (a
+    /// hook must keep working); under `--strict` any problem is a failure.
     pub fn policy(&self) -> Result<&Policy, Failure> {
         if let Some((p, _)) = self.policy.get() {
             return Ok(p);
@@ -223,7 +224,28 @@ impl Context {
         let policy = match &path {
             None => Policy::default(),
             Some(path) => match load_policy_file(path) {
-                Ok(p) => p,
+                Ok(loaded) if loaded.problems.is_empty() => loaded.policy,
+                Ok(loaded) if self.global.strict => {
+                    let list: Vec<String> = loaded
+                        .problems
+                        .iter()
+                        .map(|p| format!("{}:{p}", path.display()))
+                        .collect();
+                    return Err(Failure::data(format!(
+                        "bad policy: {}; run `triage config check {}`",
+                        list.join("; "),
+                        path.display()
+                    )));
+                }
+                Ok(loaded) => {
+                    for p in &loaded.problems {
+                        self.warn(&format!(
+                            "policy {}:{p}; the rest of the policy applies",
+                            path.display()
+                        ));
+                    }
+                    loaded.policy
+                }
                 Err(msg) if self.global.strict => return Err(Failure::data(msg)),
                 Err(msg) => {
                     self.warn(&format!("{msg}; using the built-in defaults"));
@@ -327,20 +349,12 @@ impl Context {
     }
 }
 
-fn load_policy_file(path: &Path) -> Result<Policy, String> {
+/// The policy file read leniently: every good entry and every problem; `Err` only when the
+/// file cannot be read at all.
+fn load_policy_file(path: &Path) -> Result<policy::Loaded, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read policy {}: {e}", path.display()))?;
-    policy::load(&text).map_err(|problems| {
-        let list: Vec<String> = problems
-            .iter()
-            .map(|p| format!("{}: {p}", path.display()))
-            .collect();
-        format!(
-            "policy {}; run `triage config check {}`",
-            list.join("; "),
-            path.display()
-        )
-    })
+    Ok(policy::load_lenient(&text, policy::Depth::Syntax))
 }
 
 /// `text` with its control characters made visible, as `cat -v` does: `^[` for ESC, `^M` for

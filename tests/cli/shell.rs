@@ -544,3 +544,163 @@ fn item4_timeout_0_is_no_timeout() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
     assert_eq!(report_of(&out)["timeout_ms"], serde_json::Value::Null);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Items 2 and 3, and the acceptance: a policy with eight mistakes.
+
+const EIGHT: &str = include_str!("../fixtures/eight-mistakes.toml");
+
+/// The issue's example: one bad regex (or a typo) made triage ignore the whole policy, so
+/// `min_chars = 10` was not applied and `hello` passed.
+#[test]
+fn item2_one_bad_entry_never_drops_the_whole_policy() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[breaker]\nfailure_treshold = 3\n\n[agents.researcher.output]\nmin_chars = 10\nrequire_all = ['(unclosed']\n",
+    );
+    let out = s
+        .cmd(&["check-output", "--raw", "--agent", "researcher"])
+        .write_stdin("hello")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = json_out(&out);
+    assert_eq!(v["ok"], false, "min_chars = 10 still applies: {v}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("policy .triage.toml:2:1: unknown key `failure_treshold` in [breaker]; did you mean `failure_threshold`?"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "policy .triage.toml:6:16: agents.researcher.output.require_all: bad regex `(unclosed`"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("warning: policy").count(), 2, "{err}");
+    // --strict still refuses a policy with a problem.
+    s.cmd(&["check-output", "--raw", "--agent", "researcher", "--strict"])
+        .write_stdin("hello")
+        .assert()
+        .code(65);
+}
+
+/// `config check` lists every problem in file order as FILE:LINE:COL, in the policy's words,
+/// and exits 1 (0 only for a clean file); a file that does not exist is an error.
+#[test]
+fn item3_config_check_lists_every_problem_and_exits_1() {
+    let s = Sandbox::new();
+    s.write("eight.toml", EIGHT);
+    let out = s.cmd(&["config", "check", "eight.toml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().collect();
+    let expected = [
+        "eight.toml:6:1: unknown key `max_atempts` in [retry]; did you mean `max_attempts`?",
+        "eight.toml:9:1: unknown key `failure_treshold` in [breaker]; did you mean `failure_threshold`?",
+        "eight.toml:13:12: breaker.\"*-consultant\".cooldown: bad duration `soon`",
+        "eight.toml:17:20: thresholds.session_failures must be a whole number (0 or more), not the string \"five\"",
+        "eight.toml:22:16: agents.researcher.output.require_all: bad regex `(unclosed`: unclosed group",
+        "eight.toml:23:16: agents.researcher.output.files_exist: glob `../outside/*.md`",
+        "eight.toml:26:11: agents.writer.timeout: duration `200000d` is too long: the maximum is 36500d",
+        "eight.toml:29:1: [[classify.rules]] entry needs `name` (a required key)",
+    ];
+    assert_eq!(lines.len(), 8, "{err}");
+    for (line, want) in lines.iter().zip(expected) {
+        assert!(line.starts_with(want), "{line}\n  wanted: {want}");
+    }
+    let v = json_out(&out);
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["problems"].as_array().unwrap().len(), 8);
+    assert_eq!(v["problems"][2]["line"], 13);
+    assert_eq!(v["problems"][2]["column"], 12);
+    let text = s
+        .cmd(&["config", "check", "eight.toml", "--text"])
+        .output()
+        .unwrap();
+    assert_eq!(text.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(stdout.ends_with("8 problems\n"), "{stdout}");
+    assert_eq!(stdout.lines().count(), 9);
+
+    s.write("good.toml", include_str!("../fixtures/spec-policy.toml"));
+    s.cmd(&["config", "check", "good.toml"]).assert().code(0);
+    let out = s
+        .cmd(&["config", "check", "nonexist.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).starts_with("nonexist.toml: cannot read it: "),
+        "{}",
+        stderr(&out)
+    );
+    // Runtime checks too: a jq filter that does not compile, a regex too big to build.
+    s.write(
+        "more.toml",
+        "[agents.a.output]\njq = ['.a |']\nforbid = ['\\w{1000}\\w{1000}\\w{1000}']\n",
+    );
+    let out = s.cmd(&["config", "check", "more.toml"]).output().unwrap();
+    let err = stderr(&out);
+    assert!(
+        err.contains("more.toml:2:7: agents.a.output.jq: jq filter `.a |`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("more.toml:3:11: agents.a.output.forbid: bad regex"),
+        "{err}"
+    );
+}
+
+/// The same eight-mistake file at run time: every good entry applies, one warning per bad one.
+#[test]
+fn acceptance_eight_mistakes_at_run_time() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", EIGHT);
+    let out = s.cmd(&["config", "show"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = stderr(&out);
+    assert_eq!(
+        err.matches("warning: policy .triage.toml:").count(),
+        8,
+        "{err}"
+    );
+    for line in [6, 9, 13, 17, 22, 23, 26, 29] {
+        assert!(
+            err.contains(&format!("warning: policy .triage.toml:{line}:")),
+            "line {line}: {err}"
+        );
+    }
+    let v = json_out(&out);
+    assert_eq!(v["retry"]["schedule"], serde_json::json!(["1s", "2s"]));
+    assert_eq!(v["breaker"]["cooldown"], "5s");
+    assert_eq!(v["breaker"]["*-consultant"]["failure_threshold"], 4);
+    assert_eq!(v["thresholds"]["cascade_agents"], 3);
+    assert_eq!(v["agents"]["researcher"]["output"]["min_chars"], 10);
+    assert_eq!(
+        v["agents"]["researcher"]["output"]["require_all"],
+        serde_json::json!(["hello"])
+    );
+    assert_eq!(v["agents"]["writer"]["criticality"], "optional");
+    assert_eq!(v["classify"]["rules"][0]["name"], "quota");
+    // The good entries act: the rule classifies, the output rules judge.
+    let out = s
+        .cmd(&["classify", "--message", "Quota exceeded for today"])
+        .output()
+        .unwrap();
+    assert_eq!(json_out(&out)["matched_rule"], "config:quota");
+    assert_eq!(stderr(&out).matches("warning: policy").count(), 8);
+    let out = s
+        .cmd(&["check-output", "--raw", "--agent", "researcher"])
+        .write_stdin("hello")
+        .output()
+        .unwrap();
+    assert_eq!(json_out(&out)["ok"], false, "min_chars = 10");
+    let out = s
+        .cmd(&["check-output", "--raw", "--agent", "researcher"])
+        .write_stdin("hello, and long enough")
+        .output()
+        .unwrap();
+    assert_eq!(json_out(&out)["ok"], true);
+}
