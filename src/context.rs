@@ -12,10 +12,18 @@ use chrono::{DateTime, Utc};
 use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// How long `triage hook` may wait for locks in all, unless `TRIAGE_LOCK_TIMEOUT` says
+/// otherwise: a little under Claude Code's shortest hook budget (SessionEnd's 1.5 s).
+pub const HOOK_LOCK_BUDGET: Duration = Duration::from_millis(1000);
+
+/// The longest message a trace line keeps (a line of `triage.log` stays well under the
+/// store's line limit).
+const TRACE_MESSAGE_MAX: usize = 8 * 1024;
 
 /// Options every subcommand takes (SPEC §3).
 #[derive(Args, Clone, Debug, Default)]
@@ -117,8 +125,11 @@ pub struct Context {
     pub fixed_now: bool,
     /// `TRIAGE_SEED`, if set: the jitter's seed.
     pub seed: Option<u64>,
-    /// `TRIAGE_LOCK_TIMEOUT`, default 2 s.
+    /// `TRIAGE_LOCK_TIMEOUT`, default 2 s (1 s for `triage hook`): the time all the lock
+    /// waits of one invocation share.
     pub lock_timeout: Duration,
+    /// When this invocation's lock waits must be over.
+    deadline: Cell<Instant>,
     /// `TRIAGE_MAX_INPUT`, default 16 MiB.
     pub max_input: usize,
     /// `CLAUDE_PROJECT_DIR`, if set.
@@ -143,12 +154,22 @@ impl Context {
         global.config = global.config.or(env.config);
         // `triage hook` exits 0 whatever its environment holds: only the flag makes it strict.
         global.strict = global.strict || (name != "hook" && env.strict == Some(true));
+        let lock_timeout = match env.lock_timeout {
+            Some(t) => t,
+            None if name == "hook" => HOOK_LOCK_BUDGET,
+            None => Duration::from_secs(2),
+        };
+        // A root the user named may be a link they chose; the default one in the project is
+        // what a cloned repository could ship, so there even the root must not be a link.
+        let root = state_root(&global, &env.project_dir);
+        store::set_root(&root, global.dir.is_some());
         let cx = Context {
             name,
             global,
             now: env.now.unwrap_or_else(Utc::now),
             fixed_now: env.now.is_some(),
-            lock_timeout: env.lock_timeout.unwrap_or(Duration::from_secs(2)),
+            lock_timeout,
+            deadline: Cell::new(deadline_after(lock_timeout)),
             max_input: env.max_input.unwrap_or(16 * 1024 * 1024),
             seed: env.seed,
             project_dir: env.project_dir,
@@ -161,6 +182,22 @@ impl Context {
         Ok(cx)
     }
 
+    /// How long a lock may still be waited for: what is left of the invocation's time.
+    pub fn lock_wait(&self) -> Duration {
+        self.deadline
+            .get()
+            .saturating_duration_since(Instant::now())
+    }
+
+    /// Ends the invocation's lock waits within `limit` from now, if that is sooner (the
+    /// `StopFailure` hook runs while the client exits and has a few tens of milliseconds).
+    pub fn limit_lock_wait(&self, limit: Duration) {
+        let soon = deadline_after(limit);
+        if soon < self.deadline.get() {
+            self.deadline.set(soon);
+        }
+    }
+
     /// The same context at another time, for a command that lasts (`triage run` between
     /// attempts); the policy already read is kept.
     pub fn at(&self, now: DateTime<Utc>) -> Context {
@@ -171,6 +208,7 @@ impl Context {
             fixed_now: self.fixed_now,
             seed: self.seed,
             lock_timeout: self.lock_timeout,
+            deadline: Cell::new(deadline_after(self.lock_timeout)),
             max_input: self.max_input,
             project_dir: self.project_dir.clone(),
             writes_state: self.writes_state,
@@ -187,10 +225,7 @@ impl Context {
 
     /// The state root (not created).
     pub fn state_root(&self) -> PathBuf {
-        match &self.global.dir {
-            Some(d) => d.clone(),
-            None => self.project().join(".triage"),
-        }
+        state_root(&self.global, &self.project_dir)
     }
 
     /// The state root, created 0700 if missing.
@@ -330,8 +365,20 @@ impl Context {
             return;
         }
         let logs = root.join("logs");
-        if store::ensure_dir(&logs).is_err() {
+        // A refused root (a link, a loose folder) makes this fail too: nothing is written,
+        // and stderr says why once, since the trace cannot.
+        if let Err(e) = store::ensure_dir(&logs) {
+            self.untraced(&e);
             return;
+        }
+        let mut message = message.to_string();
+        if message.len() > TRACE_MESSAGE_MAX {
+            let mut cut = TRACE_MESSAGE_MAX;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            message.push_str("…[cut]");
         }
         let line = serde_json::json!({
             "at": self.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
@@ -340,7 +387,25 @@ impl Context {
             "pid": std::process::id(),
             "message": message,
         });
-        let _ = store::append_line_locked(&logs.join("triage.log"), line.to_string().as_bytes());
+        // Never waits long: a busy log gets the line without the lock (on a fresh line).
+        let wait = self.lock_wait().min(Duration::from_millis(20));
+        if let Err(e) = store::append_line_best_effort(
+            &logs.join("triage.log"),
+            line.to_string().as_bytes(),
+            wait,
+        ) {
+            self.untraced(&e);
+        }
+    }
+
+    /// Says on stderr, once per run, that the trace log refused a line (a link or a FIFO in
+    /// its place): the one warning that cannot be traced.
+    fn untraced(&self, e: &store::StoreError) {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static SAID: AtomicBool = AtomicBool::new(false);
+        if e.is_refused() && !SAID.swap(true, Ordering::Relaxed) {
+            eprintln!("triage {}: warning: no trace kept: {e}", self.name);
+        }
     }
 
     /// A timestamp for file names: `20260102T030405Z`.
@@ -349,11 +414,36 @@ impl Context {
     }
 }
 
+fn state_root(global: &GlobalArgs, project_dir: &Option<PathBuf>) -> PathBuf {
+    match &global.dir {
+        Some(d) => d.clone(),
+        None => project_dir
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("."))
+            .join(".triage"),
+    }
+}
+
+fn deadline_after(wait: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(wait)
+        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365))
+}
+
 /// The policy file read leniently: every good entry and every problem; `Err` only when the
 /// file cannot be read at all.
 fn load_policy_file(path: &Path) -> Result<policy::Loaded, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read policy {}: {e}", path.display()))?;
+    // Read like any file the user named, but never a FIFO or a device: a planted one would
+    // hang every hook.
+    let bytes = store::read_named(path)
+        .map_err(|e| format!("cannot read policy: {e}"))?
+        .ok_or_else(|| format!("cannot read policy {}: it does not exist", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        format!(
+            "cannot read policy {}: it is not UTF-8 text",
+            path.display()
+        )
+    })?;
     Ok(policy::load_lenient(&text, policy::Depth::Syntax))
 }
 

@@ -135,6 +135,85 @@ pub struct ResolutionLine {
     pub resolution: Resolution,
 }
 
+/// An `error_id` unique without the log's lock (a record spooled while the log was busy, or
+/// a sequence that ran out): the time, then the process id and a random part. Its last part
+/// is not a number, so it never counts as a sequence number.
+pub fn unique_error_id(millis: i64, random: u64) -> String {
+    let t = chrono::DateTime::from_timestamp_millis(millis).unwrap_or_default();
+    format!(
+        "err-{}-p{}x{random:08x}",
+        t.format("%Y%m%dT%H%M%S%3fZ"),
+        std::process::id()
+    )
+}
+
+/// The marker that ends a text cut to keep a record within the log's line limit.
+pub fn cut_marker(cut: usize) -> String {
+    format!("…[truncated {cut} bytes]")
+}
+
+/// Cuts a record (as JSON) until it serializes within `max` bytes: first every long text,
+/// more and more (each ends with [`cut_marker`]), then, if that is not enough, everything
+/// but the ids and the error's short fields. Returns whether anything was cut.
+pub fn fit(record: &mut Value, max: usize) -> bool {
+    let size = |v: &Value| serde_json::to_vec(v).map_or(usize::MAX, |b| b.len());
+    if size(record) <= max {
+        return false;
+    }
+    let mut limit = 16 * 1024;
+    while limit >= 64 {
+        cut_texts(record, limit);
+        if size(record) <= max {
+            return true;
+        }
+        limit /= 4;
+    }
+    // Very many short fields: keep the ids and the short top-level texts and numbers.
+    let Value::Object(m) = record else {
+        *record = Value::Null;
+        return true;
+    };
+    let mut kept = Map::new();
+    let mut used = 32;
+    for (k, v) in std::mem::take(m) {
+        let short = match &v {
+            Value::String(s) => s.len() <= 256,
+            Value::Number(_) | Value::Bool(_) | Value::Null => true,
+            _ => false,
+        };
+        let len = k.len() + serde_json::to_vec(&v).map_or(usize::MAX, |b| b.len()) + 8;
+        if short && used + len <= max {
+            used += len;
+            kept.insert(k, v);
+        }
+    }
+    kept.insert("truncated".into(), Value::Bool(true));
+    *m = kept;
+    true
+}
+
+/// Cuts every text in `v` longer than `limit` bytes (at a character boundary), without
+/// recursion: a record can be deep.
+fn cut_texts(v: &mut Value, limit: usize) {
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) if s.len() > limit => {
+                let mut cut = limit;
+                while !s.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                let dropped = s.len() - cut;
+                s.truncate(cut);
+                s.push_str(&cut_marker(dropped));
+            }
+            Value::Array(a) => stack.extend(a.iter_mut()),
+            Value::Object(m) => stack.extend(m.values_mut()),
+            _ => {}
+        }
+    }
+}
+
 /// `error_id` for the `seq`-th record written at `millis` (Unix milliseconds): the time first,
 /// so ids sort by time, and the sequence kept under the log's lock, so no two are equal.
 pub fn error_id(millis: i64, seq: u64) -> String {
@@ -419,6 +498,9 @@ pub struct Counters {
     pub version: u32,
     /// The log's length when these were last brought up to date.
     pub log_len: u64,
+    /// The log's inode then: another inode is another file (a prune replaced it), so these
+    /// no longer describe it.
+    pub log_ino: u64,
     /// The last sequence number handed out for an `error_id`.
     pub seq: u64,
     /// Error records per session.
@@ -641,6 +723,49 @@ mod tests {
         );
         assert!(warnings(&c, &k, &t, None).is_empty(), "size unknown");
         assert!(warnings(&c, &k, &t, Some(4)).is_empty());
+    }
+
+    #[test]
+    fn a_record_is_cut_to_fit_with_a_marker() {
+        let mut r = serde_json::json!({
+            "error_id": "e",
+            "session_id": "s",
+            "detail": "d".repeat(1 << 20),
+            "context": {"tool_response": "r".repeat(200_000), "n": 1},
+        });
+        assert!(fit(&mut r, 60 * 1024));
+        let len = serde_json::to_vec(&r)
+            .map(|b| b.len())
+            .unwrap_or(usize::MAX);
+        assert!(len <= 60 * 1024, "{len}");
+        assert_eq!(r["session_id"], "s");
+        let detail = r["detail"].as_str().unwrap_or_default();
+        assert!(
+            detail.ends_with("bytes]") && detail.contains("…[truncated"),
+            "{}",
+            &detail[detail.len() - 40..]
+        );
+        assert_eq!(r["context"]["n"], 1);
+        // Many small fields: the ids stay.
+        let mut wide = serde_json::json!({"error_id": "e"});
+        for i in 0..20_000 {
+            wide[format!("k{i}")] = serde_json::json!([i]);
+        }
+        assert!(fit(&mut wide, 60 * 1024));
+        assert_eq!(wide["error_id"], "e");
+        assert_eq!(wide["truncated"], true);
+        let mut small = serde_json::json!({"a": 1});
+        assert!(!fit(&mut small, 100));
+    }
+
+    #[test]
+    fn unique_ids_never_count_as_a_sequence() {
+        let mut c = Counters::new();
+        let id = unique_error_id(1_770_215_422_123, 0xabc);
+        assert!(id.starts_with("err-20260204T143022123Z-p"), "{id}");
+        let line = format!(r#"{{"error_id":"{id}","session_id":"s"}}"#);
+        c.count_line(&LogLine::parse(line.as_bytes()).expect("parses"));
+        assert_eq!(c.seq, 0);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod commands;
 pub mod context;
 pub mod duration;
 pub mod env;
+pub mod error_log;
 pub mod error_record;
 pub mod exit;
 pub mod glob;

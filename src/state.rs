@@ -76,6 +76,59 @@ impl Validation {
     }
 }
 
+/// How deep JSON may nest for the reader (serde_json's recursion limit): a writer must not
+/// produce what its reader refuses.
+pub const MAX_DEPTH: usize = 127;
+
+/// How deep `v` nests (a scalar is 0, `[]` is 1), counted without recursion; stops counting
+/// past `limit`.
+pub fn depth(v: &Value, limit: usize) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(v, 0usize)];
+    while let Some((v, d)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(a) => Box::new(a.iter()),
+            Value::Object(m) => Box::new(m.values()),
+            _ => continue,
+        };
+        let d = d + 1;
+        deepest = deepest.max(d);
+        if deepest > limit {
+            return deepest;
+        }
+        stack.extend(children.map(|c| (c, d)));
+    }
+    deepest
+}
+
+/// Checks a document about to be written against every limit its reader has: nesting depth,
+/// size (`max_bytes`, once serialized), and that it parses back as it will be read.
+pub fn check_writable(
+    doc: &Value,
+    bytes: Option<&[u8]>,
+    any: bool,
+    max_bytes: usize,
+) -> Result<(), String> {
+    let d = depth(doc, MAX_DEPTH);
+    if d > MAX_DEPTH {
+        return Err(format!(
+            "it nests deeper than {MAX_DEPTH} levels, more than state-read accepts"
+        ));
+    }
+    if let Some(bytes) = bytes {
+        if bytes.len() > max_bytes {
+            return Err(format!(
+                "it is {} bytes, more than the limit of {max_bytes} (TRIAGE_MAX_INPUT)",
+                bytes.len()
+            ));
+        }
+        Validation::shape_only(any)
+            .parse(bytes)
+            .map_err(|e| format!("it would not read back: {e}"))?;
+    }
+    Ok(())
+}
+
 /// The value at a dotted path (`a.b.0.c`); numbers index arrays.
 pub fn lookup<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
     path.split('.').try_fold(doc, |v, part| match v {
@@ -108,6 +161,35 @@ mod tests {
         assert_eq!(lookup(&doc, "a.b.1.c"), Some(&json!(true)));
         assert_eq!(lookup(&doc, "a.x"), None);
         assert_eq!(lookup(&doc, "a.b.9"), None);
+    }
+
+    #[test]
+    fn depth_matches_what_the_reader_accepts() {
+        for n in [1usize, 2, 126, 127, 128, 129, 600] {
+            let text = "[".repeat(n) + &"]".repeat(n);
+            let read = serde_json::from_str::<Value>(&text);
+            let nested = (0..n).fold(json!([]), |v, _| json!([v]));
+            // `nested` is n + 1 deep.
+            let d = depth(&nested, MAX_DEPTH);
+            assert_eq!(d > MAX_DEPTH, n + 1 > MAX_DEPTH, "{n}: {d}");
+            assert_eq!(read.is_ok(), n <= MAX_DEPTH, "{n}");
+            if n < 200 {
+                let bytes = serde_json::to_vec(&nested).expect("serializes");
+                assert_eq!(
+                    check_writable(&nested, Some(&bytes), true, 1 << 20).is_ok(),
+                    n < MAX_DEPTH,
+                    "{n}"
+                );
+            }
+        }
+        assert!(check_writable(
+            &json!({"a": "x".repeat(100)}),
+            Some(&[b' '; 200]),
+            false,
+            50
+        )
+        .expect_err("size")
+        .contains("TRIAGE_MAX_INPUT"));
     }
 
     #[test]

@@ -70,6 +70,13 @@ vocabulary! {
         ContextExhausted = "context_exhausted",
         AuthFailed = "auth_failed",
         Interrupted = "interrupted",
+        ToolUnavailable = "tool_unavailable",
+        HookFailed = "hook_failed",
+        TargetNotFound = "target_not_found",
+        Unresponsive = "unresponsive",
+        GateFailed = "gate_failed",
+        StateCorrupt = "state_corrupt",
+        PhaseFailed = "phase_failed",
         Unknown = "unknown",
     }
 }
@@ -91,6 +98,19 @@ vocabulary! {
         Error = "error",
         Warning = "warning",
         Info = "info",
+    }
+}
+
+impl Severity {
+    /// Seed 001's priority label: P0 critical, P1 error, P2 warning; `info` is below the
+    /// seed's scale and gets P3.
+    pub fn priority(self) -> &'static str {
+        match self {
+            Severity::Critical => "P0",
+            Severity::Error => "P1",
+            Severity::Warning => "P2",
+            Severity::Info => "P3",
+        }
     }
 }
 
@@ -198,13 +218,22 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", k.as_str()));
             assert_eq!(k.as_str().parse::<Kind>().as_ref(), Ok(k));
         }
-        assert_eq!(Kind::ALL.len(), 20);
+        assert_eq!(Kind::ALL.len(), 27);
         assert_eq!(
             serde_json::to_string(&Tier::EscalationRequired).ok(),
             Some("2".into())
         );
         assert!(serde_json::from_str::<Tier>("4").is_err());
         assert_eq!(Action::ProceedDegraded.to_string(), "proceed_degraded");
+        // SPEC §5 grew with seed 004's rows; `unknown` stays last.
+        assert_eq!(Kind::ALL.last(), Some(&Kind::Unknown));
+        assert_eq!("target_not_found".parse::<Kind>(), Ok(Kind::TargetNotFound));
+    }
+
+    #[test]
+    fn severities_carry_seed_001s_priorities() {
+        let p: Vec<&str> = Severity::ALL.iter().map(|s| s.priority()).collect();
+        assert_eq!(p, ["P0", "P1", "P2", "P3"]);
     }
 
     #[test]

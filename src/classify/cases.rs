@@ -221,8 +221,9 @@ fn cases() -> Vec<(Value, Kind, bool)> {
         (json!({"exit_code": 130}), Interrupted, false),
         // Claude Code's transcript marker.
         (text("[Request interrupted by user for tool use]"), Interrupted, false),
+        // --- a tool's plain non-zero exit (issue 15): the tool failed, retried once ---
+        (bash(1, "something odd happened"), ToolFailure, true),
         // --- unknown ---
-        (bash(1, "something odd happened"), Unknown, false),
         // git's fatal status 128 is not a signal.
         (json!({"exit_code": 128, "stderr": "fatal: ambiguous argument 'HEAD~3': unknown revision or path"}), Unknown, false),
         // ref:hooks: StopFailure `unknown`.

@@ -6,6 +6,7 @@
 use super::Overrides;
 use crate::hook_io::Payload;
 use crate::vocab::Kind;
+use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, NaiveTime, TimeZone, Utc};
 use regex::bytes::Regex;
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
@@ -19,8 +20,10 @@ pub struct Facts {
     pub exit_code: Option<i64>,
     /// The HTTP status, from a field or the text.
     pub http_status: Option<u16>,
-    /// Seconds the server asked to wait.
+    /// Seconds the server asked to wait, or until a usage limit resets.
     pub retry_after_s: Option<f64>,
+    /// When a usage limit resets.
+    pub retry_at: Option<DateTime<Utc>>,
     /// The tool that failed.
     pub tool: Option<String>,
     /// The agent that failed.
@@ -101,7 +104,7 @@ pub fn facts(input: &Value, o: &Overrides) -> Facts {
     if o.tool.is_some() {
         f.tool = o.tool.clone();
     }
-    from_text(&mut f);
+    from_text(&mut f, o);
     f
 }
 
@@ -114,8 +117,10 @@ fn object(v: &Value, f: &mut Facts) {
         }
         Some("PostToolUse") => tool_response(p.tool_response(), f),
         Some("StopFailure") => {
+            // The `error` word is coarse (`server_error` for a 529, `unknown` for a 400); the
+            // failed turn's text carries the status and the API's message.
             f.stop_failure = p.error().map(str::to_string);
-            push(&mut f.text, p.error().map(str::to_string));
+            push(&mut f.text, p.last_assistant_message().map(str::to_string));
             let details = match v.get("error_details") {
                 Some(Value::String(t)) => Some(t.clone()),
                 Some(Value::Null) | None => None,
@@ -243,40 +248,193 @@ fn utf8(b: &[u8]) -> &str {
 }
 
 fn re(cell: &'static OnceLock<Option<Regex>>, pattern: &str) -> Option<&'static Regex> {
-    cell.get_or_init(|| super::rules::ascii(pattern)).as_ref()
+    cell.get_or_init(|| super::matching::ascii(pattern))
+        .as_ref()
 }
 
-/// Facts read from the text itself: exit status, HTTP status, Retry-After, errno.
-fn from_text(f: &mut Facts) {
+/// When a Claude usage limit resets: `usage limit reached|<epoch seconds>`, or a wall-clock
+/// time as the client prints it (`reset at 9am (America/Chicago)`, `resets 2:10pm`,
+/// `resets Jan 18, 11:30am (Asia/Calcutta)`). A wall-clock time needs `now`; it is read in the
+/// zone named when that is UTC, GMT, `Etc/GMT±N` or an offset, else in the machine's local
+/// zone (the one the client printed it in; there is no zone database here).
+fn usage_reset(text: &[u8], o: &Overrides) -> Option<DateTime<Utc>> {
+    static EPOCH: OnceLock<Option<Regex>> = OnceLock::new();
+    static CLOCK: OnceLock<Option<Regex>> = OnceLock::new();
+    if let Some(c) = scan(
+        &EPOCH,
+        &["limit reached|"],
+        r"limit reached\|(\d{9,11})\b",
+        text,
+    ) {
+        let secs: i64 = utf8(&c[1]).parse().ok()?;
+        return Utc.timestamp_opt(secs, 0).single();
+    }
+    let c = scan(
+        &CLOCK,
+        &["reset"],
+        r"\breset(?:s|ting)?\s+(?:at\s+)?(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (\d{1,2}),? (?:at )?)?(\d{1,2})(?::(\d{2}))?\s*([ap]m)\b(?:\s*\(([^)\n]{1,40})\))?",
+        text,
+    )?;
+    let now = o.now?;
+    let mut hour: u32 = utf8(&c[3]).parse().ok()?;
+    let minute: u32 = c
+        .get(4)
+        .map_or(Some(0), |m| utf8(m.as_bytes()).parse().ok())?;
+    if hour == 0 || hour > 12 || minute > 59 {
+        return None;
+    }
+    hour = hour % 12 + if &c[5] == b"pm" { 12 } else { 0 };
+    let offset = c
+        .get(6)
+        .and_then(|z| zone_offset(utf8(z.as_bytes())))
+        .or(o.utc_offset)
+        .unwrap_or_else(|| local_offset(now));
+    let local_now = now.with_timezone(&offset);
+    let time = NaiveTime::from_hms_opt(hour, minute, 0)?;
+    let date = match (c.get(1), c.get(2)) {
+        (Some(m), Some(d)) => {
+            let month = MONTHS
+                .iter()
+                .position(|n| m.as_bytes().starts_with(n.as_bytes()))?
+                as u32
+                + 1;
+            let day: u32 = utf8(d.as_bytes()).parse().ok()?;
+            let this_year = NaiveDate::from_ymd_opt(local_now.year(), month, day)?;
+            // A date more than half a year back is next year's.
+            if (local_now.date_naive() - this_year).num_days() > 183 {
+                NaiveDate::from_ymd_opt(local_now.year() + 1, month, day)?
+            } else {
+                this_year
+            }
+        }
+        _ => {
+            let today = local_now.date_naive();
+            if today.and_time(time) <= local_now.naive_local() {
+                today.succ_opt()?
+            } else {
+                today
+            }
+        }
+    };
+    let at = offset.from_local_datetime(&date.and_time(time)).single()?;
+    Some(at.with_timezone(&Utc))
+}
+
+const MONTHS: [&str; 12] = [
+    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
+];
+
+/// The offset a zone name stands for, when it says so without a zone database: `UTC`, `GMT`,
+/// `Etc/GMT+5` (POSIX signs: five hours behind), `UTC+2`, `+05:30`.
+fn zone_offset(name: &str) -> Option<FixedOffset> {
+    let lower = name.trim().to_ascii_lowercase();
+    let (etc, n) = match lower.strip_prefix("etc/") {
+        Some(rest) => (true, rest),
+        None => (false, lower.as_str()),
+    };
+    if matches!(n, "utc" | "gmt" | "z" | "zulu" | "universal") {
+        return FixedOffset::east_opt(0);
+    }
+    let (posix, rest) = if let Some(r) = n.strip_prefix("gmt") {
+        (etc, r)
+    } else if let Some(r) = n.strip_prefix("utc") {
+        (false, r)
+    } else {
+        (false, n)
+    };
+    let (sign, digits) = match rest.as_bytes().first() {
+        Some(b'+') => (1, &rest[1..]),
+        Some(b'-') => (-1, &rest[1..]),
+        _ => return None,
+    };
+    let (h, m) = digits.split_once(':').unwrap_or((digits, "0"));
+    let secs = h.parse::<i32>().ok()? * 3600 + m.parse::<i32>().ok()? * 60;
+    // `Etc/GMT+5` is five hours *behind* UTC (POSIX signs); `UTC+5` and `+05:00` are ahead.
+    FixedOffset::east_opt(if posix { -sign * secs } else { sign * secs })
+}
+
+/// The machine's local offset at `now` (the TZ environment variable, else /etc/localtime).
+fn local_offset(now: DateTime<Utc>) -> FixedOffset {
+    use chrono::Offset;
+    chrono::Local
+        .offset_from_utc_datetime(&now.naive_utc())
+        .fix()
+}
+
+/// The captures of a fact's regex in `text`, compiling the regex only when the text holds one
+/// of `needles` (every match contains one): most texts have no Retry-After and no errno.
+fn scan<'t>(
+    cell: &'static OnceLock<Option<Regex>>,
+    needles: &[&str],
+    pattern: &str,
+    text: &'t [u8],
+) -> Option<regex::bytes::Captures<'t>> {
+    if cell.get().is_none()
+        && !needles
+            .iter()
+            .any(|n| memchr::memmem::find(text, n.as_bytes()).is_some())
+    {
+        return None;
+    }
+    re(cell, pattern)?.captures(text)
+}
+
+/// Facts read from the text itself: exit status, HTTP status, Retry-After or a usage limit's
+/// reset, errno.
+fn from_text(f: &mut Facts, o: &Overrides) {
     static EXIT: OnceLock<Option<Regex>> = OnceLock::new();
     static HTTP: OnceLock<Option<Regex>> = OnceLock::new();
     static HTTP_PHRASE: OnceLock<Option<Regex>> = OnceLock::new();
     static RETRY: OnceLock<Option<Regex>> = OnceLock::new();
     static ERRNO: OnceLock<Option<Regex>> = OnceLock::new();
     let text = f.text.to_ascii_lowercase();
+    let bytes = text.as_bytes();
     if f.exit_code.is_none() {
-        // Claude Code's Bash errors start with `Exit code N`; Python says `non-zero exit status N`.
-        f.exit_code = re(
+        // Claude Code's Bash errors start with `Exit code N` (`Error: Exit code N` on screen);
+        // Python says `non-zero exit status N`, CI runners `exited with code N`.
+        f.exit_code = scan(
             &EXIT,
-            r"(?i)(?:^exit code:?|exit status|exited with code|non-zero exit status)\s+(-?\d+)",
+            &["exit code", "exit status", "exited with code"],
+            r"(?:^(?:error: )?exit code:?|\bwith exit code|exit status|exited with code|non-zero exit status)\s+(-?\d+)",
+            bytes,
         )
-        .and_then(|r| r.captures(text.as_bytes()))
         .and_then(|c| utf8(&c[1]).parse().ok());
     }
     if f.http_status.is_none() {
-        let code = re(&HTTP, r"(?i)(?:\bHTTP(?:/\d(?:\.\d)?)?[ :]+|\bstatus(?:[ _]?code)?[ :=]+|\berror code[ :=]+|\bAPI Error:?\s*|returned error:?\s*|\bError:\s+)([45]\d\d)\b")
-            .and_then(|r| r.captures(text.as_bytes()))
-            .or_else(|| {
-                re(&HTTP_PHRASE, r"(?i)\b([45]\d\d) (?:Too Many Requests|Service Unavailable|Bad Gateway|Gateway Time-?out|Not Found|Unauthorized|Forbidden|Bad Request|Internal Server Error|Unprocessable Entity|Request Timeout)")
-                    .and_then(|r| r.captures(text.as_bytes()))
-            })
-            .and_then(|c| utf8(&c[1]).parse().ok());
+        let code = scan(
+            &HTTP,
+            &["http", "status", "error", "rejected ("],
+            r"(?:\bhttp(?:/\d(?:\.\d)?)?[ :]+|\bstatus(?:[ _]?code)?[ :=]+|\berror code[ :=]+|\bapi error:?\s*\(?|returned error:?\s*|\berror:\s+|\brejected \()([45]\d\d)\b",
+            bytes,
+        )
+        .or_else(|| {
+            scan(
+                &HTTP_PHRASE,
+                &[" too many", " service", " bad ", " gateway", " not found", " unauthorized", " forbidden", " internal server", " unprocessable", " request timeout"],
+                r"\b([45]\d\d) (?:too many requests|service unavailable|bad gateway|gateway time-?out|not found|unauthorized|forbidden|bad request|internal server error|unprocessable entity|request timeout)",
+                bytes,
+            )
+        })
+        .and_then(|c| utf8(&c[1]).parse().ok());
         f.http_status = code;
     }
     if f.retry_after_s.is_none() {
-        f.retry_after_s = re(&RETRY, r#"(?i)retry[-_ ]after["']?\s*[:=]?\s*"?(\d+(?:\.\d+)?)|(?:retry|try again) in (\d+(?:\.\d+)?)\s*s"#)
-            .and_then(|r| r.captures(text.as_bytes()))
-            .and_then(|c| c.get(1).or(c.get(2)).and_then(|m| utf8(m.as_bytes()).parse().ok()));
+        f.retry_after_s = scan(
+            &RETRY,
+            &["retry", "try again in"],
+            r#"retry[-_ ]after["']?\s*[:=]?\s*"?(\d+(?:\.\d+)?)|(?:retry|try again) in (\d+(?:\.\d+)?)\s*s"#,
+            bytes,
+        )
+        .and_then(|c| c.get(1).or(c.get(2)).and_then(|m| utf8(m.as_bytes()).parse().ok()));
+    }
+    if f.retry_after_s.is_none() {
+        if let Some(at) = usage_reset(bytes, o) {
+            f.retry_at = Some(at);
+            if let Some(now) = o.now {
+                let secs = (at - now).num_milliseconds().max(0) as f64 / 1000.0;
+                f.retry_after_s = Some(secs);
+            }
+        }
     }
     if let Some(code) = f.exit_code {
         f.context.insert("exit_code".into(), Value::from(code));
@@ -287,10 +445,36 @@ fn from_text(f: &mut Facts) {
     if let Some(r) = f.retry_after_s {
         f.context.insert("retry_after_s".into(), Value::from(r));
     }
-    if let Some(m) = re(&ERRNO, r"\b(E(?:NOENT|ACCES|PERM|CONNREFUSED|CONNRESET|NOTFOUND|TIMEDOUT|HOSTUNREACH|NETUNREACH|AI_AGAIN|PIPE|ROFS|NOSPC|MFILE))\b")
-        .and_then(|r| r.captures(text.as_bytes()))
-    {
-        f.context.insert("errno".into(), Value::from(utf8(&m[1]).to_ascii_uppercase()));
+    if let Some(at) = f.retry_at {
+        f.context.insert(
+            "retry_at".into(),
+            Value::from(at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+        );
+    }
+    if let Some(m) = scan(
+        &ERRNO,
+        &[
+            "enoent",
+            "eacces",
+            "eperm",
+            "econn",
+            "enotfound",
+            "etimedout",
+            "ehostunreach",
+            "enetunreach",
+            "eai_again",
+            "epipe",
+            "erofs",
+            "enospc",
+            "emfile",
+        ],
+        r"\b(e(?:noent|acces|perm|connrefused|connreset|notfound|timedout|hostunreach|netunreach|ai_again|pipe|rofs|nospc|mfile))\b",
+        bytes,
+    ) {
+        f.context.insert(
+            "errno".into(),
+            Value::from(utf8(&m[1]).to_ascii_uppercase()),
+        );
     }
     if let Some(t) = &f.tool {
         f.context.insert("tool".into(), Value::from(t.clone()));

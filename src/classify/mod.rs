@@ -1,25 +1,63 @@
 //! The classifier: any failure in, the error object of SPEC §5 out, with a retry decision.
 //!
-//! Pure: no files, no clock, no environment. The caller hands it the input, the policy and a
-//! seed for jitter. Rules are tried in this order: an input that already names its kind
-//! (seed 003's error object), the policy's `[[classify.rules]]`, then the built-in rules of
-//! [`rules`]. `record-error`, `hook` and `run` call [`classify`] in-process.
+//! Pure: no files, no clock. The caller hands it the input, the policy, a seed for jitter and
+//! (for limits that reset at a wall-clock time) the current time. `record-error`, `hook` and
+//! `run` call [`classify`] in-process.
+//!
+//! # Precedence
+//!
+//! An error text often holds more than one clue: Claude Code prints `API Error (529 …
+//! overloaded_error …) · Retrying in 4 seconds…` and then `Interrupted by user`; a Node error
+//! carries a stack whose frames are named `Timeout._onTimeout` or `abortSignal`. The evidence is
+//! weighed in this order, and the first level that decides wins:
+//!
+//! 1. What the input says of itself: an error object's `kind` (seed 003), Claude Code's
+//!    `is_interrupt`; then the policy's `[[classify.rules]]`.
+//! 2. Specific wordings ([`rules::SPECIFIC`]): a wrapper that says whose failure it is (a hook's,
+//!    the edit tool's), a usage limit, compiler and test-runner output, parse errors, seed 004's
+//!    pipeline conditions. They are precise enough to decide alone: a pytest run that fails on
+//!    a `ConnectionRefusedError` is a failed test.
+//! 3. Structured evidence: the HTTP status (a field, or `API Error: 529`, `Error code: 429`,
+//!    `status code 401` in the text), then the API's error type ([`rules::API_TYPES`]:
+//!    `overloaded_error`, `rate_limit_error`, …). It decides before any generic word, so a
+//!    client's hint (`Retrying in 37 seconds`, `esc to interrupt`, `Interrupted by user` after
+//!    the error) never turns an overload into a rate limit or an interrupt.
+//! 4. Claude Code's StopFailure `error` word, when the text of the failed turn
+//!    (`last_assistant_message`) held no structured evidence: `server_error` is what the client
+//!    sends for a 529, `unknown` for a 400.
+//! 5. Generic wordings ([`rules::GENERIC`]): the one on the earliest line wins, so the first
+//!    line of a multi-line error weighs more than what follows it.
+//! 6. The exit status: 124, 126, 127, 128+N; then a tool call whose error is only its
+//!    `Exit code N` line ([`rules::TOOL_EXIT`]).
+//! 7. When nothing matched, levels 2, 3 and 5 once more on the text with its line breaks
+//!    joined: a terminal wraps a long message (`… which appears to violate` / `our Usage
+//!    Policy`), and issue reports quote it wrapped.
+//!
+//! At every level, stack frames are not evidence: JavaScript `at …` lines, Python's
+//! `Traceback` header and `File "…"` frames, Go and Rust backtrace lines are dropped before
+//! matching (see [`matching`]).
 
 pub mod input;
+mod matching;
 pub mod retry;
 pub mod rules;
 mod words;
 
 #[cfg(test)]
 mod cases;
+#[cfg(test)]
+mod corpus;
+#[cfg(test)]
+mod families;
 
 use crate::policy::{ClassifyRule, Policy};
-use crate::vocab::{Action, Category, Criticality, Kind, Severity, Tier};
+use crate::vocab::{Action, Category, Kind, Severity, Tier};
+use chrono::{DateTime, FixedOffset, Utc};
 pub use retry::RetryAdvice;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use words::{detail_line, suggestions};
-pub use words::{hook_context, kinds_table};
+pub use words::{fmt_wait, hook_context, kinds_table};
 
 /// What the command line says over the input.
 #[derive(Clone, Debug, Default)]
@@ -36,6 +74,11 @@ pub struct Overrides {
     pub exit_code: Option<i64>,
     /// `--tool`: the tool that failed.
     pub tool: Option<String>,
+    /// The current time (`TRIAGE_NOW` in tests): turns a usage limit's reset time into a wait.
+    pub now: Option<DateTime<Utc>>,
+    /// The offset a reset printed as a wall-clock time ("resets 9am") is read in: the machine's
+    /// local zone, which is the zone Claude Code prints it in. `None`: look it up when needed.
+    pub utc_offset: Option<FixedOffset>,
 }
 
 /// The error object (seed 003, extended by SPEC §5).
@@ -59,6 +102,9 @@ pub struct ErrorObject {
     pub tier: Tier,
     /// Seed 001's severity.
     pub severity: Severity,
+    /// Seed 001's priority label for the severity: P0 critical, P1 error, P2 warning (P3 info).
+    #[serde(default)]
+    pub priority: String,
     /// What to do next.
     pub action: Action,
     /// The advised retry, when the action is `retry`.
@@ -79,6 +125,8 @@ struct Verdict<'p> {
     evidence: Option<String>,
     retryable: Option<bool>,
     config: Option<&'p ClassifyRule>,
+    /// The built-in text rule, when one decided (its tier, advice, retry cap).
+    text_rule: Option<&'static rules::TextRule>,
 }
 
 /// True unless the input is a PostToolUse whose response reports no error.
@@ -103,18 +151,24 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
         };
     }
     let cfg = v.config;
+    let tr = v.text_rule;
     let retryable = from_given!("retryable")
         .or(cfg.and_then(|r| r.retryable))
         .or(v.retryable)
+        .or(tr.and_then(|r| r.retryable))
         .unwrap_or(d.retryable);
     let mut tier: Tier = from_given!("tier")
         .or(cfg.and_then(|r| r.tier))
+        .or(tr.and_then(|r| r.tier))
         .unwrap_or(d.tier);
     let mut severity: Severity = from_given!("severity")
         .or(cfg.and_then(|r| r.severity))
+        .or(tr.and_then(|r| r.severity))
         .unwrap_or(d.severity);
     let category: Category = from_given!("category").unwrap_or(d.category);
     let agent = f.agent.as_deref().map(|name| (name, policy.agent(name)));
+    let fallback = tr.and_then(|r| r.fallback).unwrap_or(d.fallback);
+    let max_attempts = tr.and_then(|r| r.max_attempts).or(d.max_attempts);
     let decision = retry::decide(
         &retry::Failure {
             kind: v.kind,
@@ -122,18 +176,19 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
             attempt: f.attempt.unwrap_or(1),
             agent: agent.as_ref().map(|(n, a)| (*n, a)),
             retry_after_s: f.retry_after_s,
-            fallback: d.fallback,
+            fallback,
+            max_attempts,
+            delay_s: tr.and_then(|r| r.delay_s).map(f64::from),
+            degrade_when_exhausted: max_attempts.is_some() && fallback == Action::ProceedDegraded,
         },
         &policy.retry,
         seed,
     );
     if decision.exhausted {
-        let optional = agent
-            .as_ref()
-            .is_some_and(|(_, a)| a.criticality == Criticality::Optional);
         // Seed 000's log levels: an optional agent's failure is a warning, a critical one's an
-        // error; a critical agent out of attempts needs a person (tier 2 at least).
-        if optional {
+        // error; a critical agent out of attempts needs a person (tier 2 at least). Going on
+        // without the result (an optional agent, an unavailable tool) keeps the tier.
+        if decision.action == Action::ProceedDegraded {
             severity = Severity::Warning;
         } else {
             severity = severity.min(Severity::Error);
@@ -147,9 +202,13 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
     let detail = from_given!("detail")
         .or(cfg.and_then(|r| r.detail.clone()))
         .unwrap_or_else(|| detail_line(&f, &v, d.verb));
+    let advice = match tr {
+        Some(r) if !r.advice.is_empty() => r.advice,
+        _ => d.suggestions,
+    };
     let suggestions = from_given!("suggestions")
         .or(cfg.and_then(|r| r.suggestions.clone()))
-        .unwrap_or_else(|| suggestions(&f, &v, d.suggestions, decision.reason.as_deref()));
+        .unwrap_or_else(|| suggestions(&f, &v, advice, decision.reason.as_deref()));
     ErrorObject {
         status: "error".into(),
         kind: v.kind,
@@ -160,6 +219,7 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
         category,
         tier,
         severity,
+        priority: severity.priority().to_string(),
         action: decision.action,
         retry: decision.retry,
         matched_rule: v.rule,
@@ -179,6 +239,7 @@ fn verdict<'p>(
         evidence,
         retryable,
         config: None,
+        text_rule: None,
     };
     if let Some(kind) = f.given_kind {
         return plain(kind, "input".into(), None, None);
@@ -186,12 +247,18 @@ fn verdict<'p>(
     for r in &policy.classify.rules {
         if let Some(evidence) = config_matches(r, &f.text, input, warnings) {
             let base = builtin(f);
+            // The rule's own fields go on top of the built-in verdict; a rule that names a
+            // kind of its own drops the built-in rule's advice for another kind.
+            let text_rule = base
+                .text_rule
+                .filter(|t| r.kind.is_none_or(|k| k == t.kind));
             return Verdict {
                 kind: r.kind.unwrap_or(base.kind),
                 rule: format!("config:{}", r.name),
                 evidence: evidence.or(base.evidence),
                 retryable: base.retryable,
                 config: Some(r),
+                text_rule,
             };
         }
     }
@@ -261,49 +328,104 @@ fn builtin<'p>(f: &input::Facts) -> Verdict<'p> {
         evidence,
         retryable,
         config: None,
+        text_rule: None,
+    };
+    let by_rule = |(r, at): (&'static rules::TextRule, usize), text: &str| Verdict {
+        kind: r.kind,
+        rule: format!("builtin:{}", r.name),
+        evidence: Some(line_at(text, at)),
+        retryable: None,
+        config: None,
+        text_rule: Some(r),
     };
     if f.interrupted {
         return v(Kind::Interrupted, "is-interrupt", None, None);
     }
-    if let Some(word) = &f.stop_failure {
-        if let Some(kind) = rules::stop_failure_kind(word) {
-            let details = f.text.lines().nth(1).map(str::to_string);
-            return v(kind, &format!("stop-failure-{word}"), details, None);
-        }
+    let ev = matching::Evidence::new(&f.text);
+    // 2. Specific wordings.
+    if let Some(hit) = matching::specific(&ev.lower) {
+        return by_rule(hit, &ev.text);
     }
-    let lower = f.text.to_ascii_lowercase();
-    let text_rule = |specific: bool| {
-        rules::first_match(specific, lower.as_bytes())
-            .map(|(r, at)| v(r.kind, r.name, Some(line_at(&f.text, at)), None))
-    };
-    if let Some(hit) = text_rule(true) {
-        return hit;
-    }
+    // 3. Structured evidence: the HTTP status, then the API's error type.
     if let Some((code, kind)) = f
         .http_status
         .and_then(|c| rules::http_kind(c).map(|k| (c, k)))
     {
-        let line = f
+        let line = ev
             .text
             .lines()
             .find(|l| l.contains(&code.to_string()))
             .map(clip);
         return v(kind, &format!("http-{code}"), line, None);
     }
-    if let Some(mut hit) = text_rule(false) {
+    if let Some(hit) = matching::api_type(&ev.lower) {
+        return by_rule(hit, &ev.text);
+    }
+    // 4. StopFailure's error word, when the failed turn's text said nothing structured.
+    if let Some(word) = &f.stop_failure {
+        if let Some(kind) = rules::stop_failure_kind(word).filter(|k| *k != Kind::Unknown) {
+            return v(
+                kind,
+                &format!("stop-failure-{word}"),
+                first_line(&ev.text),
+                None,
+            );
+        }
+    }
+    // 5. Generic wordings, the earliest line first.
+    if let Some(hit) = matching::generic(&ev.lower) {
+        let mut verdict = by_rule(hit, &ev.text);
         // A crash by an outside signal (SIGKILL, SIGTERM) may pass on a new attempt.
         if let Some((Kind::Crash, _, r)) = f.exit_code.and_then(rules::exit_kind) {
-            if hit.kind == Kind::Crash {
-                hit.retryable = Some(r);
+            if verdict.kind == Kind::Crash {
+                verdict.retryable = Some(r);
             }
         }
-        return hit;
+        return verdict;
     }
-    let first = first_line(&f.text);
+    // 6. The exit status.
+    let first = first_line(&ev.text);
     if let Some((kind, name, retryable)) = f.exit_code.and_then(rules::exit_kind) {
         return v(kind, name, first, Some(retryable));
     }
+    if f.exit_code != Some(0) {
+        if let Some(hit) = matching::tool_exit(&ev.lower) {
+            return Verdict {
+                evidence: first,
+                ..by_rule(hit, &ev.text)
+            };
+        }
+    }
+    // 7. Nothing matched: a terminal wraps long messages, so the same wordings are tried once
+    // more with the line breaks joined.
+    if ev.text.contains('\n') {
+        let joined = join_wrapped_lines(&ev.text);
+        let jv = matching::Evidence::new(&joined);
+        let hit = matching::specific(&jv.lower)
+            .or_else(|| matching::api_type(&jv.lower))
+            .or_else(|| matching::generic(&jv.lower));
+        if let Some(hit) = hit {
+            return by_rule(hit, &jv.text);
+        }
+    }
+    if let Some(word) = &f.stop_failure {
+        return v(Kind::Unknown, &format!("stop-failure-{word}"), first, None);
+    }
     v(Kind::Unknown, "unmatched", first, None)
+}
+
+/// `text` with every line break and the indentation after it turned into one space.
+fn join_wrapped_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut lines = text.lines();
+    if let Some(first) = lines.next() {
+        out.push_str(first.trim_end());
+    }
+    for l in lines {
+        out.push(' ');
+        out.push_str(l.trim());
+    }
+    out
 }
 
 /// The line of `text` around byte `at`, trimmed and clipped.
@@ -325,7 +447,12 @@ fn line_at(text: &str, at: usize) -> String {
 fn first_line(text: &str) -> Option<String> {
     text.lines()
         .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with("Exit code "))
+        .find(|l| {
+            let lower = l.to_ascii_lowercase();
+            !l.is_empty()
+                && !lower.starts_with("exit code ")
+                && !lower.starts_with("error: exit code ")
+        })
         .map(clip)
 }
 
@@ -452,7 +579,12 @@ mod tests {
             raw: true,
             ..Overrides::default()
         };
-        let e = classify(&json!({"kind": "timeout"}), &o, &Policy::default(), 1);
+        let e = classify(
+            &json!({"kind": "spec_ambiguous"}),
+            &o,
+            &Policy::default(),
+            1,
+        );
         assert_eq!(e.matched_rule, "builtin:unmatched");
         assert_eq!(e.kind, Kind::Unknown);
         assert!(!e.retryable);

@@ -57,6 +57,16 @@ pub struct Failure<'a> {
     pub retry_after_s: Option<f64>,
     /// What to do when the kind is not retried (from the kind's defaults).
     pub fallback: Action,
+    /// At most this many attempts, from the rule or the kind (seed 003: `tool_failure` is
+    /// retried once; seed 004: an unavailable MCP server too). It never raises the policy's
+    /// `max_attempts`, and `[retry.kinds.KIND]` overrides it.
+    pub max_attempts: Option<u32>,
+    /// The wait before that retry, from the rule, when the policy has none for the kind.
+    pub delay_s: Option<f64>,
+    /// Out of attempts, go on without the result instead of escalating (seed 004: an MCP
+    /// server that is still unavailable after one retry is done without; a tool's plain
+    /// non-zero exit, retried once, is reported, not escalated).
+    pub degrade_when_exhausted: bool,
 }
 
 /// Decides retry or not, and the wait, for `f` under `policy`; `seed` feeds the jitter.
@@ -94,7 +104,10 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
     }
     let max_attempts = per_kind
         .and_then(|k| k.max_attempts)
-        .unwrap_or(policy.max_attempts)
+        .unwrap_or_else(|| {
+            f.max_attempts
+                .map_or(policy.max_attempts, |m| m.min(policy.max_attempts))
+        })
         .max(1);
     let attempt = f.attempt.max(1);
     if attempt >= max_attempts {
@@ -105,6 +118,11 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
             (
                 Action::ProceedDegraded,
                 "the agent is optional: proceed without it and note the gap (seed 000)",
+            )
+        } else if f.degrade_when_exhausted {
+            (
+                Action::ProceedDegraded,
+                "go on without it and say what is missing",
             )
         } else {
             (
@@ -123,6 +141,8 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
         s.max(0.0)
     } else if let Some(d) = per_kind.and_then(|k| k.delay) {
         d.as_secs_f64()
+    } else if let Some(d) = f.delay_s {
+        d
     } else {
         delay_for(policy, attempt, seed)
     };
@@ -180,9 +200,13 @@ pub fn jittered(jitter: Jitter, base: f64, mult: f64, cap: f64, n: u32, seed: u6
             e / 2.0 + rng.uniform(0.0, e / 2.0)
         }
         // sleep₀ = base; sleepₙ = min(cap, U(base, 3·sleepₙ₋₁)), replayed from the seed.
+        // Only the last 64 steps are replayed (a chain forgets its start long before that),
+        // so a huge attempt number costs no more than a small one.
         Jitter::Decorrelated => {
+            let steps = n.min(64);
+            rng.skip(n - steps);
             let mut sleep = base;
-            for _ in 0..n {
+            for _ in 0..steps {
                 sleep = rng.uniform(base, sleep * 3.0).min(cap);
             }
             sleep
@@ -220,9 +244,10 @@ impl Rng {
     }
 
     fn skip(&mut self, n: u32) {
-        for _ in 0..n {
-            self.next_u64();
-        }
+        // Each draw adds the constant once: skipping n draws is one multiplication.
+        self.0 = self
+            .0
+            .wrapping_add(0x9E37_79B9_7F4A_7C15u64.wrapping_mul(u64::from(n)));
     }
 }
 
@@ -250,6 +275,9 @@ mod tests {
             agent: None,
             retry_after_s: None,
             fallback: Action::Escalate,
+            max_attempts: None,
+            delay_s: None,
+            degrade_when_exhausted: false,
         }
     }
 
@@ -340,6 +368,22 @@ mod tests {
             assert!(w[1] <= (w[0] * 3.0).min(10.0) + 1e-3, "{w:?}");
         }
         assert_eq!(a, vec![2.483, 2.031, 2.419, 3.154, 1.322, 3.575]);
+    }
+
+    #[test]
+    fn huge_attempt_numbers_cost_no_more_than_small_ones() {
+        // Before: u32::MAX steps of the chain (tens of seconds of CPU); now 64.
+        for jitter in [Jitter::Decorrelated, Jitter::Full, Jitter::Equal] {
+            let d = jittered(jitter, 1.0, 2.0, 10.0, u32::MAX, 7);
+            assert!((0.0..=10.0).contains(&d), "{jitter:?}: {d}");
+        }
+        let mut a = Rng::new(5);
+        let mut b = Rng::new(5);
+        a.skip(3);
+        for _ in 0..3 {
+            b.next_u64();
+        }
+        assert_eq!(a.next_u64(), b.next_u64());
     }
 
     #[test]

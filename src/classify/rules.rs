@@ -1,5 +1,6 @@
 //! The rules that decide a kind: each kind's defaults (seed 004 §3.2 tiers, seed 001 categories
-//! and severities, seed 003 retryability), and the built-in matchers for what tools print.
+//! and severities, seed 003 retryability), and the built-in matchers for what tools print, in
+//! the order of precedence that [`super`] describes.
 //!
 //! Order matters: the specific wordings (Claude Code's timeout line, compiler and test-runner
 //! output, parse errors) come before the generic ones, so a pytest run that fails on a
@@ -7,8 +8,6 @@
 //! is a timeout.
 
 use crate::vocab::{Action, Category, Kind, Severity, Tier};
-use regex::bytes::{Regex, RegexBuilder};
-use std::sync::OnceLock;
 
 /// What a kind means when nothing more specific is said.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -27,6 +26,9 @@ pub struct KindDefaults {
     pub verb: &'static str,
     /// What to do about it.
     pub suggestions: &'static [&'static str],
+    /// At most this many attempts (seed 004: "retry 1x, then proceed"); the policy's
+    /// `[retry.kinds.KIND]` still wins.
+    pub max_attempts: Option<u32>,
 }
 
 /// The defaults of `kind`.
@@ -43,6 +45,7 @@ pub fn defaults(kind: Kind) -> KindDefaults {
         fallback,
         verb,
         suggestions,
+        max_attempts: None,
     };
     match kind {
         Kind::Timeout => d(Transient, SelfRecoverable, true, Warning, Escalate, "timed out", &[
@@ -108,20 +111,66 @@ pub fn defaults(kind: Kind) -> KindDefaults {
         Kind::Interrupted => d(Transient, EscalationRequired, false, Info, AskUser, "was interrupted", &[
             "Ask the user whether to resume; do not restart the step on your own",
         ]),
+        Kind::ToolUnavailable => KindDefaults {
+            max_attempts: Some(2),
+            ..d(Transient, SelfRecoverable, true, Warning, ProceedDegraded, "found a tool or MCP server unavailable", &[
+                "Retry once; if it is still unavailable, go on without that tool and say what is missing (seed 004)",
+                "Check the server (`claude mcp list`, `/mcp`): its command, URL or credentials",
+            ])
+        },
+        Kind::HookFailed => d(SkillError, SelfRecoverable, false, Warning, ProceedDegraded, "hit a failing hook", &[
+            "Hooks are best effort (seed 004): the hook failed, not the call; do not repeat the call because of it",
+            "Fix the hook script (run it by hand with the payload on stdin); a jq parse error means its input or its filter is wrong",
+        ]),
+        Kind::TargetNotFound => d(SkillError, EscalationRequired, false, Error, Escalate, "could not reach its task or message target", &[
+            "The task or agent is gone: work from the task content you already have and alert the coordinator or lead (seed 004)",
+            "Do not resend to an agent that is not running; ask for it to be re-spawned",
+        ]),
+        Kind::Unresponsive => d(Transient, EscalationRequired, false, Error, Escalate, "got no answer in time", &[
+            "Send one status query; if there is still no answer, escalate to the lead for a re-spawn (seed 004)",
+        ]),
+        Kind::GateFailed => d(QualityFailure, PipelineAffecting, false, Critical, Escalate, "failed its gate", &[
+            "Stop the pipeline here: the lead decides whether to retry, skip or abort (seed 004)",
+            "Keep the gate's findings with the error so the decision can be made from them",
+        ]),
+        Kind::StateCorrupt => d(ValidationFailure, PipelineAffecting, false, Critical, Escalate, "found its state corrupt", &[
+            "Stop writing to it; recover the last good copy (`triage state-read` falls back to .bak, then a checkpoint) or re-create it from the conversation (seeds 002, 004)",
+        ]),
+        Kind::PhaseFailed => d(SkillError, PipelineAffecting, false, Critical, Escalate, "cannot go on: the phase failed", &[
+            "Stop retrying: the lead decides whether to re-spawn, skip the phase or abort the pipeline (seed 004)",
+            "Keep every worker's output and error for that decision",
+        ]),
         Kind::Unknown => d(SkillError, EscalationRequired, false, Error, Escalate, "failed", &[
             "Read the full error output; add a [[classify.rules]] entry if this failure recurs",
         ]),
     }
 }
 
-/// One built-in text matcher.
+/// One built-in text matcher, with what it says beyond its kind. Everything a rule decides is
+/// in its entry here, so the table is the single source of truth for the matching code.
+#[derive(Debug)]
 pub struct TextRule {
     /// Shown as `builtin:NAME`.
     pub name: &'static str,
     /// The kind it decides.
     pub kind: Kind,
-    /// The regex.
+    /// The regex (written for ASCII-lowercased text; `(?i)` is implied).
     pub pattern: &'static str,
+    /// A tier other than the kind's.
+    pub tier: Option<Tier>,
+    /// A severity other than the kind's.
+    pub severity: Option<Severity>,
+    /// A retryability other than the kind's.
+    pub retryable: Option<bool>,
+    /// At most this many attempts (the policy's `[retry.kinds.KIND]` still wins).
+    pub max_attempts: Option<u32>,
+    /// Seconds to wait before the retry, instead of the schedule's.
+    pub delay_s: Option<u32>,
+    /// Suggestions that replace the kind's.
+    pub advice: &'static [&'static str],
+    /// The action when it is not retried, or out of attempts (`proceed_degraded`: go on and
+    /// say what is missing), instead of the kind's.
+    pub fallback: Option<Action>,
 }
 
 const fn rule(name: &'static str, kind: Kind, pattern: &'static str) -> TextRule {
@@ -129,202 +178,427 @@ const fn rule(name: &'static str, kind: Kind, pattern: &'static str) -> TextRule
         name,
         kind,
         pattern,
+        tier: None,
+        severity: None,
+        retryable: None,
+        max_attempts: None,
+        delay_s: None,
+        advice: &[],
+        fallback: None,
     }
 }
 
-/// Matchers tried before the HTTP status: specific wordings that decide on their own.
+impl TextRule {
+    const fn tier(self, tier: Tier) -> TextRule {
+        TextRule {
+            tier: Some(tier),
+            ..self
+        }
+    }
+    const fn severity(self, severity: Severity) -> TextRule {
+        TextRule {
+            severity: Some(severity),
+            ..self
+        }
+    }
+    const fn retryable(self, retryable: bool) -> TextRule {
+        TextRule {
+            retryable: Some(retryable),
+            ..self
+        }
+    }
+    const fn attempts(self, max: u32, delay_s: u32) -> TextRule {
+        TextRule {
+            max_attempts: Some(max),
+            delay_s: Some(delay_s),
+            ..self
+        }
+    }
+    const fn advice(self, advice: &'static [&'static str]) -> TextRule {
+        TextRule { advice, ..self }
+    }
+    const fn fallback(self, action: Action) -> TextRule {
+        TextRule {
+            fallback: Some(action),
+            ..self
+        }
+    }
+}
+
+/// Wordings that decide on their own, before any HTTP status: a wrapper that says whose failure
+/// it is (a hook's, the edit tool's), compiler and test-runner output, parse errors, limits and
+/// seed 004's pipeline conditions. The first rule (in this order) that matches decides.
 pub const SPECIFIC: &[TextRule] = &[
+    // Claude Code wraps a hook's failure as "<Event>:<Tool> hook error"; a deny or an exit-2
+    // block arrives the same way, with the reason after it.
     rule(
-        "interrupted",
-        Kind::Interrupted,
-        r"KeyboardInterrupt|\[Request interrupted by user|(?i)interrupted by (?:the )?user|^\^C$",
+        "hook-deny",
+        Kind::PermissionDenied,
+        r"hook (?:error|stopped continuation)\b.{0,200}\b(?:blocked|deny|denied|forbidden|not allowed|refused|rejected)\b|hook stopped continuation|hook \(blocked\)|blocked by (?:a |the )?(?:[\w:-]+ )?hook\b|operation blocked by hook|hook command (?:completed|exited) with status 2\b",
     ),
+    // A hook that crashed, timed out or printed what the client cannot use; the tool call went
+    // on (seed 004: hooks never block, best effort).
+    rule(
+        "hook-error",
+        Kind::HookFailed,
+        r"\bhook error\b|\bhook (?:\[[^\]\n]{0,300}\] )?failed\b|failed with non-blocking status code|hook cancelled|hook blocking error|\bhook timed out|hook command (?:completed|exited) with status [1-9]|hook output (?:does not start|is not valid|looks like)",
+    ),
+    rule(
+        "edit-mismatch",
+        Kind::InvalidInput,
+        r"string to replace (?:was )?not found|old_?string (?:was )?not found|occurrences? found for old_?string|could not find old_?string|unable to find insert_(?:after|before)|file has not been read yet|has not been read in this session|must read (?:the )?file before|read it first before writing|file has been (?:unexpectedly )?modified since (?:it was )?read|found \d+ matches of the string to replace",
+    )
+    .tier(Tier::SelfRecoverable)
+    .advice(&[
+        "Read the file again, then copy old_string exactly as Read shows it (whitespace, indentation, line endings)",
+        "Make old_string unique (include more surrounding lines) or set replace_all; do not repeat the same edit unchanged",
+    ]),
+    // Claude's plan limits: "Claude AI usage limit reached|<epoch>", "You've hit your limit ·
+    // resets 9am (Europe/London)", "Opus weekly limit reached ∙ resets Oct 31, 9am".
+    rule(
+        "usage-limit",
+        Kind::RateLimited,
+        r"usage limit reached|you.{1,3}ve hit your (?:\w+ )?limit|you have hit your (?:\w+ )?limit|\b(?:weekly|opus|sonnet|session|5-hour|daily) limit reached|limit will reset",
+    )
+    .advice(&[
+        "Wait until the limit resets (retry_after_s, retry_at), or ask the user to switch plan or model",
+        "Do not retry before the reset: every request until then is refused",
+    ]),
+    // The API refused the request's content; the same request is refused again.
+    rule(
+        "usage-policy",
+        Kind::InvalidInput,
+        r"violate our usage policy|blocked under anthropic.s usage policy",
+    )
+    .advice(&[
+        "The API refused this request's content (Usage Policy): do not resend it unchanged; rephrase, leave out the content that triggered it, or start a new session",
+        "If the refusal looks wrong, tell the user: it may be a false positive",
+    ]),
     rule(
         "cc-timeout",
         Kind::Timeout,
-        r"(?i)command timed out after|timed out after \d",
+        r"command timed out after|timed out after \d|stream idle timeout|\bidle timeout\b",
     ),
     rule(
         "context-exhausted",
         Kind::ContextExhausted,
-        r"(?i)prompt is too long|context[_ ]length[_ ]exceeded|maximum context length|exceeds? the context window|context window (?:is )?(?:full|exceeded)|input is too long for|too many (?:input )?tokens",
+        r"prompt is too long|context[_ ]length[_ ]exceeded|maximum context length|exceeds? the context window|context window (?:is )?(?:full|exceeded)|input is too long for|too many (?:input )?tokens|conversation too long|error during compaction|output token maximum|exceeded the \d+ output tokens?",
     ),
+    // Seed 004: "Agent context approaching 75%" is tier 2 (save L1/L2/L3, alert the lead).
+    rule(
+        "context-pressure",
+        Kind::ContextExhausted,
+        r"\bcontext low\b|context left until auto-?compact|\bcontext (?:window |usage )?(?:is )?(?:at|above|over|approaching|reached) \d{2,3} ?%|\b\d{2,3} ?% of (?:the |its |your )?context\b",
+    )
+    .severity(Severity::Warning)
+    .advice(&[
+        "Save progress now (checkpoint the state), then alert the coordinator or lead (seed 004)",
+        "Compact or continue in a fresh context before the window fills",
+    ]),
     rule(
         "too-large",
         Kind::InvalidInput,
-        r"(?i)exceeds maximum allowed (?:size|tokens)",
+        r"exceeds maximum allowed (?:size|tokens)",
     ),
+    // Seed 004 §3.2: a task or message target that is gone (TaskGet, SendMessage to a dead
+    // agent) is tier 2.
+    rule(
+        "target-gone",
+        Kind::TargetNotFound,
+        r"no task found with id|\btask (?:or subtask )?(?:with id )?\S{1,64} (?:was )?not found|\btask not found|taskget failed|no (?:agent|teammate|recipient) (?:named|found|with)|\b(?:agent|teammate|recipient) \S{1,64} (?:was )?not found|\b(?:agent|teammate) \S{1,64} (?:is not running|is not active|has exited|is dead)",
+    ),
+    // Seed 004: an unresponsive coordinator is tier 3 (the lead takes over its workers).
+    rule(
+        "coordinator-unresponsive",
+        Kind::Unresponsive,
+        r"\bcoordinator\b.{0,60}\b(?:unresponsive|not responding|no response|did not respond|has not responded|timed out waiting)",
+    )
+    .tier(Tier::PipelineAffecting)
+    .severity(Severity::Critical)
+    .advice(&[
+        "Stop waiting on the coordinator: the lead takes over its workers (seed 004 Mode 3 fallback)",
+    ]),
+    rule(
+        "unresponsive",
+        Kind::Unresponsive,
+        r"\b(?:worker|agent|teammate|subagent|peer)\b.{0,60}\b(?:unresponsive|not responding|did not respond|has not responded)|\b(?:worker|agent|teammate|subagent|peer)\b.{0,60}\bno response (?:in|after|within|for)\b|\bno heartbeat\b|heartbeat (?:missed|lost|timed out)",
+    ),
+    rule(
+        "gate-failed",
+        Kind::GateFailed,
+        r"\bgate\b[\w :#-]{0,20}\b(?:fail|failed)\b",
+    ),
+    rule(
+        "state-corrupt",
+        Kind::StateCorrupt,
+        r"\bstate\b.{0,40}\bcorrupt|\bcorrupt\w* (?:state|checkpoint|workflow)\b|\bpt corruption|permanent task .{0,30}corrupt",
+    ),
+    rule(
+        "phase-failed",
+        Kind::PhaseFailed,
+        r"\ball (?:\d+ )?(?:workers|agents|subagents|tasks)\b.{0,40}\bfailed\b|fix[- ]loop (?:was |is )?exhausted|exhausted (?:the |its )?fix[- ]loop",
+    ),
+    // Seed 004 §3.2: "jq parse failure in hook" is tier 1 (use a fallback, never block). In a
+    // hook's own wrapper it is the hook's failure (`hook-error` above).
+    rule("jq", Kind::InvalidInput, r"\bjq: (?:error|parse error)\b")
+        .tier(Tier::SelfRecoverable)
+        .severity(Severity::Warning)
+        .advice(&[
+            "The JSON given to jq is not what the filter expects: fall back to a default (`jq -e … || echo default`) and go on (seed 004)",
+            "Print the input jq was given to see its shape before changing the filter",
+        ]),
     rule(
         "json-parse",
         Kind::InvalidInput,
-        r"(?i)JSONDecodeError|in JSON at position|end of JSON input|is not valid JSON|invalid JSON|JSON\.parse|expecting value: line \d+ column|expected value at line \d+ column|parse error: .* at line \d+, column \d+",
+        r"jsondecodeerror|in json at position|end of json input|is not valid json|invalid json|json\.parse|json parse error|error parsing json|expecting value: line \d+ column|expected value at line \d+ column|parse error: .* at line \d+, column \d+|jq: error \(at ",
     ),
     rule(
         "yaml-parse",
         Kind::InvalidInput,
-        r"(?i)yaml\.(?:scanner|parser|constructor)\.\w+|YAMLException|mapping values are not allowed|did not find expected (?:key|node|-)|could not find expected ':'|yaml: line \d+:",
+        r"yaml\.(?:scanner|parser|constructor)\.\w+|yamlexception|mapping values are not allowed|did not find expected (?:key|node|-)|could not find expected ':'|yaml: line \d+:",
     ),
     rule(
         "rustc",
         Kind::BuildFailed,
-        r"error\[E\d{4}\]|error: could not compile|error: aborting due to",
+        r"error\[e\d{4}\]|error: could not compile|error: aborting due to",
     ),
-    rule("tsc", Kind::BuildFailed, r"error TS\d{4,5}:"),
+    rule(
+        "tsc",
+        Kind::BuildFailed,
+        r"\bts(?:1|2|3|4|5|6|7|8|9)\d{3,4}: ",
+    ),
     rule(
         "gcc",
         Kind::BuildFailed,
-        r"(?m)\.(?:c|cc|cpp|cxx|h|hpp|m):\d+(?::\d+)?: (?:fatal )?error:|undefined reference to|ld returned \d+ exit status",
+        r"\.(?:c|cc|cpp|cxx|h|hpp|m):\d+(?::\d+)?: (?:fatal )?error:|undefined reference to|ld returned \d+ exit status|ninja: build stopped",
     ),
     rule(
         "go-build",
         Kind::BuildFailed,
-        r"\.go:\d+:\d+: (?:undefined:|cannot use|syntax error|.*(?:imported|declared) and not used|missing return|too many arguments|not enough arguments)",
+        r"\.go:\d+:\d+: (?:undefined:|cannot use|syntax error|.*(?:imported|declared) and not used|missing return|too many arguments|not enough arguments|no required module provides package)|go: cannot find main module|go: errors parsing go\.mod",
     ),
+    rule(
+        "deps",
+        Kind::BuildFailed,
+        r"\beresolve\b|unable to resolve dependency tree|could not resolve dependency|failed to select a version for|candidate versions found which didn't match",
+    )
+    .advice(&[
+        "Fix the version constraints (or upgrade the toolchain the package needs), then install again",
+        "For npm peer conflicts, align the versions; use --legacy-peer-deps only if the user agrees",
+    ]),
     rule(
         "build",
         Kind::BuildFailed,
-        r"(?i)compilation failed|\bbuild failed\b|COMPILATION ERROR|failed to compile|SyntaxError: invalid syntax",
+        r"compilation failed|\bbuild failed\b|compilation error|failed to compile|^\s*syntaxerror: |did not complete successfully: exit code",
     ),
+    rule(
+        "package-missing",
+        Kind::NotFound,
+        r"could not find a version that satisfies the requirement|no matching distribution found|is not in (?:this|the npm) registry|couldn't find package|\bcode e404\b|npm err! 404|no matching version found for|\betarget\b|couldn't find any versions for|registry returned 404|manifest (?:for \S+ )?(?:not found|unknown)",
+    )
+    .advice(&[
+        "Check the package name and version: a typo, a private or removed package, or a version this runtime cannot use",
+        "List the versions the registry has (npm view NAME versions, pip index versions NAME) and pick one",
+    ]),
+    // PEP 668: the system Python refuses pip installs; a refusal, not a broken package.
+    rule(
+        "pep668",
+        Kind::PermissionDenied,
+        r"externally-managed-environment|this environment is externally managed",
+    )
+    .advice(&[
+        "Install into a virtual environment (python3 -m venv .venv) or with pipx",
+        "Do not pass --break-system-packages unless the user asks for it",
+    ]),
     rule(
         "pytest",
         Kind::TestFailed,
-        r"(?m)^FAILED \S+::|=+ (?:.*, )?\d+ failed\b|short test summary info",
+        r"^failed \S+::|=+ (?:.*, )?\d+ failed\b|short test summary info|^\s*\d+ failed(?:, \d+ \w+)* in [\d.]+ ?s|^e\s+(?:assert|assertionerror)\b",
     ),
     rule(
         "cargo-test",
         Kind::TestFailed,
-        r"(?m)test result: FAILED|error: test failed|^test \S+ \.\.\. FAILED",
+        r"test result: failed|error: test failed|^test \S+ \.\.\. failed",
     ),
     rule(
         "jest",
         Kind::TestFailed,
-        r"(?m)^Tests:\s+\d+ failed|^FAIL\s+\S+\.(?:test|spec)\.[jt]sx?",
+        r"^tests:\s+\d+ failed|^\s*fail\s+\S+\.(?:test|spec)\.[jt]sx?|expect\(received\)\.|\bexpected .{1,60} to (?:be|equal|deep\.equal|have|include|contain|match)\b|\d+ tests? failed, \d+ tests? passed|^\s*\d+ fail\s*$",
+    ),
+    rule("go-test", Kind::TestFailed, r"^--- fail: |^fail\s+\S+\s+[\d.]+s\s*$"),
+    rule("mocha", Kind::TestFailed, r"^\s*\d+ failing\s*$"),
+    // Seed 004 §3.2: an MCP server that is unavailable is tier 1, retried once, then the work
+    // goes on without it.
+    rule(
+        "tool-unavailable",
+        Kind::ToolUnavailable,
+        r"mcp error -32000|mcp server .{0,60}(?:failed|unavailable|not connected|disconnected|closed)|(?:failed|unable) to (?:re)?connect to (?:the )?mcp|error connecting to mcp server|failed to reconnect to |mcp startup incomplete|no such tool available|\btool \S{1,64} not found|tool not available|not available in this environment|_mcp_server\b.{1,12}\bfailed\b|failed to spawn: ",
     ),
     rule(
-        "go-test",
-        Kind::TestFailed,
-        r"(?m)^--- FAIL: |^FAIL\s+\S+\s+[\d.]+s\s*$",
+        "git-rejected",
+        Kind::ToolFailure,
+        r"\(non-fast-forward\)|failed to push some refs|updates were rejected because",
+    )
+    .tier(Tier::SelfRecoverable)
+    .retryable(false)
+    .advice(&[
+        "Integrate the remote changes first (git pull --rebase), resolve any conflicts, then push again",
+        "Do not force-push unless the user asks for it",
+    ]),
+    rule(
+        "git-conflict",
+        Kind::ToolFailure,
+        r"conflict \((?:content|add/add|modify/delete|rename/\w+)\)|merge conflict in |automatic merge failed|fix conflicts and then commit|you have unmerged paths|would be overwritten by (?:merge|checkout)|commit your changes or stash them|refusing to merge unrelated histories",
+    )
+    .tier(Tier::SelfRecoverable)
+    .retryable(false)
+    .advice(&[
+        "Resolve the <<<<<<< ======= >>>>>>> markers in the conflicted files, git add them, then continue the merge or rebase",
+        "Ask the user when the two sides disagree on intent",
+    ]),
+    // Docker: "Conflict. The container name \"/x\" is already in use by container …".
+    rule(
+        "name-conflict",
+        Kind::ToolFailure,
+        r"is already in use by container",
+    )
+    .tier(Tier::SelfRecoverable)
+    .retryable(false)
+    .advice(&[
+        "Remove or rename the existing container (docker rm -f NAME), or give the new one another name",
+    ]),
+    rule(
+        "disk-full",
+        Kind::ToolFailure,
+        r"\benospc\b|no space left on device|disk quota exceeded|not enough space on the disk",
+    )
+    .retryable(false)
+    .advice(&[
+        "Free disk space (df -h; remove caches, old builds, unused images), then retry",
+        "A retry before space is freed fails the same way",
+    ]),
+    rule(
+        "too-many-files",
+        Kind::ToolFailure,
+        r"\bemfile\b|too many open(?:ed)? files",
+    )
+    .retryable(false)
+    .advice(&[
+        "The process ran out of file descriptors: raise the limit (ulimit -n) or watch fewer files, then retry",
+    ]),
+    // Kubernetes RBAC: "pods is forbidden: User \"x\" cannot list resource \"pods\"".
+    rule(
+        "k8s-forbidden",
+        Kind::PermissionDenied,
+        r"\bis forbidden: user |error from server \(forbidden\)",
     ),
-    rule("mocha", Kind::TestFailed, r"(?m)^\s*\d+ failing\s*$"),
     // GitHub answers a rate limit with 403: the wording decides before the status.
     rule(
         "rate-limit",
         Kind::RateLimited,
-        r"(?i)rate[ _-]?limit|too many requests|quota exceeded|throttl",
+        r"rate[ _-]?limit|too many requests|quota exceeded|throttl",
     ),
 ];
 
-/// Matchers tried after the HTTP status: generic wordings.
+/// Structured evidence after the HTTP status: the error `type` of the Anthropic and OpenAI
+/// APIs, which decides over any incidental word (a client's "Retrying in 37 seconds", "esc to
+/// interrupt").
+pub const API_TYPES: &[TextRule] = &[
+    rule("api-overloaded", Kind::Overloaded, r"\boverloaded_error\b"),
+    rule("api-rate-limit", Kind::RateLimited, r"\brate_limit_error\b"),
+    rule(
+        "api-auth",
+        Kind::AuthFailed,
+        r"\b(?:authentication_error|permission_error|billing_error)\b",
+    ),
+    rule("api-not-found", Kind::NotFound, r"\bnot_found_error\b"),
+    rule("api-timeout", Kind::Timeout, r"\btimeout_error\b"),
+    rule(
+        "api-invalid-request",
+        Kind::InvalidInput,
+        r"\b(?:invalid_request_error|request_too_large)\b",
+    ),
+    rule("api-server-error", Kind::Overloaded, r"\bapi_error\b"),
+];
+
+/// Generic wordings. The one on the earliest line wins (the first line of a multi-line error
+/// weighs more than what follows it); on one line, the first in this order.
 pub const GENERIC: &[TextRule] = &[
     rule(
-        "overloaded",
-        Kind::Overloaded,
-        r"(?i)overloaded|service unavailable|server is busy|internal server error|bad gateway",
+        "interrupted",
+        Kind::Interrupted,
+        r"keyboardinterrupt|\[request interrupted by user|interrupted by (?:the )?user|^\^c$|interrupted\W{1,4}what (?:should|do you want) claude|request was aborted|operation was aborted|operation aborted|\baborterror\b|tool use was cancell?ed|\bcancell?ed by (?:the )?user|operation (?:was )?cancell?ed",
     ),
     rule(
         "auth",
         Kind::AuthFailed,
-        r"(?i)invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|not logged in|/login\b|credit balance is too low|billing",
+        r"invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|token is expired|invalid bearer token|invalid authentication credentials|failed to authenticate|password authentication was removed|host key verification failed|not logged in|/login\b|credit balance is too low|billing|could not read username|terminal prompts disabled",
+    ),
+    rule(
+        "overloaded",
+        Kind::Overloaded,
+        r"overloaded|service unavailable|serviceunavailable|server is busy|internal server error|bad gateway",
     ),
     rule(
         "timeout",
         Kind::Timeout,
-        r"(?i)timed out|ETIMEDOUT|deadline exceeded|TimeoutError|TimeoutException|timeout of \d+ ?ms exceeded|timeout exceeded|gateway time-?out",
+        r"timed out|etimedout|esockettimedout|deadline exceeded|timeouterror|timeoutexception|\btimeout\b|gateway time-?out",
+    ),
+    rule(
+        "tool-error",
+        Kind::ToolFailure,
+        r"error calling tool|exit handler never called",
     ),
     rule(
         "network",
         Kind::NetworkError,
-        r"\b(?:ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)\b|(?i)getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|network is unreachable|no route to host|socket hang up|fetch failed|failed to establish a new connection|\bDNS\b|cannot connect to the docker daemon|connection aborted|failed to connect to|couldn't connect to server",
+        r"\b(?:econnrefused|econnreset|enotfound|eai_again|ehostunreach|enetunreach|econnaborted)\b|getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|connection error|connection closed|connection aborted|forcibly closed|network is unreachable|no route to host|socket hang up|fetch failed|failed to fetch|failed to establish a new connection|\bdns\b|cannot connect to the docker daemon|couldn't connect to|failed to connect to|unable to connect|und_err_socket|was refused|no such host|ssl certificate problem|ssl connect error|certificate verif|handshake failed|remote end hung up",
     ),
     rule(
         "permission",
         Kind::PermissionDenied,
-        r"\b(?:EACCES|EPERM)\b|(?i)permission denied|operation not permitted|access denied|read-only file system",
+        r"\b(?:eacces|eperm)\b|permission denied|operation not permitted|access denied|read-only file system|permission to use \w+ has been denied|permission check failed|\bwas blocked\b|insufficient permissions|\bforbidden\b|access to the resource is denied|rejected by the user|user denied|denied by (?:the )?user|invalidated by the user|doesn't want to proceed with this tool use|tool use was rejected|permission to \S{1,100} denied",
     ),
     rule(
         "not-found",
         Kind::NotFound,
-        r"\bENOENT\b|(?i)no such file or directory|command not found|FileNotFoundError|No module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b",
+        r"\benoent\b|no such file or directory|command not found|filenotfounderror|no module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b|could not be found|no logs found|no conversation found|doesn't have a resource type|could not find the requested resource|did not match any files?|or any parent directory|no such (?:container|image|object)\b",
     ),
     rule(
         "schema",
         Kind::InvalidInput,
-        r"(?i)is a required property|validation errors? for|ValidationError|missing (?:required )?field|invalid_request_error|InputValidationError|does not match (?:the )?schema|schema validation|unrecognized arguments?|unexpected argument|invalid (?:argument|option|parameter)|bad request",
+        r"is a required property|validation errors? for|validationerror|missing (?:required )?field|inputvalidationerror|does not match (?:the )?schema|schema validation|unrecognized (?:arguments?|options?|subcommand)|unexpected argument|invalid (?:argument|option|parameter)|bad request|unknown directive|unknown (?:option|flag)\b|found argument .{1,100} which wasn't expected|following (?:required )?arguments (?:are required|were not (?:supplied|provided))|\beisdir\b|illegal operation on a directory|\benotdir\b",
     ),
     rule(
         "crash",
         Kind::Crash,
-        r"(?i)panicked at|segmentation fault|SIGSEGV|SIGABRT|SIGBUS|core dumped|fatal runtime error|Traceback \(most recent call last\)|abort trap|stack overflow|out of memory|OOMKilled|^Killed$|signal: killed|fatal error: runtime|^panic: ",
+        r"panicked at|segmentation fault|sigsegv|sigabrt|sigbus|core dumped|fatal runtime error|\bmemoryerror\b|traceback \(most recent call last\)|abort trap|stack overflow|out of memory|oomkilled|^killed$|signal: killed|fatal error: runtime|^panic: |cannot read propert(?:y|ies) of (?:undefined|null)|is not a function\b|maximum call stack size exceeded|unhandledpromiserejection",
+    ),
+    // An uncaught exception's own line (`KeyError: 'x'`, `TypeError: …`), when no wording
+    // above said more about it.
+    rule(
+        "exception",
+        Kind::Crash,
+        r"^[a-z][\w.]*(?:error|exception): ",
     ),
 ];
 
-/// Compiles an ASCII-only, case-folded regex to match against ASCII-lowercased text.
-/// The wordings are ASCII; Unicode tables and `(?i)` case expansion would cost ~6 ms of
-/// compile time on every call of a one-shot process, folding keeps it near 2 ms at worst.
-pub fn ascii(pattern: &str) -> Option<Regex> {
-    RegexBuilder::new(&fold(pattern))
-        .unicode(false)
-        .multi_line(true)
-        .build()
-        .ok()
-}
-
-/// Lowercases a pattern's ASCII letters, leaving escapes (`\S`, `\d`, `\b`) alone, and drops
-/// `(?i)`: the text it runs on is lowercased instead.
-pub fn fold(pattern: &str) -> String {
-    let mut out = String::with_capacity(pattern.len());
-    let mut escaped = false;
-    for c in pattern.replace("(?i)", "").chars() {
-        out.push(if escaped { c } else { c.to_ascii_lowercase() });
-        escaped = !escaped && c == '\\';
-    }
-    out
-}
-
-const N_SPECIFIC: usize = SPECIFIC.len();
-const N_GENERIC: usize = GENERIC.len();
-
-/// The first rule of `SPECIFIC` (or `GENERIC`) that matches `lower` (the text, ASCII
-/// lowercased), with the byte offset of the match. Each regex is compiled the first time it
-/// is needed, so a failure that matches early never pays for the rest.
-pub fn first_match(specific: bool, lower: &[u8]) -> Option<(&'static TextRule, usize)> {
-    static S: [OnceLock<Option<Regex>>; N_SPECIFIC] = [const { OnceLock::new() }; N_SPECIFIC];
-    static G: [OnceLock<Option<Regex>>; N_GENERIC] = [const { OnceLock::new() }; N_GENERIC];
-    let (rules, cells): (&'static [TextRule], &'static [OnceLock<Option<Regex>>]) = if specific {
-        (SPECIFIC, &S)
-    } else {
-        (GENERIC, &G)
-    };
-    rules.iter().zip(cells).find_map(|(r, cell)| {
-        if cell.get().is_none() && !may_match(r.pattern, lower) {
-            return None;
-        }
-        let re = cell.get_or_init(|| ascii(r.pattern)).as_ref()?;
-        re.find(lower).map(|m| (r, m.start()))
-    })
-}
-
-/// False only when `pattern` cannot match `lower`: every match of a regex begins with one of
-/// the prefixes its syntax tree yields (when they are a finite set), so a text that holds none
-/// of them is passed over without compiling the regex — parsing costs a fraction of compiling.
-fn may_match(pattern: &str, lower: &[u8]) -> bool {
-    use regex_syntax::hir::literal::Extractor;
-    let parsed = regex_syntax::ParserBuilder::new()
-        .unicode(false)
-        .utf8(false)
-        .multi_line(true)
-        .build()
-        .parse(&fold(pattern));
-    let Ok(hir) = parsed else {
-        return true;
-    };
-    match Extractor::new().extract(&hir).literals() {
-        None => true,
-        Some(prefixes) => prefixes.iter().any(|p| {
-            p.as_bytes().is_empty() || memchr::memmem::find(lower, p.as_bytes()).is_some()
-        }),
-    }
-}
+/// A Claude Code tool call that failed with its `Exit code N` line and nothing any rule above
+/// recognises (what `grep` returns on no match, `diff` on a difference): a plain tool failure,
+/// retried once (seed 003), with calm advice instead of "stop and report".
+pub const TOOL_EXIT: TextRule = rule(
+    "tool-exit",
+    Kind::ToolFailure,
+    r"^(?:error: )?exit code -?\d+\s*$",
+)
+.tier(Tier::SelfRecoverable)
+.severity(Severity::Warning)
+.attempts(2, 0)
+.fallback(Action::ProceedDegraded)
+.advice(&[
+    "A non-zero exit without an error message is often an answer, not a fault (grep found no match, diff found differences, test was false): read the output first",
+    "Retry once only if the command should have succeeded; if it fails again, say what it printed",
+]);
 
 /// The kind an HTTP status stands for, with whether that status is worth a retry when it
 /// differs from the kind's default (500 and 502 are server faults: transient).
@@ -374,12 +648,35 @@ pub fn exit_kind(code: i64) -> Option<(Kind, &'static str, bool)> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::matching::{ascii, fold, may_match};
     use super::*;
 
+    fn all() -> impl Iterator<Item = &'static TextRule> {
+        SPECIFIC
+            .iter()
+            .chain(API_TYPES)
+            .chain(GENERIC)
+            .chain(std::iter::once(&TOOL_EXIT))
+    }
+
     #[test]
-    fn every_builtin_pattern_compiles() {
-        for r in SPECIFIC.iter().chain(GENERIC) {
+    fn every_builtin_pattern_compiles_and_names_are_unique() {
+        let mut names = std::collections::BTreeSet::new();
+        for r in all() {
             assert!(ascii(r.pattern).is_some(), "{}", r.name);
+            assert!(names.insert(r.name), "two rules are named {}", r.name);
+            assert!(
+                r.pattern.is_ascii(),
+                "{}: the text is matched ASCII-folded",
+                r.name
+            );
+            // The prefilter reads patterns as they are: they are written folded.
+            assert_eq!(
+                fold(r.pattern),
+                r.pattern,
+                "{}: write it in lower case",
+                r.name
+            );
         }
         assert_eq!(fold(r"(?i)Foo\S+\d"), r"foo\S+\d");
     }
@@ -393,12 +690,16 @@ mod tests {
             "killed",
             "error: enoent: no such file or directory, open 'x'",
             "curl: (6) could not resolve host: example.com",
-            "traceback (most recent call last):\n  file \"x.py\"",
+            "keyerror: 'x'",
             "failed tests/test_x.py::test_a - assertionerror",
             "permission denied (publickey)",
             "http 429 too many requests; retry-after: 30",
+            "pretooluse:bash hook error: jq: parse error: invalid numeric literal at line 1, column 6",
+            "claude ai usage limit reached|1753077600",
+            "mcp error -32000: connection closed",
+            "gate 3: fail (2 of 5 criteria)",
         ];
-        for r in SPECIFIC.iter().chain(GENERIC) {
+        for r in all() {
             let re = ascii(r.pattern).unwrap();
             for t in texts {
                 if re.is_match(t.as_bytes()) {
@@ -407,11 +708,7 @@ mod tests {
             }
         }
         // And it does pass over what cannot match.
-        let crash = SPECIFIC
-            .iter()
-            .chain(GENERIC)
-            .find(|r| r.name == "crash")
-            .unwrap();
+        let crash = all().find(|r| r.name == "crash").unwrap();
         assert!(!may_match(crash.pattern, b"all good here"));
     }
 
@@ -443,6 +740,41 @@ mod tests {
         assert_eq!(
             defaults(Kind::ContextExhausted).tier,
             Tier::EscalationRequired
+        );
+    }
+
+    /// Seed 004 §3.2, row by row: the kind each row stands for, and its tier.
+    #[test]
+    fn seed_004s_tier_mapping() {
+        use Tier::*;
+        let rows = [
+            (Kind::NotFound, SelfRecoverable),   // file not found during Read
+            (Kind::HookFailed, SelfRecoverable), // jq parse failure in hook
+            (Kind::ToolUnavailable, SelfRecoverable), // MCP server unavailable
+            (Kind::ContextExhausted, EscalationRequired), // context at 75 %, exhaustion
+            (Kind::TargetNotFound, EscalationRequired), // TaskGet fails, SendMessage to a dead agent
+            (Kind::Unresponsive, EscalationRequired),   // worker unresponsive
+            (Kind::GateFailed, PipelineAffecting),      // gate FAIL
+            (Kind::StateCorrupt, PipelineAffecting),    // PT corruption
+            (Kind::PhaseFailed, PipelineAffecting),     // all workers failed, fix loop exhausted
+        ];
+        for (k, t) in rows {
+            assert_eq!(defaults(k).tier, t, "{k}");
+        }
+        // MCP unavailable: retry 1x, then proceed without it.
+        let d = defaults(Kind::ToolUnavailable);
+        assert_eq!(
+            (d.max_attempts, d.fallback),
+            (Some(2), Action::ProceedDegraded)
+        );
+        // An unresponsive coordinator is pipeline-affecting.
+        let r = SPECIFIC
+            .iter()
+            .find(|r| r.name == "coordinator-unresponsive")
+            .unwrap();
+        assert_eq!(
+            (r.kind, r.tier),
+            (Kind::Unresponsive, Some(PipelineAffecting))
         );
     }
 

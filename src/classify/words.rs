@@ -28,8 +28,20 @@ pub(super) fn detail_line(f: &input::Facts, v: &Verdict, verb: &str) -> String {
         Some(e) if !e.is_empty() => format!("{subject} {verb}: {e}"),
         _ => format!("{subject} {verb}"),
     };
-    if let (Kind::RateLimited, Some(s)) = (v.kind, f.retry_after_s) {
-        line.push_str(&format!("; the server asks to wait {s} s"));
+    match (v.kind, f.retry_at, f.retry_after_s) {
+        (Kind::RateLimited, Some(at), Some(s)) => line.push_str(&format!(
+            "; the limit resets at {} (in {})",
+            at.format("%Y-%m-%d %H:%M UTC"),
+            fmt_wait(s)
+        )),
+        (Kind::RateLimited, Some(at), None) => line.push_str(&format!(
+            "; the limit resets at {}",
+            at.format("%Y-%m-%d %H:%M UTC")
+        )),
+        (Kind::RateLimited, None, Some(s)) => {
+            line.push_str(&format!("; the server asks to wait {s} s"))
+        }
+        _ => {}
     }
     line
 }
@@ -44,10 +56,15 @@ pub(super) fn suggestions(
     if let Some(r) = reason {
         out.push(upper_first(r));
     }
-    if let (Kind::RateLimited, Some(s)) = (v.kind, f.retry_after_s) {
-        out.push(format!(
+    match (v.kind, f.retry_at, f.retry_after_s) {
+        (Kind::RateLimited, Some(at), _) => out.push(format!(
+            "Wait until {} when the limit resets, then retry",
+            at.format("%Y-%m-%d %H:%M UTC")
+        )),
+        (Kind::RateLimited, None, Some(s)) => out.push(format!(
             "Wait {s} s as the server asked (Retry-After), then retry"
-        ));
+        )),
+        _ => {}
     }
     out.extend(defaults.iter().map(|s| s.to_string()));
     out
@@ -70,9 +87,13 @@ pub fn hook_context(e: &ErrorObject) -> String {
         "not retryable"
     };
     let next = match (e.action, &e.retry) {
+        (Action::Retry, Some(r)) if r.delay_s <= 0.0 => format!(
+            "retry the same call once more now (attempt {} of {})",
+            r.attempt, r.max_attempts
+        ),
         (Action::Retry, Some(r)) => format!(
-            "wait {} s, then retry the same call (attempt {} of {})",
-            fmt_secs(r.delay_s),
+            "wait {}, then retry the same call (attempt {} of {})",
+            fmt_wait(r.delay_s),
             r.attempt,
             r.max_attempts
         ),
@@ -87,11 +108,16 @@ pub fn hook_context(e: &ErrorObject) -> String {
         (Action::Skip, _) => "skip this step and go on".into(),
         (Action::Abort, _) => "stop the workflow and keep what is done".into(),
     };
-    // Seed 004: a tier-1 error is one the agent handles itself, so the model is told to.
-    let next = if e.action != Action::Retry && e.tier == Tier::SelfRecoverable {
-        format!("handle it yourself (a tier-1 error), without repeating the same call; if you cannot, {next}")
-    } else {
-        next
+    // Seed 004: a tier-1 error is one the agent handles itself, so the model is told to; a
+    // tier-3 one stops the pipeline and is the lead's to decide.
+    let next = match e.tier {
+        Tier::SelfRecoverable if e.action != Action::Retry => format!(
+            "handle it yourself (a tier-1 error), without repeating the same call; if you cannot, {next}"
+        ),
+        Tier::PipelineAffecting if e.action != Action::Retry => {
+            "stop this step and escalate to the lead or the user now (tier 3, pipeline-affecting): retry, skip or abort is their call".into()
+        }
+        _ => next,
     };
     let mut p = format!(
         "triage: this failure is `{}` (tier {} {}, {}, {}). {}. Next step: {}.",
@@ -127,6 +153,19 @@ pub fn hook_context(e: &ErrorObject) -> String {
     p.replace('\n', " ")
 }
 
+/// A wait for a person or a model to read: `30 s`, `12 min`, `5 h 12 min`.
+pub fn fmt_wait(s: f64) -> String {
+    let s = s.max(0.0);
+    if s < 120.0 {
+        format!("{} s", fmt_secs(s))
+    } else if s < 7200.0 {
+        format!("{} min", (s / 60.0).round())
+    } else {
+        let m = (s / 60.0).round() as u64;
+        format!("{} h {} min", m / 60, m % 60)
+    }
+}
+
 fn fmt_secs(s: f64) -> String {
     if s.fract() == 0.0 {
         format!("{s:.0}")
@@ -150,12 +189,13 @@ pub fn kinds_table() -> String {
         let d = rules::defaults(*k);
         let tier = d.tier.number().to_string();
         let retry = if d.retryable { "yes" } else { "no" };
+        let severity = format!("{} ({})", d.severity.as_str(), d.severity.priority());
         out.push_str(&row(
             k.as_str(),
             &tier,
             d.category.as_str(),
             retry,
-            d.severity.as_str(),
+            &severity,
         ));
     }
     out

@@ -530,7 +530,7 @@ fn with_breaker<T>(
     let dir = cx.ensure_root()?.join("breakers");
     store::ensure_dir(&dir)?;
     let path = dir.join(format!("{}.json", store::escape_key(&id.key)));
-    let _lock = store::lock(&path, cx.lock_timeout)?;
+    let _lock = store::lock(&path, cx.lock_wait())?;
     let (mut b, rebuilt) = load(cx, &path, id)?;
     let before = b.clone();
     let settings = cx.policy()?.breaker_for(&id.policy_key);
@@ -560,6 +560,8 @@ fn load(cx: &Context, path: &Path, id: &Id) -> Result<(Breaker, bool), Failure> 
             Ok(b) => format!("it holds key `{}`", b.key),
             Err(e) => e.to_string(),
         },
+        // A link, a FIFO or a folder in its place is moved aside like a corrupt file (the
+        // entry itself, never what a link points to).
         Err(e) => e.to_string(),
     };
     let moved = store::quarantine(path, &cx.stamp())?;
@@ -593,7 +595,7 @@ fn log_transitions(cx: &Context, b: &Breaker, transitions: &[Transition]) {
             "generation": t.generation,
             "pid": std::process::id(),
         });
-        if let Err(e) = store::append_line(&path, line.to_string().as_bytes(), cx.lock_timeout) {
+        if let Err(e) = store::append_line(&path, line.to_string().as_bytes(), cx.lock_wait()) {
             cx.warn(&format!("cannot log breaker transition: {e}"));
         }
     }
@@ -631,18 +633,13 @@ fn resolve(cx: &Context, key: &str, session: Option<&str>, lenient: bool) -> Res
 /// cannot be unescaped; a file that cannot be read is named from its file name).
 fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
     let dir: PathBuf = cx.state_root().join("breakers");
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Failure::io(format!("cannot list {}: {e}", dir.display()))),
-    };
     let mut ids = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
+    for entry in store::list_dir(&dir)? {
+        let name = entry.name.to_string_lossy().into_owned();
         let Some(stem) = name.strip_suffix(".json").filter(|s| !s.starts_with('.')) else {
             continue;
         };
-        let stored = store::read_optional(&entry.path())
+        let stored = store::read_optional(&dir.join(&entry.name))
             .ok()
             .flatten()
             .and_then(|b| serde_json::from_slice::<Breaker>(&b).ok());

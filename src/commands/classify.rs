@@ -44,8 +44,21 @@ pub struct Args {
     pub hook: bool,
 }
 
+const PRECEDENCE: &str = "\
+Precedence: the input's own kind, the policy's [[classify.rules]], then specific wordings \
+(hook errors and denies, edit-tool mismatches, usage limits, context limits, seed 004's \
+pipeline conditions, parse, compiler, package-manager and test-runner output), then the HTTP \
+status and the API error type (before any hint such as \"Retrying in 37 seconds\" or \
+\"esc to interrupt\"), then StopFailure's error word, then generic wordings (the earliest \
+line wins; stack frames are not evidence), then the exit status and a bare `Exit code N` \
+(tool_failure, tier 1, retried once), and, when nothing matched, the wordings on the text \
+with its line breaks joined. A usage limit waits until its reset (context.retry_at, \
+from TRIAGE_NOW in tests). priority is P0 critical, P1 error, P2 warning, P3 info. --text \
+prints seed 001's notification, CRITICAL in capitals.
+";
+
 fn long_help() -> String {
-    format!("{}\n{EXAMPLES}", classify::kinds_table())
+    format!("{}\n{PRECEDENCE}\n{EXAMPLES}", classify::kinds_table())
 }
 
 /// Runs `triage classify`.
@@ -59,6 +72,8 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         raw: args.raw,
         exit_code: args.exit_code,
         tool: args.tool.clone(),
+        now: Some(cx.now),
+        utc_offset: None,
     };
     if args.hook && input.is_null() && o.message.is_none() && o.exit_code.is_none() {
         return Ok(Outcome::nothing());
@@ -149,38 +164,80 @@ fn read_input(args: &Args, cx: &Context) -> Result<Value, Failure> {
 }
 
 fn as_text(e: &ErrorObject) -> String {
-    let action = match &e.retry {
-        Some(r) => format!(
-            "retry in {} s (attempt {} of {})",
-            r.delay_s, r.attempt, r.max_attempts
-        ),
-        None => e.action.to_string(),
+    use crate::vocab::{Action, Severity};
+    let retryable = if e.retryable {
+        "retryable"
+    } else {
+        "not retryable"
     };
-    let mut rows = vec![
-        ("kind", e.kind.to_string()),
-        ("tier", format!("{} ({})", e.tier.number(), e.tier.name())),
-        ("category", e.category.to_string()),
-        ("severity", e.severity.to_string()),
-        ("retryable", if e.retryable { "yes" } else { "no" }.into()),
-        ("action", action),
-        ("detail", e.detail.clone()),
-        ("rule", e.matched_rule.clone()),
-    ];
-    for (i, s) in e.suggestions.iter().enumerate() {
-        rows.push((if i == 0 { "suggestions" } else { "" }, format!("- {s}")));
+    let mut headline = format!(
+        "{} ({}): {}, tier {} ({}), {retryable}",
+        e.severity.as_str().to_uppercase(),
+        e.priority,
+        e.kind,
+        e.tier.number(),
+        e.tier.name()
+    );
+    // Seed 001: "CRITICAL (P0): Use all-caps, immediate action required".
+    if e.severity == Severity::Critical {
+        headline = format!("{} - IMMEDIATE ACTION REQUIRED", headline.to_uppercase());
     }
-    for (k, v) in &e.context {
-        let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
-        rows.push(("", format!("{k}: {v}")));
+    let mut out = vec![headline, String::new()];
+    let field = |key: &str| e.context.get(key).and_then(|v| v.as_str());
+    if let Some(agent) = field("agent") {
+        out.push(format!("Agent: {agent}"));
     }
-    if let Some(first_ctx) = rows
+    if let Some(tool) = field("tool") {
+        out.push(format!("Tool: {tool}"));
+    }
+    out.push(format!("Error type: {} ({})", e.kind, e.category));
+    out.push(format!("Message: {}", e.detail));
+    out.push(String::new());
+    let todo = match (&e.retry, e.action) {
+        (Some(r), _) => format!(
+            "retry in {} (attempt {} of {})",
+            classify::fmt_wait(r.delay_s),
+            r.attempt,
+            r.max_attempts
+        ),
+        (None, Action::Retry) => "retry".into(),
+        (None, Action::AskUser) => "ask the user how to proceed; do not retry on your own".into(),
+        (None, Action::Escalate) => "stop and escalate to the user or the lead".into(),
+        (None, Action::ProceedDegraded) => {
+            "continue without this result and say what is missing".into()
+        }
+        (None, Action::Skip) => "skip this step and go on".into(),
+        (None, Action::Abort) => "stop the workflow and keep what is done".into(),
+    };
+    out.push(format!("What to do ({}): {todo}", e.action));
+    if let Some(why) = field("action_reason") {
+        out.push(format!("Why: {why}"));
+    }
+    if e.action == Action::Escalate {
+        out.push("Options:".into());
+        out.push("(A) Retry, changing what made it fail".into());
+        out.push("(B) Skip this step and continue".into());
+        out.push("(C) Abort, keep the completed outputs".into());
+    }
+    if !e.suggestions.is_empty() {
+        out.push(String::new());
+        out.push("Suggestions:".into());
+        out.extend(e.suggestions.iter().map(|s| format!("- {s}")));
+    }
+    out.push(String::new());
+    out.push(format!("Rule: {}", e.matched_rule));
+    let context: Vec<String> = e
+        .context
         .iter()
-        .position(|(k, v)| k.is_empty() && !v.starts_with("- "))
-    {
-        rows[first_ctx].0 = "context";
+        .filter(|(k, _)| !matches!(k.as_str(), "action_reason" | "agent" | "tool"))
+        .map(|(k, v)| {
+            let v = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+            format!("  {k}: {v}")
+        })
+        .collect();
+    if !context.is_empty() {
+        out.push("Context:".into());
+        out.extend(context);
     }
-    rows.iter()
-        .map(|(k, v)| format!("{k:<12}{v}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    out.join("\n")
 }

@@ -60,13 +60,21 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             let file = file.clone().or_else(|| cx.policy_path()).ok_or_else(|| {
                 Failure::usage("no policy file to check: name one, or create .triage.toml")
             })?;
-            let problems = match std::fs::read_to_string(&file) {
+            // Read as the runtime reads it: never a FIFO or a device, UTF-8 only.
+            let text = match crate::store::read_named(&file) {
+                Ok(Some(bytes)) => {
+                    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".into())
+                }
+                Ok(None) => Err("it does not exist".to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            let problems = match text {
                 Ok(text) => policy::load_lenient(&text, policy::Depth::Compile).problems,
-                Err(e) => vec![policy::PolicyProblem {
+                Err(why) => vec![policy::PolicyProblem {
                     line: None,
                     column: None,
                     offset: 0,
-                    message: format!("cannot read it: {e}"),
+                    message: format!("cannot read it: {why}"),
                 }],
             };
             let lines: Vec<String> = problems

@@ -88,7 +88,9 @@ pub fn answer(cx: &Context, p: &Payload) -> Result<Response, Failure> {
         Some("PostToolUseFailure") => post_tool_use_failure(cx, p),
         Some("SubagentStop" | "Stop") => check_output::judge_hook(cx, p),
         Some("StopFailure") => {
-            // Claude Code ignores this event's output: record only.
+            // Claude Code ignores this event's output, and kills the hook when it exits a few
+            // tens of milliseconds later: record only, and spool rather than wait for a lock.
+            cx.limit_lock_wait(STOP_FAILURE_LOCK_WAIT);
             record_failure(cx, p, &p.0)?;
             Ok(Response::default())
         }
@@ -96,6 +98,10 @@ pub fn answer(cx: &Context, p: &Payload) -> Result<Response, Failure> {
         _ => Ok(Response::default()),
     }
 }
+
+/// How long the `StopFailure` hook may wait for locks: the client exits and kills it about
+/// 60 ms after it starts.
+const STOP_FAILURE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(25);
 
 /// The breaker key of a guarded call: the subagent type for `Agent`/`Task`, or a tool the
 /// policy names in `[breaker.<tool>]`. Other tools are not gated.
@@ -178,19 +184,7 @@ fn post_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failure> {
         }
     }
 
-    let mut warnings = Vec::new();
-    for (kind, detail) in &failures {
-        let input = json!({
-            "kind": kind.as_str(),
-            "detail": detail,
-            "session_id": p.session_id(),
-            "agent": agent,
-            "task_id": p.tool_use_id(),
-            "duration_ms": elapsed_ms,
-            "context": {"hook_event_name": "PostToolUse", "tool_name": p.tool_name(), "agent_id": p.agent_id()},
-        });
-        warnings.extend(record_failure(cx, p, &input)?);
-    }
+    // The breaker first: the gate of the next call must not depend on the error log.
     let report = CallReport {
         outcome: Some(if failures.is_empty() {
             CallOutcome::Success
@@ -204,6 +198,22 @@ fn post_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     };
     if let Err(f) = breaker::record_in(cx, key, p.session_id(), &report) {
         cx.warn(&format!("the breaker did not hear of this call: {f}"));
+    }
+    let mut warnings = Vec::new();
+    for (kind, detail) in &failures {
+        let input = json!({
+            "kind": kind.as_str(),
+            "detail": detail,
+            "session_id": p.session_id(),
+            "agent": agent,
+            "task_id": p.tool_use_id(),
+            "duration_ms": elapsed_ms,
+            "context": {"hook_event_name": "PostToolUse", "tool_name": p.tool_name(), "agent_id": p.agent_id()},
+        });
+        match record_failure(cx, p, &input) {
+            Ok(w) => warnings.extend(w),
+            Err(f) => cx.warn(&format!("the failure was not recorded: {f}")),
+        }
     }
     announce(cx, p, &warnings, &mut response);
     Ok(response)
@@ -226,9 +236,9 @@ fn verdict_text(r: &Response) -> String {
 
 fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let policy = cx.policy()?;
-    let (rec, object) = record_error::classified(&p.0, policy, None);
+    let (rec, object) = record_error::classified_at(&p.0, policy, None, Some(cx.now));
     object.warnings.iter().for_each(|w| cx.warn(w));
-    let warnings = store_record(cx, p, rec)?;
+    // The breaker first: the gate of the next call must not depend on the error log.
     if let Some(key) = guarded_key(cx, p)? {
         let start = p
             .tool_use_id()
@@ -250,6 +260,10 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
             cx.warn(&format!("the breaker did not hear of this failure: {f}"));
         }
     }
+    let warnings = store_record(cx, p, rec).unwrap_or_else(|f| {
+        cx.warn(&format!("the failure was not recorded: {f}"));
+        Vec::new()
+    });
     let mut r = Response::context("PostToolUseFailure", classify::hook_context(&object));
     announce(cx, p, &warnings, &mut r);
     Ok(r)
@@ -257,7 +271,7 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
 
 /// Classifies `input` and records it; returns the thresholds it crossed.
 fn record_failure(cx: &Context, p: &Payload, input: &Value) -> Result<Vec<Warning>, Failure> {
-    let (rec, object) = record_error::classified(input, cx.policy()?, None);
+    let (rec, object) = record_error::classified_at(input, cx.policy()?, None, Some(cx.now));
     object.warnings.iter().for_each(|w| cx.warn(w));
     store_record(cx, p, rec)
 }

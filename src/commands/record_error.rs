@@ -7,14 +7,15 @@
 
 use crate::classify::{self, ErrorObject, Overrides};
 use crate::context::{Context, Outcome};
+use crate::error_log::{self, Written};
 use crate::error_record::{
-    self, Counters, ErrorRecord, Keys, LogLine, Phase, Resolution, ResolutionLine, Warning,
+    self, ErrorRecord, Keys, LogLine, Phase, Resolution, ResolutionLine, Warning,
 };
 use crate::exit::Failure;
 use crate::hook_io::Payload;
 use crate::policy::Policy;
-use crate::store;
 use crate::vocab::{Kind, Severity};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
@@ -103,7 +104,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let input = read_input(cx)?;
     let mut rec = match &input {
         Some(v) => {
-            let (rec, object) = classified(v, cx.policy()?, args.retry_count);
+            let (rec, object) = classified_at(v, cx.policy()?, args.retry_count, Some(cx.now));
             object.warnings.iter().for_each(|w| cx.warn(w));
             rec
         }
@@ -157,16 +158,14 @@ fn read_input(cx: &Context) -> Result<Option<Value>, Failure> {
     )))
 }
 
-/// The log, its counters and the archive folder under the state root.
+/// The log under the state root.
 pub fn log_path(root: &Path) -> PathBuf {
-    root.join("logs").join("errors.jsonl")
+    error_log::log_path(root)
 }
 
-fn counters_path(root: &Path) -> PathBuf {
-    root.join("logs").join("errors.counters.json")
-}
-
-/// Writes one record under the log's lock and evaluates the thresholds on the counters.
+/// Writes one record (see [`error_log::write_record`]) and evaluates the thresholds on the
+/// counters. A record spooled because the log was busy crosses no threshold now; it is
+/// counted when the next writer adds it to the log.
 ///
 /// `error_id` is always assigned here (unique under the lock); `timestamp` is kept when the
 /// caller set a valid one, else it is now.
@@ -177,52 +176,29 @@ pub fn record(
 ) -> Result<Recorded, Failure> {
     let thresholds = cx.policy()?.thresholds.clone();
     let root = cx.ensure_root()?;
-    store::ensure_dir(&root.join("logs"))?;
-    let log = log_path(&root);
     rec.timestamp = normalized_time(&rec.timestamp)
         .unwrap_or_else(|| cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
     if !rec.error.contains_key("status") {
         rec.error.insert("status".into(), "error".into());
     }
-    // Serialized before the lock is taken (messages can be large); only the id, which needs
-    // the sequence number kept under the lock, is spliced in while holding it.
-    rec.error_id = String::new();
-    let body = serde_json::to_vec(&rec)
-        .map_err(|e| Failure::data(format!("cannot serialize the record: {e}")))?;
-    let rest = body
-        .strip_prefix(ID_PREFIX)
-        .ok_or_else(|| Failure::data("the record does not start with its error_id"))?;
-
-    let lock = store::lock(&log, cx.lock_timeout)?;
-    let mut counters = load_counters(&root)?;
-    counters.seq += 1;
-    rec.error_id = error_record::error_id(cx.now.timestamp_millis(), counters.seq);
-    let mut line = Vec::with_capacity(body.len() + 40);
-    line.extend_from_slice(&ID_PREFIX[..ID_PREFIX.len() - 1]);
-    line.extend_from_slice(rec.error_id.as_bytes());
-    line.push(b'"');
-    line.extend_from_slice(rest);
-    store::append_line_locked(&log, &line)?;
-
-    let phase = rec.phase.as_ref().map(Phase::to_string);
-    let keys = Keys {
-        session: rec.session_id.as_deref(),
-        workflow: rec.workflow_id.as_deref(),
-        phase: phase.as_deref(),
-        agent: rec.agent.as_deref(),
+    let warnings = match error_log::write_record(cx, &root, &mut rec)? {
+        Written::Logged(counters) => {
+            let phase = rec.phase.as_ref().map(Phase::to_string);
+            let keys = Keys {
+                session: rec.session_id.as_deref(),
+                workflow: rec.workflow_id.as_deref(),
+                phase: phase.as_deref(),
+                agent: rec.agent.as_deref(),
+            };
+            error_record::warnings(&counters, &keys, &thresholds, phase_size)
+        }
+        Written::Pending(_) => Vec::new(),
     };
-    counters.count(&keys);
-    save_counters(cx, &root, &mut counters);
-    drop(lock);
-    let warnings = error_record::warnings(&counters, &keys, &thresholds, phase_size);
     Ok(Recorded {
         record: rec,
         warnings,
     })
 }
-
-/// How every serialized record begins while its id is still empty.
-const ID_PREFIX: &[u8] = br#"{"error_id":"""#;
 
 fn normalized_time(text: &str) -> Option<String> {
     let t = chrono::DateTime::parse_from_rfc3339(text.trim()).ok()?;
@@ -232,55 +208,14 @@ fn normalized_time(text: &str) -> Option<String> {
     )
 }
 
-/// The counters, brought up to date with the log (rebuilt from it when they are missing,
-/// unreadable or describe another length of the log). The caller holds the log's lock.
-pub fn load_counters(root: &Path) -> Result<Counters, Failure> {
-    let log = log_path(root);
-    let len = store::file_len(&log)?.unwrap_or(0);
-    let cached = store::read_optional(&counters_path(root))?
-        .and_then(|b| serde_json::from_slice::<Counters>(&b).ok())
-        .filter(|c| c.version == error_record::COUNTERS_VERSION);
-    if let Some(c) = cached.as_ref().filter(|c| c.log_len == len) {
-        return Ok(c.clone());
-    }
-    let mut fresh = Counters::new();
-    store::read_jsonl(&log, |bytes| match LogLine::parse(bytes) {
-        Some(line) => {
-            fresh.count_line(&line);
-            true
-        }
-        None => false,
-    })?;
-    // Never hand out a sequence number twice, even if the log was cut back.
-    fresh.seq = fresh.seq.max(cached.map_or(0, |c| c.seq));
-    fresh.log_len = len;
-    Ok(fresh)
-}
-
-/// Saves the counters with the log's new length; a failure only costs a rebuild next time.
-pub fn save_counters(cx: &Context, root: &Path, counters: &mut Counters) {
-    let written = store::file_len(&log_path(root))
-        .map_err(|e| e.to_string())
-        .and_then(|len| {
-            counters.log_len = len.unwrap_or(0);
-            let bytes = serde_json::to_vec(&counters).map_err(|e| e.to_string())?;
-            store::overwrite_cache(&counters_path(root), &bytes).map_err(|e| e.to_string())
-        });
-    if let Err(e) = written {
-        cx.warn(&format!(
-            "the record was written, but not the threshold counters ({e}); they will be rebuilt from the log"
-        ));
-    }
-}
-
-/// Appends the resolution of record `id`, copying the ids that group it.
+/// Appends the resolution of record `id`, copying the ids that group it. The record is
+/// looked for without the lock (lines are never rewritten), so the lock is held only for
+/// the append.
 pub fn resolve(cx: &Context, id: &str, resolution: Resolution) -> Result<ResolutionLine, Failure> {
     let root = cx.ensure_root()?;
-    store::ensure_dir(&root.join("logs"))?;
     let log = log_path(&root);
-    let _lock = store::lock(&log, cx.lock_timeout)?;
     let mut found: Option<ResolutionLine> = None;
-    store::read_jsonl(&log, |bytes| {
+    error_log::read_all(&root, |bytes| {
         let Some(l) = LogLine::parse(bytes) else {
             return false;
         };
@@ -306,11 +241,12 @@ pub fn resolve(cx: &Context, id: &str, resolution: Resolution) -> Result<Resolut
     })?;
     line.timestamp = cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     line.resolution = resolution;
-    let mut counters = load_counters(&root)?;
-    let bytes = serde_json::to_vec(&line)
+    let mut value = serde_json::to_value(&line)
         .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
-    store::append_line_locked(&log, &bytes)?;
-    save_counters(cx, &root, &mut counters);
+    error_record::fit(&mut value, error_log::MAX_RECORD);
+    let bytes = serde_json::to_vec(&value)
+        .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
+    error_log::append_other(cx, &root, &bytes)?;
     Ok(line)
 }
 
@@ -391,7 +327,7 @@ fn text_of(v: Option<&Value>) -> Option<String> {
 /// retry advice, …); a kind the input names in a seed's words (`error_type: "TIMEOUT"`) is kept
 /// when the classifier finds none.
 pub fn classified_record(v: &Value, policy: &Policy, retry_count: Option<u32>) -> ErrorRecord {
-    classified(v, policy, retry_count).0
+    classified_at(v, policy, retry_count, None).0
 }
 
 /// [`classified_record`], with the classifier's error object as well (for the advice a hook
@@ -401,11 +337,22 @@ pub fn classified(
     policy: &Policy,
     retry_count: Option<u32>,
 ) -> (ErrorRecord, ErrorObject) {
+    classified_at(v, policy, retry_count, None)
+}
+
+/// [`classified`] at time `now` (a usage limit's reset time becomes `retry_after_s`).
+pub fn classified_at(
+    v: &Value,
+    policy: &Policy,
+    retry_count: Option<u32>,
+    now: Option<DateTime<Utc>>,
+) -> (ErrorRecord, ErrorObject) {
     let mut rec = record_from_input(v);
     let given_kind = rec.error.get("kind").cloned();
     let overrides = Overrides {
         agent: rec.agent.clone(),
         attempt: retry_count.or(rec.retry_count).map(|n| n.saturating_add(1)),
+        now,
         ..Overrides::default()
     };
     let object = classify::classify(v, &overrides, policy, 0);

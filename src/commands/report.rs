@@ -2,9 +2,10 @@
 //! memory; `--template NAME` renders the seeds' escalation texts from it; `report prune` moves
 //! old records to `logs/archive/` under the log's lock, losing nothing (seed 002's retention).
 
-use crate::commands::record_error::{self, log_path};
+use crate::commands::record_error::log_path;
 use crate::context::{Context, Outcome};
 use crate::duration::Dur;
+use crate::error_log;
 use crate::error_record::LogLine;
 use crate::exit::Failure;
 use crate::report::{self, Aggregator, By, Filter};
@@ -89,11 +90,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     };
     let log = log_path(&cx.state_root());
     if let Some(name) = args.template {
-        return template(name, args, filter, &log, cx);
+        return template(name, args, filter, cx);
     }
     let policy = cx.policy()?;
     let mut agg = Aggregator::new(filter.clone(), args.by, policy);
-    let stats = store::read_jsonl(&log, |line| agg.add(line))?;
+    let stats = error_log::read_all(&cx.state_root(), |line| agg.add(line))?;
     // The reader skips a torn last line without showing it; the aggregator counted the rest.
     let torn = stats.skipped.saturating_sub(agg.rejected());
     agg.skipped(torn);
@@ -161,11 +162,10 @@ fn template(
     name: TemplateName,
     args: &Args,
     filter: Filter,
-    log: &Path,
     cx: &Context,
 ) -> Result<Outcome, Failure> {
     let mut recs: Vec<Rec> = Vec::new();
-    store::read_jsonl(log, |bytes| match LogLine::parse(bytes) {
+    error_log::read_all(&cx.state_root(), |bytes| match LogLine::parse(bytes) {
         Some(l) => {
             if filter.admits(&l) {
                 recs.push(Rec::from_line(&l));
@@ -205,7 +205,7 @@ fn prune(older_than: Dur, cx: &Context) -> Result<Outcome, Failure> {
         .ok()
         .and_then(|age| cx.now.checked_sub_signed(age))
         .ok_or_else(|| Failure::usage("--older-than: reaches before the earliest time"))?;
-    let _lock = store::lock(&log, cx.lock_timeout)?;
+    let _lock = store::lock(&log, cx.lock_wait())?;
     let moved = store::move_lines(&log, &archive, |bytes| {
         LogLine::parse(bytes)
             .and_then(|l| {
@@ -215,8 +215,14 @@ fn prune(older_than: Dur, cx: &Context) -> Result<Outcome, Failure> {
             })
             .is_some_and(|t| t.with_timezone(&Utc) < cutoff)
     })?;
-    let mut counters = record_error::load_counters(&root)?;
-    record_error::save_counters(cx, &root, &mut counters);
+    drop(_lock);
+    // The log is another file now: rebuild its counters here, without the lock, rather than
+    // in the next hook.
+    if let Err(f) = error_log::refresh_counters(cx, &root) {
+        cx.warn(&format!(
+            "the counters were not rebuilt after the prune: {f}"
+        ));
+    }
     let out = json!({
         "moved": moved.moved,
         "kept": moved.kept,

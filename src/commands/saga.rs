@@ -161,7 +161,7 @@ fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Outcome, Failure> {
     let t = &a.target;
     let file = t.file(cx)?;
     let run_lock =
-        store::lock(&store::with_suffix(&file, ".saga"), cx.lock_timeout).map_err(|e| {
+        store::lock(&store::with_suffix(&file, ".saga"), cx.lock_wait()).map_err(|e| {
             let mut f = Failure::from(e);
             f.message = format!(
                 "{}; is another `triage saga compensate {}` running, or a compensation it started?",
@@ -353,7 +353,7 @@ fn update<T>(
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         store::ensure_dir(dir)?;
     }
-    let _lock = store::lock(file, cx.lock_timeout)?;
+    let _lock = store::lock(file, cx.lock_wait())?;
     let found = recover(
         file,
         &Validation::shape_only(false),

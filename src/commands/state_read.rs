@@ -1,6 +1,7 @@
-//! `triage state-read FILE`: print a state document, recovering from `FILE.bak`, then the
-//! newest valid checkpoint, when it is missing or corrupt (seed 002 "Recovery on Corruption").
-//! A corrupt file is moved aside as `FILE.corrupt-<timestamp>`, never deleted.
+//! `triage state-read FILE`: print a state document, recovering the newest valid of `FILE.bak`
+//! and FILE's own checkpoints when it is missing or corrupt (seed 002 "Recovery on
+//! Corruption"), then rewriting FILE from it. A corrupt file is moved aside as
+//! `FILE.corrupt-<timestamp>`, never deleted; a candidate of another workflow is never used.
 
 use crate::context::{Context, Outcome};
 use crate::exit::Failure;
@@ -13,7 +14,8 @@ use std::path::{Path, PathBuf};
 /// Arguments of `triage state-read`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:\n  triage state-read run/state.json\n  \
-    triage state-read run/state.json --require stage --data | jq .stage")]
+    triage state-read run/state.json --require stage --data | jq .stage\n  \
+    triage state-read run/state.json --workflow w1")]
 pub struct Args {
     /// The state file
     pub file: PathBuf,
@@ -26,7 +28,12 @@ pub struct Args {
     /// Accept any JSON value, not only an object
     #[arg(long)]
     pub any: bool,
-    /// Checkpoint folder [default: FILE's folder/checkpoints]
+    /// Only a document of this workflow (its `workflow_id`) is returned [default: the one
+    /// the file names, even when it is corrupt]
+    #[arg(long, value_name = "ID")]
+    pub workflow: Option<String>,
+    /// Folder of checkpoint folders; FILE's are in its FILE-name subfolder [default: FILE's
+    /// folder/checkpoints]
     #[arg(long, value_name = "DIR")]
     pub checkpoint_dir: Option<PathBuf>,
     /// Print only the document (where it came from goes to stderr when not the file itself)
@@ -52,6 +59,9 @@ pub struct Recovery {
     pub path: PathBuf,
     /// Where the data came from, or null when nothing valid exists.
     pub recovered_from: Option<String>,
+    /// The file the data came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovered_path: Option<PathBuf>,
     /// The document.
     pub data: Option<Value>,
     /// What was tried before the data was found.
@@ -59,6 +69,15 @@ pub struct Recovery {
     /// Corrupt files moved aside.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub quarantined: Vec<PathBuf>,
+    /// True when the file was rewritten from what was recovered.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub repaired: bool,
+    /// The bytes the data was read from, to repair the file with.
+    #[serde(skip)]
+    bytes: Option<Vec<u8>>,
+    /// Whether the file itself was missing or corrupt (and so may be repaired).
+    #[serde(skip)]
+    primary_broken: bool,
 }
 
 impl Recovery {
@@ -68,93 +87,184 @@ impl Recovery {
     }
 }
 
-/// The checkpoint folder for `file`.
+/// The checkpoint folder of `file`: `checkpoints/<file name>/` beside it (or in the folder
+/// given), so no file is ever recovered from another file's checkpoint.
 pub fn checkpoint_dir(file: &Path, flag: Option<&Path>) -> PathBuf {
-    match flag {
+    let base = match flag {
         Some(d) => d.to_path_buf(),
         None => file.parent().unwrap_or(Path::new("")).join("checkpoints"),
+    };
+    base.join(file.file_name().unwrap_or(std::ffi::OsStr::new("state")))
+}
+
+/// Declares the folders of a state file to the store: the file's own folder and the folder
+/// of its checkpoint folder are the user's (opened as named); `checkpoints/<file name>/` and
+/// everything else the store derives below them is never reached through a link.
+pub fn anchor_state_folders(file: &Path, checkpoints: &Path) {
+    let folder = match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    store::anchor(folder);
+    if let Some(base) = checkpoints.parent().filter(|p| !p.as_os_str().is_empty()) {
+        store::anchor(base);
     }
 }
 
-/// Reads `file` with recovery. The caller holds the file's lock when `quarantine` is true.
+/// Reads `file` with recovery (see [`recover_workflow`]), with no workflow id asked for.
 pub fn recover(
     file: &Path,
     rules: &Validation,
     checkpoints: &Path,
     quarantine_stamp: Option<&str>,
 ) -> Result<Recovery, Failure> {
+    recover_workflow(file, rules, checkpoints, quarantine_stamp, None)
+}
+
+/// Reads `file` with recovery: the file itself when valid, else the newest valid of its
+/// `.bak` and its checkpoints. A candidate of another workflow than `workflow` (else the one
+/// the file names, read even from a corrupt file) is never returned. A file corrupt in shape
+/// (not JSON, or not an object without `--any`) is moved aside when `quarantine_stamp` is
+/// given; the caller then holds the file's lock.
+pub fn recover_workflow(
+    file: &Path,
+    rules: &Validation,
+    checkpoints: &Path,
+    quarantine_stamp: Option<&str>,
+    workflow: Option<&str>,
+) -> Result<Recovery, Failure> {
+    anchor_state_folders(file, checkpoints);
     let mut r = Recovery {
         path: file.to_path_buf(),
         recovered_from: None,
+        recovered_path: None,
         data: None,
         tried: Vec::new(),
         quarantined: Vec::new(),
+        repaired: false,
+        bytes: None,
+        primary_broken: false,
     };
-    let mut candidates = vec![("primary".to_string(), file.to_path_buf())];
-    candidates.push(("backup".to_string(), store::with_suffix(file, ".bak")));
-    candidates.extend(newest_checkpoints(checkpoints));
+    let mut expected = workflow.map(str::to_string);
+    let tried = |r: &mut Recovery, source: &str, path: &Path, problem: String| {
+        r.tried.push(Tried {
+            source: source.to_string(),
+            path: path.to_path_buf(),
+            problem,
+        })
+    };
+    match store::read_optional(file) {
+        Ok(None) => {
+            r.primary_broken = true;
+            tried(&mut r, "primary", file, "missing".into());
+        }
+        Err(e) => tried(&mut r, "primary", file, e.to_string()),
+        Ok(Some(bytes)) => {
+            if expected.is_none() {
+                expected = named_workflow(&bytes);
+            }
+            match Validation::shape_only(rules.any).parse(&bytes) {
+                Err(problem) => {
+                    r.primary_broken = true;
+                    if let Some(stamp) = quarantine_stamp {
+                        r.quarantined.push(store::quarantine(file, stamp)?);
+                    }
+                    tried(&mut r, "primary", file, problem);
+                }
+                Ok(doc) => match judge(rules, &doc, expected.as_deref()) {
+                    Ok(()) => {
+                        r.data = Some(doc);
+                        r.recovered_from = Some("primary".into());
+                        r.recovered_path = Some(file.to_path_buf());
+                        r.bytes = Some(bytes);
+                        return Ok(r);
+                    }
+                    Err(problem) => tried(&mut r, "primary", file, problem),
+                },
+            }
+        }
+    }
+    let backup = store::with_suffix(file, ".bak");
+    let mut candidates = vec![("backup".to_string(), backup.clone())];
+    candidates.extend(checkpoints_of(checkpoints));
+    // The newest write first, whichever file holds it.
+    let mut dated: Vec<(i128, String, PathBuf)> = Vec::new();
     for (source, path) in candidates {
+        match store::modified_ns(&path) {
+            Ok(Some(t)) => dated.push((t, source, path)),
+            Ok(None) => tried(&mut r, &source, &path, "missing".into()),
+            Err(e) => tried(&mut r, &source, &path, e.to_string()),
+        }
+    }
+    dated.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
+    for (_, source, path) in dated {
         let bytes = match store::read_optional(&path) {
             Ok(Some(b)) => b,
             Ok(None) => {
-                r.tried.push(Tried {
-                    source,
-                    path,
-                    problem: "missing".into(),
-                });
+                tried(&mut r, &source, &path, "missing".into());
                 continue;
             }
             Err(e) => {
-                r.tried.push(Tried {
-                    source,
-                    path,
-                    problem: e.to_string(),
-                });
+                tried(&mut r, &source, &path, e.to_string());
                 continue;
             }
         };
-        match rules.parse(&bytes) {
+        let judged = rules
+            .parse(&bytes)
+            .and_then(|doc| judge(rules, &doc, expected.as_deref()).map(|()| doc));
+        match judged {
             Ok(doc) => {
                 r.data = Some(doc);
                 r.recovered_from = Some(source);
+                r.recovered_path = Some(path);
+                r.bytes = Some(bytes);
                 return Ok(r);
             }
-            Err(problem) => {
-                if source == "primary" {
-                    if let Some(stamp) = quarantine_stamp {
-                        r.quarantined.push(store::quarantine(&path, stamp)?);
-                    }
-                }
-                r.tried.push(Tried {
-                    source,
-                    path,
-                    problem,
-                });
-            }
+            Err(problem) => tried(&mut r, &source, &path, problem),
         }
     }
     Ok(r)
 }
 
-/// Checkpoint files, newest first (by modification time, then name).
-fn newest_checkpoints(dir: &Path) -> Vec<(String, PathBuf)> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+/// The rules, and the workflow: a document naming another `workflow_id` is not this one's.
+fn judge(rules: &Validation, doc: &Value, workflow: Option<&str>) -> Result<(), String> {
+    rules.check(doc)?;
+    if let (Some(want), Some(got)) = (workflow, doc.get("workflow_id").and_then(Value::as_str)) {
+        if want != got {
+            return Err(format!("it belongs to workflow `{got}`, not `{want}`"));
+        }
+    }
+    Ok(())
+}
+
+/// The `workflow_id` a file names, read even from a corrupt (cut, garbled) file: the first
+/// `"workflow_id": "…"` in it.
+fn named_workflow(bytes: &[u8]) -> Option<String> {
+    if let Ok(Value::Object(m)) = serde_json::from_slice::<Value>(bytes) {
+        return m
+            .get("workflow_id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let at = text.find("\"workflow_id\"")?;
+    let rest = text[at + "\"workflow_id\"".len()..].trim_start();
+    let rest = rest.strip_prefix(':')?.trim_start();
+    let mut de = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+    de.next()?.ok()
+}
+
+/// The checkpoints in `dir` (regular files only; links and temp files are passed over).
+fn checkpoints_of(dir: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = store::list_dir(dir) else {
         return Vec::new();
     };
-    let mut found: Vec<(std::time::SystemTime, String, PathBuf)> = Vec::new();
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Ok(meta) = e.metadata() else { continue };
-        if name.starts_with('.') || name.ends_with(".lock") || !meta.is_file() {
-            continue;
-        }
-        let modified = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
-        found.push((modified, name, e.path()));
-    }
-    found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
-    found
+    entries
         .into_iter()
-        .map(|(_, name, path)| (format!("checkpoint:{name}"), path))
+        .filter(|e| e.kind == store::Kind::File)
+        .map(|e| e.name.to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with('.') && !name.ends_with(".lock"))
+        .map(|name| (format!("checkpoint:{name}"), dir.join(&name)))
         .collect()
 }
 
@@ -163,14 +273,28 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let rules = Validation::new(args.any, &args.require, args.check.as_deref())
         .map_err(|e| Failure::usage(format!("--check: {e}")))?;
     let checkpoints = checkpoint_dir(&args.file, args.checkpoint_dir.as_deref());
-    // Reading needs no lock (writers replace atomically); moving a corrupt file aside does.
-    let mut r = recover(&args.file, &rules, &checkpoints, None)?;
-    if r.tried
+    let workflow = args.workflow.as_deref();
+    // Reading needs no lock (writers replace atomically); moving a corrupt file aside and
+    // repairing it from what was recovered do.
+    let mut r = recover_workflow(&args.file, &rules, &checkpoints, None, workflow)?;
+    let needs_repair = r.data.is_some() && r.primary_broken;
+    let corrupt = r
+        .tried
         .first()
-        .is_some_and(|t| t.source == "primary" && t.problem != "missing")
-    {
-        let _lock = store::lock(&args.file, cx.lock_timeout)?;
-        r = recover(&args.file, &rules, &checkpoints, Some(&cx.stamp()))?;
+        .is_some_and(|t| t.source == "primary" && r.primary_broken && t.problem != "missing");
+    if needs_repair || corrupt {
+        let _lock = store::lock(&args.file, cx.lock_wait())?;
+        r = recover_workflow(
+            &args.file,
+            &rules,
+            &checkpoints,
+            Some(&cx.stamp()),
+            workflow,
+        )?;
+        if let (true, Some(bytes)) = (r.primary_broken, r.bytes.as_deref()) {
+            store::replace(&args.file, bytes, store::Backup::Skip)?;
+            r.repaired = true;
+        }
     }
     for q in &r.quarantined {
         cx.warn(&format!(
@@ -179,11 +303,18 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             q.display()
         ));
     }
-    match &r.recovered_from {
-        Some(src) if src != "primary" => {
-            cx.warn(&format!("{} was recovered from {src}", args.file.display()))
-        }
-        None if !r.tried.is_empty() => {
+    match (&r.recovered_from, &r.recovered_path) {
+        (Some(src), Some(from)) if src != "primary" => cx.warn(&format!(
+            "{} was recovered from {src} ({}){}",
+            args.file.display(),
+            from.display(),
+            if r.repaired {
+                "; the file was rewritten from it"
+            } else {
+                ""
+            }
+        )),
+        (None, _) if !r.tried.is_empty() => {
             let what: Vec<String> = r
                 .tried
                 .iter()

@@ -6,7 +6,7 @@
 use crate::commands::state_read::{self, checkpoint_dir};
 use crate::context::{Context, Outcome};
 use crate::exit::Failure;
-use crate::state::{type_name, Validation};
+use crate::state::{check_writable, type_name, Validation};
 use crate::store::{self, Backup};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -32,10 +32,11 @@ pub struct Args {
     /// Instead of stdin: apply this jq filter to the current document, under the lock
     #[arg(long, value_name = "JQ")]
     pub update: Option<String>,
-    /// Also keep a copy as NAME in the checkpoint folder
+    /// Also keep a copy as NAME in FILE's checkpoint folder (checkpoints/<FILE name>/NAME)
     #[arg(long, value_name = "NAME")]
     pub checkpoint: Option<String>,
-    /// Checkpoint folder [default: FILE's folder/checkpoints]
+    /// Folder of checkpoint folders; FILE's go in its FILE-name subfolder [default: FILE's
+    /// folder/checkpoints]
     #[arg(long, value_name = "DIR")]
     pub checkpoint_dir: Option<PathBuf>,
 }
@@ -55,6 +56,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         check_checkpoint_name(name)?;
     }
     let checkpoints = checkpoint_dir(&args.file, args.checkpoint_dir.as_deref());
+    state_read::anchor_state_folders(&args.file, &checkpoints);
 
     // Plain writes validate before taking the lock: bad input never touches the file.
     let input = match &update {
@@ -70,6 +72,8 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             rules
                 .check(&doc)
                 .map_err(|e| Failure::data(format!("not written: {e}")))?;
+            check_writable(&doc, None, args.any, cx.max_input)
+                .map_err(|e| Failure::data(format!("not written: {e}")))?;
             Some(bytes)
         }
     };
@@ -77,7 +81,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     if let Some(dir) = args.file.parent().filter(|d| !d.as_os_str().is_empty()) {
         store::ensure_dir(dir)?;
     }
-    let _lock = store::lock(&args.file, cx.lock_timeout)?;
+    let _lock = store::lock(&args.file, cx.lock_wait())?;
     let bytes = match (&update, input) {
         (Some(filter), _) => updated(&args.file, filter, &rules, &checkpoints, cx)?,
         (None, Some(bytes)) => bytes,
@@ -176,9 +180,14 @@ fn updated(
             type_name(&doc)
         ))
     })?;
+    // Everything the reader will demand, before serializing (which recurses).
+    check_writable(&doc, None, rules.any, cx.max_input)
+        .map_err(|e| Failure::data(format!("not written: the updated document fails: {e}")))?;
     let mut bytes = serde_json::to_vec_pretty(&doc)
         .map_err(|e| Failure::data(format!("cannot serialize the update: {e}")))?;
     bytes.push(b'\n');
+    check_writable(&doc, Some(&bytes), rules.any, cx.max_input)
+        .map_err(|e| Failure::data(format!("not written: the updated document fails: {e}")))?;
     Ok(bytes)
 }
 

@@ -320,24 +320,43 @@ fn classify_never_writes_a_file() {
 }
 
 #[test]
-fn text_output_is_an_aligned_table() {
+fn text_output_is_in_seed_001s_style() {
     let s = Sandbox::new();
-    let out = s
-        .cmd(&[
-            "classify",
-            "--text",
-            "--message",
-            "Error: connect ECONNREFUSED 127.0.0.1:5432",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.starts_with("kind        network_error\n"), "{text}");
+    let text = |message: &str| {
+        let out = s
+            .cmd(&["classify", "--text", "--message", message])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let t = text("Error: connect ECONNREFUSED 127.0.0.1:5432");
     assert!(
-        text.contains("\naction      retry in 30 s (attempt 2 of 3)\n"),
-        "{text}"
+        t.starts_with("ERROR (P1): network_error, tier 1 (self-recoverable), retryable\n\n"),
+        "{t}"
     );
-    assert!(text.contains("\ncontext     errno: ECONNREFUSED"), "{text}");
+    assert!(
+        t.contains("\nError type: network_error (transient)\n"),
+        "{t}"
+    );
+    assert!(t.contains("\nMessage: "), "{t}");
+    assert!(
+        t.contains("\nWhat to do (retry): retry in 30 s (attempt 2 of 3)\n"),
+        "{t}"
+    );
+    assert!(t.contains("\nSuggestions:\n- "), "{t}");
+    assert!(t.contains("\nRule: builtin:network\n"), "{t}");
+    assert!(t.contains("\nContext:\n  errno: ECONNREFUSED"), "{t}");
+    // Seed 001: CRITICAL (P0) in capitals, immediate action required, with the options.
+    let t = text("Gate 2 FAIL: spec-review found 3 blocking issues");
+    assert!(
+        t.starts_with("CRITICAL (P0): GATE_FAILED, TIER 3 (PIPELINE-AFFECTING), NOT RETRYABLE - IMMEDIATE ACTION REQUIRED\n"),
+        "{t}"
+    );
+    assert!(t.contains("\nOptions:\n(A) Retry"), "{t}");
+    let t = text("Command timed out after 2m 0s");
+    assert!(t.starts_with("WARNING (P2): timeout, tier 1"), "{t}");
+    let t = text("[Request interrupted by user]");
+    assert!(t.starts_with("INFO (P3): interrupted"), "{t}");
 }
 
 #[test]
@@ -372,7 +391,7 @@ fn long_help_lists_every_kind_with_its_defaults() {
         );
     }
     assert!(
-        help.contains(" timeout           1    transient          yes       warning\n"),
+        help.contains(" timeout           1    transient          yes       warning (P2)\n"),
         "{help}"
     );
 }
@@ -419,5 +438,135 @@ fn help_examples_run() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert!(!out.stdout.is_empty(), "{ex}");
+    }
+}
+
+/// The records `triage hook` appended to logs/errors.jsonl.
+fn logged(s: &Sandbox) -> Vec<Value> {
+    let text = std::fs::read_to_string(s.root().join("logs/errors.jsonl")).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn stop_failure_is_recorded_with_the_status_in_its_message() {
+    // Issue 15 item 5: `server_error` for a 529, `unknown` for a 400; the status is in
+    // last_assistant_message.
+    let s = Sandbox::new();
+    let cases = [
+        ("server_error", "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}", "overloaded"),
+        ("unknown", "API Error: 400 {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"messages.5.content.1: tool_use ids must be unique\"}}", "invalid_input"),
+        ("unknown", "API Error: 400 {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 215000 tokens > 200000 maximum\"}}", "context_exhausted"),
+    ];
+    for (word, message, _) in cases {
+        let payload = json!({"hook_event_name": "StopFailure", "session_id": "s1",
+            "error": word, "last_assistant_message": message});
+        let out = s
+            .cmd(&["hook"])
+            .env("TRIAGE_NOW", "2025-06-01T12:00:00Z")
+            .write_stdin(payload.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(
+            out.stdout.is_empty(),
+            "Claude Code ignores StopFailure's output"
+        );
+    }
+    let kinds: Vec<String> = logged(&s)
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let want: Vec<&str> = cases.iter().map(|c| c.2).collect();
+    assert_eq!(kinds, want);
+}
+
+#[test]
+fn a_usage_limit_waits_until_the_reset_by_triage_now() {
+    let s = Sandbox::new();
+    // 1753077600 is 2025-07-21T06:00:00Z; two hours after TRIAGE_NOW.
+    let out = s
+        .cmd(&["classify", "--raw"])
+        .env("TRIAGE_NOW", "2025-07-21T04:00:00Z")
+        .write_stdin("Claude AI usage limit reached|1753077600")
+        .output()
+        .unwrap();
+    let e = json_out(&out);
+    assert_eq!(e["kind"], "rate_limited");
+    assert_eq!(e["matched_rule"], "builtin:usage-limit");
+    assert_eq!(e["context"]["retry_at"], "2025-07-21T06:00:00Z");
+    assert_eq!(e["retry"]["delay_s"], 7200);
+    // "resets 9am (UTC)": 9 h after midnight.
+    let out = s
+        .cmd(&["classify", "--raw", "--text"])
+        .env("TRIAGE_NOW", "2025-06-01T00:00:00Z")
+        .write_stdin("You've hit your limit · resets 9am (UTC)")
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("retry in 9 h 0 min (attempt 2 of 3)"), "{t}");
+}
+
+#[test]
+fn priority_is_in_the_output() {
+    let s = Sandbox::new();
+    for (message, priority) in [
+        ("Gate 2 FAIL: spec-review found 3 blocking issues", "P0"),
+        ("error[E0308]: mismatched types", "P1"),
+        ("Command timed out after 2m 0s", "P2"),
+    ] {
+        let out = s.cmd(&["classify", "--message", message]).output().unwrap();
+        assert_eq!(json_out(&out)["priority"], priority, "{message}");
+    }
+}
+
+#[test]
+fn a_bash_exit_without_a_message_gets_calm_advice() {
+    // Issue 15 item 3: grep's exit 1 on no match.
+    let s = Sandbox::new();
+    let payload = json!({"hook_event_name": "PostToolUseFailure", "session_id": "s1",
+        "tool_name": "Bash", "tool_input": {"command": "grep -rn TODO src"},
+        "error": "Exit code 1"});
+    let out = classify(&s, &[], &payload.to_string());
+    let e = json_out(&out);
+    assert_eq!(e["kind"], "tool_failure");
+    assert_eq!(e["tier"], 1);
+    let out = classify(&s, &["--hook"], &payload.to_string());
+    let ctx = json_out(&out)["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(ctx.contains("`tool_failure`"), "{ctx}");
+    assert!(!ctx.contains("stop retrying"), "{ctx}");
+    assert!(!ctx.contains("report this to the user"), "{ctx}");
+}
+
+#[test]
+fn the_readmes_kinds_table_is_the_man_pages() {
+    let s = Sandbox::new();
+    let out = s.cmd(&["classify", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let rows: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with(" kind "))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert_eq!(rows.len(), 27, "{help}");
+    for row in rows {
+        let f: Vec<&str> = row.split_whitespace().collect();
+        let md = format!(
+            "| `{}` | {} | {} | {} | {} |",
+            f[0],
+            f[1],
+            f[2],
+            f[3],
+            f[4..].join(" ")
+        );
+        assert!(readme.contains(&md), "README lacks the row {md}");
     }
 }

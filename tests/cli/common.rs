@@ -85,3 +85,43 @@ pub fn json_out(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_str(text.trim())
         .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}): {text:?}"))
 }
+
+/// Runs this test binary's ignored test `child` inside `unshare -Urm` with a 64 KiB tmpfs
+/// mounted on a fresh folder, whose path it gets in the variable `var`; fails when the child
+/// fails. Skips (with the reason on stderr) where user namespaces are not allowed.
+pub fn in_small_tmpfs(child: &str, var: &str) {
+    let probe = std::process::Command::new("unshare")
+        .args(["-Urm", "true"])
+        .output();
+    if !probe.map(|o| o.status.success()).unwrap_or(false) {
+        eprintln!("skipped: `unshare -Urm` is not allowed here, so no small tmpfs can be mounted");
+        return;
+    }
+    let s = Sandbox::new();
+    let mnt = s.path().join("mnt");
+    std::fs::create_dir(&mnt).expect("mkdir");
+    let out = std::process::Command::new("unshare")
+        .args([
+            "-Urm",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=64k,mode=0700 tmpfs \"$1\" && shift && exec \"$@\"",
+            "sh",
+        ])
+        .arg(&mnt)
+        .arg(std::env::current_exe().expect("exe"))
+        .args(["--exact", child, "--ignored", "--nocapture"])
+        .env(var, &mnt)
+        .output()
+        .expect("unshare");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("1 passed"),
+        "the child test did not run: {text}"
+    );
+}

@@ -14,6 +14,7 @@ mod docs;
 mod fuzz;
 mod hook;
 mod hostile;
+mod hostile_root;
 mod init;
 mod parsers;
 mod perf;

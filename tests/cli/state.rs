@@ -204,9 +204,9 @@ fn checkpoint_keeps_a_copy() {
     assert!(json_out(&out)["checkpoint"]
         .as_str()
         .unwrap()
-        .ends_with("run/checkpoints/stage_1_complete.json"));
+        .ends_with("run/checkpoints/s.json/stage_1_complete.json"));
     assert_eq!(
-        s.read("run/checkpoints/stage_1_complete.json"),
+        s.read("run/checkpoints/s.json/stage_1_complete.json"),
         "{\"stage\":1}"
     );
     s.cmd(&["state-write", "run/s.json", "--checkpoint", "../x"])
@@ -221,7 +221,6 @@ fn corrupt_file_is_recovered_from_backup_and_kept() {
         ("empty", ""),
         ("truncated", "{\"stage\": 2, \"wor"),
         ("garbage", "\u{0}\u{1}PK binary"),
-        ("fails --require", "{\"other\": true}"),
     ] {
         let s = Sandbox::new();
         write(&s, "s.json", "{\"stage\":1}");
@@ -229,12 +228,34 @@ fn corrupt_file_is_recovered_from_backup_and_kept() {
         s.write("s.json", garbage);
         let v = read(&s, &["s.json", "--require", "stage"]);
         assert_eq!(v["recovered_from"], "backup", "{what}");
+        assert_eq!(v["recovered_path"], "s.json.bak", "{what}");
         assert_eq!(v["data"]["stage"], 1, "{what}");
         assert_eq!(v["tried"][0]["source"], "primary", "{what}");
+        assert_eq!(v["repaired"], true, "{what}");
         let kept = corrupt_files(&s, ".", "s.json.corrupt-");
         assert_eq!(kept.len(), 1, "{what}");
         assert_eq!(s.read(&kept[0]), garbage, "{what}");
+        // Repaired: the next read finds the file itself, and warns of nothing.
+        assert_eq!(s.read("s.json"), "{\"stage\":1}", "{what}");
+        let out = s.cmd(&["state-read", "s.json"]).output().unwrap();
+        assert_eq!(json_out(&out)["recovered_from"], "primary", "{what}");
+        assert!(
+            out.stderr.is_empty(),
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
+    // A valid document that only fails the reader's --require is not corrupt: the backup is
+    // returned, but the file is neither moved aside nor rewritten.
+    let s = Sandbox::new();
+    write(&s, "s.json", "{\"stage\":1}");
+    write(&s, "s.json", "{\"other\":true}");
+    let v = read(&s, &["s.json", "--require", "stage"]);
+    assert_eq!(v["recovered_from"], "backup");
+    assert_eq!(v["data"]["stage"], 1);
+    assert!(v.get("repaired").is_none());
+    assert!(corrupt_files(&s, ".", "s.json.corrupt-").is_empty());
+    assert_eq!(s.read("s.json"), "{\"other\":true}");
 }
 
 #[test]
@@ -250,7 +271,7 @@ fn recovery_falls_back_to_the_newest_checkpoint() {
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
     std::fs::File::options()
         .write(true)
-        .open(s.path().join("run/checkpoints/a.json"))
+        .open(s.path().join("run/checkpoints/s.json/a.json"))
         .unwrap()
         .set_modified(old)
         .unwrap();
@@ -390,46 +411,7 @@ const NOSPACE_DIR: &str = "TRIAGE_TEST_NOSPACE_DIR";
 /// Runs this test binary's `full_disk_child` inside `unshare -Urm` with a 64 KiB tmpfs.
 #[test]
 fn full_disk_changes_nothing() {
-    let probe = std::process::Command::new("unshare")
-        .args(["-Urm", "true"])
-        .output();
-    if !probe.map(|o| o.status.success()).unwrap_or(false) {
-        eprintln!("skipped: `unshare -Urm` is not allowed here, so no small tmpfs can be mounted");
-        return;
-    }
-    let s = Sandbox::new();
-    let mnt = s.path().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new("unshare")
-        .args([
-            "-Urm",
-            "sh",
-            "-c",
-            "mount -t tmpfs -o size=64k tmpfs \"$1\" && shift && exec \"$@\"",
-            "sh",
-        ])
-        .arg(&mnt)
-        .arg(&exe)
-        .args([
-            "--exact",
-            "state::full_disk_child",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(NOSPACE_DIR, &mnt)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}");
-    assert!(
-        text.contains("1 passed"),
-        "the child test did not run: {text}"
-    );
+    crate::common::in_small_tmpfs("state::full_disk_child", NOSPACE_DIR);
 }
 
 #[test]
@@ -506,4 +488,146 @@ fn full_disk_child() {
     assert!(text
         .lines()
         .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));
+}
+
+// --- Issue 14: recovery stays with its file and workflow; names; limits. ---------------------
+
+fn write_args(s: &Sandbox, args: &[&str], doc: &str) {
+    let mut a = vec!["state-write"];
+    a.extend_from_slice(args);
+    let out = s.cmd(&a).write_stdin(doc.to_string()).output().unwrap();
+    assert_eq!(
+        json_out(&out)["written"],
+        true,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn recovery_never_takes_another_files_or_another_workflows_document() {
+    let s = Sandbox::new();
+    write_args(
+        &s,
+        &["run/a.json", "--checkpoint", "cp.json"],
+        r#"{"workflow_id":"A","stage":1}"#,
+    );
+    // Workflow B's file, corrupt and without a backup: A's checkpoint is not its own.
+    s.write("run/b.json", r#"{"workflow_id": "B", "sta"#);
+    let v = read(&s, &["run/b.json"]);
+    assert!(v["data"].is_null(), "{v}");
+    assert!(v["recovered_from"].is_null(), "{v}");
+    // A file that never existed recovers nothing either.
+    let v = read(&s, &["run/never.json"]);
+    assert!(v["data"].is_null(), "{v}");
+
+    // One file that held workflow A before B: its backup and checkpoint are A's, and the
+    // corrupt file still names B, so neither is returned, unless A is asked for.
+    write_args(
+        &s,
+        &["run/s.json", "--checkpoint", "cp.json"],
+        r#"{"workflow_id":"A","stage":1}"#,
+    );
+    write_args(&s, &["run/s.json"], r#"{"workflow_id":"B","stage":1}"#);
+    s.write("run/s.json", r#"{"workflow_id":"B","stage":"#);
+    let out = s.cmd(&["state-read", "run/s.json"]).output().unwrap();
+    let v = json_out(&out);
+    assert!(v["data"].is_null(), "{v}");
+    let tried = v["tried"].to_string();
+    assert!(
+        tried.contains("belongs to workflow `A`, not `B`"),
+        "{tried}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no valid state"));
+    let v = read(&s, &["run/s.json", "--workflow", "A"]);
+    assert_eq!(v["data"]["workflow_id"], "A", "{v}");
+}
+
+#[test]
+fn the_newest_valid_of_backup_and_checkpoints_is_recovered_and_named() {
+    let s = Sandbox::new();
+    write_args(&s, &["s.json", "--checkpoint", "c1.json"], r#"{"stage":1}"#);
+    write_args(&s, &["s.json"], r#"{"stage":2}"#);
+    write_args(&s, &["s.json", "--checkpoint", "c3.json"], r#"{"stage":3}"#);
+    // The backup (stage 2) is older than checkpoint c3 (stage 3), c1 older still.
+    let hours_ago =
+        |h: u64| std::time::SystemTime::now() - std::time::Duration::from_secs(3600 * h);
+    let touch = |rel: &str, at| {
+        std::fs::File::options()
+            .write(true)
+            .open(s.path().join(rel))
+            .unwrap()
+            .set_modified(at)
+            .unwrap()
+    };
+    touch("checkpoints/s.json/c1.json", hours_ago(3));
+    touch("s.json.bak", hours_ago(2));
+    touch("checkpoints/s.json/c3.json", hours_ago(1));
+    s.write("s.json", "{\"stage\":");
+    let v = read(&s, &["s.json"]);
+    assert_eq!(v["recovered_from"], "checkpoint:c3.json", "{v}");
+    assert_eq!(v["recovered_path"], "checkpoints/s.json/c3.json");
+    assert_eq!(v["data"]["stage"], 3);
+    // An invalid newest candidate gives way to the next newest.
+    s.write("checkpoints/s.json/c3.json", "{");
+    touch("checkpoints/s.json/c3.json", hours_ago(1));
+    s.write("s.json", "{\"stage\":");
+    let v = read(&s, &["s.json"]);
+    assert_eq!(v["recovered_from"], "backup", "{v}");
+    assert_eq!(v["data"]["stage"], 2);
+}
+
+#[test]
+fn a_state_file_with_a_long_name_can_still_be_moved_aside_and_recovered() {
+    for len in [231usize, 238, 245] {
+        let s = Sandbox::new();
+        let name = format!("{}.json", "s".repeat(len - 5));
+        write(&s, &name, "{\"v\":1}");
+        write(&s, &name, "{\"v\":2}");
+        s.write(&name, "{\"v\":");
+        // The writer moves the corrupt version aside, keeping the good backup.
+        write(&s, &name, "{\"v\":3}");
+        s.write(&name, "{\"v\":");
+        let v = read(&s, &[&name]);
+        assert_eq!(v["data"]["v"], 1, "{len}: {v}");
+        assert_eq!(v["recovered_from"], "backup");
+        let kept = corrupt_files(&s, ".", &name[..100]);
+        let moved: Vec<&String> = kept.iter().filter(|n| n.contains(".corrupt-")).collect();
+        assert_eq!(moved.len(), 2, "{len}: {kept:?}");
+        assert!(moved.iter().all(|n| n.len() <= 255));
+        assert_eq!(s.read(&name), "{\"v\":1}", "repaired from the backup");
+    }
+}
+
+#[test]
+fn update_refuses_a_document_deeper_than_the_reader_accepts() {
+    let s = Sandbox::new();
+    write(&s, "s.json", "{\"n\":1}");
+    let deep = |levels: u32| format!(".a = (reduce range({levels}) as $i ([]; [.]))");
+    // The object and 127 arrays: 128 levels of containers, which jq may yield but state-read
+    // does not accept; and far deeper.
+    for (levels, says) in [(126, "deeper than 127"), (200, "deep")] {
+        let out = s
+            .cmd(&[
+                "state-write",
+                "s.json",
+                "--update",
+                &deep(levels),
+                "--strict",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(65), "{levels}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{levels}: {err}");
+        assert_eq!(s.read("s.json"), "{\"n\":1}");
+    }
+    // Within the limit, the document is written and reads back as written.
+    let out = s
+        .cmd(&["state-write", "s.json", "--update", &deep(120)])
+        .output()
+        .unwrap();
+    assert_eq!(json_out(&out)["written"], true);
+    let v = read(&s, &["s.json"]);
+    assert_eq!(v["recovered_from"], "primary");
 }

@@ -228,7 +228,7 @@ fn bump(cx: &Context, path: &Path, agent: &str) -> Result<u32, Failure> {
         cx.ensure_root()?;
         store::ensure_dir(dir)?;
     }
-    let _lock = store::lock(path, cx.lock_timeout)?;
+    let _lock = store::lock(path, cx.lock_wait())?;
     let count = read_count(path)?.saturating_add(1);
     let doc = json!({"agent": agent, "count": count, "updated": cx.now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)});
     store::replace(path, doc.to_string().as_bytes(), Backup::Skip)?;
@@ -240,7 +240,7 @@ fn reset(cx: &Context, path: &Path) -> Result<(), Failure> {
     if !path.exists() {
         return Ok(());
     }
-    let _lock = store::lock(path, cx.lock_timeout)?;
+    let _lock = store::lock(path, cx.lock_wait())?;
     if read_count(path)? == 0 {
         return Ok(());
     }

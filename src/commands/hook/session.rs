@@ -64,9 +64,15 @@ pub fn remember_start(
 /// Takes (reads and removes) the start of call `tool_use_id`, if it was kept.
 pub fn take_start(cx: &Context, session: Option<&str>, tool_use_id: &str) -> Option<Start> {
     let path = session_dir(cx, session).join(start_name(tool_use_id));
-    let bytes = store::read_optional(&path).ok()??;
-    if let Err(e) = std::fs::remove_file(&path) {
-        cx.trace("warning", &format!("cannot remove {}: {e}", path.display()));
+    let bytes = match store::read_optional(&path) {
+        Ok(b) => b?,
+        Err(e) => {
+            cx.warn(&format!("the call's start time is unusable: {e}"));
+            return None;
+        }
+    };
+    if let Err(e) = store::remove(&path) {
+        cx.trace("warning", &e.to_string());
     }
     serde_json::from_slice(&bytes).ok()
 }
@@ -80,16 +86,50 @@ const START_TTL_MS: i64 = 24 * 3600 * 1000;
 /// folder does not grow with every crashed session.
 pub fn prune_starts(cx: &Context) -> usize {
     let now = cx.now.timestamp_millis();
-    let Ok(sessions) = std::fs::read_dir(cx.state_root().join("sessions")) else {
-        return 0;
+    let sessions = cx.state_root().join("sessions");
+    // Under the state root a linked `sessions/` or session folder is refused by the store,
+    // so nothing is ever deleted through a link.
+    let folders = match store::list_dir(&sessions) {
+        Ok(f) => f,
+        Err(e) => {
+            cx.warn(&format!("call starts not pruned: {e}"));
+            return 0;
+        }
     };
     let mut removed = 0;
-    for dir in sessions.flatten().map(|e| e.path()).filter(|p| p.is_dir()) {
-        let Ok(files) = std::fs::read_dir(&dir) else {
-            continue;
+    // A link among them is listed so the store refuses it (with the warning below).
+    let folders = folders
+        .into_iter()
+        .filter(|e| matches!(e.kind, store::Kind::Dir | store::Kind::Link));
+    for folder in folders {
+        let dir = sessions.join(&folder.name);
+        let files = match store::list_dir(&dir) {
+            Ok(f) => f,
+            Err(e) => {
+                cx.warn(&format!("call starts not pruned: {e}"));
+                continue;
+            }
         };
-        for path in files.flatten().map(|e| e.path()) {
-            if path.extension().is_none_or(|e| e != "start") {
+        for file in files {
+            let is_start = std::path::Path::new(&file.name)
+                .extension()
+                .is_some_and(|e| e == "start");
+            if !is_start {
+                continue;
+            }
+            let path = dir.join(&file.name);
+            if file.kind != store::Kind::File {
+                // Planted: a link or a FIFO. Its name goes (never what a link points to).
+                if store::remove(&path).is_ok() {
+                    let what = match file.kind {
+                        store::Kind::Link => "a symbolic link",
+                        _ => "not a regular file",
+                    };
+                    cx.warn(&format!(
+                        "refusing {}: it is {what}; removed it (a call start is a regular file)",
+                        path.display()
+                    ));
+                }
                 continue;
             }
             let at = store::read_optional(&path)
@@ -98,12 +138,12 @@ pub fn prune_starts(cx: &Context) -> usize {
                 .and_then(|b| serde_json::from_slice::<Start>(&b).ok())
                 .map(|s| s.at_ms);
             // An unreadable start is as good as gone.
-            if at.is_none_or(|at| now - at > START_TTL_MS) && std::fs::remove_file(&path).is_ok() {
+            if at.is_none_or(|at| now - at > START_TTL_MS) && store::remove(&path).is_ok() {
                 removed += 1;
             }
         }
         // Fails, as it should, while the folder still holds a start.
-        let _ = std::fs::remove_dir(&dir);
+        store::remove_empty_dir(&dir);
     }
     removed
 }
@@ -127,7 +167,7 @@ pub fn first_announcements(
     let path = root
         .join("sessions")
         .join(format!("{}.json", store::escape_key(session)));
-    let _lock = store::lock(&path, cx.lock_timeout)?;
+    let _lock = store::lock(&path, cx.lock_wait())?;
     let mut file: SessionFile = store::read_optional(&path)?
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
@@ -149,10 +189,9 @@ pub fn first_announcements(
 /// Visits the log lines in the last [`LOG_TAIL`] bytes of the error log.
 fn visit_tail(cx: &Context, mut visit: impl FnMut(&LogLine)) -> Result<(), Failure> {
     let log = record_error::log_path(&cx.state_root());
-    let Some(len) = store::file_len(&log)? else {
+    let Some((bytes, len)) = store::read_store_tail(&log, LOG_TAIL)? else {
         return Ok(());
     };
-    let bytes = store::read_tail(&log, LOG_TAIL)?;
     let mut lines = bytes.split(|b| *b == b'\n');
     if len > LOG_TAIL {
         lines.next(); // cut mid-line

@@ -1,0 +1,488 @@
+//! Table tests for issue 18 and issue 15's classification items: the families of errors agents
+//! meet (each with real texts, quoted from the address in the comment above it), the order of
+//! precedence, seed 004's tier mapping row by row, priorities, usage limits, StopFailure
+//! payloads and a tool's plain non-zero exit. The breadth is in tests/data/real_errors.toml;
+//! these pin the rule that decides, so a family cannot drift to another rule unnoticed.
+
+use super::*;
+use serde_json::json;
+
+fn text(t: &str) -> Value {
+    Value::String(t.into())
+}
+
+/// A Claude Code PostToolUseFailure payload.
+fn tool(name: &str, error: &str) -> Value {
+    json!({"hook_event_name": "PostToolUseFailure", "session_id": "s1", "tool_name": name,
+        "tool_input": {}, "error": error})
+}
+
+/// A Claude Code StopFailure payload: the client's error word and the failed turn's text.
+fn stop(word: &str, message: &str) -> Value {
+    json!({"hook_event_name": "StopFailure", "session_id": "s1", "error": word,
+        "last_assistant_message": message})
+}
+
+fn run(input: &Value) -> ErrorObject {
+    classify(input, &Overrides::default(), &Policy::default(), 1)
+}
+
+fn run_attempt(input: &Value, attempt: u32) -> ErrorObject {
+    let o = Overrides {
+        attempt: Some(attempt),
+        ..Overrides::default()
+    };
+    classify(input, &o, &Policy::default(), 1)
+}
+
+/// Classified at `now` (UTC), with wall-clock reset times read at `offset_h` hours from UTC.
+fn run_at(input: &Value, now: &str, offset_h: i32) -> ErrorObject {
+    let o = Overrides {
+        now: Some(now.parse().expect("now")),
+        utc_offset: chrono::FixedOffset::east_opt(offset_h * 3600),
+        ..Overrides::default()
+    };
+    classify(input, &o, &Policy::default(), 1)
+}
+
+/// Checks `(input, kind, rule)` rows; every family must have at least `min` rows.
+fn check(rows: &[(&str, Value, Kind, &str)], min: usize) {
+    let mut wrong = Vec::new();
+    let mut per_family = std::collections::BTreeMap::<&str, usize>::new();
+    for (family, input, kind, rule) in rows {
+        *per_family.entry(family).or_default() += 1;
+        let e = run(input);
+        let want = format!("builtin:{rule}");
+        if (e.kind, e.matched_rule.as_str()) != (*kind, want.as_str()) {
+            wrong.push(format!(
+                "[{family}] {input}\n  expected {kind} by {want}, got {} by {}",
+                e.kind, e.matched_rule
+            ));
+        }
+    }
+    for (family, n) in per_family {
+        assert!(n >= min, "family {family} has {n} rows, wants {min}");
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_families_of_issue_18() {
+    use Kind::*;
+    let rows = [
+        // --- Claude Code's API errors, with their JSON bodies ---
+        // https://github.com/anthropics/claude-code/issues/39745
+        ("api", text("API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded.\nhttps://docs.claude.com/en/api/errors\"},\"request_id\":\"req_011CZTEFvft13DajMTp9pp64\"}"), Overloaded, "http-529"),
+        // https://github.com/Wei-Shaw/claude-relay-service/issues/56
+        ("api", text("API Error (429 {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"This request would exceed your account's rate limit. Please try again later.\"}}) · Retrying in 2892 seconds… (attempt 1/10)"), RateLimited, "rate-limit"),
+        // https://github.com/anthropics/claude-code/issues/28606
+        ("api", text("API Error: 500 {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"},\"request_id\":\"req_011CYV9GbvFVLGsuomWdfSnQ\"}"), Overloaded, "http-500"),
+        // https://github.com/anthropics/claude-code/issues/20700
+        ("api", text("API Error: 400 {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"messages.5.content.1: tool_use ids must be unique\"},\"request_id\":\"req_011CXTCxRaPDNqHNnZnGMEUb\"}"), InvalidInput, "http-400"),
+        // https://github.com/anthropics/claude-code/issues/4699
+        ("api", text("API Error (Request timed out.) · Retrying in 1 seconds… (attempt 2/10)"), Timeout, "timeout"),
+        // https://github.com/link-assistant/hive-mind/issues/1937
+        ("api", text("API Error: Stream idle timeout - partial response received"), Timeout, "cc-timeout"),
+        // https://github.com/anthropics/claude-code/issues/80825
+        ("api", text("API Error: Connection closed mid-response. The response above may be incomplete."), NetworkError, "network"),
+        // https://github.com/anthropics/claude-code/issues/1612
+        ("api", text("Error: Request was aborted.\n    at Ho._createMessage (file:///Users/mlee27/.npm-global/lib/node_modules/@anthropic-ai/claude-code/cli.js:1373:6810)\n    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)"), Interrupted, "interrupted"),
+        // --- usage limits ---
+        // https://github.com/anthropics/claude-code/issues/4048
+        ("usage", text("Claude AI usage limit reached|1753077600"), RateLimited, "usage-limit"),
+        // https://github.com/anthropics/claude-code/issues/15064
+        ("usage", text(" ⎿  Claude usage limit reached. Your limit will reset at 9am (America/Chicago)."), RateLimited, "usage-limit"),
+        // https://github.com/anthropics/claude-code/issues/59637
+        ("usage", text("You've hit your limit · resets 2:10pm (Europe/Moscow)"), RateLimited, "usage-limit"),
+        // https://github.com/anthropics/claude-code/issues/10333
+        ("usage", text("Opus weekly limit reached ∙ resets Oct 31, 9am"), RateLimited, "usage-limit"),
+        // --- context and output limits ---
+        // https://github.com/anthropics/claude-code/issues/9527
+        ("context", text("Error: Error during compaction: Error: Conversation too long. Press esc twice to go up a few messages and try again."), ContextExhausted, "context-exhausted"),
+        // https://github.com/7836246/cursor2api/issues/104
+        ("context", text("claude code API Error: Claude's response exceeded the 32000 output token maximum. To configure this behavior, set the CLAUDE_CODE_MAX_OUTPUT_TOKENS environment variable."), ContextExhausted, "context-exhausted"),
+        // https://github.com/anthropics/claude-code/issues/12312
+        ("context", text("{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Prompt is too long\"}],\"error\":\"invalid_request\"}}"), ContextExhausted, "context-exhausted"),
+        // --- permission denials, by mode or by a hook ---
+        // https://github.com/Ivy-Interactive/Ivy-Tendril/issues/604
+        ("denied", tool("Bash", "Permission to use Bash has been denied because Claude Code is running in don't ask mode."), PermissionDenied, "permission"),
+        // https://github.com/nyldn/claude-octopus/issues/629
+        ("denied", text("PreToolUse:Bash hook stopped continuation: [Before running tangle phase,\ncheck if there are existing validation results that need review.]: The hook\ncondition references 'existing validation results that need review' before"), PermissionDenied, "hook-deny"),
+        // https://github.com/openai/codex/pull/15211
+        ("denied", text("PreToolUse hook (blocked)\n  warning: wizard-tower PreToolUse demo blocked a Bash command on purpose."), PermissionDenied, "hook-deny"),
+        // https://github.com/cline/cline/pull/12673
+        ("denied", text("This tool call was rejected by the user and not executed. NOT a tool or system failure. Clarify with user before proceeding."), PermissionDenied, "permission"),
+        // --- the edit tool ---
+        // https://github.com/anthropics/claude-code/issues/10117
+        ("edit", tool("Edit", "Error: String to replace not found in file."), InvalidInput, "edit-mismatch"),
+        // https://github.com/earendil-works/pi/issues/5146
+        ("edit", tool("Write", "Error: File has not been read yet. Read it first before writing to it."), InvalidInput, "edit-mismatch"),
+        // https://github.com/coder/xum/issues/2732
+        ("edit", text("old_string not found in file. The text to replace must exist in the file."), InvalidInput, "edit-mismatch"),
+        // --- MCP ---
+        // https://github.com/JexinSam/mssql_mcp_server/issues/11
+        ("mcp", text("Error connecting to MCP server 'mssql': Connection failed for 'mssql': MCP error -32000: Connection closed"), ToolUnavailable, "tool-unavailable"),
+        // https://github.com/allenhutchison/gemini-cli-deep-research/issues/37
+        ("mcp", text("Error during discovery for MCP server 'gemini-deep-research': MCP error -32000: Connection closed"), ToolUnavailable, "tool-unavailable"),
+        // https://github.com/openai/codex/pull/15531
+        ("mcp", text("⚠ MCP startup incomplete (failed: notion, linear)"), ToolUnavailable, "tool-unavailable"),
+        // --- hooks ---
+        // https://github.com/pcvelz/superpowers/issues/8
+        ("hook", text("PreToolUse:Bash hook error"), HookFailed, "hook-error"),
+        // https://github.com/IntelligentElectron/universal-netlist/pull/198
+        ("hook", text("PreToolUse:Bash hook error: .claude/hooks/enforce-dedicated-tools.sh: line 17:\ndeclare: -A: invalid option"), HookFailed, "hook-error"),
+        // https://github.com/anthropics/claude-code/issues/4809
+        ("hook", text("PostToolUse:Read [./test-hook.sh] failed with non-blocking status code 1: Warning: This is a non-blocking error"), HookFailed, "hook-error"),
+        // Issue 18's own wording of a blocking hook.
+        ("hook", text("Error: operation blocked by hook"), PermissionDenied, "hook-deny"),
+        // --- interrupts ---
+        // https://github.com/anthropics/claude-code/issues/36421
+        ("interrupt", text("⎿  Interrupted · What should Claude do instead?"), Interrupted, "interrupted"),
+        // https://github.com/anthropics/claude-code/issues/21505
+        ("interrupt", text("[Request interrupted by user]"), Interrupted, "interrupted"),
+        // https://github.com/anthropics/claude-code/issues/57637
+        ("interrupt", text("Error: Request was aborted.\n    at makeRequest (/$bunfs/root/src/entrypoints/cli.js:50:3449)\n    at processTicksAndRejections (native:7:39)"), Interrupted, "interrupted"),
+        // --- package managers ---
+        // https://github.com/npm/cli/issues/5780
+        ("packages", tool("Bash", "Exit code 1\nnpm ERR! code ERESOLVE\nnpm ERR! ERESOLVE unable to resolve dependency tree"), BuildFailed, "deps"),
+        // https://github.com/Unitech/pm2/issues/4803
+        ("packages", text("npm ERR! code E404\nnpm ERR! 404 Not Found - GET https://registry.npmjs.org/@pm2%2fagent - Not found\nnpm ERR! 404  '@pm2/agent@~1.0.2' is not in the npm registry."), NotFound, "package-missing"),
+        // https://github.com/haxtheweb/issues/issues/2369
+        ("packages", text("npm error code EACCES\nnpm error syscall mkdir\nnpm error Error: EACCES: permission denied, mkdir '/usr/local/lib/node_modules/@haxtheweb/create/node_modules/@clack/core'"), PermissionDenied, "permission"),
+        // https://github.com/svjan5/medtype/issues/12
+        ("packages", text("ERROR: Could not find a version that satisfies the requirement torch==1.4.0 (from versions: 0.1.2, 0.1.2.post1, 0.1.2.post2, 1.7.1, 1.8.0, 1.8.1)\nERROR: No matching distribution found for torch==1.4.0"), NotFound, "package-missing"),
+        // https://github.com/sixfab/Sixfab_PPP_Installer/issues/41
+        ("packages", text("error: externally-managed-environment\n\n× This environment is externally managed"), PermissionDenied, "pep668"),
+        // https://github.com/killercup/cargo-edit/issues/861
+        ("packages", text("error: failed to select a version for the requirement `clap = \"^4.3.10\"`\ncandidate versions found which didn't match: 3.2.25, 3.2.24, 3.2.23, ..."), BuildFailed, "deps"),
+        // --- git ---
+        // https://github.com/jscutlery/semver/issues/570
+        ("git", text(" ! [rejected]            main -> main (non-fast-forward)\nerror: failed to push some refs to 'https://github.com/***/***'"), ToolFailure, "git-rejected"),
+        // https://github.com/darbaidzeavto/ci_final_exam_test/issues/33
+        ("git", text("Auto-merging lib.py\nCONFLICT (content): Merge conflict in lib.py\nAutomatic merge failed; fix conflicts and then commit the result."), ToolFailure, "git-conflict"),
+        // https://github.com/theshteves/commit-bot/issues/16
+        ("git", text("remote: Support for password authentication was removed on August 13, 2021.\nfatal: Authentication failed for 'https://github.com/KeroAutishima/commit-bot.git/'"), AuthFailed, "auth"),
+        // --- the OS, by errno name and text ---
+        // https://github.com/Sage-Bionetworks/sage-monorepo/pull/1622
+        ("os", text("Internal Error: ENOSPC: no space left on device, write"), ToolFailure, "disk-full"),
+        // https://github.com/floatdrop/gulp-watch/issues/158
+        ("os", text("[10:57:08] Error: EMFILE: Too many opened files.\n    at Gaze._handleError (/Users/edwinelia/source/cdap/cdap-ui/node_modules/gaze/lib/gaze.js:436:31)"), ToolFailure, "too-many-files"),
+        // https://github.com/npm/npm/issues/10135
+        ("os", text("Error: EACCES: permission denied, mkdir '/Users/your_user'\n    at Error (native)"), PermissionDenied, "permission"),
+        // https://github.com/anthropics/claude-code/issues/15064
+        ("os", text("Error: ENOENT: no such file or directory, uv_spawn '/c/Users/BJKow/.local/bin/claude.exe'\n    at spawn (unknown)"), NotFound, "not-found"),
+        // https://github.com/mysqljs/mysql/issues/1993
+        ("os", text("{\"code\":\"ECONNREFUSED\",\"errno\":\"ECONNREFUSED\",\"syscall\":\"connect\",\"address\":\"10.179.105.32\",\"port\":3306,\"fatal\":true}"), NetworkError, "network"),
+        // https://github.com/nospaceships/node-net-ping/issues/40
+        ("os", text("Error: connect ETIMEDOUT\n    at Connection._handleConnectTimeout (/home/evan/node_modules/mysql/lib/Connection.js:419:13)\n    at Socket._onTimeout (net.js:352:8)"), Timeout, "timeout"),
+        // --- test runners' failure summaries ---
+        // https://github.com/postlight/ci-failed-test-reporter/pull/3
+        ("tests", text("Error: expect(received).toBe(expected) // Object.is equality\n\nExpected: 1000\nReceived: 100"), TestFailed, "jest"),
+        // https://github.com/pytest-dev/pytest/issues/40
+        ("tests", text("  failure_demo.py:281: AssertionError\n  ========================= short test summary info ==========================\n  FAILED failure_demo.py::test_generative[3-6] - assert (3 * 2) < 6"), TestFailed, "pytest"),
+        // https://github.com/enarx/enarx/issues/952
+        ("tests", text("test result: FAILED. 1 passed; 20 failed; 1 ignored; 0 measured; 0 filtered out; finished in 2.21s\n\nerror: test failed, to rerun pass '--test integration_tests'"), TestFailed, "cargo-test"),
+        // https://github.com/gojekfarm/probed/issues/11
+        ("tests", text("--- FAIL: TestTCPPortCheckMarksNodesHealthyOrUnhealthy (0.10s)\n        Error Trace:    work_test.go:193"), TestFailed, "go-test"),
+        // --- plain timeouts, in every common spelling (issue 18 quotes the short ones) ---
+        ("timeouts", text("Timeout"), Timeout, "timeout"),
+        ("timeouts", text("Read timeout"), Timeout, "timeout"),
+        ("timeouts", text("request timeout"), Timeout, "timeout"),
+        ("timeouts", text("timeout after 5m"), Timeout, "timeout"),
+        // https://github.com/stevezau/media_preview_generator/issues/22
+        ("timeouts", text("requests.exceptions.ReadTimeout: HTTPSConnectionPool(host='127.0.0.1', port=32400): Read timed out. (read timeout=30)"), Timeout, "timeout"),
+        // https://github.com/lemonade-sdk/lemonade/pull/1565
+        ("timeouts", text("2026-04-06 11:03:13.757 [Error] (HttpClient) CURL error: Timeout was reached"), Timeout, "timeout"),
+        // https://github.com/anthropics/claude-code/issues/6266
+        ("timeouts", text("AxiosError: timeout of 5000ms exceeded"), Timeout, "timeout"),
+        // https://github.com/autohandai/code-cli/issues/74
+        ("timeouts", text("The operation timed out."), Timeout, "timeout"),
+    ];
+    check(&rows, 3);
+}
+
+#[test]
+fn structured_evidence_beats_incidental_words() {
+    use Kind::*;
+    let rows = [
+        // An overload with the client's hints after it: the retry countdown, the spinner's
+        // "esc to interrupt", the user's interrupt.
+        ("hints", text("API Error (529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}) · Retrying in 37 seconds… (attempt 4/10)\n✻ Thinking… (esc to interrupt)"), Overloaded, "http-529"),
+        // https://github.com/anthropics/claude-code/issues/7218
+        ("hints", text(" ⎿  API Error (529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"},\"request_id\":null}) · Retrying in 4 seconds… (attempt 4/10)\n  ⎿  API Error: Operation aborted\n  ⎿  Interrupted by user"), Overloaded, "http-529"),
+        // The API error type decides without a status.
+        ("hints", text("{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}} · Retrying in 37 seconds… (esc to interrupt)"), Overloaded, "api-overloaded"),
+        // "Retrying in N seconds" is not a rate limit; a timeout stays a timeout.
+        ("hints", text("API Error (Request timed out.) · Retrying in 37 seconds… (attempt 7/10)"), Timeout, "timeout"),
+        // The first line decides over the stack trace's tail (Node's `Timeout._onTimeout`).
+        ("first-line", text("Error: connect ECONNREFUSED 127.0.0.1:8080\n    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1595:16)\n    at Timeout._onTimeout (/app/node_modules/foo/index.js:10:5)"), NetworkError, "network"),
+        // The first line decides over a later, weaker line.
+        ("first-line", text("Error: EACCES: permission denied, open '/etc/app.conf'\nretrying after timeout"), PermissionDenied, "permission"),
+        ("first-line", text("fetch failed: connect ECONNREFUSED 10.0.0.1:443\ncause: Error: timeout"), NetworkError, "network"),
+        // A Python traceback's frames and source lines are not evidence: the call's
+        // `timeout=5` argument does not make a connection error a timeout.
+        ("first-line", text("Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    requests.get(url, timeout=5)\nrequests.exceptions.ConnectionError: Failed to establish a new connection: [Errno 111] Connection refused"), NetworkError, "network"),
+        // Specific wordings decide before the HTTP status: a 400 that says the prompt is too
+        // long is an exhausted context, not bad input.
+        ("specific", text("API Error: 400 {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 215000 tokens > 200000 maximum\"}}"), ContextExhausted, "context-exhausted"),
+        // A message the terminal wrapped is read with its lines joined when nothing matched
+        // line by line. https://github.com/anthropics/claude-code/issues/3028
+        ("wrapped", text("API Error: Claude Code is unable to respond to this request, which appears to violate\n     our Usage Policy (https://www.anthropic.com/legal/aup). Please double press esc to \n    edit your last message or start a new session for Claude Code to assist with a \n    different task."), InvalidInput, "usage-policy"),
+        ("wrapped", text("API Error: Claude's response exceeded the 32000\n     output token maximum. To configure this behavior, set the\n     CLAUDE_CODE_MAX_OUTPUT_TOKENS environment variable."), ContextExhausted, "context-exhausted"),
+    ];
+    check(&rows, 1);
+}
+
+#[test]
+fn stop_failure_is_classified_from_the_word_and_the_message() {
+    // Issue 15 item 5: the client sends `server_error` for a 529 and `unknown` for a 400; the
+    // status and message are in last_assistant_message.
+    let overload = "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}";
+    let e = run(&stop("server_error", overload));
+    assert_eq!(
+        (e.kind, e.matched_rule.as_str()),
+        (Kind::Overloaded, "builtin:http-529")
+    );
+    assert_eq!(e.context["http_status"], 529);
+    assert!(e.retryable && e.action == Action::Retry);
+    let bad = "API Error: 400 {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"messages.5.content.1: tool_use ids must be unique\"}}";
+    let e = run(&stop("unknown", bad));
+    assert_eq!(
+        (e.kind, e.matched_rule.as_str()),
+        (Kind::InvalidInput, "builtin:http-400")
+    );
+    assert!(!e.retryable);
+    assert!(
+        e.detail.contains("tool_use ids must be unique"),
+        "{}",
+        e.detail
+    );
+    let long = "API Error: 400 {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 215000 tokens > 200000 maximum\"}}";
+    assert_eq!(run(&stop("unknown", long)).kind, Kind::ContextExhausted);
+    // A 500 the client calls server_error.
+    let e = run(&stop(
+        "server_error",
+        "API Error: 500 {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"Internal server error\"}}",
+    ));
+    assert_eq!(e.kind, Kind::Overloaded);
+    // Without structured evidence in the text, the word decides.
+    let e = run(&stop("server_error", "I'll continue with the refactor."));
+    assert_eq!(
+        (e.kind, e.matched_rule.as_str()),
+        (Kind::Overloaded, "builtin:stop-failure-server_error")
+    );
+    let e = run(&stop("rate_limit", ""));
+    assert_eq!(e.kind, Kind::RateLimited);
+    let e = run(&stop("unknown", "I'll continue with the refactor."));
+    assert_eq!(
+        (e.kind, e.matched_rule.as_str()),
+        (Kind::Unknown, "builtin:stop-failure-unknown")
+    );
+    // The word alone (no message), as before.
+    let e = run(&json!({"hook_event_name": "StopFailure", "error": "server_error"}));
+    assert_eq!(e.kind, Kind::Overloaded);
+}
+
+#[test]
+fn a_tools_plain_non_zero_exit_is_a_tool_failure_retried_once() {
+    // Issue 15 item 3: grep's "no match" is exit 1 with nothing else; seed 003's
+    // "tool_failure: retry once".
+    let grep = json!({"hook_event_name": "PostToolUseFailure", "session_id": "s1",
+        "tool_name": "Bash", "tool_input": {"command": "grep -rn TODO src"},
+        "error": "Exit code 1"});
+    let e = run(&grep);
+    assert_eq!(
+        (e.kind, e.matched_rule.as_str()),
+        (Kind::ToolFailure, "builtin:tool-exit")
+    );
+    assert_eq!(
+        (e.tier, e.severity),
+        (Tier::SelfRecoverable, Severity::Warning)
+    );
+    assert_eq!(e.action, Action::Retry);
+    let r = e.retry.clone().expect("retry");
+    assert_eq!((r.attempt, r.max_attempts, r.delay_s), (2, 2, 0.0));
+    let c = hook_context(&e);
+    assert!(!c.contains("stop retrying"), "{c}");
+    assert!(
+        c.contains("retry the same call once more now (attempt 2 of 2)"),
+        "{c}"
+    );
+    assert!(c.contains("grep found no match"), "{c}");
+    // After the one retry: report it and go on, still tier 1, still calm.
+    let e = run_attempt(&grep, 2);
+    assert_eq!(e.kind, Kind::ToolFailure);
+    assert_eq!(e.action, Action::ProceedDegraded);
+    assert_eq!(
+        (e.tier, e.severity),
+        (Tier::SelfRecoverable, Severity::Warning)
+    );
+    let c = hook_context(&e);
+    assert!(!c.contains("stop retrying"), "{c}");
+    assert!(c.contains("say what is missing"), "{c}");
+    // Other spellings of the same exit line.
+    for t in ["Error: Exit code 1", "Exit code 2\n", "error: exit code 1"] {
+        let e = run(&tool("Bash", t));
+        assert_eq!(e.kind, Kind::ToolFailure, "{t}");
+        assert_eq!(e.tier, Tier::SelfRecoverable, "{t}");
+    }
+    // An exit line with a known error after it is that error.
+    let e = run(&tool(
+        "Bash",
+        "Exit code 1\nError: connect ECONNREFUSED 127.0.0.1:5432",
+    ));
+    assert_eq!(e.kind, Kind::NetworkError);
+    // The policy still decides the attempts per kind.
+    let policy: Policy = toml::from_str("[retry.kinds.tool_failure]\nmax_attempts = 3\n").unwrap();
+    let e = classify(&grep, &Overrides::default(), &policy, 1);
+    assert_eq!(e.retry.map(|r| r.max_attempts), Some(3));
+}
+
+#[test]
+fn seed_004s_rows_through_the_classifier() {
+    use Action::*;
+    use Kind::*;
+    use Tier::*;
+    let rows: Vec<(&str, Value, Kind, Tier, Action)> = vec![
+        ("File not found during Read", tool("Read", "File does not exist."), NotFound, SelfRecoverable, ProceedDegraded),
+        ("jq parse failure in hook", text("PreToolUse:Bash hook error: jq: parse error: Invalid numeric literal at line 1, column 6"), HookFailed, SelfRecoverable, ProceedDegraded),
+        ("jq parse failure", text("jq: parse error: Unfinished string at EOF at line 2, column 0"), InvalidInput, SelfRecoverable, AskUser),
+        ("MCP server unavailable", text("MCP server \"github\" unavailable: connect ECONNREFUSED 127.0.0.1:3000"), ToolUnavailable, SelfRecoverable, Retry),
+        ("Agent context approaching 75%", text("Context left until auto-compact: 25%"), ContextExhausted, EscalationRequired, Escalate),
+        ("Agent context approaching 75%", text("context window at 75%: save L1/L2/L3 and alert the lead"), ContextExhausted, EscalationRequired, Escalate),
+        ("Agent context exhaustion (compact)", text("Error: Error during compaction: Error: Conversation too long."), ContextExhausted, EscalationRequired, Escalate),
+        ("Tool API error (TaskGet fails)", text("TaskGet failed: Task not found: 7"), TargetNotFound, EscalationRequired, Escalate),
+        ("Worker unresponsive", text("worker implementer-1 unresponsive: no heartbeat for 300 s"), Unresponsive, EscalationRequired, Escalate),
+        ("SendMessage to dead agent", text("SendMessage failed: agent implementer-2 is not running"), TargetNotFound, EscalationRequired, Escalate),
+        ("SendMessage to dead agent", text("Error: Recipient \"team_lead\" not found."), TargetNotFound, EscalationRequired, Escalate),
+        ("Coordinator unresponsive", text("coordinator execution-coordinator unresponsive after 600 s"), Unresponsive, PipelineAffecting, Escalate),
+        ("Gate FAIL", text("Gate 2 FAIL: spec-review found 3 blocking issues"), GateFailed, PipelineAffecting, Escalate),
+        ("PT corruption (malformed content)", text("PT corruption: malformed content in the permanent task"), StateCorrupt, PipelineAffecting, Escalate),
+        ("PT corruption (malformed content)", text("state corrupt: .triage/state.json: expected value at line 1 column 1"), StateCorrupt, PipelineAffecting, Escalate),
+        ("All workers in a category failed", text("All 3 workers in category research failed"), PhaseFailed, PipelineAffecting, Escalate),
+        ("Fix loop exhausted (3x)", text("Fix loop exhausted (3x): escalating to Lead"), PhaseFailed, PipelineAffecting, Escalate),
+    ];
+    let mut wrong = Vec::new();
+    for (row, input, kind, tier, action) in &rows {
+        let e = run(input);
+        if (e.kind, e.tier, e.action) != (*kind, *tier, *action) {
+            wrong.push(format!(
+                "{row}: {input}\n  expected {kind} tier {} {action}, got {} tier {} {} by {}",
+                tier.number(),
+                e.kind,
+                e.tier.number(),
+                e.action,
+                e.matched_rule
+            ));
+        }
+        if *tier == PipelineAffecting {
+            assert_eq!(e.severity, Severity::Critical, "{row}");
+            assert!(hook_context(&e).contains("tier 3"), "{row}");
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // "Retry 1x, then proceed without (graceful degradation)".
+    let mcp = text("MCP error -32000: Connection closed");
+    let e = run(&mcp);
+    let r = e.retry.expect("retry");
+    assert_eq!((r.attempt, r.max_attempts), (2, 2));
+    let e = run_attempt(&mcp, 2);
+    assert_eq!(
+        (e.kind, e.tier, e.action),
+        (ToolUnavailable, SelfRecoverable, ProceedDegraded)
+    );
+    assert!(e.retry.is_none());
+    assert!(hook_context(&e).contains("say what is missing"));
+}
+
+#[test]
+fn priority_labels_follow_the_severity() {
+    let cases = [
+        (
+            text("Gate 2 FAIL: spec-review found 3 blocking issues"),
+            "critical",
+            "P0",
+        ),
+        (text("error[E0308]: mismatched types"), "error", "P1"),
+        (
+            text("API Error (Request timed out.) · Retrying in 1 seconds… (attempt 2/10)"),
+            "warning",
+            "P2",
+        ),
+        (text("[Request interrupted by user]"), "info", "P3"),
+    ];
+    for (input, severity, priority) in cases {
+        let e = run(&input);
+        assert_eq!(e.severity.as_str(), severity, "{input}");
+        assert_eq!(e.priority, priority, "{input}");
+        assert_eq!(e.priority, e.severity.priority());
+        let j = serde_json::to_value(&e).unwrap();
+        assert_eq!(j["priority"], priority);
+    }
+    // An input's own severity carries its own label.
+    let e = run(&json!({"status": "error", "kind": "timeout", "severity": "critical"}));
+    assert_eq!(e.priority, "P0");
+}
+
+#[test]
+fn usage_limits_wait_until_the_reset() {
+    // The `|<epoch>` form: 1753077600 is 2025-07-21T06:00:00Z.
+    let e = run_at(
+        &text("Claude AI usage limit reached|1753077600"),
+        "2025-07-21T04:00:00Z",
+        0,
+    );
+    assert_eq!(
+        (e.kind, e.matched_rule.as_str()),
+        (Kind::RateLimited, "builtin:usage-limit")
+    );
+    assert_eq!(e.context["retry_at"], "2025-07-21T06:00:00Z");
+    assert_eq!(e.context["retry_after_s"], 7200.0);
+    assert_eq!(e.retry.as_ref().map(|r| r.delay_s), Some(7200.0));
+    assert!(
+        e.detail
+            .contains("resets at 2025-07-21 06:00 UTC (in 2 h 0 min)"),
+        "{}",
+        e.detail
+    );
+    // "will reset at 9am", read in the machine's zone (here UTC-5): 07:00 there, 2 h to go.
+    let nine = text("Claude usage limit reached. Your limit will reset at 9am");
+    let e = run_at(&nine, "2025-06-01T12:00:00Z", -5);
+    assert_eq!(e.context["retry_at"], "2025-06-01T14:00:00Z");
+    assert_eq!(e.retry.as_ref().map(|r| r.delay_s), Some(7200.0));
+    // Past 9am already: the next day's 9am.
+    let e = run_at(&nine, "2025-06-01T15:00:00Z", -5);
+    assert_eq!(e.context["retry_at"], "2025-06-02T14:00:00Z");
+    assert_eq!(e.retry.as_ref().map(|r| r.delay_s), Some(82800.0));
+    // A zone Claude Code prints as UTC or a GMT offset is read as printed.
+    let e = run_at(
+        &text("Claude usage limit reached. Your limit will reset at 1pm (Etc/GMT+5)."),
+        "2025-06-01T12:00:00Z",
+        0,
+    );
+    assert_eq!(e.context["retry_at"], "2025-06-01T18:00:00Z");
+    // Minutes, and a date.
+    let e = run_at(
+        &text("You've hit your session limit · resets 8:30pm"),
+        "2025-06-01T20:00:00Z",
+        0,
+    );
+    assert_eq!(e.retry.as_ref().map(|r| r.delay_s), Some(1800.0));
+    let e = run_at(
+        &text("Opus weekly limit reached ∙ resets Oct 31, 9am"),
+        "2025-10-30T09:00:00Z",
+        0,
+    );
+    assert_eq!(e.context["retry_at"], "2025-10-31T09:00:00Z");
+    assert_eq!(e.retry.as_ref().map(|r| r.delay_s), Some(86400.0));
+    // The hook's advice says when.
+    assert!(
+        hook_context(&e).contains("limit resets"),
+        "{}",
+        hook_context(&e)
+    );
+    // Without a clock the kind is the same; the wait is the schedule's.
+    let e = run(&nine);
+    assert_eq!(e.kind, Kind::RateLimited);
+    assert!(e.context.get("retry_after_s").is_none());
+}

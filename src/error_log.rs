@@ -1,0 +1,347 @@
+//! The error log, `logs/errors.jsonl`, with the two files that keep it cheap and lossless:
+//!
+//! - `logs/errors.counters.json`: the threshold counters, a cache of the log up to a length
+//!   (and inode). Under the log's lock they are only ever brought up to date incrementally
+//!   (a few appended lines); a full rebuild, whose cost grows with the log, is done without
+//!   the lock and then caught up under it, so no writer waits on another's scan.
+//! - `logs/errors.pending/`: records whose writer could not get the lock in time (a busy or
+//!   stopped holder, the hook's deadline). Each is a file of its own, written without a lock,
+//!   and the next writer that holds the lock appends them to the log. A busy lock never costs
+//!   a record.
+//!
+//! Every record is cut to fit [`MAX_RECORD`] bytes (long texts end with a marker), so no hook
+//! writes a line of megabytes.
+
+use crate::context::Context;
+use crate::error_record::{self, Counters, ErrorRecord, LogLine};
+use crate::exit::Failure;
+use crate::store::{self, Lock, StoreError};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The most bytes a record's line may have (the store's line limit, less room for the id).
+pub const MAX_RECORD: usize = store::MAX_LINE - 1024;
+
+/// At most this many bytes of the log are counted under the lock to bring the counters up to
+/// date; more is a rebuild, done without the lock.
+const CATCH_UP_MAX: u64 = 1 << 20;
+
+/// At most this many spooled records are appended by one writer (the rest by the next ones),
+/// so the lock is never held for work that grows.
+const FOLD_MAX: usize = 64;
+
+/// How every serialized record begins while its id is still empty.
+const ID_PREFIX: &[u8] = br#"{"error_id":"""#;
+
+/// The log under the state root `root`.
+pub fn log_path(root: &Path) -> PathBuf {
+    root.join("logs").join("errors.jsonl")
+}
+
+fn counters_path(root: &Path) -> PathBuf {
+    root.join("logs").join("errors.counters.json")
+}
+
+/// The folder of records written while the log was busy.
+pub fn pending_dir(root: &Path) -> PathBuf {
+    root.join("logs").join("errors.pending")
+}
+
+/// Where a record went.
+#[derive(Debug)]
+pub enum Written {
+    /// Appended to the log; the counters include it.
+    Logged(Counters),
+    /// The log's lock was not obtained in time: kept in `errors.pending/` for the next writer.
+    Pending(PathBuf),
+}
+
+/// Writes one record: its id assigned (unique under the lock), its size capped, appended to
+/// the log with the counters brought up to date, or spooled when the lock is busy.
+pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<Written, Failure> {
+    store::ensure_dir(&root.join("logs"))?;
+    rec.error_id = String::new();
+    let mut value = serde_json::to_value(&*rec)
+        .map_err(|e| Failure::data(format!("cannot serialize the record: {e}")))?;
+    if error_record::fit(&mut value, MAX_RECORD) {
+        if let Ok(cut) = serde_json::from_value::<ErrorRecord>(value.clone()) {
+            *rec = cut;
+        }
+    }
+    let body = serde_json::to_vec(&value)
+        .map_err(|e| Failure::data(format!("cannot serialize the record: {e}")))?;
+    let rest = body
+        .strip_prefix(ID_PREFIX)
+        .ok_or_else(|| Failure::data("the record does not start with its error_id"))?;
+    let with_id = |id: &str| {
+        let mut line = Vec::with_capacity(body.len() + 40);
+        line.extend_from_slice(&ID_PREFIX[..ID_PREFIX.len() - 1]);
+        line.extend_from_slice(id.as_bytes());
+        line.push(b'"');
+        line.extend_from_slice(rest);
+        line
+    };
+    let millis = cx.now.timestamp_millis();
+
+    let (lock, mut counters) = match lock_with_counters(cx, root)? {
+        Ok(held) => held,
+        Err(busy) => {
+            rec.error_id = error_record::unique_error_id(millis, random());
+            let path = pending_dir(root).join(format!("{}.json", store::escape_key(&rec.error_id)));
+            store::spool(&path, &with_id(&rec.error_id))?;
+            cx.warn(&format!(
+                "{busy}; the record was kept as {} and the next writer adds it to the log",
+                path.display()
+            ));
+            return Ok(Written::Pending(path));
+        }
+    };
+    rec.error_id = match counters.seq.checked_add(1) {
+        Some(seq) => {
+            counters.seq = seq;
+            error_record::error_id(millis, seq)
+        }
+        // A planted or ancient counter at u64::MAX: never wrap to an id already given.
+        None => error_record::unique_error_id(millis, random()),
+    };
+    let log = log_path(root);
+    store::append_line_locked(&log, &with_id(&rec.error_id))?;
+    let phase = rec.phase.as_ref().map(ToString::to_string);
+    counters.count(&error_record::Keys {
+        session: rec.session_id.as_deref(),
+        workflow: rec.workflow_id.as_deref(),
+        phase: phase.as_deref(),
+        agent: rec.agent.as_deref(),
+    });
+    save_counters(cx, root, &mut counters);
+    drop(lock);
+    Ok(Written::Logged(counters))
+}
+
+/// Appends a line that is not an error record (a resolution) under the lock, keeping the
+/// counters up to date. A busy lock is an error here: the caller is a person who can retry.
+pub fn append_other(cx: &Context, root: &Path, line: &[u8]) -> Result<(), Failure> {
+    store::ensure_dir(&root.join("logs"))?;
+    let (lock, mut counters) = lock_with_counters(cx, root)?.map_err(Failure::from)?;
+    store::append_line_locked(&log_path(root), line)?;
+    if let Some(l) = LogLine::parse(line) {
+        counters.count_line(&l);
+    }
+    save_counters(cx, root, &mut counters);
+    drop(lock);
+    Ok(())
+}
+
+/// Brings the counters up to date with the log and saves them (after a prune replaced it),
+/// so the next hook does not pay for the rebuild.
+pub fn refresh_counters(cx: &Context, root: &Path) -> Result<(), Failure> {
+    let (lock, mut counters) = lock_with_counters(cx, root)?.map_err(Failure::from)?;
+    save_counters(cx, root, &mut counters);
+    drop(lock);
+    Ok(())
+}
+
+/// Visits every line of the log, then every spooled record; the log's read statistics.
+pub fn read_all(
+    root: &Path,
+    mut visit: impl FnMut(&[u8]) -> bool,
+) -> Result<store::JsonlStats, Failure> {
+    let mut stats = store::read_jsonl(&log_path(root), &mut visit)?;
+    for (_, bytes) in pending(root)? {
+        let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        if visit(line) {
+            stats.valid += 1;
+        } else {
+            stats.skipped += 1;
+        }
+    }
+    Ok(stats)
+}
+
+/// The spooled records, oldest first (their names begin with their time).
+fn pending(root: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, Failure> {
+    let dir = pending_dir(root);
+    let mut names: Vec<_> = store::list_dir(&dir)?
+        .into_iter()
+        .filter(|e| e.kind == store::Kind::File)
+        .map(|e| e.name)
+        .filter(|n| {
+            let n = n.to_string_lossy();
+            n.ends_with(".json") && !n.starts_with('.')
+        })
+        .collect();
+    names.sort();
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let path = dir.join(&name);
+        if let Some(bytes) = store::read_optional(&path)? {
+            out.push((path, bytes));
+        }
+    }
+    Ok(out)
+}
+
+/// Takes the log's lock with counters that describe the whole log and spooled records
+/// appended to it. A rebuild happens without the lock; under it only a bounded catch-up.
+/// `Ok(Err(_))`: the lock was not obtained in time.
+#[allow(clippy::type_complexity)]
+fn lock_with_counters(
+    cx: &Context,
+    root: &Path,
+) -> Result<Result<(Lock, Counters), StoreError>, Failure> {
+    let log = log_path(root);
+    let mut scanned: Option<Counters> = None;
+    for round in 0..3 {
+        let lock = match store::lock(&log, cx.lock_wait()) {
+            Ok(l) => l,
+            Err(e) if e.is_lock_timeout() => return Ok(Err(e)),
+            Err(e) => return Err(e.into()),
+        };
+        let cached = read_counters(cx, root)?;
+        let stamp = store::stamp(&log)?.unwrap_or_default();
+        // The third round, after the log was replaced twice under the scans, counts under
+        // the lock: rare, and better than never writing.
+        let max = if round == 2 { u64::MAX } else { CATCH_UP_MAX };
+        for base in [cached.clone(), scanned.take()].into_iter().flatten() {
+            if let Some(mut c) = catch_up(&log, base, stamp, max)? {
+                // The spool is a courtesy to earlier writers: its trouble never stops this one.
+                if let Err(f) = fold_pending(cx, root, &mut c) {
+                    cx.warn(&format!("spooled records were not added to the log: {f}"));
+                }
+                return Ok(Ok((lock, c)));
+            }
+        }
+        drop(lock);
+        let mut fresh = Counters::new();
+        let (_, end) = store::read_jsonl_from(&log, 0, |bytes| count(&mut fresh, bytes))?;
+        let (s, end) = end.unwrap_or_default();
+        fresh.log_len = end;
+        fresh.log_ino = s.ino;
+        // Never hand out a sequence number twice, even if the log was cut back or pruned.
+        fresh.seq = fresh.seq.max(cached.map_or(0, |c| c.seq));
+        scanned = Some(fresh);
+    }
+    Err(Failure::io(format!(
+        "{} keeps being replaced while its counters are rebuilt; try again",
+        log.display()
+    )))
+}
+
+fn count(c: &mut Counters, bytes: &[u8]) -> bool {
+    match LogLine::parse(bytes) {
+        Some(line) => {
+            c.count_line(&line);
+            true
+        }
+        None => false,
+    }
+}
+
+/// `base` brought up to the log's end when it describes a prefix of this very file and the
+/// rest is at most `max` bytes; `None` when it needs a rebuild.
+fn catch_up(
+    log: &Path,
+    mut base: Counters,
+    stamp: store::Stamp,
+    max: u64,
+) -> Result<Option<Counters>, Failure> {
+    let same_file = base.version == error_record::COUNTERS_VERSION
+        && (stamp.len == 0 || base.log_ino == stamp.ino);
+    if !same_file || base.log_len > stamp.len {
+        return Ok(None);
+    }
+    if stamp.len == 0 {
+        return Ok((base.log_len == 0).then_some(base));
+    }
+    if base.log_len == stamp.len {
+        return Ok(Some(base));
+    }
+    if stamp.len - base.log_len > max {
+        return Ok(None);
+    }
+    let (_, end) = store::read_jsonl_from(log, base.log_len, |bytes| count(&mut base, bytes))?;
+    if let Some((s, end)) = end {
+        if s.ino != stamp.ino {
+            return Ok(None);
+        }
+        base.log_len = end;
+    }
+    Ok(Some(base))
+}
+
+/// Appends (at most [`FOLD_MAX`]) spooled records to the log and counts them. The caller
+/// holds the log's lock.
+fn fold_pending(cx: &Context, root: &Path, c: &mut Counters) -> Result<(), Failure> {
+    let log = log_path(root);
+    for (path, bytes) in pending(root)?.into_iter().take(FOLD_MAX) {
+        let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        let valid = line.len() < store::MAX_LINE
+            && serde_json::from_slice::<Value>(line).is_ok_and(|v| v.is_object());
+        if !valid {
+            match store::quarantine(&path, &cx.stamp()) {
+                Ok(q) => cx.warn(&format!(
+                    "a spooled record was unreadable; kept it as {}",
+                    q.display()
+                )),
+                Err(e) => cx.warn(&format!("a spooled record was unreadable: {e}")),
+            }
+            continue;
+        }
+        store::append_line_locked(&log, line)?;
+        c.log_len = store::file_len(&log)?.unwrap_or(0);
+        count(c, line);
+        store::remove(&path)?;
+    }
+    Ok(())
+}
+
+/// The counters saved beside the log, if they parse and are of this version. Something
+/// planted in their place (a link, a FIFO) is moved aside: they are only a cache.
+fn read_counters(cx: &Context, root: &Path) -> Result<Option<Counters>, Failure> {
+    let path = counters_path(root);
+    let bytes = match store::read_optional(&path) {
+        Ok(b) => b,
+        Err(e) if e.is_refused() => {
+            let why = e.to_string();
+            let moved = store::quarantine(&path, &cx.stamp()).map_err(|_| Failure::from(e))?;
+            cx.warn(&format!(
+                "the threshold counters are unusable ({why}); moved that aside as {} and rebuilt them",
+                moved.display()
+            ));
+            None
+        }
+        Err(e) => return Err(e.into()),
+    };
+    Ok(bytes
+        .and_then(|b| serde_json::from_slice::<Counters>(&b).ok())
+        .filter(|c| c.version == error_record::COUNTERS_VERSION))
+}
+
+/// Saves the counters with the log's new stamp; a failure only costs a rebuild next time.
+fn save_counters(cx: &Context, root: &Path, counters: &mut Counters) {
+    let written = store::stamp(&log_path(root))
+        .map_err(|e| e.to_string())
+        .and_then(|s| {
+            let s = s.unwrap_or_default();
+            counters.log_len = s.len;
+            counters.log_ino = s.ino;
+            let bytes = serde_json::to_vec(&counters).map_err(|e| e.to_string())?;
+            store::overwrite_cache(&counters_path(root), &bytes).map_err(|e| e.to_string())
+        });
+    if let Err(e) = written {
+        cx.warn(&format!(
+            "the record was written, but not the threshold counters ({e}); they will be rebuilt from the log"
+        ));
+    }
+}
+
+/// A random number for ids that must be unique without the lock.
+fn random() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut z = nanos ^ u64::from(std::process::id()).rotate_left(40);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}

@@ -1,0 +1,444 @@
+//! An opened folder, and the files in it reached relative to its descriptor (`openat`,
+//! `renameat`, `unlinkat`…): a name is resolved once, a link is never followed, and only a
+//! regular file is ever read or written — a FIFO or a device is refused before it can block.
+//!
+//! Each folder is checked when it is opened: a link is refused, and so is a folder owned by
+//! another user or writable by group or others (as ssh refuses a loose `~/.ssh`), since
+//! whoever can write in it can swap what the store is about to open.
+
+use super::names::{self, TEMP_RANDOM};
+use super::{Result, StoreError};
+use rustix::fs::{self as rfs, AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Mode of every file the store creates, whatever the umask.
+pub const FILE_MODE: u32 = 0o600;
+/// Mode of every folder the store creates, whatever the umask.
+pub const DIR_MODE: u32 = 0o700;
+
+/// An opened, checked folder.
+#[derive(Clone, Debug)]
+pub struct Dir {
+    /// Shared, so an opened state root can be kept for the whole run.
+    fd: Arc<OwnedFd>,
+    path: PathBuf,
+}
+
+/// What is at a name in a folder, without following a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A folder.
+    Dir,
+    /// A symbolic link.
+    Link,
+    /// A FIFO, socket or device.
+    Other,
+}
+
+fn kind_of(t: FileType) -> Kind {
+    match t {
+        FileType::RegularFile => Kind::File,
+        FileType::Directory => Kind::Dir,
+        FileType::Symlink => Kind::Link,
+        _ => Kind::Other,
+    }
+}
+
+fn type_word(t: FileType) -> &'static str {
+    match t {
+        FileType::RegularFile => "a regular file",
+        FileType::Directory => "a folder",
+        FileType::Symlink => "a symbolic link",
+        FileType::Fifo => "a FIFO",
+        FileType::Socket => "a socket",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        _ => "not a regular file",
+    }
+}
+
+fn io_err(e: Errno) -> io::Error {
+    io::Error::from(e)
+}
+
+/// The user the store works for: the effective uid.
+fn me() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Refuses a folder that another user could change under us.
+fn check_folder(fd: &OwnedFd, path: &Path) -> Result<()> {
+    let st = rfs::fstat(fd).map_err(|e| StoreError::io("cannot stat", path, io_err(e)))?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
+        return Err(StoreError::refused(path, "it is not a folder".into()));
+    }
+    let owner = st.st_uid;
+    if owner != me() && owner != 0 {
+        return Err(StoreError::refused(
+            path,
+            format!(
+                "it is owned by uid {owner}, not by you (uid {}); use a state root of your own (--dir, TRIAGE_DIR)",
+                me()
+            ),
+        ));
+    }
+    let mode = st.st_mode & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(StoreError::refused(
+            path,
+            format!(
+                "it is writable by {} (mode {mode:04o}); run `chmod go-w {}`",
+                if mode & 0o002 != 0 {
+                    "others"
+                } else {
+                    "its group"
+                },
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Why opening `path` failed, as a refusal when something other than a regular file (or a
+/// folder, when `want_dir`) is there.
+fn open_failure(dir: Option<&Dir>, name: &OsStr, path: &Path, e: Errno, what: &str) -> StoreError {
+    if matches!(e, Errno::LOOP | Errno::NXIO | Errno::ISDIR | Errno::NOTDIR) {
+        let st = match dir {
+            Some(d) => rfs::statat(&d.fd, name, AtFlags::SYMLINK_NOFOLLOW),
+            None => rfs::statat(rfs::CWD, path, AtFlags::SYMLINK_NOFOLLOW),
+        };
+        if let Ok(st) = st {
+            let t = FileType::from_raw_mode(st.st_mode);
+            return StoreError::refused(path, format!("it is {}", type_word(t)));
+        }
+    }
+    StoreError::io(what, path, io_err(e))
+}
+
+/// A random name part for temp files: the pid, the time and a counter, mixed.
+fn random_part() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut z = nanos
+        ^ (u64::from(std::process::id()) << 32)
+        ^ COUNTER
+            .fetch_add(1, Ordering::Relaxed)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    let s = format!("{:016x}", z ^ (z >> 31));
+    s[..TEMP_RANDOM].to_string()
+}
+
+impl Dir {
+    /// The folder's path, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The path of `name` in this folder, for messages.
+    pub fn child(&self, name: &OsStr) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// A folder the user named: links in `path` are followed (the user chose them) and it is
+    /// not checked. `create` makes it and its parents (0700). `Ok(None)`: it does not exist.
+    pub fn open_named(path: &Path, create: bool) -> Result<Option<Dir>> {
+        if create {
+            create_all(path)?;
+        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        match rfs::openat(rfs::CWD, path, flags, Mode::empty()) {
+            Ok(fd) => Ok(Some(Dir {
+                fd: Arc::new(fd),
+                path: path.to_path_buf(),
+            })),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(open_failure(
+                None,
+                path.as_os_str(),
+                path,
+                e,
+                "cannot open folder",
+            )),
+        }
+    }
+
+    /// The state root: checked (owner, mode), and, unless `follow`, not a link itself.
+    /// `create` makes it 0700 (and its missing parents).
+    pub fn open_root(path: &Path, follow: bool, create: bool) -> Result<Option<Dir>> {
+        let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        if !follow {
+            flags |= OFlags::NOFOLLOW;
+        }
+        let mut created = false;
+        let fd = loop {
+            match rfs::openat(rfs::CWD, path, flags, Mode::empty()) {
+                Ok(fd) => break fd,
+                Err(Errno::NOENT) if create && !created => {
+                    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                        create_all(parent)?;
+                    }
+                    match rfs::mkdirat(rfs::CWD, path, Mode::from_raw_mode(DIR_MODE)) {
+                        Ok(()) | Err(Errno::EXIST) => created = true,
+                        Err(e) => {
+                            return Err(StoreError::io("cannot create folder", path, io_err(e)))
+                        }
+                    }
+                }
+                Err(Errno::NOENT) => return Ok(None),
+                Err(e) => {
+                    return Err(open_failure(
+                        None,
+                        path.as_os_str(),
+                        path,
+                        e,
+                        "cannot open folder",
+                    ))
+                }
+            }
+        };
+        if created {
+            let _ = rfs::fchmod(&fd, Mode::from_raw_mode(DIR_MODE));
+        }
+        check_folder(&fd, path)?;
+        Ok(Some(Dir {
+            fd: Arc::new(fd),
+            path: path.to_path_buf(),
+        }))
+    }
+
+    /// The folder `name` in this one: never a link, checked like the root. `create` makes it
+    /// (0700). `Ok(None)`: it does not exist.
+    pub fn sub(&self, name: &OsStr, create: bool) -> Result<Option<Dir>> {
+        let path = self.child(name);
+        if !names::is_plain(name) {
+            return Err(StoreError::refused(
+                &path,
+                "it is not a plain folder name".into(),
+            ));
+        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut created = false;
+        let fd = loop {
+            match rfs::openat(&*self.fd, name, flags, Mode::empty()) {
+                Ok(fd) => break fd,
+                Err(Errno::NOENT) if create && !created => {
+                    match rfs::mkdirat(&*self.fd, name, Mode::from_raw_mode(DIR_MODE)) {
+                        Ok(()) => created = true,
+                        Err(Errno::EXIST) => created = true,
+                        Err(e) => {
+                            return Err(StoreError::io("cannot create folder", &path, io_err(e)))
+                        }
+                    }
+                }
+                Err(Errno::NOENT) => return Ok(None),
+                Err(e) => {
+                    return Err(open_failure(
+                        Some(self),
+                        name,
+                        &path,
+                        e,
+                        "cannot open folder",
+                    ))
+                }
+            }
+        };
+        if created {
+            let _ = rfs::fchmod(&fd, Mode::from_raw_mode(DIR_MODE));
+        }
+        check_folder(&fd, &path)?;
+        Ok(Some(Dir {
+            fd: Arc::new(fd),
+            path,
+        }))
+    }
+
+    /// Opens the file `name` with `access` (read, write, append…), never following a link and
+    /// never blocking on a FIFO; anything but a regular file is refused. With `create`, a
+    /// missing file is made 0600 whatever the umask. `Ok(None)`: it does not exist.
+    pub fn open(&self, name: &OsStr, access: OFlags, create: bool) -> Result<Option<File>> {
+        let path = self.child(name);
+        if !names::is_plain(name) {
+            return Err(StoreError::refused(
+                &path,
+                "it is not a plain file name".into(),
+            ));
+        }
+        let flags = access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
+        let mode = Mode::from_raw_mode(FILE_MODE);
+        let mut fd = None;
+        if create {
+            match rfs::openat(&*self.fd, name, flags | OFlags::CREATE | OFlags::EXCL, mode) {
+                Ok(f) => {
+                    let _ = rfs::fchmod(&f, mode);
+                    fd = Some(f);
+                }
+                Err(Errno::EXIST) => {}
+                Err(e) => return Err(open_failure(Some(self), name, &path, e, "cannot create")),
+            }
+        }
+        let fd = match fd {
+            Some(fd) => fd,
+            None => match rfs::openat(&*self.fd, name, flags, Mode::empty()) {
+                Ok(fd) => fd,
+                Err(Errno::NOENT) => return Ok(None),
+                Err(e) => return Err(open_failure(Some(self), name, &path, e, "cannot open")),
+            },
+        };
+        let st = rfs::fstat(&fd).map_err(|e| StoreError::io("cannot stat", &path, io_err(e)))?;
+        let t = FileType::from_raw_mode(st.st_mode);
+        if t != FileType::RegularFile {
+            return Err(StoreError::refused(
+                &path,
+                format!("it is {}", type_word(t)),
+            ));
+        }
+        Ok(Some(File::from(fd)))
+    }
+
+    /// What is at `name`, without following a link; `None` when nothing is.
+    pub fn kind(&self, name: &OsStr) -> Result<Option<(Kind, u32)>> {
+        match rfs::statat(&*self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some((
+                kind_of(FileType::from_raw_mode(st.st_mode)),
+                st.st_mode & 0o7777,
+            ))),
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(StoreError::io("cannot stat", &self.child(name), io_err(e))),
+        }
+    }
+
+    /// Refuses `name` when something other than a regular file is there.
+    pub fn expect_file(&self, name: &OsStr) -> Result<Option<u32>> {
+        match self.kind(name)? {
+            None => Ok(None),
+            Some((Kind::File, mode)) => Ok(Some(mode)),
+            Some((_, _)) => {
+                let st = rfs::statat(&*self.fd, name, AtFlags::SYMLINK_NOFOLLOW)
+                    .map_err(|e| StoreError::io("cannot stat", &self.child(name), io_err(e)))?;
+                Err(StoreError::refused(
+                    &self.child(name),
+                    format!("it is {}", type_word(FileType::from_raw_mode(st.st_mode))),
+                ))
+            }
+        }
+    }
+
+    /// A new temp file for replacing `name`, 0600 (the caller sets the final mode).
+    pub fn create_temp(&self, name: &OsStr) -> Result<(OsString, File)> {
+        let prefix = names::temp_prefix(name);
+        let mut last = None;
+        for _ in 0..64 {
+            let mut tmp = prefix.clone();
+            tmp.push(random_part());
+            let flags =
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            match rfs::openat(&*self.fd, &tmp, flags, Mode::from_raw_mode(FILE_MODE)) {
+                Ok(fd) => return Ok((tmp, File::from(fd))),
+                Err(Errno::EXIST) => last = Some(Errno::EXIST),
+                Err(e) => {
+                    return Err(StoreError::io(
+                        "cannot create a temp file in",
+                        &self.path,
+                        io_err(e),
+                    ))
+                }
+            }
+        }
+        Err(StoreError::io(
+            "cannot create a temp file in",
+            &self.path,
+            io_err(last.unwrap_or(Errno::EXIST)),
+        ))
+    }
+
+    /// Renames `from` to `to` within this folder (replacing `to`).
+    pub fn rename(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        rfs::renameat(&*self.fd, from, &*self.fd, to).map_err(io_err)
+    }
+
+    /// Renames `from` to `to` within this folder, failing if `to` exists.
+    pub fn rename_new(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        match rfs::renameat_with(&*self.fd, from, &*self.fd, to, rfs::RenameFlags::NOREPLACE) {
+            Ok(()) => Ok(()),
+            // A file system without RENAME_NOREPLACE: a hard link never replaces either.
+            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => {
+                rfs::linkat(&*self.fd, from, &*self.fd, to, AtFlags::empty()).map_err(io_err)?;
+                rfs::unlinkat(&*self.fd, from, AtFlags::empty()).map_err(io_err)
+            }
+            Err(e) => Err(io_err(e)),
+        }
+    }
+
+    /// A second name `to` for the file `from` in this folder (never following a link).
+    pub fn hard_link(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        rfs::linkat(&*self.fd, from, &*self.fd, to, AtFlags::empty()).map_err(io_err)
+    }
+
+    /// Removes the name `name` (a link is removed itself, never what it points to).
+    pub fn unlink(&self, name: &OsStr) -> io::Result<()> {
+        rfs::unlinkat(&*self.fd, name, AtFlags::empty()).map_err(io_err)
+    }
+
+    /// Removes the empty folder `name`.
+    pub fn remove_dir(&self, name: &OsStr) -> io::Result<()> {
+        rfs::unlinkat(&*self.fd, name, AtFlags::REMOVEDIR).map_err(io_err)
+    }
+
+    /// fsyncs the folder, so a rename or a new file in it survives a crash.
+    pub fn sync(&self) -> Result<()> {
+        rfs::fsync(&*self.fd)
+            .map_err(|e| StoreError::io("cannot fsync folder", &self.path, io_err(e)))
+    }
+
+    /// The names in this folder (without `.` and `..`) and what each is.
+    pub fn entries(&self) -> Result<Vec<(OsString, Kind)>> {
+        let fail = |e: Errno| StoreError::io("cannot list", &self.path, io_err(e));
+        let mut dir = rfs::Dir::read_from(self.fd.as_ref().as_fd()).map_err(fail)?;
+        let mut out = Vec::new();
+        while let Some(entry) = dir.read() {
+            let entry = entry.map_err(fail)?;
+            let name = OsStr::from_bytes(entry.file_name().to_bytes());
+            if name == "." || name == ".." {
+                continue;
+            }
+            let kind = match entry.file_type() {
+                FileType::Unknown => match self.kind(name)? {
+                    Some((k, _)) => k,
+                    None => continue,
+                },
+                t => kind_of(t),
+            };
+            out.push((name.to_os_string(), kind));
+        }
+        Ok(out)
+    }
+}
+
+use std::os::unix::ffi::OsStrExt;
+
+/// Creates `path` and its missing parents, 0700 (folders the user named).
+fn create_all(path: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if path.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(path)
+        .map_err(|e| StoreError::io("cannot create folder", path, e))
+}
