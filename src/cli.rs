@@ -27,8 +27,11 @@ with -e; 64 usage error; 65, 74, 75 with --strict: bad data, I/O error, lock tim
     about = "The error-handling layer for LLM-agent workflows",
     long_about = "The error-handling layer for LLM-agent workflows: classify failures, decide \
                   retries, circuit-break failing agents, catch silent failures, log errors and \
-                  write workflow state so that it survives a crash. Every subcommand reads JSON \
-                  on stdin and prints one JSON line.",
+                  write workflow state so that it survives a crash. The subcommands that judge \
+                  or record something read JSON on stdin and print one JSON line (--text: lines \
+                  for a person); run passes its command's output through and reports on \
+                  stderr, hook answers in Claude Code's hook format, and init and \
+                  install-links say what they changed. `triage help SUBCOMMAND` for more.",
     after_help = EXAMPLES,
     disable_help_subcommand = true
 )]
@@ -64,7 +67,7 @@ pub enum Command {
     Classify(commands::classify::Args),
     /// Append an error record to logs/errors.jsonl and report the thresholds it crosses
     RecordError(commands::record_error::Args),
-    /// Summarize the error log, render the seeds' escalation texts, or prune old records
+    /// Summarize the error log, render escalation messages, or prune old records
     Report(commands::report::Args),
     /// Record a workflow's steps with their compensations, and undo them in reverse
     Saga(commands::saga::Args),

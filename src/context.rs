@@ -35,7 +35,7 @@ pub struct GlobalArgs {
     /// the current folder]
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Human-readable output instead of one JSON line
+    /// Output for a person instead of JSON
     #[arg(long, global = true)]
     pub text: bool,
     /// Exit 1 when the verdict is negative (like `jq -e`)

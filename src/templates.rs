@@ -16,21 +16,21 @@ use std::collections::BTreeSet;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TemplateName {
-    /// Seed 000 Template 1: critical agent failure.
+    /// A critical agent failed: what happened, what is kept, the options.
     AgentFailure,
-    /// Seed 000 Template 2: multiple agent failures in a phase.
+    /// Several agents of one phase failed.
     MultipleFailures,
-    /// Seed 000 Template 3: phase timeout.
+    /// A phase ran past its timeout.
     PhaseTimeout,
-    /// Seed 000 Template 4: circuit breaker open.
+    /// An agent's circuit breaker is open.
     BreakerOpen,
-    /// Seed 000 Template 5: session-wide failure threshold.
+    /// The session crossed its failure threshold.
     StabilityWarning,
-    /// Seed 000: "Workflow Complete (with degradation)".
+    /// The workflow finished without some optional agents.
     Degradation,
-    /// Seed 000: post-failure diagnostics.
+    /// A session's failures, for the diagnosis after the fact.
     SessionSummary,
-    /// Seed 001: sequential pipeline status.
+    /// Where a sequential pipeline stands, stage by stage.
     PipelineStatus,
 }
 

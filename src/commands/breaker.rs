@@ -37,9 +37,9 @@ pub use crate::breaker::Outcome;
     triage breaker reset --all\n\n\
     With -e, a refused check exits 1.")]
 pub struct Args {
-    /// Read a Claude Code hook payload on stdin: PreToolUse checks (and denies with seed 000's
-    /// Template 4), PostToolUse and PostToolUseFailure record
-    #[arg(long, global = true)]
+    /// Read a Claude Code hook payload on stdin: PreToolUse checks (and denies the call with
+    /// the circuit-breaker message when open), PostToolUse and PostToolUseFailure record
+    #[arg(long)]
     pub hook: bool,
     /// The session, for keys whose policy says scope = "session"
     #[arg(long, global = true, value_name = "ID")]
@@ -56,6 +56,9 @@ pub enum Action {
     Check {
         /// The breaker's key (an agent name, a tool name, any text) [or stdin's "key"]
         key: Option<String>,
+        /// As `breaker --hook`: the hook payload's event says whether to check or record
+        #[arg(long, conflicts_with = "key")]
+        hook: bool,
     },
     /// Report a call's result
     Record {
@@ -67,7 +70,7 @@ pub enum Action {
         /// The ticket `check` gave; a ticket from an older generation is stale
         #[arg(long, value_name = "T")]
         ticket: Option<String>,
-        /// The kind of failure (SPEC §5)
+        /// The kind of failure (timeout, rate_limited, ...: `triage help classify` lists them)
         #[arg(long, value_name = "KIND")]
         kind: Option<Kind>,
         /// How long the call took (a success slower than slow_call_threshold is a failure)
@@ -76,6 +79,9 @@ pub enum Action {
         /// The error text, shown as the last error
         #[arg(long, value_name = "TEXT")]
         detail: Option<String>,
+        /// As `breaker --hook`: the hook payload's event says whether to check or record
+        #[arg(long, conflicts_with_all = ["key", "outcome", "ticket", "kind", "duration", "detail"])]
+        hook: bool,
     },
     /// Show every breaker, or those named
     Status {
@@ -185,17 +191,17 @@ struct Id {
 pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     // The hook payload's event says whether to check or record, so `breaker check --hook`
     // and `breaker record --hook` are `breaker --hook`.
-    if args.hook
-        && !matches!(
+    let by_hook = args.hook
+        || matches!(
             args.action,
-            None | Some(Action::Check { key: None }) | Some(Action::Record { key: None, .. })
-        )
-    {
+            Some(Action::Check { hook: true, .. }) | Some(Action::Record { hook: true, .. })
+        );
+    if args.hook && args.action.is_some() {
         return Err(Failure::usage(
-            "--hook reads the key and the event from the hook payload; give it alone, or with check or record and no key",
+            "--hook reads the key and the event from the hook payload; give it alone, or as `breaker check --hook`",
         ));
     }
-    if args.hook {
+    if by_hook {
         let payload = crate::hook_io::Payload::new(cx.read_json()?.unwrap_or(Value::Null));
         return Ok(Answer::hook(&hook(cx, &payload)?));
     }
@@ -208,7 +214,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     // works in a `while read` loop and never waits on an open pipe. Bad stdin must not stop
     // a check a hook depends on: the flags alone may still say enough.
     let needs_stdin = match action {
-        Action::Check { key } => key.is_none(),
+        Action::Check { key, .. } => key.is_none(),
         Action::Record { key, outcome, .. } => key.is_none() || outcome.is_none(),
         Action::Reset { key, all } => key.is_none() && !all,
         _ => false,
@@ -236,7 +242,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         })
     };
     match action {
-        Action::Check { key } => {
+        Action::Check { key, .. } => {
             let id = resolve(cx, &key_of(key)?, session.as_deref(), false)?;
             let r = check_id(cx, &id)?;
             let negative = !r.allowed;
@@ -254,6 +260,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             kind,
             duration,
             detail,
+            ..
         } => {
             let report = report_from(&input, *outcome, ticket, *kind, *duration, detail)?;
             let id = resolve(cx, &key_of(key)?, session.as_deref(), false)?;

@@ -30,7 +30,7 @@ pub struct Args {
 /// `config` actions.
 #[derive(Subcommand, Debug)]
 pub enum Action {
-    /// Print the effective policy (the file's, over the seeds' defaults)
+    /// Print the effective policy (the file's, over the built-in defaults)
     Show,
     /// Check a policy file [default: the one in force]; every problem as FILE:LINE:COL
     Check {

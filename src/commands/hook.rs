@@ -173,7 +173,7 @@ fn post_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failure> {
         let limit_ms = u64::try_from(limit.0.as_millis()).unwrap_or(u64::MAX);
         if ms > limit_ms {
             let text = format!(
-                "{agent} ran for {}, past its {limit} timeout (seed 000's per-agent table)",
+                "{agent} ran for {}, past its {limit} timeout",
                 crate::duration::Dur(std::time::Duration::from_millis(ms))
             );
             response.add_context(
@@ -315,7 +315,7 @@ fn announce(cx: &Context, p: &Payload, warnings: &[Warning], r: &mut Response) {
     let mut text = match session::stability_warning(cx, sid) {
         Ok(t) => t,
         Err(f) => {
-            cx.warn(&format!("Template 5 could not be rendered: {f}"));
+            cx.warn(&format!("the stability warning could not be rendered: {f}"));
             "[WORKFLOW STABILITY WARNING]".to_string()
         }
     };

@@ -16,7 +16,7 @@ pub const STARTER: &str = include_str!("../../hooks/triage.example.toml");
 
 const STARTER_HEADER: &str = "\
 # triage policy: written by `triage init` from hooks/triage.example.toml.
-# Every section is optional; what is left out takes the seeds' defaults
+# Every section is optional; what is left out takes the built-in defaults
 # (`triage config show` prints them). Check your edits with `triage config check .triage.toml`.
 
 ";

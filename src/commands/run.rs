@@ -83,7 +83,7 @@ pub struct Args {
     /// SIGKILL this long after the timeout's SIGTERM
     #[arg(long, value_name = "DUR", default_value = "10s")]
     pub kill_after: Dur,
-    /// After forwarding SIGINT/SIGTERM, SIGKILL this long after (seed 002: 30 s)
+    /// After forwarding SIGINT/SIGTERM, SIGKILL this long after
     #[arg(long, value_name = "DUR", default_value = "30s")]
     pub grace: Dur,
     /// The phase (number or name) this runs in
@@ -261,7 +261,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         let interrupted = matches!(attempt.end, End::Interrupted(_));
         let next = if rejected {
             Next::Stop(
-                "the output failed its check (validation_failed), which is never retried automatically (seed 001)"
+                "the output failed its check (validation_failed), which is never retried automatically"
                     .into(),
             )
         } else {

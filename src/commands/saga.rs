@@ -69,7 +69,7 @@ pub struct StepArgs {
     /// The shell command that undoes the step (run with `sh -c`; must be safe to repeat)
     #[arg(long, value_name = "COMMAND")]
     pub compensate: Option<String>,
-    /// The seed's stage number or name, for the compensation record
+    /// The workflow's stage (number or name), for the compensation record
     #[arg(long, value_name = "STAGE")]
     pub stage: Option<String>,
 }

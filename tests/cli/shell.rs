@@ -369,7 +369,6 @@ fn item8_breaker_check_hook_works_as_breaker_hook() {
         .unwrap();
     for args in [
         &["breaker", "check", "--hook"][..],
-        &["breaker", "--hook", "check"],
         &["breaker", "record", "--hook"],
     ] {
         let out = s.cmd(args).write_stdin(pre).output().unwrap();
@@ -381,6 +380,9 @@ fn item8_breaker_check_hook_works_as_breaker_hook() {
         "deny"
     );
     s.cmd(&["breaker", "status", "--hook"]).assert().code(64);
+    s.cmd(&["breaker", "check", "k", "--hook"])
+        .assert()
+        .code(64);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -703,4 +705,76 @@ fn acceptance_eight_mistakes_at_run_time() {
         .output()
         .unwrap();
     assert_eq!(json_out(&out)["ok"], true);
+}
+
+/// Words from our design notes that mean nothing to a user or a model.
+fn design_words(text: &str) -> Vec<String> {
+    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?i)\bseeds? ?\d{3}|\bseeds?'s?\W|\bthe seeds\b|\btemplate \d|§|\bissue \d",
+        )
+        .unwrap()
+    });
+    RE.find_iter(text).map(|m| m.as_str().to_string()).collect()
+}
+
+/// No help text at any depth says "seed 000", "Template 4" or "SPEC §5"; the top-level help
+/// does not claim that every subcommand prints one JSON line.
+#[test]
+fn item9_help_says_what_things_are() {
+    use clap::CommandFactory;
+    fn walk(cmd: &mut clap::Command, name: String, found: &mut Vec<String>) {
+        let help = cmd.render_long_help().to_string();
+        for w in design_words(&help) {
+            found.push(format!("{name}: {w}"));
+        }
+        for sub in cmd.get_subcommands_mut() {
+            let n = format!("{name} {}", sub.get_name());
+            walk(sub, n, found);
+        }
+    }
+    let mut cmd = triage::cli::Cli::command();
+    cmd.build();
+    let mut found = Vec::new();
+    walk(&mut cmd, "triage".into(), &mut found);
+    assert!(found.is_empty(), "{found:#?}");
+    let top = Sandbox::new().cmd(&["--help"]).output().unwrap();
+    let top = String::from_utf8_lossy(&top.stdout);
+    assert!(!top.contains("Every subcommand"), "{top}");
+    assert!(
+        top.contains("run passes its command's output through"),
+        "{top}"
+    );
+}
+
+/// Model-facing texts (hook answers, classify's advice, check-output's suggestions) come from
+/// string literals in the source: none carries a design-note word. Comments may.
+#[test]
+fn item9_no_design_words_in_the_programs_strings() {
+    let mut found = Vec::new();
+    let mut stack = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            for (i, line) in text.lines().enumerate() {
+                let code = line.trim_start();
+                if code.starts_with("//") {
+                    continue;
+                }
+                let code = code.split(" // ").next().unwrap_or_default();
+                for w in design_words(code) {
+                    found.push(format!("{}:{}: {w}: {line}", p.display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
 }

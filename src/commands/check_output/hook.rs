@@ -74,7 +74,7 @@ fn stop(
     if criticality == Criticality::Optional {
         let mut r = Response::default();
         r.add_system_message(format!(
-            "triage: optional agent {who}'s output failed its checks; proceeding without blocking it (seed 000).\n{}",
+            "triage: optional agent {who}'s output failed its checks; proceeding without blocking it.\n{}",
             verdict.reason()
         ));
         return Ok(r);
@@ -98,7 +98,7 @@ fn stop(
     let mut r = Response::default();
     r.add_system_message(format!(
         "triage: {who}'s output still fails its checks after {max} rejections; letting it stop \
-         (seed 002: proceed without).{logged}\n{}",
+         so the work can go on without it.{logged}\n{}",
         verdict.reason()
     ));
     Ok(r)
