@@ -18,6 +18,7 @@ mod hostile_root;
 mod init;
 mod parsers;
 mod perf;
+mod readme;
 mod record;
 mod run;
 mod saga;

@@ -778,3 +778,114 @@ fn item9_no_design_words_in_the_programs_strings() {
     }
     assert!(found.is_empty(), "{found:#?}");
 }
+
+/// The README's table of what `-e` turns into exit 1, row by row: each negative verdict is 1
+/// with `-e` and 0 without; every subcommand has its row.
+#[test]
+fn item5_each_verdict_in_the_readmes_table() {
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let table: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("| subcommand | `-e` exits 1 when |"))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    use clap::CommandFactory;
+    for sub in triage::cli::Cli::command().get_subcommands() {
+        let (whole, first_word) = (
+            format!("`{}`", sub.get_name()),
+            format!("`{} ", sub.get_name()),
+        );
+        assert!(
+            table.iter().any(|row| row
+                .split('|')
+                .nth(1)
+                .is_some_and(|c| c.contains(&whole) || c.contains(&first_word))),
+            "the README's -e table has no row for {whole}"
+        );
+    }
+    let s = Sandbox::new();
+    // Each case: arguments, stdin, and the verdict's field in the JSON line.
+    s.cmd(&["breaker", "trip", "open-one"]).assert().code(0);
+    s.write("bad.json", "{");
+    let cases: &[(&[&str], &str, &str)] = &[
+        (
+            &["state-write", "s.json", "--require", "x"],
+            "{}",
+            "written",
+        ),
+        (&["state-read", "missing.json"], "", "data"),
+        (
+            &["classify", "--message", "error[E0308]: mismatched types"],
+            "",
+            "retry",
+        ),
+        (&["check-output", "--raw"], "", "ok"),
+        (&["breaker", "check", "open-one"], "", "allowed"),
+        (&["breaker", "reset", "no-such-key"], "", "ok"),
+        (&["saga", "status", "no-such-saga"], "", "ok"),
+        (&["report", "--dir", "bad.json"], "", "ok"),
+    ];
+    for (args, stdin, field) in cases {
+        let plain = s.cmd(args).write_stdin(*stdin).output().unwrap();
+        assert_eq!(plain.status.code(), Some(0), "{args:?}: {}", stderr(&plain));
+        let mut a = vec!["-e"];
+        a.extend_from_slice(args);
+        let out = s.cmd(&a).write_stdin(*stdin).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "-e {args:?}: {}", stderr(&out));
+        let v = json_out(&out);
+        assert!(
+            matches!(
+                &v[field],
+                serde_json::Value::Bool(false) | serde_json::Value::Null
+            ),
+            "{args:?}: {v}"
+        );
+    }
+    // record-error: a record that crosses a threshold.
+    for i in 1..=5 {
+        let out = s
+            .cmd(&[
+                "-e",
+                "record-error",
+                "--session",
+                "t",
+                "--kind",
+                "timeout",
+                "--agent",
+                "a",
+            ])
+            .output()
+            .unwrap();
+        let crossed = i == 5;
+        assert_eq!(out.status.code(), Some(i32::from(crossed)), "record {i}");
+        assert_eq!(
+            json_out(&out)["warnings"].as_array().unwrap().is_empty(),
+            !crossed
+        );
+    }
+    // saga: a compensation that fails.
+    s.cmd(&["saga", "begin", "w"]).assert().code(0);
+    s.cmd(&["saga", "step", "w", "one", "--compensate", "exit 3"])
+        .assert()
+        .code(0);
+    s.cmd(&["-e", "saga", "compensate", "w"]).assert().code(1);
+    // init: a job that cannot be done (settings.json is broken) is 1 with -e.
+    s.write(".claude/settings.json", "{");
+    s.cmd(&["init"]).assert().code(0);
+    s.cmd(&["-e", "init"]).assert().code(1);
+    // config check: 1 on a problem, with or without -e.
+    s.write("p.toml", "[retyr]\n");
+    s.cmd(&["config", "check", "p.toml"]).assert().code(1);
+    // hook: never.
+    let pre = r#"{"hook_event_name":"PreToolUse","tool_name":"Agent","tool_input":{"subagent_type":"open-one"}}"#;
+    let out = s.cmd(&["-e", "hook"]).write_stdin(pre).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        json_out(&out)["hookSpecificOutput"]["permissionDecision"],
+        "deny"
+    );
+    // run: its command's status, -e or not.
+    s.cmd(&["-e", "run", "--no-retry", "true"]).assert().code(0);
+}
