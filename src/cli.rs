@@ -19,11 +19,23 @@ Examples:
 Exit status: 0 done (or best effort: could not be done, warning on stderr); 1 negative verdict
 with -e; 64 usage error; 65, 74, 75 with --strict: bad data, I/O error, lock timeout.";
 
+/// `triage --version`: the version, the commit it was built from and the build date (build.rs).
+/// `-V` and the man pages show the version alone, so they do not change with every commit.
+pub const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("TRIAGE_COMMIT"),
+    ", built ",
+    env!("TRIAGE_BUILD_DATE"),
+    ")"
+);
+
 /// `triage`: the error-handling layer for LLM-agent workflows.
 #[derive(Parser, Debug)]
 #[command(
     name = "triage",
     version,
+    long_version = LONG_VERSION,
     about = "The error-handling layer for LLM-agent workflows",
     long_about = "The error-handling layer for LLM-agent workflows: classify failures, decide \
                   retries, circuit-break failing agents, catch silent failures, log errors and \
@@ -69,6 +81,12 @@ pub enum Command {
     RecordError(commands::record_error::Args),
     /// Summarize the error log, render escalation messages, or prune old records
     Report(commands::report::Args),
+    /// List error records with their ids, newest first, filtered; --follow prints new ones
+    Errors(commands::errors::Args),
+    /// Print a shell's completion script (bash, zsh, fish, ...)
+    Completions(commands::completions::Args),
+    /// Print a manual page, or install them all
+    Man(commands::man::Args),
     /// Record a workflow's steps with their compensations, and undo them in reverse
     Saga(commands::saga::Args),
     /// Run a command with a timeout, retries on the policy's schedule and clean interrupts
@@ -100,6 +118,9 @@ impl Command {
             Command::Breaker(_) => "breaker",
             Command::RecordError(_) => "record-error",
             Command::Report(_) => "report",
+            Command::Errors(_) => "errors",
+            Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
             Command::Saga(_) => "saga",
             Command::Run(_) => "run",
         }
@@ -111,9 +132,12 @@ impl Command {
     fn refusal_key(&self, global: &GlobalArgs) -> Option<&'static str> {
         match self {
             _ if global.text => None,
-            Command::Hook(_) | Command::Run(_) | Command::Init(_) | Command::InstallLinks(_) => {
-                None
-            }
+            Command::Hook(_)
+            | Command::Run(_)
+            | Command::Init(_)
+            | Command::InstallLinks(_)
+            | Command::Completions(_)
+            | Command::Man(_) => None,
             Command::Breaker(a) if a.hook => None,
             Command::Classify(a) if a.hook => None,
             Command::CheckOutput(a) if a.hook => None,
@@ -125,7 +149,14 @@ impl Command {
 
     /// Whether the command writes under the state root (and so may leave a trace there).
     fn writes_state(&self) -> bool {
-        !matches!(self, Command::Config(_) | Command::Classify(_))
+        !matches!(
+            self,
+            Command::Config(_)
+                | Command::Classify(_)
+                | Command::Errors(_)
+                | Command::Completions(_)
+                | Command::Man(_)
+        )
     }
 
     fn run(&self, cx: &Context) -> Result<Outcome, Failure> {
@@ -141,6 +172,9 @@ impl Command {
             Command::Breaker(a) => commands::breaker::run(a, cx),
             Command::RecordError(a) => commands::record_error::run(a, cx),
             Command::Report(a) => commands::report::run(a, cx),
+            Command::Errors(a) => commands::errors::run(a, cx),
+            Command::Completions(a) => commands::completions::run(a, cx),
+            Command::Man(a) => commands::man::run(a, cx),
             Command::Saga(a) => commands::saga::run(a, cx),
             Command::Run(a) => commands::run::run(a, cx),
         }

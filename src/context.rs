@@ -86,6 +86,30 @@ impl Outcome {
         }
     }
 
+    /// Text for a terminal that takes colour: as [`Outcome::text`], but the SGR sequences
+    /// (`ESC [ … m`: colour, bold, dim, reset) are kept. No other escape passes, so nothing
+    /// from input can move the cursor, clear the screen or retitle the terminal; cells built
+    /// by [`crate::term::Term`] are made printable before they are styled.
+    pub fn styled(text: impl Into<String>) -> Outcome {
+        let mut s = printable_styled(&text.into());
+        while s.ends_with('\n') {
+            s.pop();
+        }
+        Outcome {
+            stdout: Some(s),
+            ..Outcome::default()
+        }
+    }
+
+    /// `--text` output: [`Outcome::styled`] when colouring, else [`Outcome::text`].
+    pub fn for_terminal(text: impl Into<String>, colour: bool) -> Outcome {
+        if colour {
+            Outcome::styled(text)
+        } else {
+            Outcome::text(text)
+        }
+    }
+
     /// A hook response: one JSON object, or nothing when there is nothing to say.
     pub fn hook(response: &crate::hook_io::Response) -> Outcome {
         if response.is_empty() {
@@ -466,6 +490,33 @@ pub fn printable(text: &str) -> String {
     out
 }
 
+/// [`printable`], keeping SGR sequences (`ESC [` digits and `;` `m`) whole.
+pub fn printable_styled(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find('\u{1b}') {
+        out.push_str(&printable(&rest[..i]));
+        let after = &rest[i + 1..];
+        let sgr = after.strip_prefix('[').and_then(|a| {
+            let n = a.find(|c: char| !(c.is_ascii_digit() || c == ';'))?;
+            a[n..].starts_with('m').then_some(n + 2)
+        });
+        match sgr {
+            Some(len) => {
+                out.push('\u{1b}');
+                out.push_str(&after[..len]);
+                rest = &after[len..];
+            }
+            None => {
+                out.push_str("^[");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(&printable(rest));
+    out
+}
+
 /// Parses one JSON value (leniently, see [`input::Lenient`]), with a message that says what
 /// was wrong.
 pub fn parse_json(bytes: &[u8]) -> Result<Value, Failure> {
@@ -492,6 +543,25 @@ pub fn print_line(text: &str) -> std::io::Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r,
     }
+}
+
+/// How `--text` output meets the terminal: `COLUMNS` (else the terminal's width), and colour
+/// only when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`.
+pub fn terminal() -> crate::term::Term {
+    let stdout = std::io::stdout();
+    let is_terminal = stdout.is_terminal();
+    let tty_width = is_terminal
+        .then(|| rustix::termios::tcgetwinsize(&stdout).ok())
+        .flatten()
+        .map(|w| usize::from(w.ws_col));
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    crate::term::Term::decide(
+        var("COLUMNS").as_deref(),
+        tty_width,
+        is_terminal,
+        var("NO_COLOR").is_some(),
+        var("TERM").as_deref(),
+    )
 }
 
 #[cfg(test)]

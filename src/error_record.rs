@@ -349,6 +349,9 @@ pub struct LogLine<'a> {
     /// The error's context, for `last_progress` (seed 001).
     #[serde(default)]
     pub context: Option<ContextRef>,
+    /// Seed 001's severity, for `triage errors`.
+    #[serde(default, borrow)]
+    pub severity: Option<Cow<'a, str>>,
 }
 
 /// A nested field that, when it has another shape than expected, is ignored rather than

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The whole policy.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Policy {
     /// How failures are retried.
@@ -37,8 +37,8 @@ pub struct Policy {
     pub saga: SagaPolicy,
 }
 
-/// `[saga]`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+/// `[saga]`: how compensations run (seed 002).
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SagaPolicy {
     /// How long one compensation may run before it gets SIGTERM (then SIGKILL); `0s` for no
@@ -55,7 +55,7 @@ impl Default for SagaPolicy {
 }
 
 /// `[retry]`: seed 001's schedule, or exponential backoff.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetryPolicy {
     /// Wait before retry 1, retry 2, …
@@ -102,7 +102,7 @@ impl Default for RetryPolicy {
 }
 
 /// The backoff family.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Backoff {
     /// `initial × multiplier^(attempt-1)`, capped by `max_delay`.
@@ -110,7 +110,9 @@ pub enum Backoff {
 }
 
 /// Jitter modes (the AWS formulas).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Jitter {
     /// The computed delay exactly.
@@ -125,7 +127,7 @@ pub enum Jitter {
 }
 
 /// `[retry.kinds.KIND]`.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KindRetry {
     /// Wait before retrying this kind (when the server does not say).
@@ -151,7 +153,7 @@ pub struct BreakerSection {
 }
 
 /// Breaker fields as written in the policy: each optional, merged over the defaults.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BreakerOverrides {
     /// Consecutive failures that open it.
@@ -232,7 +234,9 @@ pub struct BreakerSettings {
 }
 
 /// Whether breaker keys are shared across sessions.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// One breaker per key for the whole project.
@@ -243,7 +247,7 @@ pub enum Scope {
 }
 
 /// `[thresholds]`.
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Thresholds {
     /// Failures in one session that stop it (seed 000: 5).
@@ -265,7 +269,7 @@ impl Default for Thresholds {
 }
 
 /// `[phases.N]`.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhasePolicy {
     /// A readable name.
@@ -280,7 +284,7 @@ pub struct PhasePolicy {
 }
 
 /// `[agents.NAME]`, every field optional (merged across matching globs).
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentPolicy {
     /// `critical` or `optional` (seed 000).
@@ -298,7 +302,7 @@ pub struct AgentPolicy {
 }
 
 /// `[agents.NAME.output]`: what a good output of this agent looks like (seeds 001, 004).
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutputRules {
     /// Fewest characters.
@@ -337,7 +341,7 @@ impl OutputRules {
 }
 
 /// The format an output must have.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum OutputFormat {
     /// A JSON value.
@@ -351,7 +355,7 @@ pub enum OutputFormat {
 }
 
 /// `[classify]`.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct ClassifySection {
     /// `[[classify.rules]]`, tried in order before the built-in rules.
@@ -359,7 +363,7 @@ pub struct ClassifySection {
 }
 
 /// One `[[classify.rules]]` entry.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClassifyRule {
     /// Shown as `config:NAME` in `matched_rule`.

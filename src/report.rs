@@ -11,6 +11,11 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
+pub mod dashboard;
+pub mod html;
+pub mod svg;
+pub mod text;
+
 /// What to group by.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -302,13 +307,6 @@ fn reuse(slot: &mut Option<String>, value: Option<&str>) {
     }
 }
 
-fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &text[..i]),
-        None => text.to_string(),
-    }
-}
-
 impl<'p> Aggregator<'p> {
     /// An empty report over lines that pass `filter`, grouped `by`.
     pub fn new(filter: Filter, by: By, policy: &'p Policy) -> Aggregator<'p> {
@@ -340,13 +338,22 @@ impl<'p> Aggregator<'p> {
 
     /// Takes one line; false when it is not a JSON object (it is then counted as skipped).
     pub fn add(&mut self, bytes: &[u8]) -> bool {
+        self.add_with(bytes, &mut |_, _, _| {})
+    }
+
+    /// Like [`Aggregator::add`], and hands every parsed line, with whether the filter admits
+    /// it, to `also`: the text report's timeline and the HTML report's charts ride on the same
+    /// pass and the same parse.
+    pub fn add_with(&mut self, bytes: &[u8], also: &mut impl FnMut(&LogLine, &[u8], bool)) -> bool {
         let Some(line) = LogLine::parse(bytes) else {
             self.skipped += 1;
             return false;
         };
-        if self.filter.admits(&line) {
+        let admitted = self.filter.admits(&line);
+        if admitted {
             self.add_line(&line);
         }
+        also(&line, bytes, admitted);
         true
     }
 
@@ -576,143 +583,6 @@ fn rate(part: u64, whole: u64) -> f64 {
     (part as f64 / whole as f64 * 1000.0).round() / 1000.0
 }
 
-// ---------------------------------------------------------------------------------------------
-// Text.
-
-/// Lays out rows as columns separated by two spaces, each as wide as its widest cell.
-pub fn table(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for r in rows {
-        let mut line = String::new();
-        for (c, cell) in r.iter().enumerate() {
-            if c + 1 == r.len() {
-                line.push_str(cell);
-            } else {
-                let pad = widths[c].saturating_sub(cell.chars().count());
-                line.push_str(cell);
-                line.push_str(&" ".repeat(pad + 2));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-fn ms_text(ms: Option<u64>) -> String {
-    match ms {
-        None => "-".into(),
-        Some(ms) => crate::duration::Dur::millis(ms).approx().to_string(),
-    }
-}
-
-/// The report as aligned tables a person reads at a glance.
-pub fn render_text(s: &Summary, open_breakers: &[String]) -> String {
-    let mut out = format!(
-        "{} error records in {} sessions and {} workflows; {} resolutions ({:.0}% resolved)",
-        s.records,
-        s.sessions,
-        s.workflows,
-        s.resolutions,
-        s.resolution_rate * 100.0
-    );
-    if s.skipped_lines > 0 {
-        out.push_str(&format!("; {} lines skipped", s.skipped_lines));
-    }
-    out.push_str("\n\n");
-    let by = serde_json::to_value(s.by)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default();
-    let mut head = vec![
-        by,
-        "count".into(),
-        "kinds".into(),
-        "retries".into(),
-        "resolved".into(),
-    ];
-    let durations = s.by == By::Agent
-        && s.groups
-            .iter()
-            .any(|g| g.durations.as_ref().is_some_and(|d| d.count > 0));
-    if durations {
-        head.extend(["p50", "p95", "max", "past timeout"].map(String::from));
-    }
-    head.push("last error".into());
-    let mut rows = vec![head];
-    for g in &s.groups {
-        let mut kinds: Vec<(&String, &u64)> = g.kinds.iter().collect();
-        kinds.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
-        let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{k}×{n}")).collect();
-        let mut row = vec![
-            g.key.clone(),
-            g.count.to_string(),
-            kinds.join(", "),
-            format!("{} (max {})", g.retries.total, g.retries.max),
-            format!("{:.0}%", g.resolution_rate * 100.0),
-        ];
-        if durations {
-            let d = g.durations.clone().unwrap_or_default();
-            row.push(ms_text(d.p50_ms));
-            row.push(ms_text(d.p95_ms));
-            row.push(ms_text(d.max_ms));
-            row.push(match d.timeout_ms {
-                Some(t) => format!("{} (> {})", d.past_timeout, ms_text(Some(t))),
-                None => "-".into(),
-            });
-        }
-        let last = &g.last_error;
-        row.push(format!(
-            "{} {}",
-            last.timestamp.as_deref().unwrap_or("-"),
-            last.detail
-                .as_deref()
-                .map(|d| cut(d.lines().next().unwrap_or(""), 60))
-                .unwrap_or_default()
-        ));
-        rows.push(row);
-    }
-    out.push_str(&table(&rows));
-    if !s.thresholds.is_empty() {
-        out.push_str("\nthresholds crossed:\n");
-        let rows: Vec<Vec<String>> = s
-            .thresholds
-            .iter()
-            .map(|c| {
-                vec![
-                    format!("  {}", c.name),
-                    c.scope.clone(),
-                    format!("{} (threshold {})", c.count, c.threshold),
-                ]
-            })
-            .collect();
-        out.push_str(&table(&rows));
-        for (name, n) in &s.thresholds_crossed {
-            let listed = s.thresholds.iter().filter(|c| &c.name == name).count() as u64;
-            if *n > listed {
-                out.push_str(&format!(
-                    "  {name}: {} more not listed (the {listed} highest are)\n",
-                    n - listed
-                ));
-            }
-        }
-    }
-    if !open_breakers.is_empty() {
-        out.push_str(&format!("\nopen breakers: {}\n", open_breakers.join(", ")));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -794,14 +664,5 @@ mod tests {
         }
         assert_eq!(h.quantile(1.0), Some(10_000));
         assert_eq!(Histogram::default().quantile(0.5), None);
-    }
-
-    #[test]
-    fn text_tables_are_aligned() {
-        let t = table(&[
-            vec!["agent".into(), "count".into(), "x".into()],
-            vec!["researcher".into(), "12".into(), "y".into()],
-        ]);
-        assert_eq!(t, "agent       count  x\nresearcher  12     y\n");
     }
 }

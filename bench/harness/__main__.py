@@ -221,24 +221,33 @@ def run_scaling(x, cfg):
             res["status"] = "failed at %d records: exit %d %s" % (n, code, err.strip()[:300])
             return res
         verified = counts == truth
-        samples = {"triage": [], "jq": []}
+        # The HTML dashboard from the same log: it should take about the time the report takes.
+        page = os.path.join(root, "report.html")
+        html_argv = tri.argv + ["--html", page]
+        samples = {"triage": [], "jq": [], "html": []}
         for _ in range(runs):
-            for role, argv in (("triage", tri.argv), ("jq", jq_argv)):
+            for role, argv in (("triage", tri.argv), ("jq", jq_argv), ("html", html_argv)):
                 samples[role].append(measure.time_once(argv, env)[0])
         rss = {"triage": measure.peak_rss(tri.argv, env, runs=1),
-               "jq": measure.peak_rss(jq_argv, env, runs=1)}
+               "jq": measure.peak_rss(jq_argv, env, runs=1),
+               "html": measure.peak_rss(html_argv, env, runs=1)}
         size = {"records": n, "bytes": os.path.getsize(log), "runs": runs,
-                "counts_verified": verified}
-        for role, v in (("triage", tri), ("jq", jqv)):
+                "counts_verified": verified,
+                "html_bytes": os.path.getsize(page) if os.path.exists(page) else None}
+        html_variant = C.Variant("triage report --html", "triage", html_argv)
+        for role, v in (("triage", tri), ("jq", jqv), ("html", html_variant)):
             e = {"name": "%s, %s records" % (v.name, "{:,}".format(n)), "role": role, "records": n}
             e.update(measure.summary(samples[role]))
             e["peak_rss_kb"] = rss[role]
             size[role] = e
         size["jq"]["ratio"] = size["jq"]["median_ms"] / size["triage"]["median_ms"]
+        size["html"]["ratio"] = size["html"]["median_ms"] / size["triage"]["median_ms"]
+        if size["html_bytes"] is not None:
+            size["html"]["note"] = "page of %s bytes" % "{:,}".format(size["html_bytes"])
         size["triage"]["ratio"] = 1.0
         size["triage"]["note"] = "per-agent counts match the log" if verified else \
             "per-agent counts NOT matched: found %d of %d agents" % (len(counts), len(truth))
-        res["variants"] += [size["triage"], size["jq"]]
+        res["variants"] += [size["triage"], size["jq"], size["html"]]
         res["sizes"].append(size)
     res["status"] = "measured"
     res["runs"] = ", ".join("%s records: %d runs" % ("{:,}".format(n), r) for n, r in cfg.sizes)
@@ -320,6 +329,14 @@ def targets(results):
                 "peak RSS %s at %s records, %s at %s (×%.2f)" % (
                     report.fmt_kb(small["triage"]["peak_rss_kb"]), "{:,}".format(small["records"]),
                     report.fmt_kb(big["triage"]["peak_rss_kb"]), "{:,}".format(big["records"]), g))
+            h = big.get("html")
+            if h and h.get("median_ms"):
+                ok = h["ratio"] <= 1.5 and (big.get("html_bytes") or 0) < 1_000_000
+                add("report --html about as fast as report, page under 1 MB, at %s records"
+                    % "{:,}".format(big["records"]), "PASS" if ok else "MISS",
+                    "%.2f× (%s vs %s), %s bytes" % (h["ratio"], report.fmt_ms(h["median_ms"]),
+                                                    report.fmt_ms(big["triage"]["median_ms"]),
+                                                    "{:,}".format(big.get("html_bytes") or 0)))
             add("report answers match jq's per-agent counts",
                 "PASS" if all(s["counts_verified"] for s in c["sizes"]) else "MISS",
                 ", ".join("%s: %s" % ("{:,}".format(s["records"]), "ok" if s["counts_verified"] else "differ")

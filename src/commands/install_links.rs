@@ -1,5 +1,6 @@
 //! `triage install-links [DIR]`: the multi-call symlinks (`state-write`, …) beside the binary,
-//! so scripts can call a subcommand by name.
+//! so scripts can call a subcommand by name; and the man pages in `DIR/../share/man`, where
+//! `man` looks for the pages of the programs in `DIR` (so `man triage-classify` works).
 
 use crate::cli::MULTICALL;
 use crate::context::{Context, Outcome};
@@ -9,10 +10,13 @@ use std::path::{Path, PathBuf};
 
 /// Arguments of `triage install-links`.
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Example:\n  triage install-links ~/.cargo/bin\n\n\
-    A name that is already taken by something triage did not make is left alone, with a \
-    warning. The binary also answers to git-style names: a link named triage-classify runs \
-    triage classify.")]
+#[command(after_help = "Examples:\n  \
+    triage install-links\n  \
+    triage install-links ~/.cargo/bin\n\n\
+    The man pages go to DIR/../share/man (~/.cargo/share/man for ~/.cargo/bin); a folder that \
+    cannot be written is a warning, the links are still made. A name that is already taken by \
+    something triage did not make is left alone, with a warning. The binary also answers to \
+    git-style names: a link named triage-classify runs triage classify.")]
 pub struct Args {
     /// Where to create the links [default: the folder of the running binary]
     pub dir: Option<PathBuf>,
@@ -70,15 +74,30 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             .map_err(|e| Failure::io(format!("cannot create {}: {e}", link.display())))?;
         linked.push(link);
     }
+    let man = dir.parent().map(|p| p.join("share").join("man"));
+    let pages = match &man {
+        Some(m) => match crate::commands::man::install(m) {
+            Ok(written) => written.len(),
+            Err(f) => {
+                cx.warn(&format!("man pages not installed: {}", f.message));
+                0
+            }
+        },
+        None => 0,
+    };
     if cx.global.text {
         let names: Vec<String> = linked.iter().map(|p| p.display().to_string()).collect();
-        return Ok(Outcome::text(format!(
-            "-> {}\n{}",
-            exe.display(),
-            names.join("\n")
-        )));
+        let mut text = format!("-> {}\n{}", exe.display(), names.join("\n"));
+        if let (Some(m), true) = (&man, pages > 0) {
+            text.push_str(&format!("\n{pages} man pages in {}", m.display()));
+        }
+        return Ok(Outcome::text(text));
     }
-    Ok(Outcome::json(
-        &json!({"target": exe, "links": linked, "skipped": skipped}),
-    ))
+    Ok(Outcome::json(&json!({
+        "target": exe,
+        "links": linked,
+        "skipped": skipped,
+        "man": (pages > 0).then_some(man),
+        "man_pages": pages,
+    })))
 }

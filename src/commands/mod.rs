@@ -4,10 +4,13 @@
 pub mod breaker;
 pub mod check_output;
 pub mod classify;
+pub mod completions;
 pub mod config;
+pub mod errors;
 pub mod hook;
 pub mod init;
 pub mod install_links;
+pub mod man;
 pub mod record_error;
 pub mod report;
 pub mod run;

@@ -8,7 +8,8 @@ use crate::duration::Dur;
 use crate::error_log;
 use crate::error_record::LogLine;
 use crate::exit::Failure;
-use crate::report::{self, Aggregator, By, Filter};
+use crate::report::text::{self, Hourly, Source};
+use crate::report::{Aggregator, By, Filter};
 use crate::store;
 use crate::templates::{self, Rec, TemplateInput, TemplateName};
 use chrono::{DateTime, Utc};
@@ -59,6 +60,9 @@ pub struct Args {
     /// Templates: agent runs in the session, for the failure rate
     #[arg(long, value_name = "N")]
     pub runs: Option<u64>,
+    /// Write a self-contained HTML dashboard to FILE (`-`: stdout) instead
+    #[arg(long, value_name = "FILE", conflicts_with = "template")]
+    pub html: Option<std::path::PathBuf>,
 }
 
 /// `triage report prune`.
@@ -92,16 +96,34 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     if let Some(name) = args.template {
         return template(name, args, filter, cx);
     }
+    if let Some(target) = &args.html {
+        return html(target, args, filter, &log, cx);
+    }
     let policy = cx.policy()?;
     let mut agg = Aggregator::new(filter.clone(), args.by, policy);
-    let stats = error_log::read_all(&cx.state_root(), |line| agg.add(line))?;
+    let mut hourly = Hourly::new(cx.now);
+    let stats = error_log::read_all(&cx.state_root(), |line| {
+        agg.add_with(line, &mut |l, _, admitted| hourly.observe(l, admitted))
+    })?;
     // The reader skips a torn last line without showing it; the aggregator counted the rest.
     let torn = stats.skipped.saturating_sub(agg.rejected());
     agg.skipped(torn);
     let summary = agg.finish();
-    let breakers = open_breakers(&cx.state_root());
+    let root = cx.state_root();
+    let breakers = open_breakers(&root);
     if cx.global.text {
-        return Ok(Outcome::text(report::render_text(&summary, &breakers)));
+        let source = Source {
+            root: &root,
+            log: &log,
+            root_exists: root.is_dir(),
+            log_exists: store::file_len(&log).ok().flatten().is_some(),
+            records_in_log: hourly.records_in_log,
+        };
+        let term = crate::context::terminal();
+        let text = text::render(
+            &summary, &source, &filter, &hourly, &breakers, &term, cx.now,
+        );
+        return Ok(Outcome::for_terminal(text, term.colour));
     }
     let mut out = serde_json::to_value(&summary).unwrap_or_default();
     if let Some(o) = out.as_object_mut() {
@@ -112,25 +134,30 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     Ok(Outcome::json(&out))
 }
 
-/// `--since`: a duration back from now, or a time.
-fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
+/// `--since` (and `errors --until`): a duration back from now, or a time.
+pub fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
+    time_flag("--since", text, now)
+}
+
+/// A time flag: a duration back from now, or a time; errors name `flag`.
+pub fn time_flag(flag: &str, text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
     match Dur::parse(text) {
         Ok(d) => {
             return chrono::Duration::from_std(d.0)
                 .ok()
                 .and_then(|d| now.checked_sub_signed(d))
                 .ok_or_else(|| {
-                    Failure::usage(format!("--since {text}: reaches before the earliest time"))
+                    Failure::usage(format!("{flag} {text}: reaches before the earliest time"))
                 });
         }
         Err(e @ crate::duration::DurError::TooLong(_)) => {
-            return Err(Failure::usage(format!("--since: {e}")));
+            return Err(Failure::usage(format!("{flag}: {e}")));
         }
         Err(_) => {}
     }
     crate::context::parse_now(text).ok_or_else(|| {
         Failure::usage(format!(
-            "--since `{text}` is neither a duration (2h, 30m) nor a time (RFC 3339 or Unix seconds)"
+            "{flag} `{text}` is neither a duration (2h, 30m) nor a time (RFC 3339 or Unix seconds)"
         ))
     })
 }
@@ -156,6 +183,74 @@ fn open_breakers(root: &Path) -> Vec<String> {
         })
         .map(|(k, _)| k.clone())
         .collect()
+}
+
+/// `--html FILE|-`: the dashboard, from one pass over the log (the report's own), the breaker
+/// events and the breakers' states, read without changing them.
+fn html(
+    target: &Path,
+    args: &Args,
+    filter: Filter,
+    log: &Path,
+    cx: &Context,
+) -> Result<Outcome, Failure> {
+    use crate::report::dashboard::Dashboard;
+    use crate::report::html::{self, BreakerNow, Breakers, Page};
+    let policy = cx.policy()?;
+    let mut agg = Aggregator::new(filter.clone(), args.by, policy);
+    let mut dash = Dashboard::new(policy);
+    let stats = error_log::read_all(&cx.state_root(), |line| {
+        agg.add_with(line, &mut |l, raw, admitted| {
+            if admitted {
+                dash.observe(l, raw);
+            }
+        })
+    })?;
+    let torn = stats.skipped.saturating_sub(agg.rejected());
+    agg.skipped(torn);
+    let summary = agg.finish();
+    let drawn = dash.finish();
+    let root = cx.state_root();
+    let mut breakers = Breakers::default();
+    store::read_jsonl(&root.join("logs").join("breaker-events.jsonl"), |b| {
+        breakers.observe_event(b)
+    })?;
+    breakers.now = crate::commands::breaker::peek_all(cx)?
+        .into_iter()
+        .map(|s| BreakerNow {
+            last_error: s.last_error.as_ref().map(|e| {
+                [e.kind.map(|k| k.to_string()), e.detail.clone()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(": ")
+            }),
+            key: s.key,
+            state: s.state.to_string(),
+            failures: (s.consecutive_failures, s.failure_threshold),
+            half_open_in_s: s.half_open_in_s,
+        })
+        .collect();
+    let page = html::render(&Page {
+        summary: &summary,
+        drawn: &drawn,
+        breakers: &breakers,
+        log: &log.display().to_string(),
+        filters: &text::filters(&filter, cx.now),
+        now: cx.now,
+        version: crate::cli::LONG_VERSION,
+    });
+    if target == Path::new("-") {
+        return Ok(Outcome::text(page));
+    }
+    store::replace(target, page.as_bytes(), store::Backup::Skip)?;
+    Ok(Outcome::json(&json!({
+        "html": target,
+        "bytes": page.len(),
+        "records": summary.records,
+        "log": log,
+        "filter": filter,
+    })))
 }
 
 fn template(

@@ -18,9 +18,11 @@
 mod dir;
 mod fault;
 mod names;
+mod tail;
 
 pub use dir::{Kind, DIR_MODE, FILE_MODE};
 pub use names::{escape_key, unescape_key, NAME_MAX};
+pub use tail::{read_jsonl_rev, read_jsonl_rev_to, Follower};
 
 use dir::Dir;
 use rustix::fs::OFlags;

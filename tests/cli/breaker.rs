@@ -188,9 +188,13 @@ fn status_lists_every_breaker_and_prints_a_table() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("KEY         STATE   FAILS"), "{text}");
     assert!(
-        lines[1].starts_with("researcher  open    2/2    45s"),
+        lines[0].starts_with("2 breakers under ./.triage/breakers; 1 open"),
+        "{text}"
+    );
+    assert!(lines[1].starts_with("KEY         STATE   FAILS"), "{text}");
+    assert!(
+        lines[2].starts_with("researcher  open    2/2    in 45s"),
         "{text}"
     );
     // status performs the lazy transition, once.

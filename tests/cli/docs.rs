@@ -2,42 +2,20 @@
 //! the `bin/` multi-call entry points, and the README's quick start.
 
 use crate::common::{bin, Sandbox};
-use clap::CommandFactory;
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every page: `triage.1` and `triage-<subcommand>.1`, rendered from the clap definitions.
-fn pages() -> Vec<(String, Vec<u8>)> {
-    let mut cmd = triage::cli::Cli::command();
-    cmd.build();
-    let mut pages = Vec::new();
-    let mut render = |name: String, c: clap::Command| {
-        let mut buf = Vec::new();
-        clap_mangen::Man::new(c)
-            .render(&mut buf)
-            .expect("render man page");
-        pages.push((format!("{name}.1"), buf));
-    };
-    for sub in cmd.get_subcommands() {
-        let name: &'static str = Box::leak(format!("triage-{}", sub.get_name()).into_boxed_str());
-        render(
-            name.to_string(),
-            sub.clone()
-                .name(name)
-                .bin_name(format!("triage {}", sub.get_name())),
-        );
-    }
-    render("triage".into(), cmd);
-    pages
-}
-
 #[test]
 fn man_pages_are_current() {
+    // Every page at every depth and triage.toml(5), as `triage man --install` writes them.
     let dir = repo().join("man");
-    let pages = pages();
+    let pages: Vec<(String, Vec<u8>)> = triage::man::pages()
+        .into_iter()
+        .map(|p| (p.file, p.body.into_bytes()))
+        .collect();
     if std::env::var_os("UPDATE_MAN").is_some() {
         std::fs::create_dir_all(&dir).unwrap();
         for entry in std::fs::read_dir(&dir).unwrap().flatten() {
@@ -68,6 +46,15 @@ fn man_pages_are_current() {
         stale.is_empty() && extra.is_empty(),
         "man/ is stale (changed: {stale:?}, extra: {extra:?}); run `UPDATE_MAN=1 cargo test --test cli docs::man` and commit man/"
     );
+    for must in [
+        "triage-breaker-check.1",
+        "triage-saga-begin.1",
+        "triage-errors.1",
+        "triage-completions.1",
+        "triage.toml.5",
+    ] {
+        assert!(on_disk.iter().any(|n| n == must), "man/{must}");
+    }
 }
 
 #[test]

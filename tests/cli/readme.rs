@@ -82,11 +82,22 @@ fn project(s: &Sandbox) {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     std::fs::create_dir_all(s.path().join("home/.cargo/bin")).unwrap();
+    std::fs::create_dir_all(
+        s.path()
+            .join("home/.local/share/bash-completion/completions"),
+    )
+    .unwrap();
+    // A copy of the binary, so `triage install-links` (links beside the binary, pages in
+    // ../share/man) works on the sandbox, never on the build folder.
+    std::fs::create_dir_all(s.path().join("bin")).unwrap();
+    std::fs::copy(bin(), s.path().join("bin/triage")).unwrap();
 }
 
 /// What an example may do besides exit 0 quietly, and why.
 fn allowed(text: &str) -> (&'static [i32], bool) {
     match text {
+        // Follows the log until interrupted: run for 2 s (see `as_run`).
+        t if t.contains("--follow") => (&[124], false),
         // -e: a rejected output or an advised "no retry" is exit 1, which is the point.
         t if t.contains("check-output --config hooks/triage.example.toml -e") => (&[0, 1], false),
         t if t.contains("classify -e") => (&[0, 1], false),
@@ -99,13 +110,18 @@ fn allowed(text: &str) -> (&'static [i32], bool) {
     }
 }
 
+fn on_path(program: &str) -> bool {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|d| d.join(program).is_file())
+}
+
 #[test]
 fn every_readme_example_runs() {
     let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     let s = Sandbox::new();
     project(&s);
     let path = {
-        let mut paths = vec![bin().parent().unwrap().to_path_buf()];
+        let mut paths = vec![s.path().join("bin")];
         paths.extend(std::env::split_paths(
             &std::env::var_os("PATH").unwrap_or_default(),
         ));
@@ -125,6 +141,16 @@ fn every_readme_example_runs() {
             if text.starts_with("cargo ") {
                 continue;
             }
+            if text.starts_with("man ") && !on_path("man") {
+                eprintln!("skipped `{}`: man is not installed", text.trim());
+                continue;
+            }
+            // A command that runs until interrupted gets 2 s.
+            let text = if text.contains("--follow") {
+                format!("timeout 2 {text}")
+            } else {
+                text.to_string()
+            };
             let n = examples.len();
             script.push_str(&format!(
                 "{{ {text}\n}} >out.{n} 2>err.{n}\necho \"{n} $?\" >&3\n"

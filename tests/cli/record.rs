@@ -407,11 +407,22 @@ fn report_groups_filters_and_prints_tables() {
     assert_eq!(r["records"], 0);
     let out = s.cmd(&["report", "--text"]).output().unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("3 error records in 1 sessions"), "{text}");
-    let header = text.lines().nth(2).unwrap();
-    let row = text.lines().nth(3).unwrap();
-    assert!(header.starts_with("agent       count"), "{text}");
-    assert_eq!(header.find("count"), row.find('2'), "{text}");
+    assert!(
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("3 error records in 1 session and"),
+        "{text}"
+    );
+    let header = text.lines().nth(4).unwrap();
+    let row = text.lines().nth(5).unwrap();
+    assert!(header.starts_with("AGENT       COUNT"), "{text}");
+    let at = header.find("COUNT").unwrap();
+    assert_eq!(
+        row[at..at + 5].trim(),
+        "2",
+        "counts align under COUNT:\n{text}"
+    );
     s.cmd(&["report", "--since", "whenever"]).assert().code(64);
 }
 

@@ -5,6 +5,7 @@ use super::{CheckResult, RecordResult};
 use crate::breaker::machine::Window;
 use crate::breaker::template::{circuit_open, CircuitOpen};
 use crate::breaker::{self as core, LastError, Millis, Totals};
+use crate::term::{count, cut, when_text, Term, Tone};
 use chrono::{SecondsFormat, TimeZone, Utc};
 use serde::Serialize;
 
@@ -143,49 +144,97 @@ pub fn record_text(r: &RecordResult) -> String {
     s.to_lowercase()
 }
 
-/// `status --text`: an aligned table.
-pub fn status_table(list: &[Status]) -> String {
-    let mut rows = vec![[
-        "KEY".to_string(),
-        "STATE".into(),
-        "FAILS".into(),
-        "HALF-OPEN IN".into(),
-        "SINCE SUCCESS".into(),
-        "LAST ERROR".into(),
-    ]];
-    for s in list {
-        rows.push([
-            s.key.clone(),
-            s.state.to_string(),
-            format!("{}/{}", s.consecutive_failures, s.failure_threshold),
-            s.half_open_in_s.map_or("-".into(), secs),
-            s.since_last_success_s.map_or("-".into(), secs),
-            s.last_error.as_ref().map_or("-".into(), |e| {
-                [e.kind.map(|k| k.to_string()), e.detail.clone()]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join(": ")
-            }),
-        ]);
-    }
+/// `status --text`: where the breakers are, then a table that fits the terminal, states in
+/// colour, durations for people; an empty or missing folder says so and what to check.
+pub fn status_table(
+    list: &[Status],
+    dir: &std::path::Path,
+    root_exists: bool,
+    term: &Term,
+    now: chrono::DateTime<Utc>,
+) -> String {
     if list.is_empty() {
-        return "no breakers yet".into();
+        if !root_exists {
+            return term.wrap(&format!(
+                "no state root at {}: no breaker has been used there.\nPass --dir or set TRIAGE_DIR to the state root (default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage).",
+                dir.parent().unwrap_or(dir).display()
+            ));
+        }
+        return term.wrap(&format!(
+            "no breakers under {}: no call has been checked or recorded yet.",
+            dir.display()
+        ));
     }
-    let widths: Vec<usize> = (0..6)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    rows.iter()
-        .map(|r| {
-            let cells: Vec<String> = r
-                .iter()
-                .zip(&widths)
-                .map(|(c, w)| format!("{c:<w$}"))
-                .collect();
-            cells.join("  ").trim_end().to_string()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    // The last success gives way to the last error below 100 columns.
+    let wide = term.width >= 100;
+    let mut rows = Vec::new();
+    for s in list {
+        let tone = match s.state {
+            core::State::Open | core::State::ForcedOpen => Tone::Bad,
+            core::State::HalfOpen => Tone::Warn,
+            core::State::Closed => Tone::Good,
+            core::State::Disabled => Tone::Manual,
+        };
+        let last_error = s.last_error.as_ref().map_or("-".into(), |e| {
+            let text = [e.kind.map(|k| k.to_string()), e.detail.clone()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(": ");
+            format!("{} {}", when_text(&e.at, now), cut(&text, 120))
+        });
+        let mut row = vec![
+            term.cell(s.key.clone(), Some(Tone::Strong)),
+            term.cell(s.state.to_string(), Some(tone)),
+            term.cell(
+                format!("{}/{}", s.consecutive_failures, s.failure_threshold),
+                None,
+            ),
+            term.cell(
+                s.half_open_in_s
+                    .map_or("-".into(), |n| format!("in {}", secs(n))),
+                None,
+            ),
+        ];
+        if wide {
+            row.push(
+                term.cell(
+                    s.since_last_success_s
+                        .map_or("never".into(), |n| format!("{} ago", secs(n))),
+                    None,
+                ),
+            );
+        }
+        row.push(term.cell(last_error, None));
+        rows.push(row);
+    }
+    let open = list
+        .iter()
+        .filter(|s| matches!(s.state, core::State::Open | core::State::ForcedOpen))
+        .count() as u64;
+    let mut out = term.wrap(&format!(
+        "{} under {}; {}",
+        count(list.len() as u64, "breaker", "breakers"),
+        dir.display(),
+        term.paint(
+            &format!("{open} open"),
+            if open > 0 { Tone::Bad } else { Tone::Good }
+        )
+    ));
+    let head: &[&str] = if wide {
+        &[
+            "KEY",
+            "STATE",
+            "FAILS",
+            "HALF-OPEN",
+            "LAST SUCCESS",
+            "LAST ERROR",
+        ]
+    } else {
+        &["KEY", "STATE", "FAILS", "HALF-OPEN", "LAST ERROR"]
+    };
+    out.push_str(&term.table(head, &[head.len() - 1], rows));
+    out
 }
 
 /// Seconds as the one duration format (`1m30s`), shortened to its two largest units.

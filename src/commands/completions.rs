@@ -1,0 +1,25 @@
+//! `triage completions SHELL`: the shell's completion script, from the clap definitions.
+
+use crate::context::{Context, Outcome};
+use crate::exit::Failure;
+use clap::CommandFactory;
+
+/// Arguments of `triage completions`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    triage completions bash > ~/.local/share/bash-completion/completions/triage\n  \
+    triage completions zsh > ~/.zfunc/_triage\n  \
+    triage completions fish > ~/.config/fish/completions/triage.fish")]
+pub struct Args {
+    /// The shell
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// Runs `triage completions`.
+pub fn run(args: &Args, _cx: &Context) -> Result<Outcome, Failure> {
+    let mut cmd = crate::cli::Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "triage", &mut out);
+    Ok(Outcome::text(String::from_utf8_lossy(&out)))
+}

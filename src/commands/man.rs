@@ -1,0 +1,83 @@
+//! `triage man [PAGE]`: prints a manual page (roff, for `man -l -`), or with `--install DIR`
+//! writes every page into `DIR/man1` and `DIR/man5`, where `man` finds them.
+
+use crate::context::{Context, Outcome};
+use crate::exit::Failure;
+use crate::man::{pages, Page};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// Arguments of `triage man`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    triage man classify | man -l -\n  \
+    triage man triage.toml | man -l -\n  \
+    triage man --install ~/.local/share/man\n\n\
+    triage install-links also installs the pages, in the share/man folder beside the binary's \
+    folder (~/.cargo/share/man for ~/.cargo/bin), which man finds through PATH.")]
+pub struct Args {
+    /// The page: a subcommand (`breaker check`, `breaker-check`), `triage` or `triage.toml`
+    #[arg(value_name = "PAGE", num_args = 0..)]
+    pub page: Vec<String>,
+    /// Write every page under DIR (DIR/man1, DIR/man5) instead
+    #[arg(long, value_name = "DIR", conflicts_with = "page")]
+    pub install: Option<PathBuf>,
+}
+
+/// Writes every page under `dir` (`man1/`, `man5/`), readable by all as man pages are.
+pub fn install(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let mut written = Vec::new();
+    for Page {
+        file,
+        section,
+        body,
+    } in pages()
+    {
+        let folder = dir.join(format!("man{section}"));
+        std::fs::create_dir_all(&folder)
+            .map_err(|e| Failure::io(format!("cannot create {}: {e}", folder.display())))?;
+        let path = folder.join(&file);
+        let tmp = folder.join(format!(".{file}.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, body.as_bytes())
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                Failure::io(format!("cannot write {}: {e}", path.display()))
+            })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Runs `triage man`.
+pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+    if let Some(dir) = &args.install {
+        let written = install(dir)?;
+        if cx.global.text {
+            return Ok(Outcome::text(format!(
+                "{} pages in {}",
+                written.len(),
+                dir.display()
+            )));
+        }
+        return Ok(Outcome::json(&json!({"dir": dir, "pages": written.len()})));
+    }
+    let wanted = match args.page.join("-").as_str() {
+        "" | "triage" => "triage".to_string(),
+        "triage.toml" | "triage.toml.5" | "policy" => "triage.toml".to_string(),
+        w if w.starts_with("triage-") => w.to_string(),
+        w => format!("triage-{w}"),
+    };
+    let all = pages();
+    let page = all
+        .iter()
+        .find(|p| p.file.rsplit_once('.').map(|(n, _)| n) == Some(wanted.as_str()))
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|p| p.file.as_str()).collect();
+            Failure::usage(format!(
+                "no page `{wanted}`; the pages are: {}",
+                names.join(", ")
+            ))
+        })?;
+    Ok(Outcome::text(page.body.clone()))
+}

@@ -1,0 +1,783 @@
+//! `report --html`: one self-contained page — no script, no network, no font — that answers an
+//! operator's questions at a glance: which agents fail most and how (failures over time per
+//! agent, stacked by kind), what the breakers did (open / half-open / closed bands per key),
+//! whether timeouts are tight (durations against each agent's timeout), which thresholds were
+//! crossed, the most frequent error texts, and the unresolved errors with the ids that
+//! `record-error --resolve` takes. A written summary opens the page for screen readers (and
+//! for anyone in a hurry); colours follow the reader's light or dark scheme.
+//!
+//! Pure: it renders what [`super::dashboard`] gathered, the [`Summary`] and the breakers it is
+//! handed. Its size is bounded by the caps below, whatever the log's.
+
+use super::dashboard::{bin_start_ms, Drawn, DURATION_BINS};
+use super::svg::{self, esc, Lane, Stack};
+use super::Summary;
+use crate::term::{count, human};
+use chrono::{DateTime, TimeZone, Utc};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Agents drawn one by one in the time and duration charts; the rest share one chart.
+const AGENTS_DRAWN: usize = 8;
+/// Kinds with a colour of their own; the rest share one.
+const KIND_COLOURS: usize = 9;
+/// Columns of the time chart, at most.
+const COLUMNS: i64 = 72;
+/// Breakers drawn in the timeline, at most.
+const BREAKERS_DRAWN: usize = 30;
+/// Transitions kept per breaker (the newest).
+const EVENTS_KEPT: usize = 2000;
+
+/// The breakers as the page shows them: transitions from `logs/breaker-events.jsonl` and the
+/// current state of each.
+#[derive(Debug, Default)]
+pub struct Breakers {
+    /// Per key: (Unix ms, state entered), in file order, the newest [`EVENTS_KEPT`].
+    pub events: BTreeMap<String, Vec<(i64, String)>>,
+    /// The current states.
+    pub now: Vec<BreakerNow>,
+}
+
+/// One breaker's current state.
+#[derive(Clone, Debug)]
+pub struct BreakerNow {
+    /// Its key.
+    pub key: String,
+    /// Its state.
+    pub state: String,
+    /// Consecutive failures and the threshold.
+    pub failures: (u32, u32),
+    /// Seconds until it half-opens.
+    pub half_open_in_s: Option<u64>,
+    /// The last error in one line.
+    pub last_error: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Event<'a> {
+    #[serde(borrow)]
+    key: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    to: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    at: std::borrow::Cow<'a, str>,
+}
+
+impl Breakers {
+    /// Takes one line of `breaker-events.jsonl`; false when it is not an event.
+    pub fn observe_event(&mut self, bytes: &[u8]) -> bool {
+        let Ok(e) = serde_json::from_slice::<Event>(bytes) else {
+            return false;
+        };
+        let Ok(at) = DateTime::parse_from_rfc3339(&e.at) else {
+            return false;
+        };
+        if !self.events.contains_key(e.key.as_ref()) && self.events.len() >= 5000 {
+            return true;
+        }
+        let list = self.events.entry(e.key.into_owned()).or_default();
+        if list.len() >= EVENTS_KEPT {
+            list.drain(..EVENTS_KEPT / 2);
+        }
+        list.push((at.timestamp_millis(), e.to.into_owned()));
+        true
+    }
+}
+
+/// Everything the page needs.
+pub struct Page<'a> {
+    /// The report.
+    pub summary: &'a Summary,
+    /// The charts' numbers.
+    pub drawn: &'a Drawn,
+    /// The breakers.
+    pub breakers: &'a Breakers,
+    /// The log read.
+    pub log: &'a str,
+    /// The filters, in words.
+    pub filters: &'a str,
+    /// Now.
+    pub now: DateTime<Utc>,
+    /// `triage --version`'s text.
+    pub version: &'a str,
+}
+
+const STYLE: &str = r#"
+:root{color-scheme:light dark;--bg:#ffffff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--panel:#f6f8fa;
+--k0:#0969da;--k1:#cf222e;--k2:#9a6700;--k3:#8250df;--k4:#1a7f37;--k5:#bc4c00;--k6:#bf3989;--k7:#0550ae;--k8:#57606a;--k9:#8c959f;
+--closed:#2da44e;--open:#cf222e;--half:#d4a72c;--forced:#8250df;--disabled:#8c959f;--bar:#0969da;--marker:#cf222e}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--panel:#151b23;
+--k0:#4493f8;--k1:#f85149;--k2:#d29922;--k3:#ab7df8;--k4:#3fb950;--k5:#f0883e;--k6:#db61a2;--k7:#79c0ff;--k8:#9198a1;--k9:#656c76;
+--closed:#3fb950;--open:#f85149;--half:#d29922;--forced:#ab7df8;--disabled:#656c76;--bar:#4493f8;--marker:#f85149}}
+*{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif}
+header,main,footer{max-width:1100px;margin:0 auto;padding:0 20px}header{padding-top:18px}
+h1{font-size:1.5em;margin:0 0 4px}h2{font-size:1.2em;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
+h3{font-size:1em;margin:12px 0 2px}.meta,.note,footer{color:var(--muted);font-size:.9em}
+.summary{background:var(--panel);border:1px solid var(--line);border-radius:6px;padding:10px 14px}
+.kpis{display:flex;flex-wrap:wrap;gap:10px;list-style:none;padding:0;margin:10px 0 0}
+.kpis li{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:6px 12px}.kpis b{display:block;font-size:1.3em}
+.legend{display:flex;flex-wrap:wrap;gap:6px 14px;list-style:none;padding:0;margin:4px 0;font-size:.85em}
+.legend i{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:5px;vertical-align:-1px}
+figure{margin:6px 0 10px}figcaption{font-size:.9em;font-weight:600}.chart{width:100%;height:auto;display:block}
+.chart text{fill:var(--muted);font-size:11px}.chart .label{fill:var(--fg)}.axis{stroke:var(--line)}
+.bar{fill:var(--bar)}.marker{stroke:var(--marker);stroke-width:2;stroke-dasharray:4 3}.chart .marker-label{fill:var(--marker)}
+.k0{fill:var(--k0);background:var(--k0)}.k1{fill:var(--k1);background:var(--k1)}.k2{fill:var(--k2);background:var(--k2)}
+.k3{fill:var(--k3);background:var(--k3)}.k4{fill:var(--k4);background:var(--k4)}.k5{fill:var(--k5);background:var(--k5)}
+.k6{fill:var(--k6);background:var(--k6)}.k7{fill:var(--k7);background:var(--k7)}.k8{fill:var(--k8);background:var(--k8)}
+.k9{fill:var(--k9);background:var(--k9)}
+.s-closed{fill:var(--closed);background:var(--closed)}.s-open{fill:var(--open);background:var(--open)}
+.s-half_open{fill:var(--half);background:var(--half)}.s-forced_open{fill:var(--forced);background:var(--forced)}
+.s-disabled{fill:var(--disabled);background:var(--disabled)}
+table{border-collapse:collapse;width:100%;font-size:.9em}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top}
+th{color:var(--muted);font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
+.meter{background:var(--bar);height:8px;border-radius:2px;min-width:2px}
+.sev-critical{color:var(--open);font-weight:700}.sev-error{color:var(--open)}.sev-warning{color:var(--half)}
+.empty{color:var(--muted);font-style:italic}
+"#;
+
+fn utc(secs: i64) -> String {
+    Utc.timestamp_opt(secs, 0)
+        .single()
+        .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+        .unwrap_or_else(|| secs.to_string())
+}
+
+fn short(secs: i64, span: i64) -> String {
+    let Some(t) = Utc.timestamp_opt(secs, 0).single() else {
+        return secs.to_string();
+    };
+    if span <= 20 * 3600 {
+        t.format("%H:%M").to_string()
+    } else if span <= 7 * 86_400 {
+        t.format("%b %d %H:%M").to_string()
+    } else {
+        t.format("%b %d").to_string()
+    }
+}
+
+fn kind_class(rank: usize) -> String {
+    format!("k{}", rank.min(KIND_COLOURS))
+}
+
+/// The page.
+pub fn render(p: &Page) -> String {
+    let mut out = String::with_capacity(64 * 1024);
+    let _ = write!(
+        out,
+        r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<title>triage report: {log}</title><style>{STYLE}</style></head>
+<body><header><h1>Failures dashboard</h1>
+<p class="meta">Error log <code>{log}</code> · {filters} · made {now} UTC · times in UTC</p></header>
+<main>
+"#,
+        log = esc(p.log),
+        filters = esc(p.filters),
+        now = p.now.format("%Y-%m-%d %H:%M:%S"),
+    );
+    summary(&mut out, p);
+    over_time(&mut out, p);
+    breakers(&mut out, p);
+    durations(&mut out, p);
+    thresholds(&mut out, p);
+    texts(&mut out, p);
+    unresolved(&mut out, p);
+    let _ = write!(
+        out,
+        "</main>\n<footer><p>Made by triage {}.</p></footer>\n</body></html>\n",
+        esc(p.version)
+    );
+    out
+}
+
+fn section(out: &mut String, id: &str, title: &str) {
+    let _ = writeln!(
+        out,
+        "<section id=\"{id}\" aria-labelledby=\"{id}-h\"><h2 id=\"{id}-h\">{}</h2>",
+        esc(title)
+    );
+}
+
+fn empty(out: &mut String, text: &str) {
+    let _ = writeln!(out, "<p class=\"empty\">{}</p></section>", esc(text));
+}
+
+/// The written summary: the page in sentences, first, for screen readers and skimmers.
+fn summary(out: &mut String, p: &Page) {
+    let s = p.summary;
+    let d = p.drawn;
+    section(out, "summary", "Summary");
+    let mut text = Vec::new();
+    if s.records == 0 {
+        text.push(format!(
+            "No error record matches {} in this log.",
+            p.filters
+        ));
+    } else {
+        let span = match (d.first, d.last) {
+            (Some(a), Some(b)) => format!(" from {} to {} UTC", utc(a), utc(b)),
+            _ => String::new(),
+        };
+        text.push(format!(
+            "{} in {} and {}{span}; {:.0}% resolved.",
+            count(s.records, "error record", "error records"),
+            count(s.sessions, "session", "sessions"),
+            count(s.workflows, "workflow", "workflows"),
+            s.resolution_rate * 100.0
+        ));
+        if let Some((name, n, _)) = d.agents.first() {
+            let top_kind = d
+                .buckets
+                .iter()
+                .filter(|b| b.1 == 0)
+                .fold(BTreeMap::<usize, u64>::new(), |mut m, b| {
+                    *m.entry(b.2).or_default() += b.3;
+                    m
+                })
+                .into_iter()
+                .max_by_key(|(_, n)| *n)
+                .and_then(|(k, _)| d.kinds.get(k).map(|k| k.0.clone()));
+            text.push(format!(
+                "The agent that fails most is {name} ({}{}).",
+                count(*n, "record", "records"),
+                top_kind
+                    .map(|k| format!(", mostly {k}"))
+                    .unwrap_or_default()
+            ));
+        }
+        if let Some((kind, n)) = d.kinds.first() {
+            text.push(format!("The most frequent kind is {kind} ({n})."));
+        }
+        let (day, before) = last_days(d, p.now.timestamp());
+        let trend = match day.cmp(&before) {
+            std::cmp::Ordering::Greater => "more than",
+            std::cmp::Ordering::Less => "fewer than",
+            std::cmp::Ordering::Equal => "as many as",
+        };
+        text.push(format!(
+            "In the last 24 hours: {} ({trend} the {before} of the 24 hours before).",
+            count(day, "failure", "failures")
+        ));
+        let past: u64 = d.agents.iter().map(|a| a.2.past_timeout).sum();
+        if past > 0 {
+            text.push(format!(
+                "{} ran past their agent's timeout.",
+                count(past, "failed call", "failed calls")
+            ));
+        }
+    }
+    let open: Vec<&BreakerNow> = p
+        .breakers
+        .now
+        .iter()
+        .filter(|b| b.state != "closed")
+        .collect();
+    if open.is_empty() {
+        text.push("Every breaker is closed.".into());
+    } else {
+        let names: Vec<String> = open
+            .iter()
+            .map(|b| format!("{} ({})", b.key, b.state.replace('_', "-")))
+            .collect();
+        text.push(format!(
+            "Not closed: {} — {}.",
+            count(open.len() as u64, "breaker", "breakers"),
+            names.join(", ")
+        ));
+    }
+    let crossed: u64 = s.thresholds_crossed.values().sum();
+    if crossed > 0 {
+        let names: Vec<String> = s
+            .thresholds_crossed
+            .iter()
+            .map(|(k, n)| format!("{k} ×{n}"))
+            .collect();
+        text.push(format!(
+            "{} crossed: {}.",
+            count(crossed, "threshold", "thresholds"),
+            names.join(", ")
+        ));
+    }
+    let unresolved = s
+        .records
+        .saturating_sub((s.resolution_rate * s.records as f64).round() as u64);
+    text.push(format!("{unresolved} unresolved."));
+    let _ = write!(
+        out,
+        "<div class=\"summary\"><p>{}</p>\n<ul class=\"kpis\" aria-label=\"Key numbers\">",
+        esc(&text.join(" "))
+    );
+    for (n, label) in [
+        (s.records.to_string(), "error records"),
+        (format!("{:.0}%", s.resolution_rate * 100.0), "resolved"),
+        (d.agents.len().to_string(), "agents"),
+        (open.len().to_string(), "breakers not closed"),
+        (crossed.to_string(), "thresholds crossed"),
+    ] {
+        let _ = write!(out, "<li><b>{}</b>{}</li>", esc(&n), esc(label));
+    }
+    out.push_str("</ul></div></section>\n");
+}
+
+/// Failures in the last 24 hours and in the 24 before them.
+fn last_days(d: &Drawn, now: i64) -> (u64, u64) {
+    let mut day = 0;
+    let mut before = 0;
+    for (start, _, _, n) in &d.buckets {
+        let ago = now - start;
+        if (0..86_400).contains(&ago) {
+            day += n;
+        } else if (86_400..2 * 86_400).contains(&ago) {
+            before += n;
+        }
+    }
+    (day, before)
+}
+
+const STEPS: &[i64] = &[
+    60,
+    300,
+    900,
+    1800,
+    3600,
+    3 * 3600,
+    6 * 3600,
+    12 * 3600,
+    86_400,
+    2 * 86_400,
+    7 * 86_400,
+    30 * 86_400,
+    365 * 86_400,
+];
+
+fn over_time(out: &mut String, p: &Page) {
+    let d = p.drawn;
+    section(out, "over-time", "Failures over time");
+    let (Some(first), Some(last)) = (d.first, d.last) else {
+        return empty(out, "No record has a time to draw.");
+    };
+    let span = (last - first).max(1);
+    let step = STEPS
+        .iter()
+        .copied()
+        .find(|s| *s >= d.bucket_seconds && span / s < COLUMNS)
+        .unwrap_or(365 * 86_400);
+    let start = first.div_euclid(step) * step;
+    let n = ((last - start) / step + 1) as usize;
+    // (chart, column, kind) → records; chart AGENTS_DRAWN holds every other agent.
+    let charts = d.agents.len().min(AGENTS_DRAWN + 1);
+    let mut grid = vec![vec![vec![0u64; KIND_COLOURS + 1]; n]; charts];
+    for (s, agent, kind, c) in &d.buckets {
+        let col = ((s - start) / step).clamp(0, n as i64 - 1) as usize;
+        let chart = (*agent).min(AGENTS_DRAWN);
+        if let Some(g) = grid.get_mut(chart) {
+            g[col][(*kind).min(KIND_COLOURS)] += c;
+        }
+    }
+    let max = grid
+        .iter()
+        .flat_map(|g| g.iter().map(|col| col.iter().sum::<u64>()))
+        .max()
+        .unwrap_or(0);
+    let _ = write!(
+        out,
+        "<p class=\"note\">Each bar is {} of failures, stacked by kind; the agents with most failures first, on one scale so they compare.</p>\n<ul class=\"legend\" aria-label=\"Kinds\">",
+        human(step as u64 * 1000)
+    );
+    for (i, (kind, c)) in d.kinds.iter().enumerate().take(KIND_COLOURS + 1) {
+        let (name, c) = if i == KIND_COLOURS && d.kinds.len() > KIND_COLOURS + 1 {
+            let rest: u64 = d.kinds[KIND_COLOURS..].iter().map(|k| k.1).sum();
+            ("other kinds".to_string(), rest)
+        } else {
+            (kind.clone(), *c)
+        };
+        let _ = write!(
+            out,
+            "<li><i class=\"{}\"></i>{} ({c})</li>",
+            kind_class(i),
+            esc(&name)
+        );
+    }
+    out.push_str("</ul>\n");
+    let ticks: Vec<(usize, String)> = [0, n / 2, n.saturating_sub(1)]
+        .into_iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .map(|i| (i, short(start + i as i64 * step, span)))
+        .collect();
+    for (chart, g) in grid.iter().enumerate() {
+        let (name, total) = if chart < AGENTS_DRAWN {
+            (d.agents[chart].0.clone(), d.agents[chart].1)
+        } else {
+            let rest: u64 = d.agents[AGENTS_DRAWN..].iter().map(|a| a.1).sum();
+            (
+                format!("{} other agents", d.agents.len() - AGENTS_DRAWN),
+                rest,
+            )
+        };
+        let columns: Vec<Stack> = g
+            .iter()
+            .enumerate()
+            .map(|(i, kinds)| {
+                let at = start + i as i64 * step;
+                let parts: Vec<(String, u64)> = kinds
+                    .iter()
+                    .enumerate()
+                    .map(|(k, c)| (kind_class(k), *c))
+                    .collect();
+                let named: Vec<String> = kinds
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| **c > 0)
+                    .map(|(k, c)| {
+                        let kind = d.kinds.get(k).map_or("other", |x| x.0.as_str());
+                        format!("{kind} {c}")
+                    })
+                    .collect();
+                Stack {
+                    label: format!("{name}, {} UTC: {}", utc(at), named.join(", ")),
+                    parts,
+                }
+            })
+            .collect();
+        let busiest = g
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, c)| c.iter().sum::<u64>())
+            .map(|(i, c)| (i, c.iter().sum::<u64>()));
+        let desc = match busiest {
+            Some((i, c)) if c > 0 => format!(
+                "{} in all; the most, {c}, in the {} from {} UTC.",
+                count(total, "failure", "failures"),
+                human(step as u64 * 1000),
+                utc(start + i as i64 * step)
+            ),
+            _ => count(total, "failure", "failures"),
+        };
+        let _ = writeln!(
+            out,
+            "<figure><figcaption>{} <span class=\"note\">({total})</span></figcaption>{}</figure>",
+            esc(&name),
+            svg::stacked_bars(
+                &format!("time-{chart}"),
+                &format!("Failures of {name} over time"),
+                &desc,
+                &columns,
+                max,
+                &ticks
+            )
+        );
+    }
+    out.push_str("</section>\n");
+}
+
+fn state_class(state: &str) -> &'static str {
+    match state {
+        "open" => "s-open",
+        "half_open" => "s-half_open",
+        "forced_open" => "s-forced_open",
+        "disabled" => "s-disabled",
+        _ => "s-closed",
+    }
+}
+
+fn breakers(out: &mut String, p: &Page) {
+    let b = p.breakers;
+    section(out, "breakers", "Circuit breakers");
+    if b.events.is_empty() && b.now.is_empty() {
+        return empty(out, "No breaker has been used under this state root.");
+    }
+    out.push_str("<ul class=\"legend\" aria-label=\"States\">");
+    for (class, name) in [
+        ("s-closed", "closed"),
+        ("s-open", "open"),
+        ("s-half_open", "half-open"),
+        ("s-forced_open", "forced open"),
+        ("s-disabled", "disabled"),
+    ] {
+        let _ = write!(out, "<li><i class=\"{class}\"></i>{name}</li>");
+    }
+    out.push_str("</ul>\n");
+    let now_ms = p.now.timestamp_millis();
+    // The same span as the records' (or the last hour at least), so the two read together.
+    let from = b
+        .events
+        .values()
+        .filter_map(|e| e.first().map(|x| x.0))
+        .chain(p.drawn.first.map(|f| f * 1000))
+        .min()
+        .unwrap_or(now_ms)
+        .min(now_ms - 3_600_000);
+    let span = (now_ms - from).max(1) as f64;
+    // Keys not closed first, then those that changed most.
+    let state_now = |k: &str| {
+        b.now
+            .iter()
+            .find(|n| n.key == k)
+            .map(|n| n.state.clone())
+            .or_else(|| b.events.get(k).and_then(|e| e.last().map(|x| x.1.clone())))
+            .unwrap_or_else(|| "closed".into())
+    };
+    let mut keys: Vec<&String> = b.events.keys().collect();
+    for n in &b.now {
+        if !b.events.contains_key(&n.key) {
+            keys.push(&n.key);
+        }
+    }
+    keys.sort_by_key(|k| {
+        (
+            state_now(k) == "closed",
+            std::cmp::Reverse(b.events.get(*k).map_or(0, Vec::len)),
+            (*k).clone(),
+        )
+    });
+    let shown = keys.len().min(BREAKERS_DRAWN);
+    let lanes: Vec<Lane> = keys[..shown]
+        .iter()
+        .map(|k| {
+            let events = b.events.get(*k).cloned().unwrap_or_default();
+            let mut bands = Vec::new();
+            let mut at = from;
+            let mut state = "closed".to_string();
+            for (t, to) in events
+                .iter()
+                .chain(std::iter::once(&(now_ms, String::new())))
+            {
+                let a = (at - from) as f64 / span;
+                let z = (*t - from) as f64 / span;
+                // Bands narrower than a pixel join the next: a flapping breaker stays drawable.
+                if z - a >= 1.0 / 1600.0 || to.is_empty() {
+                    bands.push((
+                        a,
+                        z,
+                        state_class(&state),
+                        format!(
+                            "{k}: {} from {} to {} UTC",
+                            state.replace('_', "-"),
+                            utc(at / 1000),
+                            utc(*t / 1000)
+                        ),
+                    ));
+                    at = *t;
+                }
+                if !to.is_empty() {
+                    state = to.clone();
+                }
+            }
+            Lane {
+                label: (*k).clone(),
+                bands,
+            }
+        })
+        .collect();
+    let ticks: Vec<(f64, String)> = [0.0, 0.5, 1.0]
+        .iter()
+        .map(|f| {
+            let t = from + (span * f) as i64;
+            (*f, short(t / 1000, (span / 1000.0) as i64))
+        })
+        .collect();
+    let desc = format!(
+        "States of {} over time; {} not closed now.",
+        count(keys.len() as u64, "breaker", "breakers"),
+        keys.iter().filter(|k| state_now(k) != "closed").count()
+    );
+    let _ = writeln!(
+        out,
+        "<figure>{}</figure>",
+        svg::lanes(
+            "breaker-lanes",
+            "Breaker states over time",
+            &desc,
+            &lanes,
+            &ticks
+        )
+    );
+    if keys.len() > shown {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{} more not drawn.</p>",
+            keys.len() - shown
+        );
+    }
+    if !b.now.is_empty() {
+        out.push_str("<table><caption class=\"note\">Now</caption><thead><tr><th>Key</th><th>State</th><th>Failures</th><th>Half-open in</th><th>Last error</th></tr></thead><tbody>\n");
+        for n in b.now.iter().take(200) {
+            let _ = writeln!(
+                out,
+                "<tr><td><code>{}</code></td><td><i class=\"{}\" style=\"display:inline-block;width:9px;height:9px;border-radius:2px;margin-right:5px\"></i>{}</td><td class=\"n\">{}/{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&n.key),
+                state_class(&n.state),
+                esc(&n.state.replace('_', "-")),
+                n.failures.0,
+                n.failures.1,
+                n.half_open_in_s.map_or("-".into(), |s| human(s * 1000)),
+                esc(n.last_error.as_deref().unwrap_or("-"))
+            );
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    out.push_str("</section>\n");
+}
+
+fn durations(out: &mut String, p: &Page) {
+    let d = p.drawn;
+    section(out, "durations", "How long failed calls ran");
+    let agents: Vec<_> = d
+        .agents
+        .iter()
+        .filter(|a| a.2.count > 0)
+        .take(AGENTS_DRAWN)
+        .collect();
+    if agents.is_empty() {
+        return empty(out, "No record says how long its call ran (duration_ms).");
+    }
+    out.push_str("<p class=\"note\">Durations on a log scale; the dashed line is the agent's timeout in the policy. Calls that fail near it suggest a timeout that is too tight.</p>\n");
+    let span = (86_400_000f64 / 100.0).ln();
+    let at = |ms: f64| ((ms.max(100.0) / 100.0).ln() / span).clamp(0.0, 1.0);
+    let ticks: Vec<(f64, String)> = [100u64, 1000, 10_000, 60_000, 600_000, 3_600_000, 86_400_000]
+        .iter()
+        .map(|ms| (at(*ms as f64), human(*ms)))
+        .collect();
+    for (i, (name, _, bins)) in agents.iter().enumerate() {
+        let labelled: Vec<(u64, String)> = bins
+            .bins
+            .iter()
+            .enumerate()
+            .map(|(b, c)| {
+                let lo = bin_start_ms(b) as u64;
+                let hi = if b + 1 < DURATION_BINS {
+                    bin_start_ms(b + 1) as u64
+                } else {
+                    u64::MAX
+                };
+                let hi = if hi == u64::MAX {
+                    "more".into()
+                } else {
+                    human(hi)
+                };
+                (*c, format!("{name}: {c} ran {}–{hi}", human(lo)))
+            })
+            .collect();
+        let marker = bins
+            .timeout_ms
+            .map(|t| (at(t as f64), format!("timeout {}", human(t))));
+        let desc = match bins.timeout_ms {
+            Some(t) => format!(
+                "{} with a duration; {} ran past the timeout of {}.",
+                count(bins.count, "failed call", "failed calls"),
+                bins.past_timeout,
+                human(t)
+            ),
+            None => format!(
+                "{} with a duration; the policy sets no timeout for this agent.",
+                count(bins.count, "failed call", "failed calls")
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "<figure><figcaption>{} <span class=\"note\">{}</span></figcaption>{}</figure>",
+            esc(name),
+            esc(&desc),
+            svg::histogram(
+                &format!("durations-{i}"),
+                &format!("Durations of {name}'s failed calls"),
+                &desc,
+                &labelled,
+                marker,
+                &ticks
+            )
+        );
+    }
+    out.push_str("</section>\n");
+}
+
+fn thresholds(out: &mut String, p: &Page) {
+    let s = p.summary;
+    section(out, "thresholds", "Thresholds crossed");
+    if s.thresholds.is_empty() {
+        return empty(out, "No threshold was crossed.");
+    }
+    out.push_str("<table><thead><tr><th>Threshold</th><th>Scope</th><th>Count</th><th>Threshold</th></tr></thead><tbody>\n");
+    for c in &s.thresholds {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            esc(&c.name),
+            esc(&c.scope),
+            c.count,
+            c.threshold
+        );
+    }
+    out.push_str("</tbody></table>\n");
+    for (name, n) in &s.thresholds_crossed {
+        let listed = s.thresholds.iter().filter(|c| &c.name == name).count() as u64;
+        if *n > listed {
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">{}: {} more not listed (the {listed} highest are).</p>",
+                esc(name),
+                n - listed
+            );
+        }
+    }
+    out.push_str("</section>\n");
+}
+
+fn texts(out: &mut String, p: &Page) {
+    let d = p.drawn;
+    section(out, "texts", "Most frequent errors");
+    if d.texts.is_empty() {
+        return empty(out, "No record has an error text.");
+    }
+    if d.texts_approximate {
+        out.push_str("<p class=\"note\">The log holds more distinct texts than are counted one by one: counts are at least these.</p>\n");
+    }
+    let max = d.texts.first().map_or(1, |t| t.1).max(1);
+    out.push_str("<table><thead><tr><th>Error text</th><th>Count</th><th style=\"width:25%\"><span class=\"note\">share of the most frequent</span></th></tr></thead><tbody>\n");
+    for (text, n) in &d.texts {
+        let _ = writeln!(
+            out,
+            "<tr><td>{}</td><td class=\"n\">{n}</td><td><div class=\"meter\" style=\"width:{:.0}%\"></div></td></tr>",
+            esc(text),
+            *n as f64 / max as f64 * 100.0
+        );
+    }
+    out.push_str("</tbody></table></section>\n");
+}
+
+fn unresolved(out: &mut String, p: &Page) {
+    let d = p.drawn;
+    section(out, "unresolved", "Unresolved errors");
+    if d.unresolved.is_empty() {
+        return empty(out, "Every error in scope is resolved.");
+    }
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">The newest {}; resolve one with <code>triage record-error --resolve ID --action-taken … --successful true</code>, list them all with <code>triage errors --unresolved</code>.</p>",
+        d.unresolved.len()
+    );
+    out.push_str("<table><thead><tr><th>Id</th><th>When (UTC)</th><th>Agent</th><th>Kind</th><th>Severity</th><th>Detail</th></tr></thead><tbody>\n");
+    for r in &d.unresolved {
+        let sev = r.severity.as_deref().unwrap_or("");
+        let class = match sev {
+            "critical" | "error" | "warning" => format!(" class=\"sev-{sev}\""),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td></tr>",
+            esc(&r.error_id),
+            utc(r.at),
+            esc(&r.agent),
+            esc(&r.kind),
+            esc(if sev.is_empty() { "-" } else { sev }),
+            esc(&r.detail)
+        );
+    }
+    out.push_str("</tbody></table></section>\n");
+}

@@ -1,0 +1,267 @@
+//! The charts of the HTML report as inline SVG, made here rather than with a charting crate:
+//! three simple shapes (stacked bars, state bands, a histogram with a marker) in a few hundred
+//! lines, styled by CSS classes so that one page follows the reader's light or dark scheme,
+//! with a `<title>` and `<desc>` on every chart and a `<title>` on every mark for a pointer.
+//!
+//! Every text that reaches the page goes through [`esc`]: the log is untrusted.
+
+use std::fmt::Write;
+
+/// The drawing width; charts scale to the page with `width: 100%`.
+pub const WIDTH: f64 = 800.0;
+const LEFT: f64 = 44.0;
+const RIGHT: f64 = 8.0;
+
+/// Where a tick's text hangs from its point: the first and last stay inside the drawing.
+fn anchor(f: f64) -> &'static str {
+    if f < 0.05 {
+        "start"
+    } else if f > 0.95 {
+        "end"
+    } else {
+        "middle"
+    }
+}
+
+/// Text made safe for HTML and SVG content and attributes.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn open(out: &mut String, id: &str, height: f64, title: &str, desc: &str) {
+    let _ = write!(
+        out,
+        r#"<svg class="chart" id="{id}" viewBox="0 0 {WIDTH} {height}" role="img" aria-labelledby="{id}-t {id}-d"><title id="{id}-t">{}</title><desc id="{id}-d">{}</desc>"#,
+        esc(title),
+        esc(desc)
+    );
+}
+
+/// One column of a stacked bar chart: the label its pointer shows, and (class, count) from
+/// the bottom up.
+pub struct Stack {
+    /// Shown on hover: the time span and the counts.
+    pub label: String,
+    /// Segments, bottom first: a CSS class (`k0`…) and a count.
+    pub parts: Vec<(String, u64)>,
+}
+
+/// Stacked bars over time, scaled to `max` so that small multiples compare; `ticks` label the
+/// x axis at column indexes.
+pub fn stacked_bars(
+    id: &str,
+    title: &str,
+    desc: &str,
+    columns: &[Stack],
+    max: u64,
+    ticks: &[(usize, String)],
+) -> String {
+    let height = 86.0;
+    let plot_h = 64.0;
+    let top = 6.0;
+    let mut out = String::new();
+    open(&mut out, id, height, title, desc);
+    let n = columns.len().max(1) as f64;
+    let step = (WIDTH - LEFT - RIGHT) / n;
+    let bar = (step * 0.85).max(1.0);
+    let _ = write!(
+        out,
+        r#"<line class="axis" x1="{LEFT}" y1="{y}" x2="{x2}" y2="{y}"/><text class="tick" x="{lx}" y="{ty}" text-anchor="end">{max}</text><text class="tick" x="{lx}" y="{y}" text-anchor="end">0</text>"#,
+        y = top + plot_h,
+        x2 = WIDTH - RIGHT,
+        lx = LEFT - 4.0,
+        ty = top + 8.0,
+    );
+    let scale = if max == 0 { 0.0 } else { plot_h / max as f64 };
+    for (i, col) in columns.iter().enumerate() {
+        if col.parts.iter().all(|p| p.1 == 0) {
+            continue;
+        }
+        let x = LEFT + i as f64 * step;
+        let _ = write!(out, "<g><title>{}</title>", esc(&col.label));
+        let mut y = top + plot_h;
+        for (class, count) in &col.parts {
+            if *count == 0 {
+                continue;
+            }
+            let h = (*count as f64 * scale).max(0.8);
+            y -= h;
+            let _ = write!(
+                out,
+                r#"<rect class="{class}" x="{x:.1}" y="{y:.1}" width="{bar:.1}" height="{h:.1}"/>"#
+            );
+        }
+        out.push_str("</g>");
+    }
+    for (i, label) in ticks {
+        let x = LEFT + (*i as f64 + 0.5) * step;
+        let _ = write!(
+            out,
+            r#"<text class="tick" x="{x:.1}" y="{y}" text-anchor="{}">{}</text>"#,
+            anchor((x - LEFT) / (WIDTH - LEFT - RIGHT)),
+            esc(label),
+            y = height - 4.0
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// One row of a state timeline: its label, and bands (start, end as 0..1 of the width, CSS
+/// class, what hovering says).
+pub struct Lane {
+    /// The breaker's key.
+    pub label: String,
+    /// Bands from left to right.
+    pub bands: Vec<(f64, f64, &'static str, String)>,
+}
+
+/// Bands of state per key over a shared time axis.
+pub fn lanes(id: &str, title: &str, desc: &str, rows: &[Lane], ticks: &[(f64, String)]) -> String {
+    let lane_h = 18.0;
+    let label_w = 180.0;
+    let height = rows.len() as f64 * (lane_h + 4.0) + 22.0;
+    let mut out = String::new();
+    open(&mut out, id, height, title, desc);
+    let plot_w = WIDTH - label_w - RIGHT;
+    for (r, lane) in rows.iter().enumerate() {
+        let y = r as f64 * (lane_h + 4.0) + 2.0;
+        let _ = write!(
+            out,
+            r#"<text class="label" x="{x}" y="{ty:.1}" text-anchor="end">{}</text>"#,
+            esc(&crate::term::cut(&lane.label, 28)),
+            x = label_w - 6.0,
+            ty = y + 13.0
+        );
+        for (a, b, class, hover) in &lane.bands {
+            let x = label_w + a * plot_w;
+            let w = ((b - a) * plot_w).max(0.8);
+            let _ = write!(
+                out,
+                r#"<rect class="{class}" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{lane_h}"><title>{}</title></rect>"#,
+                esc(hover)
+            );
+        }
+    }
+    let axis_y = rows.len() as f64 * (lane_h + 4.0) + 2.0;
+    let _ = write!(
+        out,
+        r#"<line class="axis" x1="{label_w}" y1="{axis_y:.1}" x2="{x2}" y2="{axis_y:.1}"/>"#,
+        x2 = WIDTH - RIGHT
+    );
+    for (f, label) in ticks {
+        let _ = write!(
+            out,
+            r#"<text class="tick" x="{x:.1}" y="{y:.1}" text-anchor="{}">{}</text>"#,
+            anchor(*f),
+            esc(label),
+            x = label_w + f * plot_w,
+            y = axis_y + 14.0
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+/// A histogram of counts per bin, with an optional marker line at `marker` (0..1 of the
+/// width) and labelled ticks at fractions of the width.
+pub fn histogram(
+    id: &str,
+    title: &str,
+    desc: &str,
+    bins: &[(u64, String)],
+    marker: Option<(f64, String)>,
+    ticks: &[(f64, String)],
+) -> String {
+    let height = 92.0;
+    let plot_h = 62.0;
+    let top = 8.0;
+    let mut out = String::new();
+    open(&mut out, id, height, title, desc);
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let max = bins.iter().map(|b| b.0).max().unwrap_or(0);
+    let step = plot_w / bins.len().max(1) as f64;
+    let _ = write!(
+        out,
+        r#"<line class="axis" x1="{LEFT}" y1="{y}" x2="{x2}" y2="{y}"/><text class="tick" x="{lx}" y="{ty}" text-anchor="end">{max}</text>"#,
+        y = top + plot_h,
+        x2 = WIDTH - RIGHT,
+        lx = LEFT - 4.0,
+        ty = top + 8.0,
+    );
+    for (i, (count, label)) in bins.iter().enumerate() {
+        if *count == 0 || max == 0 {
+            continue;
+        }
+        let h = (*count as f64 / max as f64 * plot_h).max(0.8);
+        let _ = write!(
+            out,
+            r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}"><title>{}</title></rect>"#,
+            esc(label),
+            x = LEFT + i as f64 * step,
+            y = top + plot_h - h,
+            w = (step * 0.9).max(1.0)
+        );
+    }
+    if let Some((f, label)) = marker {
+        let x = LEFT + f * plot_w;
+        let _ = write!(
+            out,
+            r#"<line class="marker" x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{y}"/><text class="marker-label" x="{tx:.1}" y="{ty}">{}</text>"#,
+            esc(&label),
+            y = top + plot_h,
+            tx = x + 3.0,
+            ty = top + 8.0
+        );
+    }
+    for (f, label) in ticks {
+        let _ = write!(
+            out,
+            r#"<text class="tick" x="{x:.1}" y="{y}" text-anchor="{}">{}</text>"#,
+            anchor(*f),
+            esc(label),
+            x = LEFT + f * plot_w,
+            y = height - 6.0
+        );
+    }
+    out.push_str("</svg>");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_from_the_log_cannot_break_out() {
+        assert_eq!(
+            esc("<script>alert('x')</script>&\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;"
+        );
+        let svg = stacked_bars(
+            "c",
+            "<b>",
+            "d",
+            &[Stack {
+                label: "</title><script>".into(),
+                parts: vec![("k0".into(), 3)],
+            }],
+            3,
+            &[],
+        );
+        assert!(!svg.contains("<script>") && !svg.contains("<b>"), "{svg}");
+        assert!(svg.contains(r#"role="img""#));
+    }
+}

@@ -1,0 +1,299 @@
+//! `report --text`: the summary as a person reads it at a terminal — which log and filters it
+//! read, counts in words that agree with their numbers, a sparkline of failures per hour over
+//! the last day, and tables that fit the terminal's width.
+
+use super::{By, Filter, Summary};
+use crate::error_record::LogLine;
+use crate::term::{count, cut, human, sparkline, when, when_text, Term, Tone};
+use chrono::{DateTime, Utc};
+use std::path::Path;
+
+/// Hours in the sparkline.
+pub const HOURS: usize = 24;
+
+/// What the report read, so that an empty report says why it is empty.
+#[derive(Clone, Debug)]
+pub struct Source<'a> {
+    /// The state root.
+    pub root: &'a Path,
+    /// The error log.
+    pub log: &'a Path,
+    /// Whether the state root exists.
+    pub root_exists: bool,
+    /// Whether the log exists.
+    pub log_exists: bool,
+    /// Error records in the log, in scope or not.
+    pub records_in_log: u64,
+}
+
+/// Error records per hour over the last [`HOURS`] hours, the current hour last.
+#[derive(Clone, Debug)]
+pub struct Hourly {
+    now: DateTime<Utc>,
+    /// The counts, oldest hour first.
+    pub counts: [u64; HOURS],
+    /// Error records in the log, in scope or not.
+    pub records_in_log: u64,
+}
+
+impl Hourly {
+    /// Empty, ending at `now`.
+    pub fn new(now: DateTime<Utc>) -> Hourly {
+        Hourly {
+            now,
+            counts: [0; HOURS],
+            records_in_log: 0,
+        }
+    }
+
+    /// Takes one parsed line (a resolution line is not a failure).
+    pub fn observe(&mut self, l: &LogLine, admitted: bool) {
+        if l.is_resolution() {
+            return;
+        }
+        self.records_in_log += 1;
+        if !admitted {
+            return;
+        }
+        let Some(t) = l
+            .timestamp
+            .as_deref()
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        else {
+            return;
+        };
+        let ago = self.now.signed_duration_since(t).num_seconds();
+        if (0..(HOURS as i64) * 3600).contains(&ago) {
+            let i = HOURS - 1 - (ago / 3600) as usize;
+            self.counts[i] += 1;
+        }
+    }
+}
+
+/// The filters in words: `session s1, since 14:02:07`, or `all records`.
+pub fn filters(f: &Filter, now: DateTime<Utc>) -> String {
+    let mut parts = Vec::new();
+    for (name, v) in [
+        ("session", &f.session),
+        ("workflow", &f.workflow),
+        ("agent", &f.agent),
+        ("phase", &f.phase),
+    ] {
+        if let Some(v) = v {
+            parts.push(format!("{name} {v}"));
+        }
+    }
+    if let Some(t) = f.since {
+        parts.push(format!("since {}", when(t, now)));
+    }
+    if parts.is_empty() {
+        "all records".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Why there is nothing to show, when there is nothing: a missing root or log is named with
+/// what to do, so a wrong `--dir` never reads as a clean bill of health.
+fn nothing_to_show(src: &Source, s: &Summary, f: &Filter, now: DateTime<Utc>) -> Option<String> {
+    if !src.root_exists {
+        return Some(format!(
+            "no state root at {}: nothing has been recorded there.\nPass --dir or set TRIAGE_DIR to the state root (default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage).",
+            src.root.display()
+        ));
+    }
+    if !src.log_exists {
+        return Some(format!(
+            "no error log at {}: no error has been recorded under {} yet.",
+            src.log.display(),
+            src.root.display()
+        ));
+    }
+    if s.records == 0 {
+        return Some(format!(
+            "{}: no error record matches {} ({} in the log).",
+            src.log.display(),
+            filters(f, now),
+            count(src.records_in_log, "record", "records")
+        ));
+    }
+    None
+}
+
+/// The report as text.
+pub fn render(
+    s: &Summary,
+    src: &Source,
+    f: &Filter,
+    hourly: &Hourly,
+    open_breakers: &[String],
+    term: &Term,
+    now: DateTime<Utc>,
+) -> String {
+    if let Some(why) = nothing_to_show(src, s, f, now) {
+        return term.wrap(&why);
+    }
+    let mut head = format!(
+        "{} {} ({})\n",
+        term.paint("error log", Tone::Strong),
+        src.log.display(),
+        filters(f, now)
+    );
+    let mut line = format!(
+        "{} in {} and {}; {} ({:.0}% resolved)",
+        count(s.records, "error record", "error records"),
+        count(s.sessions, "session", "sessions"),
+        count(s.workflows, "workflow", "workflows"),
+        count(s.resolutions, "resolution", "resolutions"),
+        s.resolution_rate * 100.0
+    );
+    if s.skipped_lines > 0 {
+        line.push_str(&format!(
+            "; {} skipped",
+            count(
+                s.skipped_lines,
+                "torn or invalid line",
+                "torn or invalid lines"
+            )
+        ));
+    }
+    head.push_str(&line);
+    head.push('\n');
+    let day: u64 = hourly.counts.iter().sum();
+    let peak = hourly.counts.iter().copied().max().unwrap_or(0);
+    head.push_str(&format!(
+        "failures per hour, last 24 h: │{}│ {} in the last day",
+        sparkline(&hourly.counts),
+        day
+    ));
+    if day > 0 {
+        head.push_str(&format!(", at most {peak} an hour"));
+    }
+    let mut out = term.wrap(&head);
+    out.push('\n');
+    out.push_str(&groups(s, term, now));
+    if !s.thresholds.is_empty() {
+        out.push('\n');
+        out.push_str(&term.paint("thresholds crossed", Tone::Bad));
+        out.push('\n');
+        let rows = s
+            .thresholds
+            .iter()
+            .map(|c| {
+                vec![
+                    term.cell(c.name.clone(), Some(Tone::Bad)),
+                    term.cell(c.scope.clone(), None),
+                    term.cell(format!("{} (threshold {})", c.count, c.threshold), None),
+                ]
+            })
+            .collect();
+        out.push_str(&term.table(&["THRESHOLD", "SCOPE", "COUNT"], &[1], rows));
+        for (name, n) in &s.thresholds_crossed {
+            let listed = s.thresholds.iter().filter(|c| &c.name == name).count() as u64;
+            if *n > listed {
+                out.push_str(&format!(
+                    "{name}: {} more not listed (the {listed} highest are)\n",
+                    n - listed
+                ));
+            }
+        }
+    }
+    if !open_breakers.is_empty() {
+        out.push_str(&format!(
+            "\n{}: {}\n",
+            term.paint(
+                &count(open_breakers.len() as u64, "open breaker", "open breakers"),
+                Tone::Bad
+            ),
+            open_breakers.join(", ")
+        ));
+    }
+    out
+}
+
+fn groups(s: &Summary, term: &Term, now: DateTime<Utc>) -> String {
+    let by = match s.by {
+        By::Agent => "AGENT",
+        By::Kind => "KIND",
+        By::Phase => "PHASE",
+        By::Category => "CATEGORY",
+    };
+    let durations = s.by == By::Agent
+        && s.groups
+            .iter()
+            .any(|g| g.durations.as_ref().is_some_and(|d| d.count > 0));
+    // Columns by what fits: every one from 160 columns, the 95th percentile and the runs past
+    // the timeout (seed 001's "are timeouts too tight?") from 110, the essentials below.
+    let wide = term.width >= 160;
+    let medium = durations && term.width >= 110;
+    let mut head = vec![by, "COUNT"];
+    if wide {
+        head.push("RETRIES");
+    }
+    head.push("RESOLVED");
+    if wide && durations {
+        head.extend(["P50", "P95", "MAX", "PAST TIMEOUT"]);
+    } else if medium {
+        head.extend(["P95", "PAST TIMEOUT"]);
+    }
+    head.extend(["KINDS", "LAST ERROR"]);
+    let wrap = [head.len() - 2, head.len() - 1];
+    // The last error's text gets what a narrow terminal leaves; comfy-table wraps the rest.
+    let detail_room = (term.width / 3).clamp(20, 100);
+    let ms = |v: Option<u64>| v.map_or("-".to_string(), human);
+    let mut rows = Vec::new();
+    for g in &s.groups {
+        let mut kinds: Vec<(&String, &u64)> = g.kinds.iter().collect();
+        kinds.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+        let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let resolved = format!("{:.0}%", g.resolution_rate * 100.0);
+        let tone = (g.resolution_rate < 0.5).then_some(Tone::Warn);
+        let mut row = vec![
+            term.cell(g.key.clone(), Some(Tone::Strong)),
+            term.number(g.count),
+        ];
+        if wide {
+            row.push(term.cell(
+                if g.retries.total == 0 {
+                    "0".to_string()
+                } else {
+                    format!("{} (max {})", g.retries.total, g.retries.max)
+                },
+                None,
+            ));
+        }
+        row.push(term.cell(resolved, tone));
+        if wide || medium {
+            let d = g.durations.clone().unwrap_or_default();
+            if wide && durations {
+                row.push(term.cell(ms(d.p50_ms), None));
+            }
+            row.push(term.cell(ms(d.p95_ms), None));
+            if wide && durations {
+                row.push(term.cell(ms(d.max_ms), None));
+            }
+            row.push(match d.timeout_ms {
+                Some(t) => term.cell(
+                    format!("{} (> {})", d.past_timeout, human(t)),
+                    (d.past_timeout > 0).then_some(Tone::Warn),
+                ),
+                None => term.cell("-", None),
+            });
+        }
+        row.push(term.cell(kinds.join(", "), None));
+        let last = &g.last_error;
+        let at = last
+            .timestamp
+            .as_deref()
+            .map(|t| when_text(t, now))
+            .unwrap_or_else(|| "-".into());
+        let detail = last
+            .detail
+            .as_deref()
+            .map(|d| cut(d, detail_room))
+            .unwrap_or_default();
+        row.push(term.cell(format!("{at} {detail}").trim_end().to_string(), None));
+        rows.push(row);
+    }
+    term.table(&head, &wrap, rows)
+}

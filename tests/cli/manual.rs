@@ -1,0 +1,209 @@
+//! The manual and completions as a user meets them: `install-links` puts the pages where
+//! `man` finds them through PATH, pages render with examples verbatim, `triage man` prints
+//! one, and the completion scripts work in bash, zsh and fish.
+
+use crate::common::Sandbox;
+use std::path::Path;
+use std::process::Command;
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn path_with(dir: &Path) -> std::ffi::OsString {
+    let mut paths = vec![dir.to_path_buf()];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(paths).unwrap()
+}
+
+#[test]
+fn install_links_puts_the_pages_where_man_finds_them() {
+    let s = Sandbox::new();
+    let bin = s.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let out = s
+        .cmd(&["install-links", bin.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pages = triage::man::pages();
+    assert_eq!(v["man_pages"], pages.len());
+    for p in &pages {
+        let installed = s
+            .path()
+            .join(format!("share/man/man{}/{}", p.section, p.file));
+        assert_eq!(std::fs::read_to_string(&installed).unwrap(), p.body);
+    }
+    if !have("man") {
+        eprintln!("skipped the man(1) lookup: man is not installed (apt-get install man-db)");
+        return;
+    }
+    for (page, file) in [
+        ("triage-classify", "man1/triage-classify.1"),
+        ("triage-breaker-check", "man1/triage-breaker-check.1"),
+        ("triage.toml", "man5/triage.toml.5"),
+    ] {
+        let out = Command::new("man")
+            .args(["-w", page])
+            .env_remove("MANPATH")
+            .env("PATH", path_with(&bin))
+            .output()
+            .unwrap();
+        let found = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            found.trim().ends_with(&format!("share/man/{file}")),
+            "man -w {page}: {found} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // Rendered at 80 columns, a long example stays on one line, as typed.
+    let out = Command::new("man")
+        .args([
+            "-l",
+            s.path()
+                .join("share/man/man1/triage-report.1")
+                .to_str()
+                .unwrap(),
+        ])
+        .env("MANWIDTH", "80")
+        .env("MAN_KEEP_FORMATTING", "0")
+        .env("LC_ALL", "C.UTF-8")
+        .output()
+        .unwrap();
+    // Bold and underline come as overstrikes (`X\bX`) without a terminal: keep the letters.
+    let mut text = String::new();
+    let raw = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut chars = raw.chars().peekable();
+    while let Some(c) = chars.next() {
+        if chars.peek() == Some(&'\u{8}') {
+            chars.next();
+            continue;
+        }
+        text.push(c);
+    }
+    assert!(
+        text.contains("triage report --workflow w1 --template pipeline-status --pipeline researcher,synthesizer,devils-advocate,fact-checker,editor"),
+        "{text}"
+    );
+    for section in [
+        "EXAMPLES",
+        "EXIT STATUS",
+        "ENVIRONMENT",
+        "FILES",
+        "SEE ALSO",
+    ] {
+        assert!(
+            text.contains(&format!("\n{section}\n")),
+            "{section} in\n{text}"
+        );
+    }
+}
+
+#[test]
+fn man_prints_one_page_or_names_them_all() {
+    let s = Sandbox::new();
+    let out = s.cmd(&["man", "breaker", "check"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with(".ie") || text.starts_with(".TH"), "{text}");
+    assert!(
+        text.contains(".TH \"triage\\-breaker\\-check\" 1"),
+        "{text}"
+    );
+    let out = s.cmd(&["man", "triage.toml"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains(".TH triage.toml 5 \"\" "));
+    s.cmd(&["man", "nope"])
+        .assert()
+        .code(64)
+        .stderr(predicates::str::contains(
+            "triage man: no page `triage-nope`",
+        ));
+    let dir = s.path().join("manroot");
+    s.cmd(&["man", "--install", dir.to_str().unwrap()])
+        .assert()
+        .code(0);
+    assert!(dir.join("man5/triage.toml.5").is_file());
+    assert!(dir.join("man1/triage-saga-begin.1").is_file());
+}
+
+fn completion(shell: &str) -> String {
+    let out = Sandbox::new()
+        .cmd(&["completions", shell])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{shell}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("errors") && text.contains("unresolved"),
+        "{shell}"
+    );
+    text
+}
+
+#[test]
+fn bash_completes_subcommands_and_flags() {
+    let script = completion("bash");
+    if !have("bash") {
+        eprintln!("skipped: bash is not installed");
+        return;
+    }
+    let s = Sandbox::new();
+    let file = s.write("triage.bash", &script);
+    let ask = |words: &str| {
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "source {}; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+                 COMP_LINE=\"{words}\"; COMP_POINT=${{#COMP_LINE}}; _triage triage; \
+                 printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+                file.display()
+            ))
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(
+        ask("triage rep").lines().any(|l| l == "report"),
+        "{}",
+        ask("triage rep")
+    );
+    assert!(ask("triage errors --unr")
+        .lines()
+        .any(|l| l == "--unresolved"));
+    assert!(ask("triage breaker ''").lines().any(|l| l == "check"));
+}
+
+#[test]
+fn zsh_and_fish_scripts_load() {
+    let s = Sandbox::new();
+    let zsh = s.write("_triage", completion("zsh"));
+    if have("zsh") {
+        let out = Command::new("zsh").arg("-n").arg(&zsh).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    } else {
+        eprintln!("skipped the zsh check: zsh is not installed");
+    }
+    let fish = s.write("triage.fish", completion("fish"));
+    if have("fish") {
+        let out = Command::new("fish")
+            .arg("-c")
+            .arg(format!(
+                "source {}; complete -C 'triage rep'",
+                fish.display()
+            ))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.lines().any(|l| l.starts_with("report")), "{text}");
+    } else {
+        eprintln!("skipped the fish check: fish is not installed");
+    }
+}

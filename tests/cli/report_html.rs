@@ -1,0 +1,421 @@
+//! `report --html`: the page's structure against a golden outline (tags, ids, roles, headers
+//! and how many marks each chart has — not its bytes), what makes it self-contained and
+//! accessible, its size whatever the log, hostile text, and a real render in headless
+//! Chromium: a screenshot that is not blank, in light and dark mode, with no console message.
+
+use crate::common::Sandbox;
+use crate::text_output::{fixture, NOW};
+use regex::Regex;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn page(s: &Sandbox, args: &[&str]) -> String {
+    let mut all = vec!["report", "--html", "-"];
+    all.extend_from_slice(args);
+    let out = s
+        .cmd(&all)
+        .env("TRIAGE_NOW", NOW)
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The page's outline: landmark, heading, figure, chart and table elements with their id,
+/// class, role and aria attributes, the text of table headers and figure captions' first
+/// word; inside a chart or a table body, only how many of each element it holds.
+fn outline(html: &str) -> String {
+    let tag = Regex::new(r#"<(/?)([a-zA-Z][a-zA-Z0-9]*)((?:[^>"]|"[^"]*")*?)(/?)>"#).unwrap();
+    let attr = Regex::new(r#"\b(id|class|role|aria-[a-z]+|lang)="([^"]*)""#).unwrap();
+    let what = Regex::new(r#"(name|http-equiv|charset)="?([^" >]*)"#).unwrap();
+    let kept = [
+        "html",
+        "head",
+        "body",
+        "header",
+        "main",
+        "footer",
+        "section",
+        "h1",
+        "h2",
+        "h3",
+        "figure",
+        "figcaption",
+        "svg",
+        "table",
+        "thead",
+        "th",
+        "tbody",
+        "ul",
+        "p",
+        "style",
+        "meta",
+    ];
+    let void = ["meta", "link", "br", "img", "input"];
+    let mut out = String::new();
+    let mut depth = 0usize;
+    let mut counting: Option<(String, BTreeMap<String, usize>, usize)> = None;
+    for m in tag.captures_iter(html) {
+        let closing = &m[1] == "/";
+        let name = m[2].to_ascii_lowercase();
+        let selfclosing = &m[4] == "/" || void.contains(&name.as_str());
+        if let Some((inside, counts, nested)) = counting.as_mut() {
+            if name == *inside {
+                if closing && *nested == 0 {
+                    let list: Vec<String> =
+                        counts.iter().map(|(k, n)| format!("{k}×{n}")).collect();
+                    out.push_str(&format!("{}[{}]\n", "  ".repeat(depth), list.join(", ")));
+                    counting = None;
+                    depth -= 1;
+                    out.push_str(&format!("{}/{name}\n", "  ".repeat(depth)));
+                } else if closing {
+                    *nested -= 1;
+                } else {
+                    *nested += 1;
+                }
+                continue;
+            }
+            if !closing {
+                *counts.entry(name).or_default() += 1;
+            }
+            continue;
+        }
+        if !kept.contains(&name.as_str()) {
+            continue;
+        }
+        if closing {
+            depth = depth.saturating_sub(1);
+            continue;
+        }
+        let attrs: Vec<String> = attr
+            .captures_iter(&m[3])
+            .map(|a| format!("{}={}", &a[1], &a[2]))
+            .collect();
+        let mut line = format!("{}{name}", "  ".repeat(depth));
+        if !attrs.is_empty() {
+            line.push(' ');
+            line.push_str(&attrs.join(" "));
+        }
+        if name == "th" {
+            let end = m.get(0).unwrap().end();
+            let text = html[end..].split('<').next().unwrap_or("");
+            line.push_str(&format!(" \"{text}\""));
+        }
+        if name == "meta" {
+            if let Some(w) = what.captures(&m[3]) {
+                line.push_str(&format!(" {}={}", &w[1], &w[2]));
+            }
+        }
+        out.push_str(&line);
+        out.push('\n');
+        if selfclosing {
+            continue;
+        }
+        depth += 1;
+        if name == "svg" || name == "tbody" {
+            counting = Some((name, BTreeMap::new(), 0));
+        }
+    }
+    out
+}
+
+#[test]
+fn html_structure_matches_the_golden_outline() {
+    let s = fixture();
+    let html = page(&s, &[]);
+    insta::assert_snapshot!("report_html_outline", outline(&html));
+}
+
+#[test]
+fn html_is_self_contained_accessible_and_follows_the_colour_scheme() {
+    let s = fixture();
+    let html = page(&s, &[]);
+    for banned in [
+        "<script", "src=", "href=", "http://", "https://", "@import", "url(",
+    ] {
+        assert!(
+            !html.contains(banned),
+            "the page must load nothing: {banned}"
+        );
+    }
+    assert!(html.contains(r#"http-equiv="Content-Security-Policy" content="default-src 'none'"#));
+    assert!(html.contains("prefers-color-scheme:dark"));
+    assert!(html.contains(r#"name="color-scheme" content="light dark""#));
+    // Every chart is an image with a title and a description.
+    let svgs = html.matches("<svg ").count();
+    assert!(svgs >= 7, "{svgs} charts");
+    assert_eq!(html.matches(r#"role="img""#).count(), svgs);
+    assert_eq!(html.matches("<title id=").count(), svgs);
+    assert_eq!(html.matches("<desc id=").count(), svgs);
+    let ids: Vec<&str> = Regex::new(r#"\bid="([^"]+)""#)
+        .unwrap()
+        .captures_iter(&html)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    let unique: std::collections::BTreeSet<&&str> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len(), "ids are unique");
+    // The written summary says what the charts show.
+    let summary = html
+        .split("<div class=\"summary\"><p>")
+        .nth(1)
+        .and_then(|r| r.split("</p>").next())
+        .unwrap();
+    for part in [
+        "60 error records in 4 sessions and 2 workflows",
+        "The agent that fails most is",
+        "In the last 24 hours:",
+        "Not closed: 2 breakers — researcher (open), statistician-consultant (forced-open).",
+        "thresholds crossed: cascade ×2, session_failure_threshold ×4",
+        "59 unresolved",
+    ] {
+        assert!(summary.contains(part), "{part:?} in {summary}");
+    }
+    // Unresolved errors carry the ids `--resolve` takes.
+    let newest = crate::text_output::fixture_log(60);
+    let last_id = newest
+        .lines()
+        .rev()
+        .nth(1)
+        .and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| v["error_id"].as_str().unwrap().to_string())
+        .unwrap();
+    let unresolved = html.split("id=\"unresolved\"").nth(1).unwrap();
+    assert!(
+        !unresolved.contains(&last_id),
+        "the resolved record is not listed"
+    );
+    assert!(
+        unresolved.matches("<code>err-").count() == 50,
+        "the newest 50"
+    );
+}
+
+#[test]
+fn html_to_a_file_answers_in_json() {
+    let s = fixture();
+    let out = s
+        .cmd(&["report", "--html", "out/page.html", "--agent", "researcher"])
+        .env("TRIAGE_NOW", NOW)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["records"], 12);
+    assert_eq!(v["filter"]["agent"], "researcher");
+    let html = std::fs::read_to_string(s.path().join("out/page.html")).unwrap();
+    assert_eq!(v["bytes"], html.len());
+    assert!(html.contains("agent researcher"));
+}
+
+#[test]
+fn hostile_text_stays_text() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.root().join("logs")).unwrap();
+    let evil = r#"<script>alert(1)</script><img src=x onerror=alert(2)>"#;
+    let line = serde_json::json!({"error_id": evil, "timestamp": NOW, "agent": evil,
+        "kind": evil, "detail": evil, "severity": "\" onmouseover=\"x", "duration_ms": 5});
+    std::fs::write(s.root().join("logs/errors.jsonl"), format!("{line}\n")).unwrap();
+    let html = page(&s, &[]);
+    assert!(
+        !html.contains("<script") && !html.contains("<img"),
+        "{html}"
+    );
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(!html.contains("\" onmouseover"));
+}
+
+#[test]
+fn html_stays_small_whatever_the_log_holds() {
+    // Many agents, kinds, texts, breakers and a long span: every list and chart is capped.
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.root().join("logs")).unwrap();
+    let mut log = String::new();
+    for i in 0..10_000u64 {
+        let line = serde_json::json!({
+            "error_id": format!("err-{i:08}"),
+            "timestamp": chrono::DateTime::from_timestamp(1_700_000_000 + i as i64 * 997, 0).unwrap().to_rfc3339(),
+            "session_id": format!("s{}", i % 2500),
+            "workflow_id": format!("w{}", i % 1000),
+            "phase": i % 7,
+            "agent": format!("agent-{}", i % 2500),
+            "kind": format!("kind-{}", i % 90),
+            "detail": format!("a distinct error text number {i} {}", "x".repeat(200)),
+            "duration_ms": i * 37 % 10_000_000,
+        });
+        log.push_str(&line.to_string());
+        log.push('\n');
+    }
+    std::fs::write(s.root().join("logs/errors.jsonl"), log).unwrap();
+    let mut events = String::new();
+    for i in 0..20_000u64 {
+        let e = serde_json::json!({"key": format!("tool-{}", i % 400),
+            "from": "closed", "to": if i % 2 == 0 { "open" } else { "closed" },
+            "at": chrono::DateTime::from_timestamp(1_700_000_000 + i as i64 * 60, 0).unwrap().to_rfc3339(),
+            "reason": "x", "generation": i});
+        events.push_str(&e.to_string());
+        events.push('\n');
+    }
+    std::fs::write(s.root().join("logs/breaker-events.jsonl"), events).unwrap();
+    let html = page(&s, &[]);
+    assert!(html.len() < 1_000_000, "{} bytes", html.len());
+    // 2000 agents are told apart, the rest share one slot; 8 get charts of their own.
+    assert!(html.contains("1993 other agents"), "agents capped");
+    assert!(html.contains("370 more not drawn"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The real browser.
+
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TRIAGE_TEST_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+/// Renders `page` in headless Chromium: the screenshot, and every console message.
+fn render(browser: &Path, page: &Path, png: &Path, dark: bool, size: &str) -> Vec<String> {
+    let profile = tempfile::tempdir().unwrap();
+    let mut c = Command::new(browser);
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+        "--enable-logging=stderr",
+        "--v=0",
+    ])
+    .arg(format!("--user-data-dir={}", profile.path().display()))
+    .arg(format!("--window-size={size}"))
+    .arg(format!("--screenshot={}", png.display()));
+    if dark {
+        c.arg("--force-dark-mode");
+    }
+    c.arg(format!("file://{}", page.display()));
+    let out = c.output().unwrap();
+    assert!(
+        png.exists(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The page's console messages (errors, CSP refusals) as Chromium logs them.
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Distinct colours, the share of pixels unlike the top-left one, and mean brightness.
+fn look(png_path: &Path) -> (usize, f64, f64) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(png_path).unwrap(),
+    ));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let px: Vec<&[u8]> = buf[..info.buffer_size()]
+        .chunks(channels)
+        .map(|p| &p[..3.min(p.len())])
+        .collect();
+    let bg = px[0];
+    let colours: std::collections::HashSet<&[u8]> = px.iter().copied().collect();
+    let differ = px.iter().filter(|p| **p != bg).count() as f64 / px.len() as f64;
+    let bright = px
+        .iter()
+        .map(|p| p.iter().map(|v| f64::from(*v)).sum::<f64>() / 3.0)
+        .sum::<f64>()
+        / px.len() as f64;
+    (colours.len(), differ, bright)
+}
+
+#[test]
+fn renders_in_headless_chromium_without_console_messages() {
+    let Some(browser) = chromium() else {
+        if std::env::var_os("TRIAGE_REQUIRE_CHROMIUM").is_some() {
+            panic!("TRIAGE_REQUIRE_CHROMIUM is set but chromium is not installed");
+        }
+        eprintln!("skipped: chromium is not installed (.ci/run installs Debian's chromium)");
+        return;
+    };
+    let s = fixture();
+    let html = page(&s, &[]);
+    let file = s.path().join("page.html");
+    std::fs::write(&file, &html).unwrap();
+    // The console check sees what it must: a broken script and a refused load are reported.
+    let control = s.path().join("control.html");
+    std::fs::write(
+        &control,
+        "<!DOCTYPE html><html><head><meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'\"></head>\
+         <body><p>x</p><div style=\"background:url(http://example.invalid/a.png)\">y</div><script>console.error('boom'); nope();</script></body></html>",
+    )
+    .unwrap();
+    let messages = render(
+        &browser,
+        &control,
+        &s.path().join("control.png"),
+        false,
+        "400,300",
+    );
+    assert!(
+        messages.iter().any(|m| m.contains("boom"))
+            && messages.iter().any(|m| m.contains("nope is not defined"))
+            && messages
+                .iter()
+                .any(|m| m.contains("Content Security Policy")),
+        "the control page's errors were not seen: {messages:?}"
+    );
+    let light = s.path().join("light.png");
+    let messages = render(&browser, &file, &light, false, "1100,1500");
+    assert!(messages.is_empty(), "console: {messages:?}");
+    let (colours, differ, light_bright) = look(&light);
+    assert!(colours > 30, "{colours} colours: blank?");
+    assert!(
+        differ > 0.03,
+        "{differ} of pixels differ from the background"
+    );
+    let dark = s.path().join("dark.png");
+    let messages = render(&browser, &file, &dark, true, "1100,1500");
+    assert!(messages.is_empty(), "console (dark): {messages:?}");
+    let (colours, differ, dark_bright) = look(&dark);
+    assert!(
+        colours > 30 && differ > 0.03,
+        "dark: {colours} colours, {differ}"
+    );
+    assert!(
+        dark_bright < light_bright / 2.0,
+        "dark mode is dark: {dark_bright} vs {light_bright}"
+    );
+    if std::env::var_os("UPDATE_DOCS").is_some() {
+        let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("docs");
+        std::fs::create_dir_all(&docs).unwrap();
+        render(
+            &browser,
+            &file,
+            &docs.join("report.png"),
+            false,
+            "1100,1900",
+        );
+    }
+}
