@@ -13,7 +13,7 @@
 //! writes a line of megabytes.
 
 use crate::context::Context;
-use crate::error_record::{self, Counters, ErrorRecord, LogLine};
+use crate::error_record::{self, Counters, ErrorRecord, LogLine, Resolution, ResolutionLine};
 use crate::exit::Failure;
 use crate::store::{self, Lock, StoreError};
 use serde_json::Value;
@@ -105,31 +105,181 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
         None => error_record::unique_error_id(millis, random()),
     };
     let log = log_path(root);
-    store::append_line_locked(&log, &with_id(&rec.error_id))?;
-    let phase = rec.phase.as_ref().map(ToString::to_string);
-    counters.count(&error_record::Keys {
-        session: rec.session_id.as_deref(),
-        workflow: rec.workflow_id.as_deref(),
-        phase: phase.as_deref(),
-        agent: rec.agent.as_deref(),
-    });
+    let line = with_id(&rec.error_id);
+    let at = counters.log_len;
+    store::append_line_locked(&log, &line)?;
+    count(&mut counters, at, &line);
     save_counters(cx, root, &mut counters);
     drop(lock);
     Ok(Written::Logged(counters))
 }
 
-/// Appends a line that is not an error record (a resolution) under the lock, keeping the
-/// counters up to date. A busy lock is an error here: the caller is a person who can retry.
-pub fn append_other(cx: &Context, root: &Path, line: &[u8]) -> Result<(), Failure> {
+/// Appends resolution lines under the log's lock, keeping the counters up to date. The caller
+/// scanned the log without the lock up to byte `scanned` (see [`scan`]): `catch_up` is shown
+/// every line appended since, then `lines` says what to append, knowing the counters. A busy
+/// lock is an error here: the caller is a person who can retry, or a success that leaves the
+/// failures open for the next one.
+pub fn append_resolutions(
+    cx: &Context,
+    root: &Path,
+    scanned: Option<u64>,
+    mut catch_up: impl FnMut(&[u8]),
+    lines: impl FnOnce(&Counters) -> Result<Vec<ResolutionLine>, Failure>,
+) -> Result<Vec<ResolutionLine>, Failure> {
     store::ensure_dir(&root.join("logs"))?;
     let (lock, mut counters) = lock_with_counters(cx, root)?.map_err(Failure::from)?;
-    store::append_line_locked(&log_path(root), line)?;
-    if let Some(l) = LogLine::parse(line) {
-        counters.count_line(&l);
+    let log = log_path(root);
+    if let Some(from) = scanned {
+        // A log replaced since the scan (a prune) is read whole again.
+        let from = if store::file_len(&log)?.unwrap_or(0) < from {
+            0
+        } else {
+            from
+        };
+        store::read_jsonl_from(&log, from, |bytes| {
+            catch_up(bytes);
+            true
+        })?;
     }
-    save_counters(cx, root, &mut counters);
+    let lines = lines(&counters)?;
+    for l in &lines {
+        let mut value = serde_json::to_value(l)
+            .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
+        error_record::fit(&mut value, MAX_RECORD);
+        let bytes = serde_json::to_vec(&value)
+            .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
+        let at = counters.log_len;
+        store::append_line_locked(&log, &bytes)?;
+        count(&mut counters, at, &bytes);
+        counters.log_len = store::file_len(&log)?.unwrap_or(0);
+    }
+    if !lines.is_empty() {
+        save_counters(cx, root, &mut counters);
+    }
     drop(lock);
-    Ok(())
+    Ok(lines)
+}
+
+/// A success, and what it resolves.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Recovery<'a> {
+    /// The workflow, else the session.
+    pub scope: &'a str,
+    /// The agent, or a work item's own breaker key.
+    pub unit: &'a str,
+    /// What succeeded: `run`, `hook PostToolUse`, …
+    pub by: &'a str,
+    /// Only failures recorded up to this record (and it).
+    pub upto: Option<&'a str>,
+    /// When the successful call started: only failures recorded by then are its to resolve.
+    /// A call that was already running when another failed (a parallel sibling of the same
+    /// agent) says nothing about that failure.
+    pub started: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// A success of `r.unit` in `r.scope` at the context's time: every open failure of that unit
+/// there (recorded before the successful call started) is resolved (`recovered_by_retry`,
+/// automatic), one resolution line each, and so is every interrupt of it not resolved yet
+/// (the resume worked).
+///
+/// Cheap when there is nothing to resolve: the saved counters are read without the lock, and
+/// the lock is taken only when they are stale or count open failures of the unit. Under it,
+/// only the log from the unit's oldest open failure on is read.
+pub fn recover(cx: &Context, root: &Path, r: Recovery) -> Result<Vec<ResolutionLine>, Failure> {
+    let Recovery {
+        scope,
+        unit,
+        by,
+        upto,
+        started,
+    } = r;
+    let log = log_path(root);
+    let Some(stamp) = store::stamp(&log)? else {
+        return Ok(Vec::new());
+    };
+    // Read without the lock, a cache may be caught half-written: it then does not parse, and
+    // the lock decides. Only its stamp is parsed: a unit whose name appears nowhere in it has
+    // nothing open (the common case, a success with no failure before it).
+    if let Ok(Some(bytes)) = store::read_optional(&counters_path(root)) {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            version: u32,
+            log_len: u64,
+            log_ino: u64,
+        }
+        let current = serde_json::from_slice::<Head>(&bytes).is_ok_and(|h| {
+            h.version == error_record::COUNTERS_VERSION
+                && h.log_len == stamp.len
+                && h.log_ino == stamp.ino
+        });
+        let name = serde_json::to_vec(unit).unwrap_or_default();
+        let named = memchr::memmem::find(&bytes, &name).is_some();
+        if current && !named && pending(root)?.is_empty() {
+            return Ok(Vec::new());
+        }
+    }
+    let at = cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    append_resolutions(
+        cx,
+        root,
+        None,
+        |_| {},
+        |c| {
+            let Some(since) = c.unresolved_since(scope, unit) else {
+                return Ok(Vec::new());
+            };
+            let mut open: Vec<ResolutionLine> = Vec::new();
+            let mut past = false;
+            store::read_jsonl_at(&log, since, |_, bytes| {
+                let Some(l) = LogLine::parse(bytes) else {
+                    return false;
+                };
+                let keys = error_record::Keys::of_line(&l, None);
+                if keys.scope() != scope || l.unit() != Some(unit) {
+                    return true;
+                }
+                let interrupt = l.is_interrupt() && l.error_id.is_some() && !l.is_resolution();
+                let before = match (started, l.timestamp.as_deref()) {
+                    (None, _) => true,
+                    (Some(s), Some(t)) => chrono::DateTime::parse_from_rfc3339(t)
+                        .is_ok_and(|t| t.with_timezone(&chrono::Utc) <= s),
+                    (Some(_), None) => false,
+                };
+                if (l.opens() || interrupt) && !past && before {
+                    past = upto.is_some() && l.error_id.as_deref() == upto;
+                    let recovered = Resolution {
+                        action_taken: Some("recovered_by_retry".into()),
+                        successful: Some(true),
+                        user_choice: None,
+                        automatic: true,
+                    };
+                    if let Some(mut line) = ResolutionLine::of(&l, &at, recovered) {
+                        line.by = Some(by.to_string());
+                        open.push(line);
+                    }
+                } else if l.is_resolution() && !l.resolution.as_ref().is_some_and(|r| r.failed()) {
+                    if let Some(id) = l.resolves.as_deref() {
+                        open.retain(|o| o.resolves != id);
+                    }
+                }
+                true
+            })?;
+            Ok(open)
+        },
+    )
+}
+
+/// Reads the whole log without the lock (then the spooled records), for a caller that will
+/// append under it with [`append_resolutions`]; returns the byte the log was read up to.
+pub fn scan(root: &Path, mut visit: impl FnMut(&[u8])) -> Result<u64, Failure> {
+    let (_, end) = store::read_jsonl_from(&log_path(root), 0, |bytes| {
+        visit(bytes);
+        true
+    })?;
+    for (_, bytes) in pending(root)? {
+        visit(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
+    }
+    Ok(end.map_or(0, |(_, e)| e))
 }
 
 /// Brings the counters up to date with the log and saves them (after a prune replaced it),
@@ -198,11 +348,12 @@ fn lock_with_counters(
             Err(e) => return Err(e.into()),
         };
         let cached = read_counters(cx, root)?;
+        let cached_seq = cached.as_ref().map_or(0, |c| c.seq);
         let stamp = store::stamp(&log)?.unwrap_or_default();
         // The third round, after the log was replaced twice under the scans, counts under
         // the lock: rare, and better than never writing.
         let max = if round == 2 { u64::MAX } else { CATCH_UP_MAX };
-        for base in [cached.clone(), scanned.take()].into_iter().flatten() {
+        for base in [cached, scanned.take()].into_iter().flatten() {
             if let Some(mut c) = catch_up(&log, base, stamp, max)? {
                 // The spool is a courtesy to earlier writers: its trouble never stops this one.
                 if let Err(f) = fold_pending(cx, root, &mut c) {
@@ -213,12 +364,12 @@ fn lock_with_counters(
         }
         drop(lock);
         let mut fresh = Counters::new();
-        let (_, end) = store::read_jsonl_from(&log, 0, |bytes| count(&mut fresh, bytes))?;
+        let (_, end) = store::read_jsonl_at(&log, 0, |at, bytes| count(&mut fresh, at, bytes))?;
         let (s, end) = end.unwrap_or_default();
         fresh.log_len = end;
         fresh.log_ino = s.ino;
         // Never hand out a sequence number twice, even if the log was cut back or pruned.
-        fresh.seq = fresh.seq.max(cached.map_or(0, |c| c.seq));
+        fresh.seq = fresh.seq.max(cached_seq);
         scanned = Some(fresh);
     }
     Err(Failure::io(format!(
@@ -227,10 +378,10 @@ fn lock_with_counters(
     )))
 }
 
-fn count(c: &mut Counters, bytes: &[u8]) -> bool {
+fn count(c: &mut Counters, at: u64, bytes: &[u8]) -> bool {
     match LogLine::parse(bytes) {
         Some(line) => {
-            c.count_line(&line);
+            c.count_line(&line, at);
             true
         }
         None => false,
@@ -259,7 +410,8 @@ fn catch_up(
     if stamp.len - base.log_len > max {
         return Ok(None);
     }
-    let (_, end) = store::read_jsonl_from(log, base.log_len, |bytes| count(&mut base, bytes))?;
+    let (_, end) =
+        store::read_jsonl_at(log, base.log_len, |at, bytes| count(&mut base, at, bytes))?;
     if let Some((s, end)) = end {
         if s.ino != stamp.ino {
             return Ok(None);
@@ -287,9 +439,10 @@ fn fold_pending(cx: &Context, root: &Path, c: &mut Counters) -> Result<(), Failu
             }
             continue;
         }
+        let at = c.log_len;
         store::append_line_locked(&log, line)?;
         c.log_len = store::file_len(&log)?.unwrap_or(0);
-        count(c, line);
+        count(c, at, line);
         store::remove(&path)?;
     }
     Ok(())

@@ -136,6 +136,15 @@ impl Payload {
         Some(texts.join("\n"))
     }
 
+    /// The subagent's id in a subagent tool's `tool_response` (`agentId`): the `agent_id` its
+    /// own hooks and its SubagentStop carry.
+    pub fn response_agent_id(&self) -> Option<&str> {
+        self.tool_response()
+            .get("agentId")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    }
+
     /// True when a subagent was launched in the background and has no output yet.
     pub fn is_async_launched(&self) -> bool {
         self.tool_response().get("status").and_then(Value::as_str) == Some("async_launched")

@@ -20,7 +20,30 @@ pub const EVENTS: &[(&str, Option<&str>)] = &[
 /// waits are bounded by `TRIAGE_LOCK_TIMEOUT`, so this only guards against a wedged machine.
 pub const HOOK_TIMEOUT_S: u64 = 30;
 
-/// The shell command that runs `triage hook` with the binary at `exe`.
+/// The command `triage init` writes: `triage` as every teammate's PATH finds it (the shared
+/// `.claude/settings.json` is committed, so no installer's path belongs in it), failing open
+/// like `hooks/scripts/triage-hook.sh` when it is missing: stdin is drained (Claude Code never
+/// gets EPIPE), a note goes to stderr (Claude Code's debug log only) and the status is 0, so a
+/// teammate without triage is never blocked.
+pub const HOOK_COMMAND: &str = "command -v triage >/dev/null 2>&1 && exec triage hook; cat >/dev/null; echo 'triage: not found on PATH; hook skipped' >&2";
+
+/// What StopFailure's command starts with. Claude Code sends StopFailure as `-p` exits and
+/// sends the hook SIGTERM when it does, 20 to 80 ms after starting it (2.1.330); a kill that
+/// comes while the binary is still loading loses the record. Ignored signals stay ignored
+/// across `exec`, so the record (bounded by its own 25 ms lock deadline) is always finished.
+pub const STOP_FAILURE_PREFIX: &str = "trap '' TERM HUP; ";
+
+/// The command installed for `event`: StopFailure's ignores the client's exit signals.
+pub fn event_command(event: &str, command: &str) -> String {
+    if event == "StopFailure" {
+        format!("{STOP_FAILURE_PREFIX}{command}")
+    } else {
+        command.to_string()
+    }
+}
+
+/// The shell command that runs `triage hook` with the binary at `exe` (the form earlier
+/// versions wrote; still recognised as triage's).
 pub fn hook_command(exe: &str) -> String {
     format!("{} hook", shell_quote(exe))
 }
@@ -43,6 +66,10 @@ pub fn is_ours(handler: &Value) -> bool {
     let Some(cmd) = handler.get("command").and_then(Value::as_str) else {
         return false;
     };
+    let cmd = cmd.strip_prefix(STOP_FAILURE_PREFIX).unwrap_or(cmd);
+    if cmd == HOOK_COMMAND {
+        return true;
+    }
     let Some(program) = cmd.strip_suffix(" hook") else {
         return false;
     };
@@ -87,6 +114,8 @@ pub fn install(settings: &Value, command: &str) -> Result<(Value, Change), Strin
         let groups = groups
             .as_array_mut()
             .ok_or_else(|| format!("settings.json has `hooks.{event}` that is not an array"))?;
+        let command = event_command(event, command);
+        let command = command.as_str();
         if has_exact(groups, *matcher, command) {
             continue;
         }
@@ -179,14 +208,37 @@ fn remove_ours(groups: &mut Vec<Value>) -> bool {
     removed
 }
 
-/// Serializes settings the way Claude Code and most editors write them: two-space indent,
-/// keys in their original order, with a final newline when the original had one.
-pub fn render(settings: &Value, final_newline: bool) -> String {
-    let mut s = serde_json::to_string_pretty(settings).unwrap_or_else(|_| "{}".into());
+/// The indentation a settings file is written with: the whitespace before its first indented
+/// line (two spaces when it has none, as Claude Code writes).
+pub fn indent_of(text: &str) -> String {
+    text.lines()
+        .skip(1)
+        .map(|l| &l[..l.len() - l.trim_start_matches([' ', '\t']).len()])
+        .find(|w| !w.is_empty())
+        .unwrap_or("  ")
+        .to_string()
+}
+
+/// Serializes settings with the file's own indentation, keys in their original order, with a
+/// final newline when the original had one.
+pub fn render_with(settings: &Value, indent: &str, final_newline: bool) -> String {
+    use serde::Serialize;
+    let mut out = Vec::new();
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, formatter);
+    let mut s = match settings.serialize(&mut ser) {
+        Ok(()) => String::from_utf8(out).unwrap_or_else(|_| "{}".into()),
+        Err(_) => "{}".into(),
+    };
     if final_newline {
         s.push('\n');
     }
     s
+}
+
+/// [`render_with`] a two-space indent, as Claude Code writes a new file.
+pub fn render(settings: &Value, final_newline: bool) -> String {
+    render_with(settings, "  ", final_newline)
 }
 
 #[cfg(test)]
@@ -285,6 +337,49 @@ mod tests {
         assert!(!is_ours(&h("/bin/nottriage hook")));
         assert!(!is_ours(&h("triage hook --extra")));
         assert!(!is_ours(&json!({"type": "http"})));
+    }
+
+    #[test]
+    fn the_files_own_indentation_is_kept() {
+        assert_eq!(indent_of("{\n    \"a\": 1\n}\n"), "    ");
+        assert_eq!(indent_of("{\n\t\"a\": [\n\t\t1\n\t]\n}"), "\t");
+        assert_eq!(indent_of("{\"a\": 1}"), "  ");
+        let v = json!({"a": {"b": 1}});
+        assert_eq!(
+            render_with(&v, "    ", true),
+            "{\n    \"a\": {\n        \"b\": 1\n    }\n}\n"
+        );
+        assert_eq!(render(&v, false), serde_json::to_string_pretty(&v).unwrap());
+    }
+
+    #[test]
+    fn the_path_command_is_ours_and_fails_open() {
+        assert!(is_ours(&json!({"command": HOOK_COMMAND})));
+        let stop_failure = event_command("StopFailure", HOOK_COMMAND);
+        assert!(stop_failure.starts_with("trap '' TERM HUP; "));
+        assert!(is_ours(&json!({"command": stop_failure})));
+        assert!(is_ours(
+            &json!({"command": event_command("StopFailure", CMD)})
+        ));
+        // A PATH with the shell's tools and no triage.
+        let path = "/usr/bin:/bin";
+        let found = std::process::Command::new("sh")
+            .args(["-c", "command -v triage"])
+            .env("PATH", path)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if found {
+            return;
+        }
+        let out = std::process::Command::new("sh")
+            .args(["-c", HOOK_COMMAND])
+            .env("PATH", path)
+            .stdin(std::process::Stdio::null())
+            .output();
+        if let Ok(out) = out {
+            assert_eq!(out.status.code(), Some(0));
+            assert!(String::from_utf8_lossy(&out.stderr).contains("not found on PATH"));
+        }
     }
 
     #[test]

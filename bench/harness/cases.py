@@ -62,6 +62,7 @@ def single_cases(x):
     t, b, i = x.triage, x.baselines, x.inputs
     bash, py, jq = x.bash, x.python, x.jq
     failure, pre, post = i + "/post-tool-use-failure.json", i + "/pre-tool-use.json", i + "/post-tool-use.json"
+    stop_failure = i + "/stop-failure.json"
     out20k = x.generated + "/output-20k.json"
 
     def floor_and_jq(stdin):
@@ -113,6 +114,11 @@ def single_cases(x):
                                quiet_or(lambda v: v.get("decision") != "block", "no block"))]
              + floor_and_jq(post)
              + [Variant("bash+jq+flock hook-post.sh", "bash", [bash, b + "/hook-post.sh"], post)]),
+        # Claude Code kills a StopFailure hook about 60 ms after it starts (it is exiting).
+        Case("hook-stop-failure", "hook: StopFailure (classify an API 529, append the record)", "hook",
+             variants=[Variant("triage hook", "triage", [t, "hook"], stop_failure,
+                               lambda out: None if not out.strip() else "printed %r" % out[:200])]
+             + floor_and_jq(stop_failure)),
         Case("state-update", "state-write --update '.n += 1' (atomic, fsync, .bak)", "state-write",
              variants=[Variant("triage state-write --update", "triage",
                                [t, "state-write", "st.json", "--update", ".n += 1"], None,

@@ -1,5 +1,8 @@
 //! Seed 000's "Template 4: Circuit Breaker Open", filled in from a breaker's facts. It is the
 //! reason a PreToolUse hook gives when it denies a call, so the agent (and its user) can act.
+//! The text states the facts and the options; the seed's `Enter choice [A/B/C]:` line is a
+//! question for a person at a terminal ([`PROMPT`]), never sent to a model that nothing reads
+//! an answer from.
 
 use crate::duration::Dur;
 use std::time::Duration;
@@ -21,7 +24,10 @@ pub struct CircuitOpen<'a> {
     pub retry_after_s: Option<u64>,
 }
 
-/// The message, in the seed's words and layout.
+/// The seed's prompt line, for a person at a terminal.
+pub const PROMPT: &str = "Enter choice [A/B/C]:";
+
+/// The message, in the seed's words and layout, without the prompt line.
 pub fn circuit_open(f: &CircuitOpen) -> String {
     let since = match f.since_last_success_s {
         Some(s) => format!("{} ago", Dur(Duration::from_secs(s))),
@@ -51,8 +57,7 @@ pub fn circuit_open(f: &CircuitOpen) -> String {
          Options:\n  \
          (A) {wait}\n  \
          (B) Skip this agent for this session\n  \
-         (C) Abort workflow\n\n\
-         Enter choice [A/B/C]:",
+         (C) Abort workflow",
         agent = f.agent,
         failures = f.failures,
         last = f.last_error.unwrap_or("none recorded"),

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 mod files;
 mod hook;
 pub use files::expand;
-pub use hook::judge_hook;
+pub use hook::{judge_hook, judge_stop, Final, Judged};
 
 /// Arguments of `triage check-output`.
 #[derive(clap::Args, Debug, Default)]

@@ -3,14 +3,20 @@
 //! or with nothing:
 //!
 //! - `PreToolUse`: the breaker gate for the subagent tool and for tools the policy names in
-//!   `[breaker.<tool>]`; denies with Template 4 when open, else remembers when the call started.
-//! - `PostToolUse`: for a guarded tool, checks the subagent's output, records a `timeout` error
-//!   when it ran past its configured timeout, and records the call's outcome on the breaker.
-//! - `PostToolUseFailure`: classifies, records the error, records a breaker failure, and tells
-//!   the model the advised next step.
-//! - `SubagentStop`, `Stop`: the output checks with the loop guard (`check-output`).
-//! - `StopFailure`: classifies and records (Claude Code ignores its output).
-//! - `SessionStart`: names open breakers and unresolved errors of earlier sessions.
+//!   `[breaker.<tool>]`; denies with Template 4 when open, else remembers when the call started
+//!   and the probe ticket it was given.
+//! - `PostToolUse`: completes a guarded call (error record, `timeout` past its configured
+//!   timeout, outcome on the breaker with its ticket). A subagent call meets its SubagentStop by
+//!   `agentId` (see `session`): in the background (`async_launched`) it leaves the call for
+//!   SubagentStop; in the foreground it takes SubagentStop's verdict and tells the parent.
+//! - `PostToolUseFailure`: classifies, records the error (once: a subagent SubagentStop already
+//!   recorded is not recorded again), records a breaker failure, and tells the model the
+//!   advised next step.
+//! - `SubagentStop`, `Stop`: the output checks with the loop guard (`check-output`); a
+//!   background subagent's call is completed at its SubagentStop, the only place its end is seen.
+//! - `StopFailure`: classifies and records, within a deadline, through the client's exit signal.
+//! - `SessionStart`: names breakers that are not closed (what a call gets now) and unresolved
+//!   errors of earlier sessions.
 //!
 //! It never blocks by accident: any failure is traced to `logs/triage.log` (and stderr, which
 //! Claude Code only shows in its debug log) and the hook exits 0 with nothing on stdout.
@@ -35,7 +41,7 @@ use serde_json::{json, Value};
     (or prints nothing). It always exits 0: a failure is traced to <root>/logs/triage.log.\n\n\
     Examples:\n  \
     # in .claude/settings.json (written by `triage init`):\n  \
-    {\"type\": \"command\", \"command\": \"/usr/local/bin/triage hook\"}\n  \
+    {\"type\": \"command\", \"command\": \"command -v triage >/dev/null 2>&1 && exec triage hook; ...\"}\n  \
     echo '{\"hook_event_name\":\"PreToolUse\",\"session_id\":\"s1\",\"tool_name\":\"Agent\",\"tool_input\":{\"subagent_type\":\"researcher\"}}' | triage hook"
 )]
 pub struct Args {
@@ -67,6 +73,9 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         }
     }
     let payload = Payload::new(value);
+    if payload.event() == Some("StopFailure") {
+        outlive_the_client(cx);
+    }
     match answer(cx, &payload) {
         Ok(r) => Ok(Outcome::hook(&r)),
         Err(f) => {
@@ -86,12 +95,15 @@ pub fn answer(cx: &Context, p: &Payload) -> Result<Response, Failure> {
         Some("PreToolUse") => pre_tool_use(cx, p),
         Some("PostToolUse") => post_tool_use(cx, p),
         Some("PostToolUseFailure") => post_tool_use_failure(cx, p),
-        Some("SubagentStop" | "Stop") => check_output::judge_hook(cx, p),
+        Some("SubagentStop") => subagent_stop(cx, p),
+        Some("Stop") => {
+            let judged = check_output::judge_stop(cx, p)?;
+            let mut response = judged.response;
+            announce(cx, p, &judged.warnings, &mut response);
+            Ok(response)
+        }
         Some("StopFailure") => {
-            // Claude Code ignores this event's output, and kills the hook when it exits a few
-            // tens of milliseconds later: record only, and spool rather than wait for a lock.
-            cx.limit_lock_wait(STOP_FAILURE_LOCK_WAIT);
-            record_failure(cx, p, &p.0)?;
+            stop_failure(cx, p);
             Ok(Response::default())
         }
         Some("SessionStart") => session_start(cx, p),
@@ -99,9 +111,49 @@ pub fn answer(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     }
 }
 
-/// How long the `StopFailure` hook may wait for locks: the client exits and kills it about
-/// 60 ms after it starts.
-const STOP_FAILURE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(25);
+/// How long StopFailure waits for the error log's lock: the rest of the path (read the
+/// payload, classify, append) takes about 4 ms in a release build (bench case
+/// `hook-stop-failure`), so the whole of it stays well inside the 20 to 80 ms Claude Code
+/// gives the hook before it exits, even when another hook holds the lock.
+pub const STOP_FAILURE_LOCK_WAIT: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// Claude Code sends StopFailure while `-p` shuts down, and sends the hook SIGTERM as it
+/// exits, 20 to 80 ms after the hook started (measured with 2.1.330, `tests/e2e`): on a busy
+/// machine that can come before the record is written. The hook catches SIGTERM from here on
+/// and finishes its record, which is bounded by [`STOP_FAILURE_LOCK_WAIT`]; nothing reads its
+/// output anyway.
+fn outlive_the_client(cx: &Context) {
+    let caught = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        if let Err(e) = signal_hook::flag::register(sig, std::sync::Arc::clone(&caught)) {
+            cx.trace(
+                "warning",
+                &format!("StopFailure: cannot catch signal {sig} ({e}); the client's exit may cut the record short"),
+            );
+        }
+    }
+}
+
+/// StopFailure: classifies the API error that ended the turn (its `error` word and the
+/// message in `last_assistant_message`) and records it. Claude Code ignores the output.
+///
+/// Recording in this process, not handing the payload to a detached one: spawning a process
+/// costs more than the record itself (7 ms against 4 ms, release build); the hook catches the
+/// client's SIGTERM instead ([`outlive_the_client`]).
+fn stop_failure(cx: &Context, p: &Payload) {
+    // Every lock wait of this run ends within the deadline; a busy log gets the record
+    // spooled in `errors.pending/` for the next writer.
+    cx.limit_lock_wait(STOP_FAILURE_LOCK_WAIT);
+    if let Err(f) = record_failure(cx, p, &p.0) {
+        // Not lost: the trace keeps what the record would have said.
+        let said = p.last_assistant_message().unwrap_or_default();
+        cx.warn(&format!(
+            "StopFailure not recorded within its deadline ({f}): error {:?}, {:?}",
+            p.error().unwrap_or_default(),
+            said.chars().take(300).collect::<String>()
+        ));
+    }
+}
 
 /// The breaker key of a guarded call: the subagent type for `Agent`/`Task`, or a tool the
 /// policy names in `[breaker.<tool>]`. Other tools are not gated.
@@ -146,28 +198,167 @@ fn post_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let start = p
         .tool_use_id()
         .and_then(|id| session::take_start(cx, p.session_id(), id));
+    if p.is_subagent_tool() {
+        if let Some(agent_id) = p.response_agent_id() {
+            return subagent_call(cx, p, key, agent_id, start);
+        }
+    }
     if p.is_async_launched() {
-        // Launched in the background: there is no output, and no end, to judge yet.
+        // Launched in the background with no id to meet its SubagentStop by: its end is not
+        // seen here, and a probe permit it holds runs out with its lease.
         return Ok(Response::default());
     }
-    let elapsed_ms = p.duration_ms().or_else(|| {
-        let at = start.as_ref()?.at_ms;
-        u64::try_from(cx.now.timestamp_millis() - at).ok()
-    });
+    judge_here(cx, p, key, start)
+}
 
-    let mut response = if p.is_subagent_tool() {
-        check_output::judge_hook(cx, p).unwrap_or_else(|f| {
-            cx.warn(&format!("the subagent's output was not checked: {f}"));
-            Response::default()
-        })
-    } else {
-        Response::default()
+/// PostToolUse of a subagent call whose `agentId` is known: it meets the subagent's
+/// SubagentStop (see `session`), so the call is judged and recorded once, wherever its end
+/// is seen.
+fn subagent_call(
+    cx: &Context,
+    p: &Payload,
+    key: &str,
+    agent_id: &str,
+    start: Option<session::Start>,
+) -> Result<Response, Failure> {
+    let background = p.is_async_launched();
+    let start = start.unwrap_or_else(|| session::Start {
+        key: key.to_string(),
+        ticket: None,
+        at_ms: cx.now.timestamp_millis(),
+    });
+    let ended = session::meet_end(cx, p.session_id(), agent_id, background.then_some(&start))?;
+    let Some(ended) = ended else {
+        if background {
+            // Its SubagentStop will complete the call.
+            return Ok(Response::default());
+        }
+        // Finished in the foreground with no SubagentStop before it (a hook not installed
+        // for that event, an older client): judge its output here.
+        return judge_here(cx, p, key, Some(start));
     };
-    let mut failures: Vec<(Kind, String)> = Vec::new();
-    if !response.is_empty() {
-        failures.push((Kind::ValidationFailed, verdict_text(&response)));
+    let elapsed = p
+        .duration_ms()
+        .or_else(|| u64::try_from(ended.at_ms - start.at_ms).ok());
+    let who = p.subagent_type().unwrap_or(key);
+    let mut response = if background {
+        Response::default()
+    } else {
+        parent_note(&ended.last, who)
+    };
+    let done = complete(cx, p, key, start.ticket, &ended.last, elapsed)?;
+    if let Some(note) = done.timeout_note {
+        response.add_context("PostToolUse", note);
     }
+    announce(cx, p, &done.warnings, &mut response);
+    Ok(response)
+}
+
+/// The subagent's end as SubagentStop judged it, told to its parent (foreground only: a
+/// background call's parent hears of the end from Claude Code itself).
+fn parent_note(last: &check_output::Final, who: &str) -> Response {
+    let detail = last
+        .detail
+        .as_deref()
+        .unwrap_or("its output failed its checks");
+    if last.blocked {
+        let mut r = Response::context(
+            "PostToolUse",
+            format!(
+                "The {who} subagent says it is blocked:\n{detail}\nIt needs something only the user can give: tell the user what it needs (a blocked agent escalates) rather than working around it."
+            ),
+        );
+        r.add_system_message(format!(
+            "triage: {who} says it is blocked and needs you:\n{detail}"
+        ));
+        return r;
+    }
+    if last.outcome != CallOutcome::Failure {
+        return Response::default();
+    }
+    let text = format!("The {who} subagent's output is unusable:\n{detail}");
+    if last.optional {
+        let mut r = Response::context(
+            "PostToolUse",
+            format!("{text}\n{who} is optional: proceed without its output."),
+        );
+        r.add_system_message(format!(
+            "triage: optional agent {who}'s output failed its checks; proceeding"
+        ));
+        return r;
+    }
+    Response::block(format!(
+        "{text}\nDo not rely on it: rerun the subagent with these fixed, or proceed without it."
+    ))
+}
+
+/// SubagentStop: the output checks with the loop guard; once the subagent may stop, its call
+/// is completed here when it ran in the background (its PostToolUse came long before).
+fn subagent_stop(cx: &Context, p: &Payload) -> Result<Response, Failure> {
+    let judged = check_output::judge_stop(cx, p)?;
+    let mut response = judged.response;
+    announce(cx, p, &judged.warnings, &mut response);
+    let (Some(last), Some(agent_id), Some(agent)) = (judged.last, p.agent_id(), p.agent_type())
+    else {
+        return Ok(response);
+    };
+    let ended = session::Ended {
+        last,
+        at_ms: cx.now.timestamp_millis(),
+        key: agent.to_string(),
+    };
+    let start = match session::meet_start(cx, p.session_id(), agent_id, &ended) {
+        Ok(Some(start)) => start,
+        // A foreground subagent: its PostToolUse comes next and completes the call.
+        Ok(None) => return Ok(response),
+        Err(f) => {
+            cx.warn(&format!(
+                "the subagent's end was not kept for its call: {f}"
+            ));
+            return Ok(response);
+        }
+    };
+    let key = if start.key.is_empty() {
+        agent.to_string()
+    } else {
+        start.key.clone()
+    };
+    let elapsed = u64::try_from(ended.at_ms - start.at_ms).ok();
+    let done = complete(cx, p, &key, start.ticket, &ended.last, elapsed)?;
+    announce(cx, p, &done.warnings, &mut response);
+    Ok(response)
+}
+
+/// What completing a call left to say.
+struct Completed {
+    warnings: Vec<Warning>,
+    timeout_note: Option<String>,
+}
+
+/// Completes a guarded call: records its failure (unless its record is already written, and
+/// at most one record for the call), a timeout when it ran past its agent's, and its outcome
+/// on the breaker with the ticket its PreToolUse was given.
+fn complete(
+    cx: &Context,
+    p: &Payload,
+    key: &str,
+    ticket: Option<String>,
+    last: &check_output::Final,
+    elapsed_ms: Option<u64>,
+) -> Result<Completed, Failure> {
     let agent = p.subagent_type().unwrap_or(key);
+    let mut outcome = last.outcome;
+    let mut kind = last.kind;
+    let mut detail = last.detail.clone();
+    // What to write, at most one record for the call.
+    let mut to_write: Option<(Kind, String)> = None;
+    if outcome == CallOutcome::Failure && !last.recorded {
+        let text = detail
+            .clone()
+            .unwrap_or_else(|| "the subagent's output failed its checks".into());
+        to_write = Some((kind.unwrap_or(Kind::ValidationFailed), text));
+    }
+    let mut timeout_note = None;
     let limit = cx.policy()?.agent(agent).timeout;
     if let (Some(ms), Some(limit)) = (elapsed_ms, limit) {
         let limit_ms = u64::try_from(limit.0.as_millis()).unwrap_or(u64::MAX);
@@ -176,46 +367,92 @@ fn post_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failure> {
                 "{agent} ran for {}, past its {limit} timeout",
                 crate::duration::Dur(std::time::Duration::from_millis(ms))
             );
-            response.add_context(
-                "PostToolUse",
-                format!("triage: {text}; recorded as a timeout. Treat its result with care, and give it a narrower task if you call it again."),
-            );
-            failures.push((Kind::Timeout, text));
+            timeout_note = Some(format!("triage: {text}; recorded as a timeout. Treat its result with care, and give it a narrower task if you call it again."));
+            // One failure of one call is one record: a call already on record stays so.
+            if !last.recorded && to_write.is_none() {
+                outcome = CallOutcome::Failure;
+                kind = Some(Kind::Timeout);
+                detail = Some(text.clone());
+                to_write = Some((Kind::Timeout, text));
+            }
         }
     }
 
     // The breaker first: the gate of the next call must not depend on the error log.
     let report = CallReport {
-        outcome: Some(if failures.is_empty() {
-            CallOutcome::Success
-        } else {
-            CallOutcome::Failure
-        }),
-        ticket: start.and_then(|s| s.ticket),
-        kind: failures.first().map(|f| f.0),
-        detail: failures.first().map(|f| f.1.clone()),
+        outcome: Some(outcome),
+        ticket,
+        kind,
+        detail,
         duration_ms: elapsed_ms,
     };
     if let Err(f) = breaker::record_in(cx, key, p.session_id(), &report) {
         cx.warn(&format!("the breaker did not hear of this call: {f}"));
     }
+    if outcome == CallOutcome::Success {
+        // A success: the agent's failures in this session (its workflow) recorded before this
+        // call started are resolved (not those of siblings that ran beside it).
+        let by = format!("hook {}", p.event().unwrap_or("PostToolUse"));
+        let started = record_error::started_at(cx, elapsed_ms);
+        record_error::recovered(cx, p.session_id().unwrap_or(""), agent, &by, Some(started));
+    }
     let mut warnings = Vec::new();
-    for (kind, detail) in &failures {
+    if let Some((kind, text)) = to_write {
         let input = json!({
             "kind": kind.as_str(),
-            "detail": detail,
+            "detail": text,
             "session_id": p.session_id(),
             "agent": agent,
             "task_id": p.tool_use_id(),
             "duration_ms": elapsed_ms,
-            "context": {"hook_event_name": "PostToolUse", "tool_name": p.tool_name(), "agent_id": p.agent_id()},
+            "context": {"hook_event_name": p.event(), "tool_name": p.tool_name(), "agent_id": p.agent_id().or(p.response_agent_id())},
         });
         match record_failure(cx, p, &input) {
-            Ok(w) => warnings.extend(w),
+            Ok(w) => warnings = w,
             Err(f) => cx.warn(&format!("the failure was not recorded: {f}")),
         }
     }
-    announce(cx, p, &warnings, &mut response);
+    Ok(Completed {
+        warnings,
+        timeout_note,
+    })
+}
+
+/// PostToolUse of a guarded call whose end no SubagentStop judged: its output is checked
+/// here (a subagent's), then the call is completed.
+fn judge_here(
+    cx: &Context,
+    p: &Payload,
+    key: &str,
+    start: Option<session::Start>,
+) -> Result<Response, Failure> {
+    let elapsed_ms = p.duration_ms().or_else(|| {
+        let at = start.as_ref()?.at_ms;
+        u64::try_from(cx.now.timestamp_millis() - at).ok()
+    });
+    let mut response = if p.is_subagent_tool() {
+        check_output::judge_hook(cx, p).unwrap_or_else(|f| {
+            cx.warn(&format!("the subagent's output was not checked: {f}"));
+            Response::default()
+        })
+    } else {
+        Response::default()
+    };
+    let last = if response.is_empty() {
+        check_output::Final::success()
+    } else {
+        check_output::Final {
+            outcome: CallOutcome::Failure,
+            kind: Some(Kind::ValidationFailed),
+            detail: Some(verdict_text(&response)),
+            ..check_output::Final::success()
+        }
+    };
+    let done = complete(cx, p, key, start.and_then(|s| s.ticket), &last, elapsed_ms)?;
+    if let Some(note) = done.timeout_note {
+        response.add_context("PostToolUse", note);
+    }
+    announce(cx, p, &done.warnings, &mut response);
     Ok(response)
 }
 
@@ -236,10 +473,23 @@ fn verdict_text(r: &Response) -> String {
 
 fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let policy = cx.policy()?;
-    let (rec, object) = record_error::classified_at(&p.0, policy, None, Some(cx.now));
+    let (mut rec, object) = record_error::classified_at(&p.0, policy, None, Some(cx.now));
     object.warnings.iter().for_each(|w| cx.warn(w));
+    let guarded = guarded_key(cx, p)?;
+    if guarded.is_none() && !policy.thresholds.count_unguarded_tools {
+        // Kept in the log and advised on, but a failing `grep` is no sign of an unstable
+        // workflow: it does not count toward the thresholds (`count_unguarded_tools`).
+        rec.error
+            .insert("counts_toward_thresholds".into(), Value::Bool(false));
+    }
+    // A subagent whose SubagentStop already recorded its failure (let go after its
+    // rejections) ends here too: one failure, one record.
+    let ended = match guarded {
+        Some(key) if p.is_subagent_tool() => session::take_end_for_key(cx, p.session_id(), key),
+        _ => None,
+    };
     // The breaker first: the gate of the next call must not depend on the error log.
-    if let Some(key) = guarded_key(cx, p)? {
+    if let Some(key) = guarded {
         let start = p
             .tool_use_id()
             .and_then(|id| session::take_start(cx, p.session_id(), id));
@@ -260,13 +510,51 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
             cx.warn(&format!("the breaker did not hear of this failure: {f}"));
         }
     }
-    let warnings = store_record(cx, p, rec).unwrap_or_else(|f| {
-        cx.warn(&format!("the failure was not recorded: {f}"));
+    let warnings = if ended.as_ref().is_some_and(|e| e.last.recorded) {
         Vec::new()
-    });
-    let mut r = Response::context("PostToolUseFailure", classify::hook_context(&object));
+    } else {
+        store_record(cx, p, rec).unwrap_or_else(|f| {
+            cx.warn(&format!("the failure was not recorded: {f}"));
+            Vec::new()
+        })
+    };
+    let advice = match ended.as_ref().filter(|e| e.last.outcome == CallOutcome::Failure) {
+        // What its SubagentStop found says more than the client's "No assistant messages".
+        Some(e) => format!(
+            "The {} subagent's output is unusable:\n{}\nDo not rely on it: rerun the subagent with these fixed, or proceed without it.",
+            e.key,
+            e.last.detail.as_deref().unwrap_or("its output failed its checks")
+        ),
+        None => classify::hook_context(&object),
+    };
+    let mut r = Response::context("PostToolUseFailure", advice);
     announce(cx, p, &warnings, &mut r);
     Ok(r)
+}
+
+/// What SessionStart says of one breaker that is not closed: what a call to it gets now.
+fn breaker_line(s: &breaker::Status) -> Option<String> {
+    use crate::breaker::State;
+    let what = match (s.state, s.half_open_in_s) {
+        (State::Closed | State::Disabled, _) => return None,
+        (State::Open, Some(secs)) if secs > 0 => {
+            format!("calls are refused for {secs} s more, then one probe call is let through")
+        }
+        (State::Open, _) => "the next call is let through as a probe".to_string(),
+        (State::HalfOpen, _) if s.probes_in_flight > 0 => {
+            "a probe call is testing it now; other calls are refused until it ends".to_string()
+        }
+        (State::HalfOpen, _) => {
+            "the next call is let through as a probe; its success closes the breaker".to_string()
+        }
+        (State::ForcedOpen, Some(secs)) if secs > 0 => {
+            format!("an operator opened it; calls are refused for {secs} s more")
+        }
+        (State::ForcedOpen, _) => {
+            "an operator opened it; calls are refused until it is reset".to_string()
+        }
+    };
+    Some(format!("- {} ({}): {what}", s.key, s.state))
 }
 
 /// Classifies `input` and records it; returns the thresholds it crossed.
@@ -334,22 +622,14 @@ fn session_start(cx: &Context, p: &Payload) -> Result<Response, Failure> {
         );
     }
     let mut parts = Vec::new();
-    let open: Vec<String> = breaker::status_all(cx)?
+    let not_closed: Vec<String> = breaker::status_all(cx)?
         .into_iter()
-        .filter(|s| {
-            s.state != crate::breaker::State::Closed && s.state != crate::breaker::State::Disabled
-        })
-        .map(|s| match s.half_open_in_s {
-            Some(secs) if secs > 0 => {
-                format!("{} ({}, probes allowed in {secs} s)", s.key, s.state)
-            }
-            _ => format!("{} ({})", s.key, s.state),
-        })
+        .filter_map(|s| breaker_line(&s))
         .collect();
-    if !open.is_empty() {
+    if !not_closed.is_empty() {
         parts.push(format!(
-            "Circuit breakers not closed: {}. Calls to these agents are refused until they recover; plan without them or wait. `triage breaker status` shows why.",
-            open.join(", ")
+            "Circuit breakers not closed (`triage breaker status` shows why):\n{}",
+            not_closed.join("\n")
         ));
     }
     let earlier = session::unresolved_elsewhere(cx, p.session_id())?;

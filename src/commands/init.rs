@@ -1,7 +1,12 @@
 //! `triage init`: wire `triage hook` into Claude Code's `settings.json` in one step, keeping
-//! every existing key and hook; write a starter `.triage.toml` and ignore `.triage/` in git.
-//! `--uninstall` takes away exactly what was added: when nothing else changed in between, the
-//! files come back byte for byte (the originals are kept in `<root>/init/`).
+//! every existing key and hook and the file's own indentation; write a starter `.triage.toml`
+//! and ignore `.triage/` in git. `--uninstall` takes away exactly what was added: when nothing
+//! else changed in between, every file it touched comes back byte for byte (the originals are
+//! kept in `<project>/.triage/init/`, or for `--user` under the user's config folder).
+//!
+//! The project is found as a Claude Code session would see it: `$CLAUDE_PROJECT_DIR` when
+//! set; else, inside a git work tree, the nearest folder at or above this one that already has
+//! Claude Code settings, or the work tree's top; else this folder.
 
 use crate::context::{Context, Outcome};
 use crate::exit::Failure;
@@ -11,14 +16,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-/// The starter policy: the seeds' rules, as shipped in `hooks/triage.example.toml`.
-pub const STARTER: &str = include_str!("../../hooks/triage.example.toml");
+/// The starter policy: quiet and right for any project (`hooks/triage.starter.toml`); the
+/// seeds' project-specific agent rules stay an opt-in example in `hooks/triage.example.toml`.
+pub const STARTER: &str = include_str!("../../hooks/triage.starter.toml");
 
 const STARTER_HEADER: &str = "\
-# triage policy: written by `triage init` from hooks/triage.example.toml.
+# triage policy: written by `triage init` (hooks/triage.starter.toml).
 # Every section is optional; what is left out takes the built-in defaults
 # (`triage config show` prints them). Check your edits with `triage config check .triage.toml`.
-
+#
 ";
 
 const GITIGNORE_LINE: &str = ".triage/";
@@ -26,11 +32,15 @@ const GITIGNORE_LINE: &str = ".triage/";
 /// Arguments of `triage init`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:\n  triage init --dry-run\n  triage init\n  \
-    triage init --uninstall\n  triage init --user")]
+    triage init --local\n  triage init --uninstall\n  triage init --user")]
 pub struct Args {
-    /// Install into ~/.claude/settings.json instead of the project's .claude/settings.json
-    #[arg(long)]
+    /// Install into ~/.claude/settings.json (every project of yours) instead of the project's
+    /// shared .claude/settings.json
+    #[arg(long, conflicts_with = "local")]
     pub user: bool,
+    /// Install into the project's .claude/settings.local.json: yours only, not committed
+    #[arg(long)]
+    pub local: bool,
     /// Print the diff of every file it would change, and change nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -48,6 +58,15 @@ struct Manifest {
     toml_created: bool,
     /// `created` or `appended` when init touched `.gitignore`.
     gitignore: Option<String>,
+    /// `.gitignore` as it was before init appended to it.
+    #[serde(default)]
+    gitignore_original: Option<String>,
+    /// The settings file's `.bak` as it was before the first install (`None`: there was none).
+    #[serde(default)]
+    settings_bak_original: Option<String>,
+    /// Whether init created the settings file's folder (`.claude/`).
+    #[serde(default)]
+    settings_dir_created: bool,
 }
 
 /// One file's fate.
@@ -64,6 +83,9 @@ struct FileChange {
 #[derive(Debug, Serialize)]
 struct Report {
     settings: PathBuf,
+    /// What to give back besides the files (uninstall only).
+    #[serde(skip)]
+    restore: Option<Manifest>,
     uninstall: bool,
     dry_run: bool,
     hook_command: Option<String>,
@@ -74,13 +96,24 @@ struct Report {
 
 /// Runs `triage init`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    let project = cx.project();
-    let settings_path = if args.user {
-        home()?.join(".claude").join("settings.json")
+    let project = project_root(cx)?;
+    let (settings_path, manifest_dir) = if args.user {
+        let settings = claude_config_dir()?.join("settings.json");
+        (settings, user_config_dir()?.join("triage").join("init"))
     } else {
-        project.join(".claude").join("settings.json")
+        let name = if args.local {
+            "settings.local.json"
+        } else {
+            "settings.json"
+        };
+        let state = cx
+            .global
+            .dir
+            .clone()
+            .unwrap_or_else(|| project.join(".triage"));
+        (project.join(".claude").join(name), state.join("init"))
     };
-    let manifest_path = cx.state_root().join("init").join(format!(
+    let manifest_path = manifest_dir.join(format!(
         "{}.json",
         store::escape_key(&settings_path.to_string_lossy())
     ));
@@ -95,13 +128,44 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         ..report
     };
     if args.dry_run {
-        return Ok(Outcome::text(diff(&report.files)));
+        return Ok(Outcome::text(diff(&report.files, &project)));
     }
-    apply(cx, &report, &manifest_path, new_manifest)?;
+    if !args.uninstall && !on_path("triage") {
+        // Said, not traced: the trace would land in this folder's .triage/, which need not be
+        // the project's.
+        eprintln!(
+            "triage init: warning: `triage` is not on this shell's PATH: the hooks skip themselves until it is (put the binary's folder on PATH, e.g. ~/.cargo/bin)"
+        );
+    }
+    apply(&report, &manifest_path, new_manifest)?;
     if cx.global.text {
         return Ok(Outcome::text(text(&report)));
     }
     Ok(Outcome::json(&report))
+}
+
+/// The project folder, as a Claude Code session started here would see it.
+fn project_root(cx: &Context) -> Result<PathBuf, Failure> {
+    if let Some(dir) = &cx.project_dir {
+        return Ok(dir.clone());
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::io(format!("cannot read the current folder: {e}")))?;
+    // Only within a git work tree: above it is someone else's folder (and $HOME/.claude is
+    // the user's own config, not a project).
+    let Some(top) = cwd.ancestors().find(|d| d.join(".git").exists()) else {
+        return Ok(cwd);
+    };
+    let has_settings = |d: &Path| {
+        let dot = d.join(".claude");
+        dot.join("settings.json").is_file() || dot.join("settings.local.json").is_file()
+    };
+    Ok(cwd
+        .ancestors()
+        .take_while(|d| d.starts_with(top))
+        .find(|d| has_settings(d))
+        .unwrap_or(top)
+        .to_path_buf())
 }
 
 fn home() -> Result<PathBuf, Failure> {
@@ -109,6 +173,34 @@ fn home() -> Result<PathBuf, Failure> {
         .filter(|h| !h.is_empty())
         .map(PathBuf::from)
         .ok_or_else(|| Failure::usage("--user needs HOME to be set"))
+}
+
+/// Claude Code's own config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+fn claude_config_dir() -> Result<PathBuf, Failure> {
+    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => Ok(PathBuf::from(d)),
+        None => Ok(home()?.join(".claude")),
+    }
+}
+
+/// The user's config folder: `$XDG_CONFIG_HOME`, else `~/.config`.
+fn user_config_dir() -> Result<PathBuf, Failure> {
+    match std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        Some(d) => Ok(PathBuf::from(d)),
+        None => Ok(home()?.join(".config")),
+    }
+}
+
+/// Whether `program` is found on PATH, as `command -v` in the hook command finds it.
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|d| {
+            std::fs::metadata(d.join(program)).is_ok_and(|m| {
+                m.is_file()
+                    && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+            })
+        })
+    })
 }
 
 fn read_text(path: &Path) -> Result<Option<String>, Failure> {
@@ -144,35 +236,31 @@ fn parse_settings(path: &Path, text: &str) -> Result<Value, Failure> {
     })
 }
 
-fn running_binary() -> Result<String, Failure> {
-    std::env::current_exe()
-        .and_then(|p| p.canonicalize())
-        .map(|p| p.to_string_lossy().into_owned())
-        .map_err(|e| Failure::io(format!("cannot find the running binary: {e}")))
-}
-
 fn plan_install(
     settings_path: &Path,
     project: &Path,
     user: bool,
     manifest: Option<Manifest>,
 ) -> Result<(Report, Option<Manifest>), Failure> {
-    let command = settings::hook_command(&running_binary()?);
+    let command = settings::HOOK_COMMAND.to_string();
     let before = read_text(settings_path)?;
     let value = parse_settings(settings_path, before.as_deref().unwrap_or(""))?;
     let (after, change) = settings::install(&value, &command)
         .map_err(|e| Failure::data(format!("{}: {e}", settings_path.display())))?;
     let newline = before.as_deref().is_none_or(|b| b.ends_with('\n'));
+    let indent = settings::indent_of(before.as_deref().unwrap_or(""));
     let mut files = Vec::new();
     let mut first = Manifest {
         settings_original: before.clone(),
+        settings_bak_original: read_text(&store::with_suffix(settings_path, ".bak"))?,
+        settings_dir_created: settings_path.parent().is_some_and(|d| !d.exists()),
         ..Manifest::default()
     };
     if !change.is_empty() {
         files.push(file_change(
             settings_path,
             before,
-            Some(settings::render(&after, newline)),
+            Some(settings::render_with(&after, &indent, newline)),
         ));
     }
     if !user {
@@ -185,12 +273,8 @@ fn plan_install(
         let old = read_text(&gitignore)?;
         if !ignores_state(old.as_deref().unwrap_or("")) {
             first.gitignore = Some(if old.is_some() { "appended" } else { "created" }.into());
-            let mut new = old.clone().unwrap_or_default();
-            if !new.is_empty() && !new.ends_with('\n') {
-                new.push('\n');
-            }
-            new.push_str(GITIGNORE_LINE);
-            new.push('\n');
+            first.gitignore_original = old.clone();
+            let new = with_state_line(old.as_deref());
             files.push(file_change(&gitignore, old, Some(new)));
         }
     }
@@ -198,7 +282,12 @@ fn plan_install(
     let manifest = match manifest {
         Some(m) => Some(Manifest {
             toml_created: m.toml_created || first.toml_created,
-            gitignore: m.gitignore.or(first.gitignore),
+            gitignore: m.gitignore.clone().or(first.gitignore),
+            gitignore_original: if m.gitignore.is_some() {
+                m.gitignore_original.clone()
+            } else {
+                first.gitignore_original
+            },
             ..m
         }),
         None if files.is_empty() => None,
@@ -208,6 +297,47 @@ fn plan_install(
         report(settings_path, false, Some(command), change, files),
         manifest,
     ))
+}
+
+/// `.gitignore` with `.triage/` added on a line of its own.
+fn with_state_line(old: Option<&str>) -> String {
+    let mut new = old.unwrap_or_default().to_string();
+    if !new.is_empty() && !new.ends_with('\n') {
+        new.push('\n');
+    }
+    new.push_str(GITIGNORE_LINE);
+    new.push('\n');
+    new
+}
+
+/// `.gitignore` without the line init added: the original bytes when nothing else changed,
+/// else the file with that one line taken out (and the newline init added before it, when
+/// the original had no final newline).
+fn without_state_line(current: &str, original: Option<&str>, created: bool) -> Option<String> {
+    if current == with_state_line(original) {
+        return original
+            .map(str::to_string)
+            .filter(|_| !created || original.is_some());
+    }
+    let line = format!("{GITIGNORE_LINE}\n");
+    if let Some(rest) = current.strip_suffix(&line) {
+        let no_final_newline = original.is_some_and(|o| !o.is_empty() && !o.ends_with('\n'));
+        let rest = match rest.strip_suffix('\n') {
+            Some(r) if no_final_newline => r,
+            _ => rest,
+        };
+        return Some(rest.to_string());
+    }
+    let mut out = String::new();
+    let mut taken = false;
+    for l in current.split_inclusive('\n') {
+        if !taken && l.trim_end_matches('\n') == GITIGNORE_LINE {
+            taken = true;
+            continue;
+        }
+        out.push_str(l);
+    }
+    Some(out)
 }
 
 fn plan_uninstall(
@@ -224,7 +354,13 @@ fn plan_uninstall(
         let (after, removed) = settings::uninstall(&value)
             .map_err(|e| Failure::data(format!("{}: {e}", settings_path.display())))?;
         if !removed.is_empty() {
-            let restored = restore(&after, &manifest.settings_original, before.ends_with('\n'));
+            let indent = settings::indent_of(&before);
+            let restored = restore(
+                &after,
+                &manifest.settings_original,
+                &indent,
+                before.ends_with('\n'),
+            );
             files.push(file_change(settings_path, Some(before), restored));
         }
         change = removed;
@@ -236,24 +372,35 @@ fn plan_uninstall(
         }
         let gitignore = project.join(".gitignore");
         if let (Some(how), Some(old)) = (&manifest.gitignore, read_text(&gitignore)?) {
-            let line = format!("{GITIGNORE_LINE}\n");
-            let new = match how.as_str() {
-                "created" if old == line => None,
-                _ => Some(old.strip_suffix(&line).unwrap_or(&old).to_string()),
+            let new = without_state_line(
+                &old,
+                manifest.gitignore_original.as_deref(),
+                how == "created",
+            );
+            let new = match new {
+                Some(n) if n.is_empty() && how == "created" => None,
+                n => n,
             };
             if new.as_deref() != Some(old.as_str()) {
                 files.push(file_change(&gitignore, Some(old), new));
             }
         }
     }
-    Ok((report(settings_path, true, None, change, files), None))
+    let mut report = report(settings_path, true, None, change, files);
+    report.restore = Some(manifest);
+    Ok((report, None))
 }
 
 /// The settings after removal: the original bytes when nothing else changed since the first
 /// install (so the file comes back byte for byte), or `None` (remove the file) when there was
 /// none; else the document without triage's entries.
-fn restore(after: &Value, original: &Option<String>, newline: bool) -> Option<String> {
-    let rendered = settings::render(after, newline);
+fn restore(
+    after: &Value,
+    original: &Option<String>,
+    indent: &str,
+    newline: bool,
+) -> Option<String> {
+    let rendered = settings::render_with(after, indent, newline);
     match original {
         Some(orig) => {
             let same = serde_json::from_str::<Value>(orig)
@@ -263,7 +410,7 @@ fn restore(after: &Value, original: &Option<String>, newline: bool) -> Option<St
                         .is_empty()
                         .then(|| Value::Object(Default::default()))
                 })
-                .is_some_and(|v| settings::render(&v, newline) == rendered);
+                .is_some_and(|v| &v == after);
             Some(if same { orig.clone() } else { rendered })
         }
         None if after.as_object().is_some_and(|m| m.is_empty()) => None,
@@ -305,6 +452,7 @@ fn report(
 ) -> Report {
     Report {
         settings: settings.to_path_buf(),
+        restore: None,
         uninstall,
         dry_run: false,
         hook_command,
@@ -314,17 +462,13 @@ fn report(
     }
 }
 
-fn apply(
-    cx: &Context,
-    report: &Report,
-    manifest_path: &Path,
-    manifest: Option<Manifest>,
-) -> Result<(), Failure> {
+fn apply(report: &Report, manifest_path: &Path, manifest: Option<Manifest>) -> Result<(), Failure> {
     // The manifest goes first: a crash after it and before the settings leaves a manifest of
     // the untouched originals, which is still right.
     if let Some(m) = &manifest {
-        let dir = cx.ensure_root()?.join("init");
-        store::ensure_dir(&dir)?;
+        if let Some(dir) = manifest_path.parent() {
+            store::ensure_dir(dir)?;
+        }
         let bytes = serde_json::to_vec_pretty(m)
             .map_err(|e| Failure::io(format!("cannot encode the init manifest: {e}")))?;
         store::replace(manifest_path, &bytes, store::Backup::Skip)?;
@@ -335,7 +479,7 @@ fn apply(
                 if let Some(dir) = f.path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     store::create_dirs(dir)?;
                 }
-                // Only settings.json keeps a .bak: the other files are new or one line longer.
+                // Only settings keeps a .bak: the other files are new or one line longer.
                 let backup = if f.path == report.settings {
                     store::Backup::Keep
                 } else {
@@ -343,31 +487,52 @@ fn apply(
                 };
                 store::replace(&f.path, text.as_bytes(), backup)?;
             }
-            None => {
-                store::remove(&f.path)?;
-                if f.path == report.settings {
-                    store::remove(&store::with_suffix(&f.path, ".bak"))?;
+            None => store::remove(&f.path)?,
+        }
+    }
+    if let Some(m) = &report.restore {
+        // The settings' .bak as it was before the first install, and no .claude/ left empty
+        // by init.
+        let bak = store::with_suffix(&report.settings, ".bak");
+        if report.files.iter().any(|f| f.path == report.settings) {
+            match &m.settings_bak_original {
+                Some(text) => {
+                    store::replace(&bak, text.as_bytes(), store::Backup::Skip)?;
                 }
+                None => store::remove(&bak)?,
+            }
+        }
+        if m.settings_dir_created {
+            if let Some(dir) = report.settings.parent() {
+                let _ = std::fs::remove_dir(dir);
             }
         }
     }
     if report.uninstall {
         store::remove(manifest_path)?;
+        if let Some(dir) = manifest_path.parent() {
+            // Only when empty: another settings file's record may live beside it.
+            let _ = std::fs::remove_dir(dir);
+        }
     }
     Ok(())
 }
 
-fn diff(files: &[FileChange]) -> String {
+/// The unified diff of every change, named like `git diff` names them: `a/.claude/settings.json`
+/// for a file of the project, the absolute path for one outside it.
+fn diff(files: &[FileChange], project: &Path) -> String {
     let mut out = String::new();
     for f in files {
-        let name = f.path.display().to_string();
+        let (a, b) = match f.path.strip_prefix(project) {
+            Ok(rel) => {
+                let rel = rel.display();
+                (format!("a/{rel}"), format!("b/{rel}"))
+            }
+            Err(_) => (f.path.display().to_string(), f.path.display().to_string()),
+        };
         let after = f.after.as_deref().unwrap_or("");
         let d = similar::TextDiff::from_lines(f.before.as_str(), after);
-        out.push_str(
-            &d.unified_diff()
-                .header(&format!("a/{name}"), &format!("b/{name}"))
-                .to_string(),
-        );
+        out.push_str(&d.unified_diff().header(&a, &b).to_string());
     }
     if out.is_empty() {
         out.push_str("nothing to change\n");

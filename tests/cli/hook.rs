@@ -19,7 +19,7 @@ fn fixture(name: &str) -> String {
 
 /// Runs `triage hook` on `payload` at `now`; returns stdout's JSON, or `None` when it printed
 /// nothing. Every hook call exits 0.
-fn hook(s: &Sandbox, now: &str, payload: &str) -> Option<Value> {
+pub fn hook(s: &Sandbox, now: &str, payload: &str) -> Option<Value> {
     let out = s
         .cmd(&["hook"])
         .env("TRIAGE_NOW", now)
@@ -203,14 +203,21 @@ fn a_recorded_session_replayed_event_by_event() {
         .unwrap()
         .contains("[CIRCUIT BREAKER] researcher circuit breaker opened"));
 
-    // One more failure is the session's fifth: Template 5, once.
+    // One more failure of a subagent is the session's fifth: Template 5, once.
+    let agent_failure = |id: &str| {
+        json!({"session_id": "sess-e2e", "hook_event_name": "PostToolUseFailure",
+               "tool_name": "Agent", "tool_use_id": id,
+               "tool_input": {"subagent_type": "synthesizer", "prompt": "p"},
+               "error": "API Error: 500 {\"type\":\"error\",\"error\":{\"type\":\"api_error\"}}"})
+        .to_string()
+    };
     let bash_failure = |id: &str| {
         json!({"session_id": "sess-e2e", "hook_event_name": "PostToolUseFailure",
                "tool_name": "Bash", "tool_use_id": id, "tool_input": {"command": "make"},
                "error": "Exit code 2\nmake: *** No rule to make target 'all'."})
         .to_string()
     };
-    let v = hook(&s, T0, &bash_failure("toolu_09")).expect("advice");
+    let v = hook(&s, T0, &agent_failure("toolu_09")).expect("advice");
     let warning = v["systemMessage"].as_str().expect("Template 5");
     assert!(
         warning.starts_with("[WORKFLOW STABILITY WARNING]"),
@@ -220,8 +227,11 @@ fn a_recorded_session_replayed_event_by_event() {
         warning.contains("This session has encountered 5 failures"),
         "{warning}"
     );
-    let v = hook(&s, T0, &bash_failure("toolu_10")).expect("advice");
+    let v = hook(&s, T0, &agent_failure("toolu_10")).expect("advice");
     assert!(v.get("systemMessage").is_none(), "announced once: {v}");
+    // A Bash failure is advised on, and does not count toward the thresholds by default.
+    let v = hook(&s, T0, &bash_failure("toolu_11")).expect("advice");
+    assert!(v.get("systemMessage").is_none(), "{v}");
     // A tool the policy does not name has no breaker.
     assert!(!s.exists(".triage/breakers/Bash.json"));
 }
@@ -252,10 +262,14 @@ fn an_agent_past_its_timeout_is_logged_as_a_timeout_and_a_breaker_failure() {
     assert_eq!(b["totals"]["failures"], 1);
     assert_eq!(b["last_error"]["kind"], "timeout");
 
-    // Within its timeout: a success, nothing logged.
-    assert_eq!(hook(&s, T0, &pre), None);
-    assert_eq!(hook(&s, "2026-11-23T10:05:00Z", &post.to_string()), None);
-    assert_eq!(log(&s).len(), 1);
+    // The next call, within its timeout: a success, no error logged; it started after the
+    // timeout was recorded, so it resolves it.
+    assert_eq!(hook(&s, "2026-11-23T10:13:00Z", &pre), None);
+    assert_eq!(hook(&s, "2026-11-23T10:18:00Z", &post.to_string()), None);
+    let lines = log(&s);
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1]["resolves"], recs[0]["error_id"]);
+    assert_eq!(lines[1]["resolution"]["action_taken"], "recovered_by_retry");
     assert_eq!(breaker(&s, "researcher")["totals"]["successes"], 1);
 }
 

@@ -154,6 +154,8 @@ const FILES: &[&str] = &[
     "breakers/broken.json.lock",
     "sessions/s1.json",
     "sessions/s1.json.lock",
+    // A subagent call's two halves meet under it (PostToolUseFailure of the Agent tool).
+    "sessions/s1.agents.lock",
     "sessions/s1/t1.start",
     "sessions/s0/old.start",
 ];

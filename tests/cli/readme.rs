@@ -190,7 +190,7 @@ fn every_readme_example_runs() {
             let bad = !codes.contains(&code)
                 || err.contains("panicked")
                 || err.contains("Usage:")
-                || (!warnings && err.contains("warning"));
+                || (!warnings && err.contains(": warning: "));
             if bad {
                 failures.push(format!(
                     "README.md:{at}: `{text}` exited {code}\n{}{}",

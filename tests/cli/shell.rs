@@ -434,6 +434,8 @@ fn item4_retries_no_retry_delay_quiet_and_text() {
     assert_eq!(out.status.code(), Some(3));
     let r = report_of(&out);
     assert_eq!(r["attempts"].as_array().unwrap().len(), 4, "{r}");
+    // A plain non-zero exit is a tool_failure, whose own cap (one retry) --retries replaces.
+    assert_eq!(r["attempts"][3]["kind"], "tool_failure", "{r}");
     assert_eq!(r["attempts"][1]["delay_before_ms"], 1);
     assert_eq!(stderr(&out).matches("triage run: attempt").count(), 4);
 
@@ -482,11 +484,18 @@ fn item4_help_says_how_long_the_worst_case_takes() {
         .stdout(contains("about 2m33s"));
 }
 
-/// 75 only when the command was never run: a breaker that opens after attempts ran leaves
-/// the last attempt's status, and the report says why it stopped.
+/// 75 only when the command was never run: a breaker that someone else opens between
+/// attempts (here the command trips it itself, as a second run or an operator would) stops
+/// the retries but leaves the last attempt's status and output, and the report says why.
+/// A breaker the run's own failures opened does not stop its retries at all.
 #[test]
 fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
     let s = Sandbox::new();
+    let bin = crate::common::bin();
+    let script = format!(
+        "echo partial; '{}' breaker trip flaky >/dev/null 2>&1; exit 3",
+        bin.display()
+    );
     let out = s
         .cmd(&[
             "run",
@@ -499,7 +508,7 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
             "--",
             "sh",
             "-c",
-            "echo partial; exit 3",
+            &script,
         ])
         .output()
         .unwrap();
@@ -507,12 +516,12 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "partial\n");
     let r = report_of(&out);
     assert_eq!(r["outcome"], "breaker_opened", "{r}");
-    assert_eq!(r["attempts"].as_array().unwrap().len(), 2, "{r}");
+    assert_eq!(r["attempts"].as_array().unwrap().len(), 1, "{r}");
     assert!(
         r["note"]
             .as_str()
             .unwrap()
-            .contains("opened after attempt 2"),
+            .contains("opened after attempt 1"),
         "{r}"
     );
     // Now it is open: the command is never run, and that alone is 75.
@@ -523,6 +532,30 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
     assert_eq!(out.status.code(), Some(75));
     assert!(out.stdout.is_empty());
     assert_eq!(report_of(&out)["outcome"], "breaker_open");
+
+    // The run's own failures open a breaker after two attempts: its retries go on (the
+    // count says so), and the status is the last attempt's, never 75.
+    let out = s
+        .cmd(&[
+            "run",
+            "--agent",
+            "own",
+            "--retries",
+            "3",
+            "--delay",
+            "1ms",
+            "--",
+            "sh",
+            "-c",
+            "echo again; exit 4",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "again\n");
+    let r = report_of(&out);
+    assert_eq!(r["attempts"].as_array().unwrap().len(), 4, "{r}");
+    assert_eq!(r["outcome"], "failed", "{r}");
 }
 
 /// `--timeout 0` is no timeout, as in timeout(1) (it was 10 ms).

@@ -8,8 +8,12 @@
 //! counter alone decides. After `max_rejections` the agent is let go (seed 002: "fails
 //! validation 3x → proceed without"), a `validation_failed` error is recorded, and the user is
 //! told in `systemMessage`.
+//!
+//! An output that says it is BLOCKED is never blocked back (seed 004: a blocked worker stops
+//! and escalates): the user is told, one error is recorded, and the agent may stop.
 
 use super::{judge_full, Input};
+use crate::breaker::Outcome;
 use crate::context::Context;
 use crate::exit::Failure;
 use crate::hook_io::{Payload, Response};
@@ -17,7 +21,7 @@ use crate::output_check::{Verdict, DEFAULT_MAX_REJECTIONS};
 use crate::policy::OutputRules;
 use crate::store::{self, Backup};
 use crate::transcript::{self, Scan};
-use crate::vocab::Criticality;
+use crate::vocab::{Criticality, Kind};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -33,11 +37,65 @@ pub(super) fn answer(
     flags: &OutputRules,
 ) -> Result<Response, Failure> {
     match payload.event() {
-        Some("SubagentStop") => stop(cx, payload, flags, true),
-        Some("Stop") => stop(cx, payload, flags, false),
+        Some("SubagentStop") => Ok(stop(cx, payload, flags, true)?.response),
+        Some("Stop") => Ok(stop(cx, payload, flags, false)?.response),
         Some("PostToolUse") if payload.is_subagent_tool() => post_tool_use(cx, payload, flags),
         _ => Ok(Response::default()),
     }
+}
+
+/// What a stop hook decided: the answer, and, once the agent may stop, how its call ended.
+#[derive(Debug, Default)]
+pub struct Judged {
+    /// The hook answer.
+    pub response: Response,
+    /// `None` while the agent is blocked (it goes on); set when it may stop.
+    pub last: Option<Final>,
+    /// The thresholds its record crossed, for the caller to announce.
+    pub warnings: Vec<crate::error_record::Warning>,
+}
+
+/// How an agent's call ended, as its breaker and its error log should hear of it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Final {
+    /// `success`, `failure`, or `ignored` (the output could not be read, or the agent said it
+    /// is BLOCKED: neither is the agent failing).
+    pub outcome: Outcome,
+    /// The failure's kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Kind>,
+    /// What failed, for the breaker's last error and the parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// True when the error record was already written (no second record for one failure).
+    #[serde(default)]
+    pub recorded: bool,
+    /// True when the agent said it is BLOCKED.
+    #[serde(default)]
+    pub blocked: bool,
+    /// True for an optional agent (seed 000): its failure is never blocked.
+    #[serde(default)]
+    pub optional: bool,
+}
+
+impl Final {
+    /// A call that went well.
+    pub fn success() -> Final {
+        Final {
+            outcome: Outcome::Success,
+            kind: None,
+            detail: None,
+            recorded: false,
+            blocked: false,
+            optional: false,
+        }
+    }
+}
+
+/// The stop hook's judgement for a SubagentStop or Stop payload.
+pub fn judge_stop(cx: &Context, payload: &Payload) -> Result<Judged, Failure> {
+    let subagent = payload.event() == Some("SubagentStop");
+    stop(cx, payload, &OutputRules::default(), subagent)
 }
 
 fn stop(
@@ -45,14 +103,22 @@ fn stop(
     payload: &Payload,
     flags: &OutputRules,
     subagent: bool,
-) -> Result<Response, Failure> {
+) -> Result<Judged, Failure> {
     // The main session's Stop is judged as agent `main` unless it runs under --agent.
     let agent = payload
         .agent_type()
         .map(str::to_string)
         .or_else(|| (!subagent).then(|| "main".to_string()));
     let Some(output) = stop_output(cx, payload) else {
-        return Ok(Response::default());
+        let unknown = Final {
+            outcome: Outcome::Ignored,
+            ..Final::success()
+        };
+        return Ok(Judged {
+            response: Response::default(),
+            last: Some(unknown),
+            warnings: Vec::new(),
+        });
     };
     let input = Input {
         agent: agent.clone(),
@@ -69,7 +135,52 @@ fn stop(
     let who = agent.as_deref().unwrap_or("the subagent");
     if verdict.ok {
         reset(cx, &counter)?;
-        return Ok(Response::default());
+        // The main agent's passing stop is its success: its open failures in this session
+        // (its workflow) are resolved. A subagent's is resolved when its call completes,
+        // which knows when the call started.
+        if let (false, Some(a)) = (subagent, agent.as_deref()) {
+            let session = payload.session_id().unwrap_or("");
+            crate::commands::record_error::recovered(cx, session, a, "hook Stop", Some(cx.now));
+        }
+        return Ok(Judged {
+            response: Response::default(),
+            last: Some(Final::success()),
+            warnings: Vec::new(),
+        });
+    }
+    let failed = Final {
+        outcome: Outcome::Failure,
+        kind: verdict.error.as_ref().map(|e| e.kind),
+        detail: Some(verdict.reason()),
+        ..Final::success()
+    };
+    if verdict.failed().any(|c| c.check == "not_blocked") {
+        // Seed 004: a blocked worker stops and escalates. Blocking it back would make it carry
+        // on; the user is the one who can unblock it.
+        reset(cx, &counter)?;
+        let (recorded, warnings) = match record(cx, payload, &verdict, RecordAs::Blocked) {
+            Ok((_, w)) => (true, w),
+            Err(f) => {
+                cx.warn(&format!("could not record the error: {f}"));
+                (false, Vec::new())
+            }
+        };
+        let mut r = Response::default();
+        r.add_system_message(format!(
+            "triage: {who} says it is blocked and needs you (a blocked agent stops and escalates):\n{}",
+            verdict.reason()
+        ));
+        let last = Final {
+            outcome: Outcome::Ignored,
+            recorded,
+            blocked: true,
+            ..failed
+        };
+        return Ok(Judged {
+            response: r,
+            last: Some(last),
+            warnings,
+        });
     }
     if criticality == Criticality::Optional {
         let mut r = Response::default();
@@ -77,22 +188,38 @@ fn stop(
             "triage: optional agent {who}'s output failed its checks; proceeding without blocking it.\n{}",
             verdict.reason()
         ));
-        return Ok(r);
+        let last = Final {
+            optional: true,
+            ..failed
+        };
+        return Ok(Judged {
+            response: r,
+            last: Some(last),
+            warnings: Vec::new(),
+        });
     }
     let max = rules.max_rejections.unwrap_or(DEFAULT_MAX_REJECTIONS);
     let count = bump(cx, &counter, &key)?;
     if count <= max {
-        return Ok(Response::block(format!(
-            "triage check-output: the output is not ready (rejection {count} of {max}). Fix:\n{}\nThen finish your answer.",
-            verdict.reason()
-        )));
+        return Ok(Judged {
+            response: Response::block(format!(
+                "triage check-output: the output is not ready (rejection {count} of {max}). Fix:\n{}\nThen finish your answer.",
+                verdict.reason()
+            )),
+            last: None,
+            warnings: Vec::new(),
+        });
     }
     reset(cx, &counter)?;
-    let logged = match record(cx, payload, &verdict, max) {
-        Ok(path) => format!(" Recorded as validation_failed in {}.", path.display()),
+    let (logged, recorded, warnings) = match record(cx, payload, &verdict, RecordAs::LetGo(max)) {
+        Ok((path, w)) => (
+            format!(" Recorded as validation_failed in {}.", path.display()),
+            true,
+            w,
+        ),
         Err(f) => {
             cx.warn(&format!("could not record the error: {f}"));
-            String::new()
+            (String::new(), false, Vec::new())
         }
     };
     let mut r = Response::default();
@@ -101,7 +228,25 @@ fn stop(
          so the work can go on without it.{logged}\n{}",
         verdict.reason()
     ));
-    Ok(r)
+    let last = Final {
+        kind: Some(Kind::ValidationFailed),
+        recorded,
+        ..failed
+    };
+    Ok(Judged {
+        response: r,
+        last: Some(last),
+        warnings,
+    })
+}
+
+/// Why a stop-hook verdict is recorded.
+#[derive(Clone, Copy, Debug)]
+enum RecordAs {
+    /// Rejected this many times, then let go.
+    LetGo(u32),
+    /// It said it is BLOCKED: escalated to the user, not retried.
+    Blocked,
 }
 
 fn post_tool_use(
@@ -169,15 +314,40 @@ fn stop_output(cx: &Context, payload: &Payload) -> Option<Value> {
         );
         return None;
     };
-    match last_text(cx, Path::new(path)) {
+    // A client that sends `background_tasks` (2.1.330) omits `last_assistant_message` exactly
+    // when the final text is empty; its transcript is written asynchronously, and with many
+    // subagents at once it may not exist yet when SubagentStop comes.
+    let omits_empty = field.is_none() && payload.0.get("background_tasks").is_some();
+    let mut waited = std::time::Duration::ZERO;
+    let read = loop {
+        match last_text(cx, Path::new(path)) {
+            Err(_) if omits_empty && waited < TRANSCRIPT_WAIT => {
+                std::thread::sleep(TRANSCRIPT_POLL);
+                waited += TRANSCRIPT_POLL;
+            }
+            r => break r,
+        }
+    };
+    match read {
         Ok(Some(text)) => Some(Value::String(text)),
         Ok(None) => empty(),
+        Err(why) if omits_empty => {
+            cx.trace(
+                "info",
+                &format!("transcript {path}: {why}; no last_assistant_message from a client that omits it only when the final text is empty: judged empty"),
+            );
+            empty()
+        }
         Err(why) => {
             cx.warn(&format!("transcript {path}: {why}; output not checked"));
             said_empty.then(String::new).map(Value::String)
         }
     }
 }
+
+/// How long a stop hook waits for a transcript that is not there yet, and how often it looks.
+const TRANSCRIPT_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+const TRANSCRIPT_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// The last assistant text of a transcript, reading only its tail (growing the window until
 /// a message is found or the input limit is reached). `Ok(None)`: readable, but no assistant
@@ -255,8 +425,8 @@ fn record(
     cx: &Context,
     payload: &Payload,
     verdict: &Verdict,
-    max: u32,
-) -> Result<PathBuf, Failure> {
+    why: RecordAs,
+) -> Result<(PathBuf, Vec<crate::error_record::Warning>), Failure> {
     let mut rec = serde_json::to_value(&verdict.error).unwrap_or_default();
     let Some(obj) = rec.as_object_mut() else {
         return Err(Failure::data("no error to record"));
@@ -265,7 +435,19 @@ fn record(
         .get("detail")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let detail = format!("rejected {max} times, then let go: {detail}");
+    let (detail, retries, resolution) = match why {
+        RecordAs::LetGo(max) => (
+            format!("rejected {max} times, then let go: {detail}"),
+            max,
+            json!({"action_taken": "proceed_without", "successful": false}),
+        ),
+        // Unresolved until the user answers: the next session's summary names it.
+        RecordAs::Blocked => (
+            format!("the agent says it is blocked; escalated to the user: {detail}"),
+            0,
+            Value::Null,
+        ),
+    };
     for (k, v) in [
         ("kind", json!("validation_failed")),
         ("category", json!("validation_failure")),
@@ -273,34 +455,28 @@ fn record(
         ("session_id", json!(payload.session_id())),
         ("agent", json!(verdict.agent)),
         ("agent_id", json!(payload.agent_id())),
-        ("retry_count", json!(max)),
+        ("retry_count", json!(retries)),
         ("source", json!("check-output")),
-        (
-            "resolution",
-            json!({"action_taken": "proceed_without", "successful": false}),
-        ),
+        ("resolution", resolution),
     ] {
-        obj.insert(k.into(), v);
+        if !v.is_null() {
+            obj.insert(k.into(), v);
+        }
+    }
+    if let RecordAs::Blocked = why {
+        // Seed 004: BLOCKED is a tier 2 error, escalation required.
+        obj.insert("tier".into(), json!(2));
+        obj.insert("action".into(), json!("escalate"));
     }
     // Through record-error: a unique error_id, the timestamp, and the threshold counters.
-    let recorded = crate::commands::record_error::record(
-        cx,
-        crate::commands::record_error::record_from_input(&rec),
-        None,
-    )?;
-    if !recorded.warnings.is_empty() {
-        cx.trace(
-            "warning",
-            &format!(
-                "thresholds crossed: {}",
-                recorded
-                    .warnings
-                    .iter()
-                    .map(|w| w.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        );
+    // A session is its own workflow for the cascade rule, as `triage hook` records it.
+    let mut rec = crate::commands::record_error::record_from_input(&rec);
+    if rec.workflow_id.is_none() {
+        rec.workflow_id = rec.session_id.clone();
     }
-    Ok(crate::commands::record_error::log_path(&cx.state_root()))
+    let recorded = crate::commands::record_error::record(cx, rec, None)?;
+    Ok((
+        crate::commands::record_error::log_path(&cx.state_root()),
+        recorded.warnings,
+    ))
 }

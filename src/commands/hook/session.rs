@@ -3,9 +3,17 @@
 //! - `<session>/<tool_use_id>.start`: when a guarded call started, its breaker key and probe
 //!   ticket. One small file per call, created by PreToolUse and taken by PostToolUse, so that
 //!   parallel calls never contend for a lock. A lost one only costs the timeout check.
+//! - `<session>/agent-<agent_id>.start` and `agent-<agent_id>.done`: the two halves of a
+//!   subagent's call that meet by its `agent_id`. PostToolUse(Agent) knows the call (its
+//!   `tool_use_id`, so its start and probe ticket) and the `agentId`; SubagentStop knows the
+//!   `agent_id` and how the subagent ended. In the background the call's half comes first
+//!   (`async_launched`), in the foreground the end comes first; whichever comes second finds
+//!   the other's file and completes the call, under the session's agents lock so that it is
+//!   completed exactly once.
 //! - `<session>.json`: the thresholds already announced, read and written under its lock, so
 //!   that of many hooks crossing a threshold at once exactly one announces it.
 
+use crate::commands::check_output::Final;
 use crate::commands::record_error;
 use crate::context::Context;
 use crate::error_record::LogLine;
@@ -77,12 +85,122 @@ pub fn take_start(cx: &Context, session: Option<&str>, tool_use_id: &str) -> Opt
     serde_json::from_slice(&bytes).ok()
 }
 
+fn agent_file(cx: &Context, session: Option<&str>, agent_id: &str, ext: &str) -> PathBuf {
+    session_dir(cx, session).join(format!("agent-{}.{ext}", store::escape_key(agent_id)))
+}
+
+/// How a subagent ended, kept by SubagentStop until its PostToolUse takes it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Ended {
+    /// The verdict.
+    pub last: Final,
+    /// When it stopped, in Unix milliseconds.
+    pub at_ms: i64,
+    /// Its breaker key (`agent_type`), for a call that ends without its `agentId`.
+    #[serde(default)]
+    pub key: String,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Option<T> {
+    store::read_optional(path)
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+fn take_file<T: serde::de::DeserializeOwned>(cx: &Context, path: &std::path::Path) -> Option<T> {
+    let found = read_json(path);
+    if let Err(e) = store::remove(path) {
+        cx.trace("warning", &e.to_string());
+    }
+    found
+}
+
+fn agents_lock(cx: &Context, session: Option<&str>) -> Result<store::Lock, Failure> {
+    let root = cx.ensure_root()?;
+    let dir = session_dir(cx, session);
+    store::ensure_dir(&dir)?;
+    let name = format!(
+        "{}.agents",
+        store::escape_key(session.unwrap_or(NO_SESSION))
+    );
+    Ok(store::lock(
+        &root.join("sessions").join(name),
+        cx.lock_wait(),
+    )?)
+}
+
+/// PostToolUse(Agent)'s half: takes the end SubagentStop left for `agent_id`, if it came
+/// first; else, when `park` is given (a background launch), leaves the call's start for
+/// SubagentStop to take.
+pub fn meet_end(
+    cx: &Context,
+    session: Option<&str>,
+    agent_id: &str,
+    park: Option<&Start>,
+) -> Result<Option<Ended>, Failure> {
+    let _lock = agents_lock(cx, session)?;
+    let done = agent_file(cx, session, agent_id, "done");
+    if let Some(ended) = take_file::<Ended>(cx, &done) {
+        return Ok(Some(ended));
+    }
+    if let Some(start) = park {
+        let bytes = serde_json::to_vec(start)
+            .map_err(|e| Failure::data(format!("cannot serialize the start: {e}")))?;
+        store::overwrite_cache(&agent_file(cx, session, agent_id, "start"), &bytes)?;
+    }
+    Ok(None)
+}
+
+/// SubagentStop's half: takes the call's start PostToolUse(Agent) parked for `agent_id` (a
+/// background subagent: SubagentStop completes the call), or leaves the end for the
+/// PostToolUse still to come (a foreground one).
+pub fn meet_start(
+    cx: &Context,
+    session: Option<&str>,
+    agent_id: &str,
+    ended: &Ended,
+) -> Result<Option<Start>, Failure> {
+    let _lock = agents_lock(cx, session)?;
+    let parked = agent_file(cx, session, agent_id, "start");
+    if let Some(start) = take_file::<Start>(cx, &parked) {
+        return Ok(Some(start));
+    }
+    let bytes = serde_json::to_vec(ended)
+        .map_err(|e| Failure::data(format!("cannot serialize the verdict: {e}")))?;
+    store::overwrite_cache(&agent_file(cx, session, agent_id, "done"), &bytes)?;
+    Ok(None)
+}
+
+/// PostToolUseFailure of a subagent call, which carries no `agentId` (a foreground subagent
+/// that said nothing ends as a tool failure, "No assistant messages found", after its
+/// SubagentStop): takes the oldest end SubagentStop left in the session for `key`, so that
+/// the one failure is not recorded twice.
+pub fn take_end_for_key(cx: &Context, session: Option<&str>, key: &str) -> Option<Ended> {
+    let _lock = agents_lock(cx, session).ok()?;
+    let dir = session_dir(cx, session);
+    let oldest = store::list_dir(&dir)
+        .ok()?
+        .into_iter()
+        .filter(|e| e.kind == store::Kind::File)
+        .map(|e| dir.join(e.name))
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "done")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("agent-"))
+        })
+        .filter_map(|p| read_json::<Ended>(&p).map(|e| (p, e)))
+        .filter(|(_, e)| e.key == key)
+        .min_by_key(|(_, e)| e.at_ms)?;
+    take_file::<Ended>(cx, &oldest.0)
+}
+
 /// How long a call's start is kept when no PostToolUse takes it (a session that crashed, a
 /// call another hook denied): longer than any agent runs.
 const START_TTL_MS: i64 = 24 * 3600 * 1000;
 
-/// Removes the starts that no PostToolUse took within [`START_TTL_MS`], and the session
-/// folders left empty; returns how many starts it removed. Run at SessionStart, so the
+/// Removes the starts (and subagent ends) that nothing took within [`START_TTL_MS`], and the
+/// session folders left empty; returns how many it removed. Run at SessionStart, so the
 /// folder does not grow with every crashed session.
 pub fn prune_starts(cx: &Context) -> usize {
     let now = cx.now.timestamp_millis();
@@ -111,10 +229,11 @@ pub fn prune_starts(cx: &Context) -> usize {
             }
         };
         for file in files {
-            let is_start = std::path::Path::new(&file.name)
+            let ext = std::path::Path::new(&file.name)
                 .extension()
-                .is_some_and(|e| e == "start");
-            if !is_start {
+                .and_then(|e| e.to_str())
+                .map(str::to_string);
+            if !matches!(ext.as_deref(), Some("start" | "done")) {
                 continue;
             }
             let path = dir.join(&file.name);
@@ -132,11 +251,10 @@ pub fn prune_starts(cx: &Context) -> usize {
                 }
                 continue;
             }
-            let at = store::read_optional(&path)
-                .ok()
-                .flatten()
-                .and_then(|b| serde_json::from_slice::<Start>(&b).ok())
-                .map(|s| s.at_ms);
+            let at = match ext.as_deref() {
+                Some("start") => read_json::<Start>(&path).map(|s| s.at_ms),
+                _ => read_json::<Ended>(&path).map(|s| s.at_ms),
+            };
             // An unreadable start is as good as gone.
             if at.is_none_or(|at| now - at > START_TTL_MS) && store::remove(&path).is_ok() {
                 removed += 1;
@@ -224,7 +342,7 @@ pub fn stability_warning(cx: &Context, session: &str) -> Result<String, Failure>
         completed: Vec::new(),
         pipeline: Vec::new(),
         runs: None,
-        open_breakers: Vec::new(),
+        breakers: Vec::new(),
     };
     let rendered =
         templates::build(TemplateName::StabilityWarning, &input).map_err(Failure::data)?;
@@ -275,7 +393,13 @@ pub fn unresolved_elsewhere(cx: &Context, current: Option<&str>) -> Result<Earli
         let Some(id) = &l.error_id else {
             return;
         };
-        if l.resolution.is_some() || l.session_id.is_some() && l.session_id.as_deref() == current {
+        // Another session's failures of unguarded tools are not worth the model's attention.
+        // An inline resolution that did not succeed (an agent let go, seed 002's "proceed
+        // without") leaves the failure standing.
+        if l.resolution.as_ref().is_some_and(|r| r.successful())
+            || !l.counts()
+            || l.session_id.is_some() && l.session_id.as_deref() == current
+        {
             return;
         }
         let what = format!(

@@ -1,0 +1,145 @@
+//! The end-to-end suite: the real Claude Code client (`@anthropic-ai/claude-code`, pinned),
+//! installed with npm into a cache folder, run as `claude -p ... --output-format stream-json`
+//! in fresh projects set up with `triage init`, against a fake Messages API of our own on
+//! 127.0.0.1, inside a network namespace that has only loopback (`unshare -rn`). Each scenario
+//! asserts on what reached the model (the fake server's request log) and on `.triage/`.
+//!
+//! A separate test target (`cargo test --test e2e`, not part of plain `cargo test`): it takes
+//! a minute or two and needs npm once. It skips, saying why, only when the client cannot be
+//! installed or no network namespace can be made; `.ci/run` runs it.
+//!
+//! Environment: `TRIAGE_E2E_CLAUDE` (a claude binary to use instead of installing one),
+//! `TRIAGE_E2E_BIN` (the triage binary the hooks run; default: the test build),
+//! `TRIAGE_E2E_CACHE` (where the package is installed; default `~/.cache/triage-e2e`),
+//! `TRIAGE_E2E_KEEP=1` (keep each scenario's folder and print where it is). Arguments
+//! filter scenarios by name.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod client;
+mod scenarios;
+mod server;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The client version these scenarios were written against (see
+/// `shared/reference/claude-code-e2e.md`).
+pub const CLIENT_VERSION: &str = "2.1.330";
+const PACKAGE: &str = "@anthropic-ai/claude-code";
+const INSIDE: &str = "TRIAGE_E2E_INSIDE";
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    if std::env::var_os(INSIDE).is_some() {
+        std::process::exit(scenarios::run_all(&args));
+    }
+    let claude = match find_or_install_client() {
+        Ok(p) => p,
+        Err(why) => return skip(&why),
+    };
+    if let Err(why) = namespace_works() {
+        return skip(&why);
+    }
+    // Run again inside a user and network namespace with only loopback, brought up first.
+    let me = std::env::current_exe().expect("the test binary");
+    let status = Command::new("unshare")
+        .args(["-rn", "sh", "-c", "ip link set lo up && exec \"$0\" \"$@\""])
+        .arg(&me)
+        .args(&args)
+        .env(INSIDE, "1")
+        .env("TRIAGE_E2E_CLAUDE", &claude)
+        .status();
+    match status {
+        Ok(s) => std::process::exit(s.code().unwrap_or(1)),
+        Err(e) => {
+            eprintln!("e2e: cannot run unshare: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn skip(why: &str) {
+    println!("e2e: skipped: {why}");
+    println!("0 passed, 0 failed, 1 skipped");
+}
+
+/// The claude binary: `TRIAGE_E2E_CLAUDE`, else the pinned package in the cache folder,
+/// installed with npm when missing.
+fn find_or_install_client() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("TRIAGE_E2E_CLAUDE").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    let cache = match std::env::var_os("TRIAGE_E2E_CACHE").filter(|p| !p.is_empty()) {
+        Some(c) => PathBuf::from(c),
+        None => {
+            let home = std::env::var_os("HOME").ok_or("HOME is not set")?;
+            PathBuf::from(home).join(".cache").join("triage-e2e")
+        }
+    };
+    let dir = cache.join(format!("claude-code-{CLIENT_VERSION}"));
+    let bin = dir.join("node_modules/@anthropic-ai/claude-code/bin/claude.exe");
+    if !works(&bin) {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        eprintln!(
+            "e2e: installing {PACKAGE}@{CLIENT_VERSION} into {}",
+            dir.display()
+        );
+        let out = Command::new("npm")
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--prefix",
+            ])
+            .arg(&dir)
+            .arg(format!("{PACKAGE}@{CLIENT_VERSION}"))
+            .output()
+            .map_err(|e| format!("npm is not available ({e}); install node and npm"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "npm could not install {PACKAGE}@{CLIENT_VERSION}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+    }
+    if !works(&bin) {
+        return Err(format!(
+            "{PACKAGE}@{CLIENT_VERSION} installed, but {} does not run",
+            bin.display()
+        ));
+    }
+    Ok(bin)
+}
+
+fn works(bin: &std::path::Path) -> bool {
+    let home = std::env::temp_dir().join("triage-e2e-version-home");
+    let _ = std::fs::create_dir_all(&home);
+    Command::new(bin)
+        .arg("--version")
+        .env("HOME", &home)
+        .output()
+        .is_ok_and(|o| {
+            o.status.success() && String::from_utf8_lossy(&o.stdout).contains(CLIENT_VERSION)
+        })
+}
+
+fn namespace_works() -> Result<(), String> {
+    let out = Command::new("unshare")
+        .args(["-rn", "sh", "-c", "ip link set lo up"])
+        .output()
+        .map_err(|e| format!("unshare(1) is not available ({e}); install util-linux"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "cannot make a loopback-only network namespace with `unshare -rn` and `ip link set lo up` (install iproute2; user namespaces must be allowed): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
