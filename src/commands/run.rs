@@ -198,10 +198,13 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         let ticket = match effects::gate(cx, key, session, own_open)? {
             Gate::Go(ticket) => ticket,
             Gate::Own(ticket) => {
-                eprintln!(
-                    "triage run: breaker {} is open from this run's own failure; attempt {attempt_no} goes ahead (within one run the retry decision comes first)",
-                    key.unwrap_or_default()
-                );
+                // A per-attempt line: --quiet drops it.
+                if !args.quiet {
+                    eprintln!(
+                        "triage run: breaker {} is open from this run's own failure; attempt {attempt_no} goes ahead (within one run the retry decision comes first)",
+                        key.unwrap_or_default()
+                    );
+                }
                 Some(ticket)
             }
             Gate::Refused { message, facts } => {

@@ -544,6 +544,7 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
             "3",
             "--delay",
             "1ms",
+            "--quiet",
             "--",
             "sh",
             "-c",
@@ -552,6 +553,8 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    // --quiet: no line per attempt, the breaker's "goes ahead" included; only the report.
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "again\n");
     let r = report_of(&out);
     assert_eq!(r["attempts"].as_array().unwrap().len(), 4, "{r}");
