@@ -74,7 +74,7 @@ pub struct Stopping {
     /// The session id, for the error log
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    /// After forwarding SIGINT/SIGTERM to the items, SIGKILL this long after (seed 002: 30 s)
+    /// After forwarding SIGINT/SIGTERM to the items, SIGKILL what is left this long after
     #[arg(long, value_name = "DUR", default_value = "30s")]
     pub grace: Dur,
     /// SIGKILL an item this long after its timeout's SIGTERM
@@ -112,7 +112,8 @@ pub struct DecideArgs {
     #[command(flatten)]
     pub which: Which,
     /// The option chosen in the escalation text: A retry, B proceed without the failed items,
-    /// C abort the phase (Template 1: manual input), D abort the workflow; or its word
+    /// C abort the phase (after one item failed: give its output by hand), D abort the
+    /// workflow; or its word
     /// (retry, proceed_without, abort_phase, manual_input, abort_workflow)
     #[arg(long, value_name = "CHOICE")]
     pub choice: String,
@@ -339,7 +340,7 @@ fn go(
         budget,
         manifest: path,
         files: runner::files_dir(&cx.state_root(), &which.workflow, &which.phase),
-        fixed_clock: std::env::var("TRIAGE_NOW").is_ok_and(|t| !t.trim().is_empty()),
+        fixed_clock: cx.fixed_now,
     };
     m.runner_pid = Some(std::process::id());
     m.status = PhaseStatus::Running;

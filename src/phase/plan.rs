@@ -194,7 +194,7 @@ fn check(plan: &PhasePlan) -> Vec<(String, String)> {
         if !(0.0..=1.0).contains(&r) || r.is_nan() {
             out.push((
                 "abort_ratio".into(),
-                format!("abort_ratio {r} is not a share between 0 and 1 (seed 000: 0.5)"),
+                format!("abort_ratio {r} is not a share between 0 and 1 (0.5: stop when more than half failed)"),
             ));
         }
     }

@@ -724,3 +724,70 @@ fn the_cascade_rule_stops_retries_across_the_phase() {
         "{stopped:?}"
     );
 }
+
+/// `examples/phase2`: seed 000's Phase 2 with stub consultants, run as the README says (the
+/// 30 s wait before a retry shortened to none), and its policy valid.
+#[test]
+fn the_example_phase_runs_with_its_stub_agents() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/phase2");
+    let s = Sandbox::new();
+    let policy = std::fs::read_to_string(repo.join("policy.toml")).unwrap();
+    assert!(policy.contains("schedule = [\"30s\"]"));
+    s.write(
+        "policy.toml",
+        policy.replace("schedule = [\"30s\"]", "schedule = [\"0s\"]"),
+    );
+    s.write("plan.toml", std::fs::read(repo.join("plan.toml")).unwrap());
+    let stub = s.write(
+        "agents/consultant.sh",
+        std::fs::read(repo.join("agents/consultant.sh")).unwrap(),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let check = s
+        .cmd(&[
+            "config",
+            "check",
+            &repo.join("policy.toml").display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        check.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let out = s
+        .cmd(&[
+            "--config",
+            "policy.toml",
+            "phase",
+            "run",
+            "plan.toml",
+            "--workflow",
+            "demo",
+            "--phase",
+            "2",
+        ])
+        .env("STUB_MATHEMATICIAN", "flaky")
+        .env("STUB_PROGRAMMER", "fail")
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{doc:#}");
+    assert_eq!(doc["name"], "Subsection planning");
+    assert_eq!(doc["decision"], "proceed_degraded");
+    assert_eq!(doc["failed"], json!(["programmer-consultant"]));
+    let attempts: Vec<u64> = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["attempts"].as_u64().unwrap())
+        .collect();
+    assert_eq!(attempts, [1, 2, 2]);
+    let out = doc["items"][0]["output"].as_str().unwrap();
+    assert!(std::fs::read_to_string(s.path().join(out))
+        .unwrap()
+        .starts_with("## statistician guidance"));
+}

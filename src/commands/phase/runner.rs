@@ -75,6 +75,7 @@ pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure
         phase: job.phase,
         session: job.session,
         workflow: job.workflow,
+        retry: job.plan.retry,
     };
     let shared = &shared;
     std::thread::scope(|s| loop {
@@ -154,6 +155,7 @@ struct Shared<'a> {
     phase: &'a str,
     session: Option<&'a str>,
     workflow: &'a str,
+    retry: bool,
 }
 
 /// One item's `triage run`, wired to its own files and flags.
@@ -202,6 +204,10 @@ fn run_item(
             .into_iter()
             .map(OsString::from)
             .collect(),
+        no_retry: !job.retry,
+        // Each attempt's end is in the item's report; the phase's stderr stays readable.
+        quiet: true,
+        ..RunArgs::default()
     };
     let wiring = Wiring {
         stdin: item.stdin.as_ref().map(|s| Arc::new(s.as_bytes().to_vec())),
@@ -286,10 +292,14 @@ fn settle(job: &Job, m: &mut Manifest, i: usize, r: ItemRun) {
                     .or_else(|| (outcome == "breaker_open").then(|| "breaker_open".into())),
             };
             if outcome == "breaker_open" {
-                e.note = Some(format!(
-                    "not run: its breaker is open (retry after {})",
+                let why = format!(
+                    "not run: its breaker {} is open (retry after {})",
+                    doc["breaker"]["key"].as_str().unwrap_or(&e.agent),
                     doc["breaker"]["retry_at"].as_str().unwrap_or("a reset")
-                ));
+                );
+                e.kind = Some("output_missing".into());
+                record_unrun(job, e, "output_missing", &why);
+                e.note = Some(why);
             }
             e.outcome = Some(outcome);
         }
@@ -318,13 +328,17 @@ fn not_reached(job: &Job, m: &mut Manifest, i: usize) {
     e.outcome = Some("not_started".into());
     e.kind = Some("timeout".into());
     e.note = Some("not started: the phase's time budget ended first".into());
+    let why = format!("not started: phase {}'s time budget ended first", job.phase);
+    record_unrun(job, e, "timeout", &why);
+}
+
+/// Records an item that never ran (its breaker open, the budget spent): its output is
+/// missing as surely as a failed item's, and the texts are rendered from the log.
+fn record_unrun(job: &Job, e: &mut crate::phase::ItemEntry, kind: &str, why: &str) {
     let Ok(policy) = job.cx.policy() else {
         return;
     };
-    let input = json!({
-        "kind": "timeout",
-        "message": format!("not started: phase {}'s time budget ended first", job.phase),
-    });
+    let input = json!({ "kind": kind, "message": why });
     let mut rec = record_error::classified_record(&input, policy, Some(0));
     rec.session_id = job.session.map(str::to_string);
     rec.workflow_id = Some(job.workflow.to_string());
