@@ -79,22 +79,33 @@ pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure
     };
     let shared = &shared;
     std::thread::scope(|s| loop {
+        // Every item that may start now is filed as running in one write before any starts:
+        // a runner killed after that leaves them for `resume` to re-check, never unknown.
         let over = deadline.is_some_and(|d| Instant::now() >= d);
-        while ran.interrupted.is_none() && !over && running.len() < limit {
+        let mut starting = Vec::new();
+        while ran.interrupted.is_none() && !over && running.len() + starting.len() < limit {
             let Some(i) = pending.pop_front() else {
                 break;
             };
-            let Some(item) = job.plan.items.get(i) else {
+            if i >= job.plan.items.len() {
                 continue;
-            };
-            let flags = Interrupts::detached();
-            running.insert(i, flags.clone());
+            }
             let e = &mut m.items[i];
             e.state = Some(ItemState::Running);
             e.started_at = Some(job.stamp());
             e.ended_at = None;
             e.note = None;
+            starting.push(i);
+        }
+        if !starting.is_empty() {
             job.save(m);
+        }
+        for i in starting {
+            let Some(item) = job.plan.items.get(i) else {
+                continue;
+            };
+            let flags = Interrupts::detached();
+            running.insert(i, flags.clone());
             let cx = job.cx.with_policy(job.item_policy(item));
             let tx = tx.clone();
             let cascade = &cascade;
@@ -114,21 +125,27 @@ pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure
             ran.budget_ended = over && !pending.is_empty();
             break;
         }
-        match rx.recv_timeout(POLL) {
-            Ok(Msg::Spawned(i, pid)) => {
-                m.items[i].pgid = Some(pid);
-                job.save(m);
-            }
-            Ok(Msg::Done(i, r)) => {
-                running.remove(&i);
-                let id = m.items[i].id.clone();
-                if let Ok((_, doc)) = &r.result {
-                    ran.reports.insert(id, doc.clone());
+        // What happened since the last look, written once (a fan-out of many short items
+        // would otherwise pay an fsync per event).
+        let mut changed = false;
+        let mut next = rx.recv_timeout(POLL).ok();
+        while let Some(msg) = next {
+            changed = true;
+            match msg {
+                Msg::Spawned(i, pid) => m.items[i].pgid = Some(pid),
+                Msg::Done(i, r) => {
+                    running.remove(&i);
+                    let id = m.items[i].id.clone();
+                    if let Ok((_, doc)) = &r.result {
+                        ran.reports.insert(id, doc.clone());
+                    }
+                    settle(job, m, i, *r);
                 }
-                settle(job, m, i, *r);
-                job.save(m);
             }
-            Err(_) => {}
+            next = rx.try_recv().ok();
+        }
+        if changed {
+            job.save(m);
         }
         if let Some(sig) = interrupts.take() {
             ran.interrupted.get_or_insert(sig);
