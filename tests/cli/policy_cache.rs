@@ -144,7 +144,7 @@ fn a_cache_under_another_policys_name_is_stale() {
     let out = s.cmd(&["classify", "--message", "boom"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("bad regex `(unclosed`") && err.contains("using the built-in defaults"),
+        err.contains("bad regex `(unclosed`") && err.contains("the whole rule is left out"),
         "{err}"
     );
     assert_eq!(
