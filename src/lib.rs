@@ -26,6 +26,7 @@ pub mod duration;
 pub mod error_log;
 pub mod error_record;
 pub mod exit;
+pub mod fleet;
 pub mod glob;
 pub mod hook_io;
 pub mod input;
