@@ -1,12 +1,11 @@
-//! `triage breaker`: one circuit breaker per key, shared by every process on the machine.
+//! `triage breaker`: one circuit breaker per key, shared by every process on the machine (or,
+//! with a fleet store, every host).
 //!
-//! The story of one call: resolve the key (with the session for `scope = "session"`), lock the
-//! sidecar `<root>/breakers/<escaped key>.json.lock`, read the state (a corrupt or unreadable
-//! file is moved aside and rebuilt), apply the pure state machine in [`crate::breaker`] with
-//! the key's policy and `now`, replace the file atomically if anything changed, and append one
-//! line per transition to `<root>/logs/breaker-events.jsonl` — all under the one lock, so every
-//! transition happens exactly once whoever races. The lock is never held while the guarded
-//! call runs: `check` hands out a ticket, `record` brings it back.
+//! The story of one call: resolve the key (with the session for `scope = "session"`), then
+//! [`crate::breaker::store::update`] applies the pure state machine in [`crate::breaker`] with
+//! the key's policy and `now` under the key's exclusion, storing the state and one event per
+//! transition, so every transition happens exactly once whoever races. The exclusion is never
+//! held while the guarded call runs: `check` hands out a ticket, `record` brings it back.
 
 mod hook;
 mod view;
@@ -14,15 +13,14 @@ mod view;
 pub use hook::hook;
 pub use view::{template4_reason, Status};
 
+use crate::breaker::store::{self, Id};
 use crate::breaker::{self as core, Breaker, CallReport, Millis, Transition};
 use crate::context::{Context, Outcome as Answer};
 use crate::exit::{Failure, FailureClass};
-use crate::policy::{BreakerSettings, Scope};
-use crate::store::{self, Backup};
+use crate::policy::Scope;
 use crate::vocab::Kind;
 use serde::Serialize;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use crate::breaker::Outcome;
@@ -172,13 +170,6 @@ pub struct TransitionView {
     pub to: core::State,
     /// Why.
     pub reason: &'static str,
-}
-
-/// A breaker's key resolved: the key it is stored under and the one the policy knows.
-struct Id {
-    key: String,
-    policy_key: String,
-    session: Option<String>,
 }
 
 /// Runs `triage breaker`.
@@ -373,15 +364,10 @@ pub fn status_all(cx: &Context) -> Result<Vec<Status>, Failure> {
 /// must not change state (a transition that is due is shown, not recorded). Unreadable files
 /// are left out.
 pub fn peek_all(cx: &Context) -> Result<Vec<Status>, Failure> {
-    let dir = cx.state_root().join("breakers");
     let policy = cx.policy()?;
     let mut list = Vec::new();
     for id in stored_ids(cx)? {
-        let path = dir.join(format!("{}.json", store::escape_key(&id.key)));
-        let Ok(Some(bytes)) = store::read_optional(&path) else {
-            continue;
-        };
-        let Ok(mut b) = serde_json::from_slice::<Breaker>(&bytes) else {
+        let Some(mut b) = store::peek(cx, &id) else {
             continue;
         };
         let (st, _) = core::status(&mut b, &policy.breaker_for(&id.policy_key), millis(cx));
@@ -394,7 +380,7 @@ pub fn peek_all(cx: &Context) -> Result<Vec<Status>, Failure> {
 // The glue.
 
 fn check_id(cx: &Context, id: &Id) -> Result<CheckResult, Failure> {
-    let result = with_breaker(cx, id, |b, s, now| {
+    let result = store::update(cx, id, |b, s, now| {
         let (p, tr) = core::check(b, s, now);
         let failures = b.consecutive_failures;
         let last_error = b.last_error.as_ref().map(view::error_text);
@@ -441,7 +427,7 @@ fn check_id(cx: &Context, id: &Id) -> Result<CheckResult, Failure> {
 }
 
 fn record_id(cx: &Context, id: &Id, report: &CallReport) -> Result<RecordResult, Failure> {
-    with_breaker(cx, id, |b, s, now| {
+    store::update(cx, id, |b, s, now| {
         let (r, tr) = core::record(b, s, report, now).map_err(Failure::usage)?;
         let out = RecordResult {
             key: b.key.clone(),
@@ -463,7 +449,7 @@ fn record_id(cx: &Context, id: &Id, report: &CallReport) -> Result<RecordResult,
 }
 
 fn status_id(cx: &Context, id: &Id) -> Result<Status, Failure> {
-    with_breaker(cx, id, |b, s, now| {
+    store::update(cx, id, |b, s, now| {
         let (st, tr) = core::status(b, s, now);
         Ok((view::status(st), tr))
     })
@@ -482,9 +468,9 @@ struct Manual {
 fn manual(
     cx: &Context,
     id: &Id,
-    f: impl FnOnce(&mut Breaker, Millis) -> Result<Vec<Transition>, Failure>,
+    f: impl Fn(&mut Breaker, Millis) -> Result<Vec<Transition>, Failure>,
 ) -> Result<Manual, Failure> {
-    with_breaker(cx, id, |b, s, now| {
+    store::update(cx, id, |b, s, now| {
         // Lazy transitions first, so the event log shows open → half_open before a reset.
         let (_, mut tr) = core::status(b, s, now);
         let mine = f(b, now)?;
@@ -521,86 +507,6 @@ fn manual_answer(cx: &Context, done: Vec<Manual>) -> Answer {
     }
 }
 
-/// Lock, load (rebuilding a corrupt state), apply, store if changed, log the transitions.
-fn with_breaker<T>(
-    cx: &Context,
-    id: &Id,
-    apply: impl FnOnce(&mut Breaker, &BreakerSettings, Millis) -> Result<(T, Vec<Transition>), Failure>,
-) -> Result<T, Failure> {
-    let dir = cx.ensure_root()?.join("breakers");
-    store::ensure_dir(&dir)?;
-    let path = dir.join(format!("{}.json", store::escape_key(&id.key)));
-    let _lock = store::lock(&path, cx.lock_wait())?;
-    let (mut b, rebuilt) = load(cx, &path, id)?;
-    let before = b.clone();
-    let settings = cx.policy()?.breaker_for(&id.policy_key);
-    let now = millis(cx);
-    let (out, transitions) = apply(&mut b, &settings, now)?;
-    if rebuilt || b != before {
-        let mut bytes = serde_json::to_vec(&b)
-            .map_err(|e| Failure::data(format!("cannot serialize breaker `{}`: {e}", id.key)))?;
-        bytes.push(b'\n');
-        store::replace(&path, &bytes, Backup::Skip)?;
-    }
-    log_transitions(cx, &b, &transitions);
-    Ok(out)
-}
-
-/// The state in `path`; a missing file is a new breaker, a corrupt or unreadable one is moved
-/// aside (never deleted) and rebuilt, with a warning.
-fn load(cx: &Context, path: &Path, id: &Id) -> Result<(Breaker, bool), Failure> {
-    let fresh = || Breaker {
-        session: id.session.clone(),
-        ..Breaker::new(&id.key)
-    };
-    let problem = match store::read_optional(path) {
-        Ok(None) => return Ok((fresh(), false)),
-        Ok(Some(bytes)) => match serde_json::from_slice::<Breaker>(&bytes) {
-            Ok(b) if b.key == id.key => return Ok((b, false)),
-            Ok(b) => format!("it holds key `{}`", b.key),
-            Err(e) => e.to_string(),
-        },
-        // A link, a FIFO or a folder in its place is moved aside like a corrupt file (the
-        // entry itself, never what a link points to).
-        Err(e) => e.to_string(),
-    };
-    let moved = store::quarantine(path, &cx.stamp())?;
-    cx.warn(&format!(
-        "breaker `{}` state was unusable ({problem}); kept it as {} and started afresh (closed)",
-        id.key,
-        moved.display()
-    ));
-    Ok((fresh(), true))
-}
-
-/// One line per transition in `logs/breaker-events.jsonl`. The state file is the truth; a log
-/// line that cannot be written is a warning, never a failure of the call.
-fn log_transitions(cx: &Context, b: &Breaker, transitions: &[Transition]) {
-    if transitions.is_empty() {
-        return;
-    }
-    let logs = cx.state_root().join("logs");
-    if let Err(e) = store::ensure_dir(&logs) {
-        cx.warn(&format!("cannot log breaker transitions: {e}"));
-        return;
-    }
-    let path = logs.join("breaker-events.jsonl");
-    for t in transitions {
-        let line = serde_json::json!({
-            "key": b.key,
-            "from": t.from,
-            "to": t.to,
-            "at": view::rfc3339(t.at),
-            "reason": t.reason,
-            "generation": t.generation,
-            "pid": std::process::id(),
-        });
-        if let Err(e) = store::append_line(&path, line.to_string().as_bytes(), cx.lock_wait()) {
-            cx.warn(&format!("cannot log breaker transition: {e}"));
-        }
-    }
-}
-
 /// The key as stored: with `scope = "session"`, prefixed by the session id. Without a session,
 /// the command line is told to pass one; in-process callers (`lenient`) fall back to the
 /// global key with a warning, since a hook must keep working.
@@ -629,46 +535,9 @@ fn resolve(cx: &Context, key: &str, session: Option<&str>, lenient: bool) -> Res
     }
 }
 
-/// Every breaker with a state file, read from the files themselves (a shortened file name
-/// cannot be unescaped; a file that cannot be read is named from its file name).
+/// Every breaker with a stored state.
 fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
-    let dir: PathBuf = cx.state_root().join("breakers");
-    let mut ids = Vec::new();
-    for entry in store::list_dir(&dir)? {
-        let name = entry.name.to_string_lossy().into_owned();
-        let Some(stem) = name.strip_suffix(".json").filter(|s| !s.starts_with('.')) else {
-            continue;
-        };
-        let stored = store::read_optional(&dir.join(&entry.name))
-            .ok()
-            .flatten()
-            .and_then(|b| serde_json::from_slice::<Breaker>(&b).ok());
-        let id = match stored {
-            Some(b) => Id {
-                policy_key: match &b.session {
-                    Some(s) => b
-                        .key
-                        .strip_prefix(&format!("{s}/"))
-                        .unwrap_or(&b.key)
-                        .to_string(),
-                    None => b.key.clone(),
-                },
-                key: b.key,
-                session: b.session,
-            },
-            None => match store::unescape_key(stem) {
-                Some(k) => Id {
-                    policy_key: k.clone(),
-                    key: k,
-                    session: None,
-                },
-                None => continue,
-            },
-        };
-        ids.push(id);
-    }
-    ids.sort_by(|a, b| a.key.cmp(&b.key));
-    Ok(ids)
+    store::stored_ids(cx)
 }
 
 /// A result from flags over stdin's fields.

@@ -1,0 +1,218 @@
+//! Where breakers are kept: the one seam between the commands and persistence (issue 20).
+//!
+//! Three operations, whatever the backend: [`update`] loads one key under exclusion, applies
+//! the machine and stores the result with its transitions; [`stored_ids`] lists the keys that
+//! have a breaker; [`peek`] reads one without exclusion and without writing (for reports). The
+//! backend here is the file store: a `flock` on `breakers/<escaped key>.json.lock`, the state
+//! replaced atomically, one line per transition in `logs/breaker-events.jsonl`.
+//!
+//! `apply` may run more than once for one call (a backend that stores by compare-and-set
+//! runs it again after losing a race), so it must depend only on the breaker, the settings and
+//! `now`.
+
+use super::{Breaker, Millis, Transition};
+use crate::context::Context;
+use crate::exit::Failure;
+use crate::policy::BreakerSettings;
+use crate::store::{self, Backup};
+use chrono::{SecondsFormat, TimeZone, Utc};
+use std::path::{Path, PathBuf};
+
+/// A breaker's key resolved: the key it is stored under and the one the policy knows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Id {
+    /// The key as stored (with its session prefix under `scope = "session"`).
+    pub key: String,
+    /// The key the policy's `[breaker.<key>]` entries match.
+    pub policy_key: String,
+    /// The session of a `scope = "session"` key.
+    pub session: Option<String>,
+}
+
+impl Id {
+    /// The breaker a key without state starts as.
+    pub fn fresh(&self) -> Breaker {
+        Breaker {
+            session: self.session.clone(),
+            ..Breaker::new(&self.key)
+        }
+    }
+
+    /// The id of a stored breaker (its policy key without the session prefix).
+    pub fn of(b: &Breaker) -> Id {
+        Id {
+            policy_key: match &b.session {
+                Some(s) => b
+                    .key
+                    .strip_prefix(&format!("{s}/"))
+                    .unwrap_or(&b.key)
+                    .to_string(),
+                None => b.key.clone(),
+            },
+            key: b.key.clone(),
+            session: b.session.clone(),
+        }
+    }
+}
+
+/// The function [`update`] applies: the breaker, its settings and `now` in; the caller's answer
+/// and the transitions that happened out.
+pub trait Apply<T>:
+    FnMut(&mut Breaker, &BreakerSettings, Millis) -> Result<(T, Vec<Transition>), Failure>
+{
+}
+
+impl<T, F> Apply<T> for F where
+    F: FnMut(&mut Breaker, &BreakerSettings, Millis) -> Result<(T, Vec<Transition>), Failure>
+{
+}
+
+/// Lock, load (rebuilding a corrupt state), apply, store if changed, log the transitions.
+pub fn update<T>(cx: &Context, id: &Id, apply: impl Apply<T>) -> Result<T, Failure> {
+    files::update(cx, id, apply)
+}
+
+/// Every breaker with a stored state, sorted by key.
+pub fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
+    files::stored_ids(cx)
+}
+
+/// One breaker as stored, read without exclusion and never written; `None` when it has no
+/// state or the state is unreadable.
+pub fn peek(cx: &Context, id: &Id) -> Option<Breaker> {
+    files::peek(cx, id)
+}
+
+/// The line logged for one transition.
+pub fn event_line(b: &Breaker, t: &Transition) -> serde_json::Value {
+    serde_json::json!({
+        "key": b.key,
+        "from": t.from,
+        "to": t.to,
+        "at": rfc3339(t.at),
+        "reason": t.reason,
+        "generation": t.generation,
+        "pid": std::process::id(),
+    })
+}
+
+fn rfc3339(ms: Millis) -> String {
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+        .unwrap_or_else(|| ms.to_string())
+}
+
+fn millis(cx: &Context) -> Millis {
+    cx.now.timestamp_millis()
+}
+
+/// The file backend: what `commands::breaker` did before the seam, moved.
+mod files {
+    use super::*;
+
+    fn path_of(dir: &Path, id: &Id) -> PathBuf {
+        dir.join(format!("{}.json", store::escape_key(&id.key)))
+    }
+
+    pub(super) fn update<T>(cx: &Context, id: &Id, mut apply: impl Apply<T>) -> Result<T, Failure> {
+        let dir = cx.ensure_root()?.join("breakers");
+        store::ensure_dir(&dir)?;
+        let path = path_of(&dir, id);
+        let _lock = store::lock(&path, cx.lock_wait())?;
+        let (mut b, rebuilt) = load(cx, &path, id)?;
+        let before = b.clone();
+        let settings = cx.policy()?.breaker_for(&id.policy_key);
+        let now = millis(cx);
+        let (out, transitions) = apply(&mut b, &settings, now)?;
+        if rebuilt || b != before {
+            let mut bytes = serde_json::to_vec(&b).map_err(|e| {
+                Failure::data(format!("cannot serialize breaker `{}`: {e}", id.key))
+            })?;
+            bytes.push(b'\n');
+            store::replace(&path, &bytes, Backup::Skip)?;
+        }
+        log_transitions(cx, &b, &transitions);
+        Ok(out)
+    }
+
+    /// The state in `path`; a missing file is a new breaker, a corrupt or unreadable one is
+    /// moved aside (never deleted) and rebuilt, with a warning.
+    fn load(cx: &Context, path: &Path, id: &Id) -> Result<(Breaker, bool), Failure> {
+        let problem = match store::read_optional(path) {
+            Ok(None) => return Ok((id.fresh(), false)),
+            Ok(Some(bytes)) => match serde_json::from_slice::<Breaker>(&bytes) {
+                Ok(b) if b.key == id.key => return Ok((b, false)),
+                Ok(b) => format!("it holds key `{}`", b.key),
+                Err(e) => e.to_string(),
+            },
+            // A link, a FIFO or a folder in its place is moved aside like a corrupt file (the
+            // entry itself, never what a link points to).
+            Err(e) => e.to_string(),
+        };
+        let moved = store::quarantine(path, &cx.stamp())?;
+        cx.warn(&format!(
+            "breaker `{}` state was unusable ({problem}); kept it as {} and started afresh (closed)",
+            id.key,
+            moved.display()
+        ));
+        Ok((id.fresh(), true))
+    }
+
+    /// One line per transition in `logs/breaker-events.jsonl`. The state file is the truth; a
+    /// log line that cannot be written is a warning, never a failure of the call.
+    fn log_transitions(cx: &Context, b: &Breaker, transitions: &[Transition]) {
+        if transitions.is_empty() {
+            return;
+        }
+        let logs = cx.state_root().join("logs");
+        if let Err(e) = store::ensure_dir(&logs) {
+            cx.warn(&format!("cannot log breaker transitions: {e}"));
+            return;
+        }
+        let path = logs.join("breaker-events.jsonl");
+        for t in transitions {
+            let line = event_line(b, t);
+            if let Err(e) = store::append_line(&path, line.to_string().as_bytes(), cx.lock_wait()) {
+                cx.warn(&format!("cannot log breaker transition: {e}"));
+            }
+        }
+    }
+
+    /// Every breaker with a state file, read from the files themselves (a shortened file name
+    /// cannot be unescaped; a file that cannot be read is named from its file name).
+    pub(super) fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
+        let dir: PathBuf = cx.state_root().join("breakers");
+        let mut ids = Vec::new();
+        for entry in store::list_dir(&dir)? {
+            let name = entry.name.to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".json").filter(|s| !s.starts_with('.')) else {
+                continue;
+            };
+            let stored = store::read_optional(&dir.join(&entry.name))
+                .ok()
+                .flatten()
+                .and_then(|b| serde_json::from_slice::<Breaker>(&b).ok());
+            let id = match stored {
+                Some(b) => Id::of(&b),
+                None => match store::unescape_key(stem) {
+                    Some(k) => Id {
+                        policy_key: k.clone(),
+                        key: k,
+                        session: None,
+                    },
+                    None => continue,
+                },
+            };
+            ids.push(id);
+        }
+        ids.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(ids)
+    }
+
+    pub(super) fn peek(cx: &Context, id: &Id) -> Option<Breaker> {
+        let path = path_of(&cx.state_root().join("breakers"), id);
+        let bytes = store::read_optional(&path).ok()??;
+        serde_json::from_slice::<Breaker>(&bytes).ok()
+    }
+}
