@@ -153,6 +153,12 @@ pub struct Context {
     pub project_dir: Option<PathBuf>,
     /// Commands that never write (classify, config) leave no trace unless the root exists.
     pub writes_state: bool,
+    /// `TRIAGE_NOW` was given: that time overrides every clock, the fleet's server's too.
+    pub now_given: bool,
+    /// `TRIAGE_STORE`: the fleet's Redis, over the policy's `[store] url`.
+    pub store_url: Option<String>,
+    /// `TRIAGE_REDIS_PASSWORD`: the password when the URL has none.
+    pub redis_password: Option<String>,
     policy: OnceCell<(Policy, Option<PathBuf>)>,
 }
 
@@ -181,6 +187,7 @@ impl Context {
         global: GlobalArgs,
         writes_state: bool,
     ) -> Result<Context, Failure> {
+        let now_given = env("TRIAGE_NOW").is_some();
         let now = match env("TRIAGE_NOW") {
             Some(t) => parse_now(&t).ok_or_else(|| {
                 Failure::usage(format!(
@@ -217,6 +224,9 @@ impl Context {
             max_input,
             project_dir: project_dir(),
             writes_state,
+            now_given,
+            store_url: env("TRIAGE_STORE"),
+            redis_password: std::env::var("TRIAGE_REDIS_PASSWORD").ok(),
             policy: OnceCell::new(),
         })
     }
@@ -249,6 +259,9 @@ impl Context {
             max_input: self.max_input,
             project_dir: self.project_dir.clone(),
             writes_state: self.writes_state,
+            now_given: self.now_given,
+            store_url: self.store_url.clone(),
+            redis_password: self.redis_password.clone(),
             policy: self.policy.clone(),
         }
     }
@@ -419,10 +432,68 @@ impl Context {
         }
     }
 
+    /// The fleet's Redis, when `TRIAGE_STORE` or `[store] url` names one: `None` for the local
+    /// files; `Some(Err)` when the URL is not valid (the caller warns and uses the files).
+    pub fn fleet_config(&self) -> Option<Result<crate::fleet::Config, String>> {
+        let policy = self.policy().ok()?;
+        let store = &policy.store;
+        let url = self.store_url.as_deref().or(store.url.as_deref())?;
+        // `TRIAGE_STORE=file` (or `files`) keeps a host on its files whatever the policy says.
+        if matches!(url.trim(), "file" | "files") {
+            return None;
+        }
+        let password = self.redis_password.as_deref().filter(|p| !p.is_empty());
+        let target = match crate::fleet::Target::parse(url, password) {
+            Ok(t) => t,
+            Err(e) => return Some(Err(e)),
+        };
+        let namespace = store
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| self.project_name());
+        Some(Ok(crate::fleet::Config {
+            target,
+            namespace,
+            connect_timeout: store.connect_timeout.0,
+            command_timeout: store.command_timeout.0,
+            log_max_len: store.log_max_len,
+        }))
+    }
+
+    /// The project folder's name (the default namespace of its keys in a fleet's Redis).
+    pub fn project_name(&self) -> String {
+        let dir = self.project();
+        let abs = if dir.is_absolute() {
+            dir
+        } else {
+            std::env::current_dir().map(|c| c.join(&dir)).unwrap_or(dir)
+        };
+        normal_path(&abs)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "default".into())
+    }
+
     /// A timestamp for file names: `20260102T030405Z`.
     pub fn stamp(&self) -> String {
         self.now.format("%Y%m%dT%H%M%SZ").to_string()
     }
+}
+
+/// `path` with `.` and `..` folded away (without touching the disk).
+fn normal_path(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn env_path(name: &str) -> Option<PathBuf> {

@@ -13,6 +13,7 @@
 use super::{Breaker, Millis, Transition};
 use crate::context::Context;
 use crate::exit::Failure;
+use crate::fleet::select;
 use crate::policy::BreakerSettings;
 use crate::store::{self, Backup};
 use chrono::{SecondsFormat, TimeZone, Utc};
@@ -68,19 +69,87 @@ impl<T, F> Apply<T> for F where
 }
 
 /// Lock, load (rebuilding a corrupt state), apply, store if changed, log the transitions.
-pub fn update<T>(cx: &Context, id: &Id, apply: impl Apply<T>) -> Result<T, Failure> {
+pub fn update<T>(cx: &Context, id: &Id, mut apply: impl Apply<T>) -> Result<T, Failure> {
+    if select::configured(cx) {
+        let settings = cx.policy()?.breaker_for(&id.policy_key);
+        let done = select::with(cx, "breaker", |r| {
+            fleet::update(cx, r, id, &settings, &mut apply)
+        });
+        if let Some(done) = done {
+            return done;
+        }
+    }
     files::update(cx, id, apply)
 }
 
 /// Every breaker with a stored state, sorted by key.
 pub fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
+    if let Some(ids) = select::with(cx, "listing breakers", fleet::stored_ids) {
+        return Ok(ids);
+    }
     files::stored_ids(cx)
 }
 
 /// One breaker as stored, read without exclusion and never written; `None` when it has no
 /// state or the state is unreadable.
 pub fn peek(cx: &Context, id: &Id) -> Option<Breaker> {
+    if let Some(b) = select::with(cx, "reading a breaker", |r| r.breaker_peek(&id.key)) {
+        return b.and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    }
     files::peek(cx, id)
+}
+
+/// The fleet backend: the same machine, stored in Redis by compare-and-set.
+mod fleet {
+    use super::*;
+    use crate::fleet::{breaker::Call, Remote, RemoteError};
+
+    pub(super) fn update<T>(
+        cx: &Context,
+        r: &mut Remote,
+        id: &Id,
+        settings: &BreakerSettings,
+        apply: &mut impl Apply<T>,
+    ) -> Result<Result<T, Failure>, RemoteError> {
+        let fresh = || id.fresh();
+        let event = |b: &Breaker, t: &Transition| event_line(b, t).to_string();
+        let call = Call {
+            key: &id.key,
+            fresh: &fresh,
+            now: cx.now_given.then(|| millis(cx)),
+            deadline: std::time::Instant::now() + cx.lock_wait(),
+            event: &event,
+        };
+        let done = r.breaker(&call, |b, now| apply(b, settings, now))?;
+        Ok(done.map(|a| {
+            if let Some(problem) = a.rebuilt {
+                cx.warn(&format!(
+                    "breaker `{}` state in the fleet's Redis was unusable ({problem}); kept it beside the new state (field `unusable`) and started afresh (closed)",
+                    id.key
+                ));
+            }
+            a.out
+        }))
+    }
+
+    pub(super) fn stored_ids(r: &mut Remote) -> Result<Vec<Id>, RemoteError> {
+        let mut ids = Vec::new();
+        for key in r.breaker_keys()? {
+            // A key only checked while closed has no state yet (as it has no file).
+            let Some(bytes) = r.breaker_peek(&key)? else {
+                continue;
+            };
+            ids.push(match serde_json::from_slice::<Breaker>(&bytes) {
+                Ok(b) if b.key == key => Id::of(&b),
+                _ => Id {
+                    policy_key: key.clone(),
+                    key,
+                    session: None,
+                },
+            });
+        }
+        Ok(ids)
+    }
 }
 
 /// The line logged for one transition.

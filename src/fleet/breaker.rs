@@ -70,7 +70,7 @@ impl Remote {
         mut apply: impl FnMut(&mut Breaker, Millis) -> Result<(T, Vec<Transition>), F>,
     ) -> Result<Result<Applied<T>, F>, RemoteError> {
         let hash = self.key(&format!("breaker:{}", call.key));
-        let mut loaded = self.load(&hash)?;
+        let mut loaded = self.load(&hash, call.key)?;
         let mut conflicts = 0u32;
         loop {
             let (mut b, rebuilt) = decode(&loaded, call);
@@ -140,9 +140,9 @@ impl Remote {
         }
     }
 
-    fn load(&mut self, hash: &str) -> Result<Loaded, RemoteError> {
+    fn load(&mut self, hash: &str, key: &str) -> Result<Loaded, RemoteError> {
         let mut inv = load_script().prepare_invoke();
-        inv.key(hash);
+        inv.key(hash).key(self.key(INDEX)).arg(key);
         let reply: Vec<Value> = self.invoke("loading a breaker", &inv)?;
         parse_loaded(&reply).ok_or_else(|| RemoteError::protocol(&self.config.target, "load"))
     }
@@ -155,6 +155,14 @@ impl Remote {
         )?;
         keys.sort();
         Ok(keys)
+    }
+
+    /// Whether `key` has a breaker (it was checked, recorded or copied).
+    pub fn breaker_exists(&mut self, key: &str) -> Result<bool, RemoteError> {
+        self.query(
+            "looking up a breaker",
+            redis::cmd("SISMEMBER").arg(self.key(INDEX)).arg(key),
+        )
     }
 
     /// One breaker's stored JSON, read without changing it (for reports); `None` if missing.

@@ -29,6 +29,7 @@
 
 pub mod breaker;
 pub mod log;
+pub mod select;
 pub mod target;
 
 use redis::{Connection, RedisError};

@@ -6,6 +6,20 @@
 mod common;
 
 mod breaker;
+mod breaker_files;
+
+/// Where the shared scenarios keep their state: here, the file store.
+mod backend {
+    pub struct Backend {
+        pub sandbox: crate::common::Sandbox,
+    }
+
+    pub fn sandbox() -> Option<Backend> {
+        Some(Backend {
+            sandbox: crate::common::Sandbox::new(),
+        })
+    }
+}
 mod check_output;
 mod classify;
 mod config;

@@ -1,8 +1,36 @@
 //! The fleet backend against a real `redis-server` (see `server`): one server per test,
-//! started on a free port and stopped at the end. Library-level tests of the scripts here;
-//! the command-level suites (both backends, hosts racing as processes, faults) beside them.
+//! started on a free port and stopped at the end.
+//!
+//! - `remote`: the scripts themselves, through the library;
+//! - `breaker`: every breaker scenario of the file store's suite (`tests/cli/breaker.rs`,
+//!   included as it is), run here with `TRIAGE_STORE` pointing at the test's Redis;
+//! - `hosts`: hosts with separate state roots racing on one Redis, as processes;
+//! - `faults`: Redis stopped, restarted or silent mid-run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "../cli/common.rs"]
+mod common;
+
+#[path = "../cli/breaker.rs"]
+mod breaker;
+
 mod remote;
 mod server;
+
+/// Where the shared scenarios keep their state: here, a Redis of the test's own.
+mod backend {
+    pub struct Backend {
+        pub sandbox: crate::common::Sandbox,
+        /// Stopped when the scenario ends.
+        _server: crate::server::Server,
+    }
+
+    pub fn sandbox() -> Option<Backend> {
+        let server = crate::server::Server::start()?;
+        Some(Backend {
+            sandbox: crate::common::Sandbox::with_store(&server.url()),
+            _server: server,
+        })
+    }
+}
