@@ -88,6 +88,8 @@ pub enum Command {
     Saga(commands::saga::Args),
     /// Run a command with a timeout, retries on the policy's schedule and clean interrupts
     Run(commands::run::Args),
+    /// Where breakers and the error log are kept: status, sync after an outage, migrate to Redis
+    Store(commands::store::Args),
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
@@ -120,6 +122,7 @@ impl Command {
             Command::Man(_) => "man",
             Command::Saga(_) => "saga",
             Command::Run(_) => "run",
+            Command::Store(_) => "store",
         }
     }
 
@@ -153,6 +156,7 @@ impl Command {
             Command::Man(a) => commands::man::run(a, cx),
             Command::Saga(a) => commands::saga::run(a, cx),
             Command::Run(a) => commands::run::run(a, cx),
+            Command::Store(a) => commands::store::run(a, cx),
         }
     }
 }

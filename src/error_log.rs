@@ -12,6 +12,10 @@
 //! Every record is cut to fit [`MAX_RECORD`] bytes (long texts end with a marker), so no hook
 //! writes a line of megabytes.
 
+mod fleet;
+
+pub use fleet::{changes as fleet_changes, outbox_dir, sync, waiting, Synced};
+
 use crate::context::Context;
 use crate::error_record::{self, Counters, ErrorRecord, LogLine};
 use crate::exit::Failure;
@@ -59,7 +63,6 @@ pub enum Written {
 /// Writes one record: its id assigned (unique under the lock), its size capped, appended to
 /// the log with the counters brought up to date, or spooled when the lock is busy.
 pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<Written, Failure> {
-    store::ensure_dir(&root.join("logs"))?;
     rec.error_id = String::new();
     let mut value = serde_json::to_value(&*rec)
         .map_err(|e| Failure::data(format!("cannot serialize the record: {e}")))?;
@@ -83,12 +86,34 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
     };
     let millis = cx.now.timestamp_millis();
 
+    // A fleet store first: the record's id is the fleet's next number. When it cannot take
+    // the record, the record is written here as always, and kept for the fleet's log under
+    // a nonce that makes pushing it later idempotent.
+    let fleet_nonce = crate::fleet::select::configured(cx)
+        .then(|| error_record::unique_error_id(millis, random()));
+    if let Some(nonce) = &fleet_nonce {
+        let seq0 = error_record::error_id(millis, 0);
+        let prefix = seq0.trim_end_matches('0');
+        if let Some(done) = fleet::write(cx, root, rest, prefix, nonce) {
+            let (id, written) = done?;
+            rec.error_id = id;
+            return Ok(written);
+        }
+    }
+    let keep = |id: &str| {
+        if let Some(nonce) = &fleet_nonce {
+            fleet::keep(cx, root, nonce, &with_id(id));
+        }
+    };
+    store::ensure_dir(&root.join("logs"))?;
+
     let (lock, mut counters) = match lock_with_counters(cx, root)? {
         Ok(held) => held,
         Err(busy) => {
             rec.error_id = error_record::unique_error_id(millis, random());
             let path = pending_dir(root).join(format!("{}.json", store::escape_key(&rec.error_id)));
             store::spool(&path, &with_id(&rec.error_id))?;
+            keep(&rec.error_id);
             cx.warn(&format!(
                 "{busy}; the record was kept as {} and the next writer adds it to the log",
                 path.display()
@@ -117,12 +142,20 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
     }
     save_counters(cx, root, &mut counters);
     drop(lock);
+    keep(&rec.error_id);
     Ok(Written::Logged(counters))
 }
 
 /// Appends a line that is not an error record (a resolution) under the lock, keeping the
 /// counters up to date. A busy lock is an error here: the caller is a person who can retry.
 pub fn append_other(cx: &Context, root: &Path, line: &[u8]) -> Result<(), Failure> {
+    let fleet_nonce = crate::fleet::select::configured(cx)
+        .then(|| error_record::unique_error_id(cx.now.timestamp_millis(), random()));
+    if let Some(nonce) = &fleet_nonce {
+        if fleet::write_other(cx, root, line, nonce).is_some() {
+            return Ok(());
+        }
+    }
     store::ensure_dir(&root.join("logs"))?;
     let (lock, mut counters) = lock_with_counters(cx, root)?.map_err(Failure::from)?;
     store::append_line_locked(&log_path(root), line)?;
@@ -131,6 +164,9 @@ pub fn append_other(cx: &Context, root: &Path, line: &[u8]) -> Result<(), Failur
     }
     save_counters(cx, root, &mut counters);
     drop(lock);
+    if let Some(nonce) = &fleet_nonce {
+        fleet::keep(cx, root, nonce, line);
+    }
     Ok(())
 }
 
@@ -143,7 +179,20 @@ pub fn refresh_counters(cx: &Context, root: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Visits every line of the log, then every spooled record; the log's read statistics.
+/// Visits every line of the log: the fleet's (and what waits to be pushed to it) with a fleet
+/// store, else the local log and its spooled records; the read statistics.
+pub fn read_all_in(
+    cx: &Context,
+    root: &Path,
+    mut visit: impl FnMut(&[u8]) -> bool,
+) -> Result<store::JsonlStats, Failure> {
+    if let Some(done) = fleet::read_all(cx, root, &mut visit) {
+        return done;
+    }
+    read_all(root, visit)
+}
+
+/// Visits every line of the local log, then every spooled record; the log's read statistics.
 pub fn read_all(
     root: &Path,
     mut visit: impl FnMut(&[u8]) -> bool,

@@ -217,7 +217,7 @@ pub fn resolve(cx: &Context, id: &str, resolution: Resolution) -> Result<Resolut
     let root = cx.ensure_root()?;
     let log = log_path(&root);
     let mut found: Option<ResolutionLine> = None;
-    error_log::read_all(&root, |bytes| {
+    error_log::read_all_in(cx, &root, |bytes| {
         let Some(l) = LogLine::parse(bytes) else {
             return false;
         };

@@ -102,7 +102,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let policy = cx.policy()?;
     let mut agg = Aggregator::new(filter.clone(), args.by, policy);
     let mut hourly = Hourly::new(cx.now);
-    let stats = error_log::read_all(&cx.state_root(), |line| {
+    let stats = error_log::read_all_in(cx, &cx.state_root(), |line| {
         agg.add_with(line, &mut |l, _, admitted| hourly.observe(l, admitted))
     })?;
     // The reader skips a torn last line without showing it; the aggregator counted the rest.
@@ -199,7 +199,7 @@ fn html(
     let policy = cx.policy()?;
     let mut agg = Aggregator::new(filter.clone(), args.by, policy);
     let mut dash = Dashboard::new(policy);
-    let stats = error_log::read_all(&cx.state_root(), |line| {
+    let stats = error_log::read_all_in(cx, &cx.state_root(), |line| {
         agg.add_with(line, &mut |l, raw, admitted| {
             if admitted {
                 dash.observe(l, raw);
@@ -260,7 +260,7 @@ fn template(
     cx: &Context,
 ) -> Result<Outcome, Failure> {
     let mut recs: Vec<Rec> = Vec::new();
-    error_log::read_all(&cx.state_root(), |bytes| match LogLine::parse(bytes) {
+    error_log::read_all_in(cx, &cx.state_root(), |bytes| match LogLine::parse(bytes) {
         Some(l) => {
             if filter.admits(&l) {
                 recs.push(Rec::from_line(&l));

@@ -52,15 +52,16 @@ pub struct Change {
 pub enum Id {
     /// This prefix and the fleet's next sequence number (`err-<time>-` + `000042`).
     Sequence(String),
-    /// This id, as it is (a record written locally during an outage, pushed later).
+    /// The id the line already holds (a record written locally during an outage, pushed
+    /// later): the line is `before_id` and `after_id` as they are.
     Keep(String),
 }
 
 /// One line to append.
 #[derive(Clone, Debug)]
 pub struct Append<'a> {
-    /// The line's JSON before its id, and after it (the id goes between, as a JSON string's
-    /// content: ids are made of `[A-Za-z0-9-]`).
+    /// The line's JSON before its id, and after it (with [`Id::Sequence`] the id goes between,
+    /// as a JSON string's content: ids are made of `[A-Za-z0-9-]`).
     pub before_id: &'a [u8],
     /// The line's JSON after its id.
     pub after_id: &'a [u8],
@@ -68,6 +69,8 @@ pub struct Append<'a> {
     pub id: Id,
     /// A token unique to this record: the same record appended twice is added once.
     pub nonce: &'a str,
+    /// Whether the nonce is kept for good (`store migrate`) rather than for a week.
+    pub keep_nonce: bool,
     /// The scope of the `Units` changes (the workflow, else the session; `""` for none).
     pub scope: &'a str,
     /// The session whose open count comes back.
@@ -106,7 +109,7 @@ impl Remote {
             .key(self.key(&format!("open:units:{}", a.scope)))
             .key(self.key(&format!("open:since:{}", a.scope)))
             .arg(self.config.log_max_len)
-            .arg(super::NONCE_TTL_S)
+            .arg(if a.keep_nonce { 0 } else { super::NONCE_TTL_S })
             .arg(a.before_id)
             .arg(a.after_id)
             .arg(id)

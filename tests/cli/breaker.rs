@@ -225,10 +225,7 @@ fn reset_trip_disable_and_refused_transitions() {
         (v["state"].as_str(), v["changed"].as_bool()),
         (Some("forced_open"), Some(true))
     );
-    assert_eq!(
-        run(s, T0, &["trip", "k", "--for", "30s"])["changed"],
-        false
-    );
+    assert_eq!(run(s, T0, &["trip", "k", "--for", "30s"])["changed"], false);
     assert_eq!(run(s, T0 + 10, &["check", "k"])["reason"], "forced_open");
     assert_eq!(run(s, T0 + 30, &["check", "k"])["reason"], "probe_granted");
     assert_eq!(run(s, T0 + 31, &["reset", "k"])["state"], "closed");
@@ -271,10 +268,7 @@ fn policy_globs_and_session_scope() {
             &["record", "stat-consultant", "--outcome", "failure"],
         );
     }
-    assert_eq!(
-        run(s, T0, &["check", "stat-consultant"])["state"],
-        "closed"
-    );
+    assert_eq!(run(s, T0, &["check", "stat-consultant"])["state"], "closed");
     run(
         s,
         T0,
@@ -358,10 +352,7 @@ fn hook_denies_with_template_4_and_records_outcomes() {
     let post = serde_json::json!({"hook_event_name": "PostToolUse", "tool_name": "Task",
         "tool_input": {"subagent_type": "researcher"}, "tool_response": {"status": "completed"}});
     assert!(hook(s, T0 + 61, post).stdout.is_empty());
-    assert_eq!(
-        run(s, T0 + 61, &["check", "researcher"])["state"],
-        "closed"
-    );
+    assert_eq!(run(s, T0 + 61, &["check", "researcher"])["state"], "closed");
     // Other tools are keyed by their name; events the breaker has no part in print nothing.
     let bash = serde_json::json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "error": "exit 1"});
     hook(s, T0, bash);

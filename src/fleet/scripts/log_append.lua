@@ -6,9 +6,11 @@
 -- KEYS[1]: the stream; KEYS[2]: the nonce's key (dedupe); KEYS[3]: the id sequence;
 -- KEYS[4]: the sessions hash; KEYS[5]: the scope's units hash; KEYS[6]: the scope's
 -- "since" hash (the stream id where a unit's open failures begin).
--- ARGV[1]: the stream's approximate length cap (0: none); ARGV[2]: the nonce's TTL (s);
--- ARGV[3]: the line before its id; ARGV[4]: the line after its id; ARGV[5]: the id, or
--- the id's prefix when ARGV[6] is 'seq' (then the next sequence number is appended);
+-- ARGV[1]: the stream's approximate length cap (0: none); ARGV[2]: the nonce's TTL (s; 0:
+-- kept for good, as `store migrate` keeps them, so a copy run again adds nothing);
+-- ARGV[3]: the line before its id; ARGV[4]: the line after its id; ARGV[5]: with ARGV[6]
+-- 'seq', the id's prefix: the id is it and the next sequence number, and goes between
+-- ARGV[3] and ARGV[4]; with 'keep', the id the line already holds (ARGV[3] .. ARGV[4]);
 -- ARGV[7]: the session ('' for none); ARGV[8]: the number of changes; then per change:
 -- the hash ('s' sessions, 'u' units), the field, the delta, and '1' when the stream id is
 -- remembered as where the unit's open failures begin (when its count becomes 1).
@@ -19,17 +21,22 @@ if seen then
   return {0, prev[1], prev[2], 0, {}}
 end
 local id = ARGV[5]
+local line = ARGV[3] .. ARGV[4]
 if ARGV[6] == 'seq' then
   id = id .. string.format('%06d', redis.call('INCR', KEYS[3]))
+  line = ARGV[3] .. id .. ARGV[4]
 end
-local line = ARGV[3] .. id .. ARGV[4]
 local sid
 if tonumber(ARGV[1]) > 0 then
   sid = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 'line', line)
 else
   sid = redis.call('XADD', KEYS[1], '*', 'line', line)
 end
-redis.call('SET', KEYS[2], cjson.encode({id, sid}), 'EX', ARGV[2])
+if tonumber(ARGV[2]) > 0 then
+  redis.call('SET', KEYS[2], cjson.encode({id, sid}), 'EX', ARGV[2])
+else
+  redis.call('SET', KEYS[2], cjson.encode({id, sid}))
+end
 local n = tonumber(ARGV[8])
 for i = 0, n - 1 do
   local at = 9 + i * 4
