@@ -110,7 +110,9 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
     let (lock, mut counters) = match lock_with_counters(cx, root)? {
         Ok(held) => held,
         Err(busy) => {
-            rec.error_id = error_record::unique_error_id(millis, random());
+            rec.error_id = fleet_nonce
+                .clone()
+                .unwrap_or_else(|| error_record::unique_error_id(millis, random()));
             let path = pending_dir(root).join(format!("{}.json", store::escape_key(&rec.error_id)));
             store::spool(&path, &with_id(&rec.error_id))?;
             keep(&rec.error_id);
@@ -122,6 +124,9 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
         }
     };
     rec.error_id = match counters.seq.checked_add(1) {
+        // Written here while the fleet's Redis is away: the id must never equal one the
+        // fleet's sequence hands out, so it is the nonce (unique without any sequence).
+        _ if fleet_nonce.is_some() => fleet_nonce.clone().unwrap_or_default(),
         Some(seq) => {
             counters.seq = seq;
             error_record::error_id(millis, seq)

@@ -14,7 +14,7 @@ use crate::store;
 use crate::templates::{self, Rec, TemplateInput, TemplateName};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `triage report`.
 #[derive(clap::Args, Debug)]
@@ -92,7 +92,17 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             .map(|s| since(s, cx.now))
             .transpose()?,
     };
-    let log = log_path(&cx.state_root());
+    // With a fleet store the log is the fleet's stream, named by its URL and namespace.
+    let fleet_log = match cx.fleet_config() {
+        Some(Ok(c)) => Some(PathBuf::from(format!(
+            "{} namespace {}",
+            c.target, c.namespace
+        ))),
+        _ => None,
+    };
+    let log = fleet_log
+        .clone()
+        .unwrap_or_else(|| log_path(&cx.state_root()));
     if let Some(name) = args.template {
         return template(name, args, filter, cx);
     }
@@ -116,7 +126,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             root: &root,
             log: &log,
             root_exists: root.is_dir(),
-            log_exists: store::file_len(&log).ok().flatten().is_some(),
+            log_exists: fleet_log.is_some() || store::file_len(&log).ok().flatten().is_some(),
             records_in_log: hourly.records_in_log,
         };
         let term = crate::context::terminal();

@@ -28,9 +28,10 @@ fn id_of(c: &Config) -> String {
     format!("{}|{}", c.target, c.namespace)
 }
 
-/// Whether this process is configured for a fleet store (whether or not it is reachable).
+/// Whether a fleet store is asked for (whether or not it is valid or reachable: [`with`]
+/// says what is wrong).
 pub fn configured(cx: &Context) -> bool {
-    matches!(cx.fleet_config(), Some(Ok(_)))
+    cx.fleet_config().is_some()
 }
 
 /// Runs `op` on the fleet's Redis: `None` when there is none, or when it failed (said with a

@@ -136,7 +136,10 @@ impl Sandbox {
             std::fs::create_dir_all(parent).expect("mkdir");
         }
         let mut bytes = content.as_ref().to_vec();
-        if self.store.is_some() && rel == ".triage.toml" {
+        if self.store.is_some()
+            && rel == ".triage.toml"
+            && !bytes.windows(7).any(|w| w == b"[store]")
+        {
             bytes.extend_from_slice(FLEET_POLICY.as_bytes());
         }
         std::fs::write(&p, bytes).expect("write");

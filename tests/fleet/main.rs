@@ -15,6 +15,8 @@ mod common;
 #[path = "../cli/breaker.rs"]
 mod breaker;
 
+mod faults;
+mod hosts;
 mod remote;
 mod server;
 
