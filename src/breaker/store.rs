@@ -152,6 +152,32 @@ mod fleet {
     }
 }
 
+/// Visits the logged transitions, oldest first (the fleet's stream, or
+/// `logs/breaker-events.jsonl`); `visit` says whether a line was valid.
+pub fn events(
+    cx: &Context,
+    root: &Path,
+    mut visit: impl FnMut(&[u8]) -> bool,
+) -> Result<(), Failure> {
+    let mut seen = 0u64;
+    let read = select::with(cx, "reading breaker events", |r| {
+        r.breaker_events(|_, line| {
+            seen += 1;
+            visit(line)
+        })
+    });
+    match read {
+        Some(_) => Ok(()),
+        None if seen > 0 => Err(Failure::io(
+            "the fleet's breaker events could not be read to their end",
+        )),
+        None => {
+            store::read_jsonl(&root.join("logs").join("breaker-events.jsonl"), visit)?;
+            Ok(())
+        }
+    }
+}
+
 /// The line logged for one transition.
 pub fn event_line(b: &Breaker, t: &Transition) -> serde_json::Value {
     serde_json::json!({

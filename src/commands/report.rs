@@ -222,9 +222,7 @@ fn html(
     let drawn = dash.finish();
     let root = cx.state_root();
     let mut breakers = Breakers::default();
-    store::read_jsonl(&root.join("logs").join("breaker-events.jsonl"), |b| {
-        breakers.observe_event(b)
-    })?;
+    crate::breaker::store::events(cx, &root, |b| breakers.observe_event(b))?;
     breakers.now = crate::commands::breaker::peek_all(cx)?
         .into_iter()
         .map(|s| BreakerNow {

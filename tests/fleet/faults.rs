@@ -225,3 +225,30 @@ fn a_bad_store_url_is_a_warning_and_the_files() {
     let out = s.cmd(&["store", "status"]).output().unwrap();
     assert_eq!(out.status.code(), Some(64));
 }
+
+#[test]
+fn rediss_reaches_a_tls_redis_that_the_system_trusts() {
+    let Some(server) = Server::start_tls() else { return };
+    let tls = format!("rediss://127.0.0.1:{}/0", server.tls_port.unwrap());
+    let s = Sandbox::with_store(&tls);
+    // The test's CA stands for the system's roots (SSL_CERT_FILE is where they are read).
+    let out = s
+        .cmd(&["breaker", "record", "api", "--outcome", "failure"])
+        .env("SSL_CERT_FILE", server.ca())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!s.exists(".triage/breakers"), "the call went to the TLS Redis");
+    let status = json_out(&s.cmd(&["store", "status"]).env("SSL_CERT_FILE", server.ca()).output().unwrap());
+    assert_eq!(status["url"], tls);
+    assert_eq!(status["breakers"], 1);
+    // Without the CA the certificate is refused, and the call falls back.
+    let out = s
+        .cmd(&["breaker", "check", "api"])
+        .env("SSL_CERT_FILE", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("used the local files"));
+}

@@ -13,6 +13,8 @@ pub struct Server {
     child: Option<Child>,
     pub port: u16,
     dir: tempfile::TempDir,
+    /// With TLS: the port of `--tls-port` (plain `port` still answers, for the checks).
+    pub tls_port: Option<u16>,
 }
 
 /// The server binary, or `None` (after saying why) when the test should skip.
@@ -51,14 +53,66 @@ impl Server {
             child: None,
             port: free_port(),
             dir,
+            tls_port: None,
         };
         s.spawn();
         Some(s)
     }
 
+    /// A server that also speaks TLS, with a certificate for 127.0.0.1 signed by a CA of the
+    /// test's own (`ca()`); `None` when redis-server or openssl is missing (said why).
+    pub fn start_tls() -> Option<Server> {
+        binary()?;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let d = dir.path();
+        let ok = |args: &[&str]| {
+            Command::new("openssl")
+                .args(args)
+                .current_dir(d)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        std::fs::write(d.join("ext.cnf"), "subjectAltName=IP:127.0.0.1\n").expect("ext");
+        let made = ok(&["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=triage test CA"])
+            && ok(&["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"])
+            && ok(&["x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "2", "-extfile", "ext.cnf"]);
+        if !made {
+            eprintln!("skipped: openssl could not make a test certificate");
+            return None;
+        }
+        let mut s = Server {
+            child: None,
+            port: free_port(),
+            dir,
+            tls_port: Some(free_port()),
+        };
+        s.spawn();
+        Some(s)
+    }
+
+    /// The CA that signed a TLS server's certificate.
+    pub fn ca(&self) -> PathBuf {
+        self.dir.path().join("ca.crt")
+    }
+
     fn spawn(&mut self) {
         let bin = binary().expect("redis-server");
-        let child = Command::new(bin)
+        let mut cmd = Command::new(bin);
+        if let Some(tls) = self.tls_port {
+            let d = self.dir.path();
+            cmd.arg("--tls-port")
+                .arg(tls.to_string())
+                .arg("--tls-cert-file")
+                .arg(d.join("server.crt"))
+                .arg("--tls-key-file")
+                .arg(d.join("server.key"))
+                .arg("--tls-ca-cert-file")
+                .arg(d.join("ca.crt"))
+                .args(["--tls-auth-clients", "no"]);
+        }
+        let child = cmd
             .args(["--bind", "127.0.0.1", "--port"])
             .arg(self.port.to_string())
             .args(["--save", "", "--appendonly", "yes", "--appendfsync", "no"])
