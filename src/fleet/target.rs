@@ -125,6 +125,19 @@ mod tests {
     }
 
     #[test]
+    fn rediss_is_tls() {
+        let t = Target::parse("rediss://:pw@cache:6380/1", None).unwrap();
+        assert_eq!(t.to_string(), "rediss://cache:6380/1");
+        assert!(matches!(
+            t.connection_info().addr(),
+            ConnectionAddr::TcpTls {
+                insecure: false,
+                ..
+            }
+        ));
+    }
+
+    #[test]
     fn the_env_password_is_used_only_when_the_url_has_none() {
         let t = Target::parse("redis://h:1/0", Some("fromenv")).unwrap();
         assert_eq!(

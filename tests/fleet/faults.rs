@@ -228,7 +228,9 @@ fn a_bad_store_url_is_a_warning_and_the_files() {
 
 #[test]
 fn rediss_reaches_a_tls_redis_that_the_system_trusts() {
-    let Some(server) = Server::start_tls() else { return };
+    let Some(server) = Server::start_tls() else {
+        return;
+    };
     let tls = format!("rediss://127.0.0.1:{}/0", server.tls_port.unwrap());
     let s = Sandbox::with_store(&tls);
     // The test's CA stands for the system's roots (SSL_CERT_FILE is where they are read).
@@ -238,9 +240,21 @@ fn rediss_reaches_a_tls_redis_that_the_system_trusts() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(!s.exists(".triage/breakers"), "the call went to the TLS Redis");
-    let status = json_out(&s.cmd(&["store", "status"]).env("SSL_CERT_FILE", server.ca()).output().unwrap());
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !s.exists(".triage/breakers"),
+        "the call went to the TLS Redis"
+    );
+    let status = json_out(
+        &s.cmd(&["store", "status"])
+            .env("SSL_CERT_FILE", server.ca())
+            .output()
+            .unwrap(),
+    );
     assert_eq!(status["url"], tls);
     assert_eq!(status["breakers"], 1);
     // Without the CA the certificate is refused, and the call falls back.
