@@ -197,6 +197,33 @@ pub fn read_all_in(
     read_all(root, visit)
 }
 
+/// Visits the lines at the end of the log (the fleet's with a fleet store), oldest first: as
+/// many as fit in `max_bytes`, so the memory is bounded whatever the log's length.
+pub fn visit_tail(
+    cx: &Context,
+    root: &Path,
+    max_bytes: u64,
+    mut visit: impl FnMut(&[u8]),
+) -> Result<(), Failure> {
+    if let Some(lines) =
+        crate::fleet::select::with(cx, "reading the error log", |r| r.read_log_tail(max_bytes))
+    {
+        lines.iter().for_each(|l| visit(l));
+        return Ok(());
+    }
+    let Some((bytes, len)) = store::read_store_tail(&log_path(root), max_bytes)? else {
+        return Ok(());
+    };
+    let mut lines = bytes.split(|b| *b == b'\n');
+    if len > max_bytes {
+        lines.next(); // cut mid-line
+    }
+    for line in lines.filter(|l| !l.is_empty()) {
+        visit(line);
+    }
+    Ok(())
+}
+
 /// Visits every line of the local log, then every spooled record; the log's read statistics.
 pub fn read_all(
     root: &Path,

@@ -178,6 +178,47 @@ impl Remote {
         }
     }
 
+    /// The last lines of the log, oldest first, as many as fit in `max_bytes` (the newest
+    /// always), paging backwards with `XREVRANGE`.
+    pub fn read_log_tail(&mut self, max_bytes: u64) -> Result<Vec<Vec<u8>>, RemoteError> {
+        let stream = self.key(STREAM);
+        let mut out: Vec<Vec<u8>> = Vec::new();
+        let mut total = 0u64;
+        let mut end = "+".to_string();
+        loop {
+            let page: Vec<Value> = self.query(
+                "reading the log's end",
+                redis::cmd("XREVRANGE")
+                    .arg(&stream)
+                    .arg(&end)
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(PAGE),
+            )?;
+            let n = page.len();
+            let mut last = None;
+            for entry in page {
+                let Some((id, line)) = entry_line(entry) else {
+                    continue;
+                };
+                total += line.len() as u64 + 1;
+                if total > max_bytes && !out.is_empty() {
+                    out.reverse();
+                    return Ok(out);
+                }
+                out.push(line);
+                last = Some(id);
+            }
+            match last {
+                Some(id) if n == PAGE => end = format!("({id}"),
+                _ => {
+                    out.reverse();
+                    return Ok(out);
+                }
+            }
+        }
+    }
+
     /// The open failures of `session`.
     pub fn session_open(&mut self, session: &str) -> Result<u64, RemoteError> {
         let n: Option<u64> = self.query(

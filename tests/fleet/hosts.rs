@@ -203,3 +203,59 @@ fn thirty_two_writers_of_two_hundred_records_leave_6400_entries_and_exact_counte
     // No host wrote a log of its own.
     assert!(hosts.iter().all(|h| !h.exists(".triage/logs/errors.jsonl")));
 }
+
+#[test]
+fn session_start_on_one_host_names_the_open_breaker_and_the_error_of_another() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let hosts = hosts(&server, 2);
+    let (a, b) = (&hosts[0], &hosts[1]);
+    for _ in 0..2 {
+        let out = a
+            .cmd(&[
+                "record-error",
+                "--session",
+                "old",
+                "--agent",
+                "researcher",
+                "--kind",
+                "timeout",
+            ])
+            .env("TRIAGE_NOW", at(T0))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        a.cmd(&["breaker", "record", "researcher", "--outcome", "failure"])
+            .env("TRIAGE_NOW", at(T0))
+            .output()
+            .unwrap();
+    }
+    let mut c = b
+        .std_cmd(&["hook"])
+        .env("TRIAGE_STORE", b.store.as_ref().unwrap())
+        .env("TRIAGE_NOW", at(T0 + 5))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    c.stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"session_id": "new", "hook_event_name": "SessionStart"}"#)
+        .unwrap();
+    let out = c.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let context = json_out(&out)["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(context.contains("researcher"), "{context}");
+    assert!(context.contains("open"), "{context}");
+    assert!(
+        context.contains("Unresolved errors from earlier sessions of this project: 2"),
+        "the other host's unresolved errors: {context}"
+    );
+}

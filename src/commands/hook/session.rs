@@ -14,7 +14,6 @@
 //!   that of many hooks crossing a threshold at once exactly one announces it.
 
 use crate::commands::check_output::Final;
-use crate::commands::record_error;
 use crate::context::Context;
 use crate::error_record::LogLine;
 use crate::exit::Failure;
@@ -306,20 +305,11 @@ pub fn first_announcements(
 
 /// Visits the log lines in the last [`LOG_TAIL`] bytes of the error log.
 fn visit_tail(cx: &Context, mut visit: impl FnMut(&LogLine)) -> Result<(), Failure> {
-    let log = record_error::log_path(&cx.state_root());
-    let Some((bytes, len)) = store::read_store_tail(&log, LOG_TAIL)? else {
-        return Ok(());
-    };
-    let mut lines = bytes.split(|b| *b == b'\n');
-    if len > LOG_TAIL {
-        lines.next(); // cut mid-line
-    }
-    for line in lines.filter(|l| !l.is_empty()) {
+    crate::error_log::visit_tail(cx, &cx.state_root(), LOG_TAIL, |line| {
         if let Some(l) = LogLine::parse(line) {
             visit(&l);
         }
-    }
-    Ok(())
+    })
 }
 
 /// Template 5 for `session`, from the records of the session at the end of the log.
