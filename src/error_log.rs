@@ -197,6 +197,62 @@ pub fn read_all_in(
     read_all(root, visit)
 }
 
+/// Where a reader of the log is: a byte offset of the local log, or the fleet's last stream id.
+#[derive(Clone, Debug)]
+pub enum Position {
+    /// The local log, up to this offset (`None`: its end).
+    Local(Option<u64>),
+    /// The fleet's stream, after this id (`None`: from its start).
+    Fleet(Option<String>),
+}
+
+/// Visits the log newest first until `visit` says stop: the fleet's with a fleet store, else
+/// the local one up to `end`. Returns where the newest line is, for a follower to go on from.
+pub fn visit_rev(
+    cx: &Context,
+    root: &Path,
+    end: Option<u64>,
+    mut visit: impl FnMut(&[u8]) -> bool,
+) -> Result<Position, Failure> {
+    let mut seen = 0u64;
+    let fleet = crate::fleet::select::with(cx, "reading the error log", |r| {
+        r.read_log_rev(|_, line| {
+            seen += 1;
+            visit(line)
+        })
+    });
+    match fleet {
+        Some(newest) => Ok(Position::Fleet(newest)),
+        None if seen > 0 => Err(Failure::io(
+            "the fleet's error log could not be read to its end",
+        )),
+        None => {
+            store::read_jsonl_rev_to(&log_path(root), end, visit)?;
+            Ok(Position::Local(end))
+        }
+    }
+}
+
+/// The fleet's lines after stream id `after` (all, when `None`), oldest first; `None` when
+/// the fleet's Redis did not answer (the follower tries again). The id of the last one comes
+/// back, for the next call.
+pub fn fleet_after(
+    cx: &Context,
+    after: Option<&str>,
+    mut visit: impl FnMut(&[u8]),
+) -> Option<Option<String>> {
+    let from = after.map_or_else(|| "-".to_string(), |id| format!("({id}"));
+    let mut last = None;
+    crate::fleet::select::with(cx, "following the error log", |r| {
+        r.read_log(&from, |id, line| {
+            visit(line);
+            last = Some(id.to_string());
+            true
+        })
+    })?;
+    Some(last)
+}
+
 /// Visits the lines at the end of the log (the fleet's with a fleet store), oldest first: as
 /// many as fit in `max_bytes`, so the memory is bounded whatever the log's length.
 pub fn visit_tail(

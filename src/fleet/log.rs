@@ -178,6 +178,44 @@ impl Remote {
         }
     }
 
+    /// Visits the log newest first, a page at a time, until `visit` says stop (false), with
+    /// each entry's stream id. Returns the id of the newest entry, if any.
+    pub fn read_log_rev(
+        &mut self,
+        mut visit: impl FnMut(&str, &[u8]) -> bool,
+    ) -> Result<Option<String>, RemoteError> {
+        let stream = self.key(STREAM);
+        let mut newest = None;
+        let mut end = "+".to_string();
+        loop {
+            let page: Vec<Value> = self.query(
+                "reading the log backwards",
+                redis::cmd("XREVRANGE")
+                    .arg(&stream)
+                    .arg(&end)
+                    .arg("-")
+                    .arg("COUNT")
+                    .arg(PAGE),
+            )?;
+            let n = page.len();
+            let mut last = None;
+            for entry in page {
+                let Some((id, line)) = entry_line(entry) else {
+                    continue;
+                };
+                newest.get_or_insert_with(|| id.clone());
+                if !visit(&id, &line) {
+                    return Ok(newest);
+                }
+                last = Some(id);
+            }
+            match last {
+                Some(id) if n == PAGE => end = format!("({id}"),
+                _ => return Ok(newest),
+            }
+        }
+    }
+
     /// The last lines of the log, oldest first, as many as fit in `max_bytes` (the newest
     /// always), paging backwards with `XREVRANGE`.
     pub fn read_log_tail(&mut self, max_bytes: u64) -> Result<Vec<Vec<u8>>, RemoteError> {

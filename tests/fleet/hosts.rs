@@ -259,3 +259,60 @@ fn session_start_on_one_host_names_the_open_breaker_and_the_error_of_another() {
         "the other host's unresolved errors: {context}"
     );
 }
+
+#[test]
+fn errors_lists_and_follows_the_records_of_every_host() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let hosts = hosts(&server, 2);
+    let (a, b) = (&hosts[0], &hosts[1]);
+    let rec = |h: &Sandbox, agent: &str| {
+        let out = h
+            .cmd(&[
+                "record-error",
+                "--session",
+                "s",
+                "--agent",
+                agent,
+                "--kind",
+                "timeout",
+            ])
+            .output()
+            .unwrap();
+        json_out(&out)["error_id"].as_str().unwrap().to_string()
+    };
+    let first = rec(a, "researcher");
+    let out = b.cmd(&["errors"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&first));
+    // Following on host b sees what host a writes next.
+    let mut follower = b
+        .std_cmd(&["errors", "--follow"])
+        .env("TRIAGE_STORE", b.store.as_ref().unwrap())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = follower.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let old = rx.recv_timeout(std::time::Duration::from_secs(20)).unwrap();
+    assert!(old.contains(&first), "{old}");
+    let second = rec(a, "statistician");
+    let new = rx.recv_timeout(std::time::Duration::from_secs(20)).unwrap();
+    let _ = follower.kill();
+    let _ = follower.wait();
+    assert!(new.contains(&second), "{new}");
+}
