@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use std::borrow::Cow;
 
 mod format;
+pub mod rejections;
 use format::{markdown, name_of};
 pub use format::{structured, yaml_value};
 

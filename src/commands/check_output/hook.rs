@@ -17,9 +17,10 @@ use crate::breaker::Outcome;
 use crate::context::Context;
 use crate::exit::Failure;
 use crate::hook_io::{Payload, Response};
+use crate::output_check::rejections::{bump, counter_path, reset};
 use crate::output_check::{Verdict, DEFAULT_MAX_REJECTIONS};
 use crate::policy::OutputRules;
-use crate::store::{self, Backup};
+use crate::store;
 use crate::transcript::{self, Scan};
 use crate::vocab::{Criticality, Kind};
 use serde_json::{json, Value};
@@ -369,48 +370,6 @@ fn last_text(cx: &Context, path: &Path) -> Result<Option<String>, String> {
             Scan::NoAssistantText { .. } => window = window.saturating_mul(4),
         }
     }
-}
-
-fn counter_path(cx: &Context, session: &str, key: &str) -> PathBuf {
-    cx.state_root()
-        .join("rejections")
-        .join(store::escape_key(session))
-        .join(format!("{}.json", store::escape_key(key)))
-}
-
-fn read_count(path: &Path) -> Result<u32, Failure> {
-    Ok(store::read_optional(path)?
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| v.get("count").and_then(Value::as_u64))
-        .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)))
-}
-
-/// One more consecutive rejection, counted under the counter's lock.
-fn bump(cx: &Context, path: &Path, agent: &str) -> Result<u32, Failure> {
-    if let Some(dir) = path.parent() {
-        cx.ensure_root()?;
-        store::ensure_dir(dir)?;
-    }
-    let _lock = store::lock(path, cx.lock_wait())?;
-    let count = read_count(path)?.saturating_add(1);
-    let doc = json!({"agent": agent, "count": count, "updated": cx.now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)});
-    store::replace(path, doc.to_string().as_bytes(), Backup::Skip)?;
-    Ok(count)
-}
-
-/// Back to zero (a passing output, or an agent let go). Nothing is written when it is zero.
-fn reset(cx: &Context, path: &Path) -> Result<(), Failure> {
-    if !path.exists() {
-        return Ok(());
-    }
-    let _lock = store::lock(path, cx.lock_wait())?;
-    if read_count(path)? == 0 {
-        return Ok(());
-    }
-    let doc =
-        json!({"count": 0, "updated": cx.now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)});
-    store::replace(path, doc.to_string().as_bytes(), Backup::Skip)?;
-    Ok(())
 }
 
 /// Appends the `validation_failed` error record (SPEC §5) of an agent let go.
