@@ -17,7 +17,7 @@ mod fleet;
 pub use fleet::{changes as fleet_changes, outbox_dir, sync, waiting, Synced};
 
 use crate::context::Context;
-use crate::error_record::{self, Counters, ErrorRecord, LogLine};
+use crate::error_record::{self, Counters, ErrorRecord, LogLine, Resolution, ResolutionLine};
 use crate::exit::Failure;
 use crate::store::{self, Lock, StoreError};
 use serde_json::Value;
@@ -135,44 +135,254 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
         None => error_record::unique_error_id(millis, random()),
     };
     let log = log_path(root);
-    store::append_line_locked(&log, &with_id(&rec.error_id))?;
-    let phase = rec.phase.as_ref().map(ToString::to_string);
-    if rec.counts_toward_thresholds() {
-        counters.count(&error_record::Keys {
-            session: rec.session_id.as_deref(),
-            workflow: rec.workflow_id.as_deref(),
-            phase: phase.as_deref(),
-            agent: rec.agent.as_deref(),
-        });
-    }
+    let line = with_id(&rec.error_id);
+    let at = counters.log_len;
+    store::append_line_locked(&log, &line)?;
+    count(&mut counters, at, &line);
     save_counters(cx, root, &mut counters);
     drop(lock);
     keep(&rec.error_id);
     Ok(Written::Logged(counters))
 }
 
-/// Appends a line that is not an error record (a resolution) under the lock, keeping the
-/// counters up to date. A busy lock is an error here: the caller is a person who can retry.
-pub fn append_other(cx: &Context, root: &Path, line: &[u8]) -> Result<(), Failure> {
-    let fleet_nonce = crate::fleet::select::configured(cx)
-        .then(|| error_record::unique_error_id(cx.now.timestamp_millis(), random()));
-    if let Some(nonce) = &fleet_nonce {
-        if fleet::write_other(cx, root, line, nonce).is_some() {
-            return Ok(());
+/// Appends resolution lines under the log's lock, keeping the counters up to date. The caller
+/// scanned the log without the lock up to byte `scanned` (see [`scan`]): `catch_up` is shown
+/// every line appended since, then `lines` says what to append, knowing the counters. A busy
+/// lock is an error here: the caller is a person who can retry, or a success that leaves the
+/// failures open for the next one.
+///
+/// With a fleet store (when [`scan`] read the fleet's log), the lines go to the fleet's log,
+/// a closing one at most once per record whoever races ([`fleet::append_resolutions`]); when
+/// it cannot take them they are written here, and kept for `store sync`.
+pub fn append_resolutions(
+    cx: &Context,
+    root: &Path,
+    scanned: Option<u64>,
+    catch_up: impl FnMut(&[u8]),
+    lines: impl FnOnce(&Counters) -> Result<Vec<ResolutionLine>, Failure>,
+) -> Result<Vec<ResolutionLine>, Failure> {
+    if scanned == Some(FLEET_SCANNED) && crate::fleet::select::configured(cx) {
+        let lines = lines(&Counters::new())?;
+        let bytes = lines
+            .iter()
+            .map(resolution_bytes)
+            .collect::<Result<Vec<_>, Failure>>()?;
+        if let Some(added) = fleet::append_resolutions(cx, root, &lines, &bytes) {
+            return Ok(added);
         }
+        return append_local(cx, root, None, |_| {}, |_| Ok(lines), true);
     }
+    append_local(cx, root, scanned, catch_up, lines, false)
+}
+
+/// A resolution line as appended: cut to fit.
+fn resolution_bytes(l: &ResolutionLine) -> Result<Vec<u8>, Failure> {
+    let mut value = serde_json::to_value(l)
+        .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
+    error_record::fit(&mut value, MAX_RECORD);
+    serde_json::to_vec(&value)
+        .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))
+}
+
+/// [`append_resolutions`] on the local log; `keep`: each line also waits for the fleet's log.
+fn append_local(
+    cx: &Context,
+    root: &Path,
+    scanned: Option<u64>,
+    mut catch_up: impl FnMut(&[u8]),
+    lines: impl FnOnce(&Counters) -> Result<Vec<ResolutionLine>, Failure>,
+    keep: bool,
+) -> Result<Vec<ResolutionLine>, Failure> {
     store::ensure_dir(&root.join("logs"))?;
     let (lock, mut counters) = lock_with_counters(cx, root)?.map_err(Failure::from)?;
-    store::append_line_locked(&log_path(root), line)?;
-    if let Some(l) = LogLine::parse(line) {
-        counters.count_line(&l);
+    let log = log_path(root);
+    if let Some(from) = scanned {
+        // A log replaced since the scan (a prune) is read whole again.
+        let from = if store::file_len(&log)?.unwrap_or(0) < from {
+            0
+        } else {
+            from
+        };
+        store::read_jsonl_from(&log, from, |bytes| {
+            catch_up(bytes);
+            true
+        })?;
     }
-    save_counters(cx, root, &mut counters);
+    let lines = lines(&counters)?;
+    for l in &lines {
+        let bytes = resolution_bytes(l)?;
+        let at = counters.log_len;
+        store::append_line_locked(&log, &bytes)?;
+        count(&mut counters, at, &bytes);
+        counters.log_len = store::file_len(&log)?.unwrap_or(0);
+        if keep {
+            fleet::keep(cx, root, &fleet::resolution_nonce(l, cx), &bytes);
+        }
+    }
+    if !lines.is_empty() {
+        save_counters(cx, root, &mut counters);
+    }
     drop(lock);
-    if let Some(nonce) = &fleet_nonce {
-        fleet::keep(cx, root, nonce, line);
+    Ok(lines)
+}
+
+/// A success, and what it resolves.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Recovery<'a> {
+    /// The workflow, else the session.
+    pub scope: &'a str,
+    /// The agent, or a work item's own breaker key.
+    pub unit: &'a str,
+    /// What succeeded: `run`, `hook PostToolUse`, …
+    pub by: &'a str,
+    /// Only failures recorded up to this record (and it).
+    pub upto: Option<&'a str>,
+    /// When the successful call started: only failures recorded by then are its to resolve.
+    /// A call that was already running when another failed (a parallel sibling of the same
+    /// agent) says nothing about that failure.
+    pub started: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// A success of `r.unit` in `r.scope` at the context's time: every open failure of that unit
+/// there (recorded before the successful call started) is resolved (`recovered_by_retry`,
+/// automatic), one resolution line each, and so is every interrupt of it not resolved yet
+/// (the resume worked).
+///
+/// Cheap when there is nothing to resolve: the saved counters are read without the lock, and
+/// the lock is taken only when they are stale or count open failures of the unit. Under it,
+/// only the log from the unit's oldest open failure on is read.
+pub fn recover(cx: &Context, root: &Path, r: Recovery) -> Result<Vec<ResolutionLine>, Failure> {
+    let Recovery { scope, unit, .. } = r;
+    if let Some(done) = fleet::recover(cx, root, &r) {
+        return done;
     }
-    Ok(())
+    let log = log_path(root);
+    let Some(stamp) = store::stamp(&log)? else {
+        return Ok(Vec::new());
+    };
+    // Read without the lock, a cache may be caught half-written: it then does not parse, and
+    // the lock decides. Only its stamp is parsed: a unit whose name appears nowhere in it has
+    // nothing open (the common case, a success with no failure before it).
+    if let Ok(Some(bytes)) = store::read_optional(&counters_path(root)) {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            version: u32,
+            log_len: u64,
+            log_ino: u64,
+        }
+        let current = serde_json::from_slice::<Head>(&bytes).is_ok_and(|h| {
+            h.version == error_record::COUNTERS_VERSION
+                && h.log_len == stamp.len
+                && h.log_ino == stamp.ino
+        });
+        let name = serde_json::to_vec(unit).unwrap_or_default();
+        let named = memchr::memmem::find(&bytes, &name).is_some();
+        if current && !named && pending(root)?.is_empty() {
+            return Ok(Vec::new());
+        }
+    }
+    let at = cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    append_resolutions(
+        cx,
+        root,
+        None,
+        |_| {},
+        |c| {
+            let Some(since) = c.unresolved_since(scope, unit) else {
+                return Ok(Vec::new());
+            };
+            let mut picking = Recovering::new(&r, &at);
+            store::read_jsonl_at(&log, since, |_, bytes| picking.see(bytes))?;
+            Ok(picking.open)
+        },
+    )
+}
+
+/// The open failures (and interrupts) a success resolves, picked from the log's lines from
+/// where the unit's open failures begin, in order.
+pub struct Recovering<'a> {
+    r: &'a Recovery<'a>,
+    at: &'a str,
+    past: bool,
+    /// The resolution lines to append.
+    pub open: Vec<ResolutionLine>,
+}
+
+impl<'a> Recovering<'a> {
+    /// Nothing picked yet.
+    pub fn new(r: &'a Recovery<'a>, at: &'a str) -> Recovering<'a> {
+        Recovering {
+            r,
+            at,
+            past: false,
+            open: Vec::new(),
+        }
+    }
+
+    /// One line of the log; false when it is not a log line.
+    pub fn see(&mut self, bytes: &[u8]) -> bool {
+        let Recovery {
+            scope,
+            unit,
+            by,
+            upto,
+            started,
+        } = *self.r;
+        let Some(l) = LogLine::parse(bytes) else {
+            return false;
+        };
+        let keys = error_record::Keys::of_line(&l, None);
+        if keys.scope() != scope || l.unit() != Some(unit) {
+            return true;
+        }
+        let interrupt = l.is_interrupt() && l.error_id.is_some() && !l.is_resolution();
+        let before = match (started, l.timestamp.as_deref()) {
+            (None, _) => true,
+            (Some(s), Some(t)) => chrono::DateTime::parse_from_rfc3339(t)
+                .is_ok_and(|t| t.with_timezone(&chrono::Utc) <= s),
+            (Some(_), None) => false,
+        };
+        if (l.opens() || interrupt) && !self.past && before {
+            self.past = upto.is_some() && l.error_id.as_deref() == upto;
+            let recovered = Resolution {
+                action_taken: Some("recovered_by_retry".into()),
+                successful: Some(true),
+                user_choice: None,
+                automatic: true,
+            };
+            if let Some(mut line) = ResolutionLine::of(&l, self.at, recovered) {
+                line.by = Some(by.to_string());
+                self.open.push(line);
+            }
+        } else if l.is_resolution() && !l.resolution.as_ref().is_some_and(|r| r.failed()) {
+            if let Some(id) = l.resolves.as_deref() {
+                self.open.retain(|o| o.resolves != id);
+            }
+        }
+        true
+    }
+}
+
+/// What [`scan`] returns when it read the fleet's log: no byte of the local log.
+pub const FLEET_SCANNED: u64 = u64::MAX;
+
+/// Reads the whole log without the lock (then the spooled records), for a caller that will
+/// append under it with [`append_resolutions`]; returns the byte the log was read up to, or
+/// [`FLEET_SCANNED`] when it read the fleet's log (and what waits to be pushed to it).
+pub fn scan(cx: &Context, root: &Path, mut visit: impl FnMut(&[u8])) -> Result<u64, Failure> {
+    let mut all = |bytes: &[u8]| {
+        visit(bytes);
+        true
+    };
+    if let Some(done) = fleet::read_all(cx, root, &mut all) {
+        done?;
+        return Ok(FLEET_SCANNED);
+    }
+    let (_, end) = store::read_jsonl_from(&log_path(root), 0, &mut all)?;
+    for (_, bytes) in pending(root)? {
+        all(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
+    }
+    Ok(end.map_or(0, |(_, e)| e))
 }
 
 /// Brings the counters up to date with the log and saves them (after a prune replaced it),
@@ -352,7 +562,7 @@ fn lock_with_counters(
         }
         drop(lock);
         let mut fresh = Counters::new();
-        let (_, end) = store::read_jsonl_from(&log, 0, |bytes| count(&mut fresh, bytes))?;
+        let (_, end) = store::read_jsonl_at(&log, 0, |at, bytes| count(&mut fresh, at, bytes))?;
         let (s, end) = end.unwrap_or_default();
         fresh.log_len = end;
         fresh.log_ino = s.ino;
@@ -366,10 +576,10 @@ fn lock_with_counters(
     )))
 }
 
-fn count(c: &mut Counters, bytes: &[u8]) -> bool {
+fn count(c: &mut Counters, at: u64, bytes: &[u8]) -> bool {
     match LogLine::parse(bytes) {
         Some(line) => {
-            c.count_line(&line);
+            c.count_line(&line, at);
             true
         }
         None => false,
@@ -398,7 +608,8 @@ fn catch_up(
     if stamp.len - base.log_len > max {
         return Ok(None);
     }
-    let (_, end) = store::read_jsonl_from(log, base.log_len, |bytes| count(&mut base, bytes))?;
+    let (_, end) =
+        store::read_jsonl_at(log, base.log_len, |at, bytes| count(&mut base, at, bytes))?;
     if let Some((s, end)) = end {
         if s.ino != stamp.ino {
             return Ok(None);
@@ -426,9 +637,10 @@ fn fold_pending(cx: &Context, root: &Path, c: &mut Counters) -> Result<(), Failu
             }
             continue;
         }
+        let at = c.log_len;
         store::append_line_locked(&log, line)?;
         c.log_len = store::file_len(&log)?.unwrap_or(0);
-        count(c, line);
+        count(c, at, line);
         store::remove(&path)?;
     }
     Ok(())

@@ -4,12 +4,14 @@
 //!
 //! Nothing here opens a file or reads the clock: the command hands in `now` and the policy.
 
-use crate::policy::Thresholds;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+
+mod counts;
+
+pub use counts::{warnings, Counters, Keys, OpenCounts, UnitCounts, Warning, COUNTERS_VERSION};
 
 /// A phase: a number in seed 000 (`"phase": 2`), a name elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -52,6 +54,9 @@ pub struct Resolution {
     /// What the person chose, when one was asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_choice: Option<String>,
+    /// True when triage resolved it itself (a later success of the same agent), not a person.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub automatic: bool,
 }
 
 /// One line of `logs/errors.jsonl`: the error object plus the ids that place it.
@@ -78,6 +83,10 @@ pub struct ErrorRecord {
     /// The task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
+    /// The breaker of this work item, when it has one of its own (`--breaker`, or the policy's
+    /// `breaker_key`): the unit whose failures a later success resolves, instead of the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaker_key: Option<String>,
     /// Retries already made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_count: Option<u32>,
@@ -132,12 +141,54 @@ pub struct ResolutionLine {
     pub agent: Option<String>,
     /// Copied from the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaker_key: Option<String>,
+    /// Copied from the record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
     /// Copied from the record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
     /// What was done.
     pub resolution: Resolution,
+    /// What resolved it, for an automatic resolution: `run`, `hook PostToolUse`, …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Copied from a record kept out of the thresholds (`false`), so its resolution closes
+    /// nothing either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts_toward_thresholds: Option<bool>,
+}
+
+impl ResolutionLine {
+    /// The resolution of the record `l` (its id and the ids that group it, copied), with
+    /// `resolution` at `timestamp`; `None` for a line that is not a record.
+    pub fn of(l: &LogLine, timestamp: &str, resolution: Resolution) -> Option<ResolutionLine> {
+        if l.is_resolution() {
+            return None;
+        }
+        Some(ResolutionLine {
+            resolves: l.error_id.as_deref()?.to_string(),
+            timestamp: timestamp.to_string(),
+            session_id: l.session_id.as_deref().map(String::from),
+            workflow_id: l.workflow_id.as_deref().map(String::from),
+            phase: l.phase().map(|p| p.to_phase()),
+            agent: l.agent().map(String::from),
+            breaker_key: l.breaker_key.as_deref().map(String::from),
+            kind: l.kind().map(String::from),
+            category: l.category.as_deref().map(String::from),
+            resolution,
+            by: None,
+            counts_toward_thresholds: l.counts_toward_thresholds,
+        })
+    }
+
+    /// Whether this line closes its record: every resolution does, except one that says it
+    /// did not work (`successful: false`), and none closes an interrupt (never opened).
+    pub fn closes(&self) -> bool {
+        self.resolution.successful != Some(false)
+            && self.kind.as_deref() != Some(crate::vocab::Kind::Interrupted.as_str())
+            && self.counts_toward_thresholds != Some(false)
+    }
 }
 
 /// An `error_id` unique without the log's lock (a record spooled while the log was busy, or
@@ -262,6 +313,9 @@ pub enum ResolutionRef<'a> {
         /// Whether it worked.
         #[serde(default)]
         successful: Option<bool>,
+        /// What the person chose.
+        #[serde(default, borrow)]
+        user_choice: Option<Cow<'a, str>>,
     },
     /// `"user_escalation"`
     #[serde(borrow)]
@@ -280,11 +334,30 @@ impl ResolutionRef<'_> {
         )
     }
 
+    /// True when the resolution says it did not work.
+    pub fn failed(&self) -> bool {
+        matches!(
+            self,
+            ResolutionRef::Object {
+                successful: Some(false),
+                ..
+            }
+        )
+    }
+
     /// What was done, if said.
     pub fn action(&self) -> Option<&str> {
         match self {
             ResolutionRef::Object { action_taken, .. } => action_taken.as_deref(),
             ResolutionRef::Text(t) => Some(t),
+        }
+    }
+
+    /// What the person chose, if said.
+    pub fn user_choice(&self) -> Option<&str> {
+        match self {
+            ResolutionRef::Object { user_choice, .. } => user_choice.as_deref(),
+            ResolutionRef::Text(_) => None,
         }
     }
 }
@@ -321,6 +394,9 @@ pub struct LogLine<'a> {
     /// Seed 001's word for an agent.
     #[serde(default, borrow)]
     pub skill: Option<Cow<'a, str>>,
+    /// The work item's own breaker, when it has one.
+    #[serde(default, borrow)]
+    pub breaker_key: Option<Cow<'a, str>>,
     /// Kind.
     #[serde(default, borrow)]
     pub kind: Option<Cow<'a, str>>,
@@ -492,6 +568,43 @@ impl<'a> LogLine<'a> {
         self.kind.as_deref().or(self.error_type.as_deref())
     }
 
+    /// What a later success resolves: the work item's own breaker key, else the agent.
+    pub fn unit(&self) -> Option<&str> {
+        self.breaker_key.as_deref().or(self.agent())
+    }
+
+    /// The phase written out.
+    pub fn phase_text(&self) -> Option<String> {
+        self.phase().map(|p| match p {
+            PhaseRef::Number(n) => n.to_string(),
+            PhaseRef::Name(s) => s.to_string(),
+        })
+    }
+
+    /// An interrupt: recorded, but never counted as a failure of the agent.
+    pub fn is_interrupt(&self) -> bool {
+        self.kind() == Some(crate::vocab::Kind::Interrupted.as_str())
+    }
+
+    /// A failure that counts toward the thresholds until it is resolved: a record with an id,
+    /// not an interrupt, not kept out of the thresholds (`counts_toward_thresholds: false`),
+    /// and not written already resolved (`resolution.successful: true`).
+    pub fn opens(&self) -> bool {
+        !self.is_resolution()
+            && self.error_id.is_some()
+            && !self.is_interrupt()
+            && self.counts()
+            && !self.resolution.as_ref().is_some_and(|r| r.successful())
+    }
+
+    /// A resolution line that closes its record (see [`ResolutionLine::closes`]).
+    pub fn closes(&self) -> bool {
+        self.is_resolution()
+            && !self.is_interrupt()
+            && self.counts()
+            && !self.resolution.as_ref().is_some_and(|r| r.failed())
+    }
+
     /// The message, by any of its names.
     pub fn detail(&self) -> Option<&str> {
         self.detail
@@ -501,254 +614,9 @@ impl<'a> LogLine<'a> {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Threshold counters.
-
-/// Small counters kept beside the log, under its lock, so thresholds never re-read the log.
-///
-/// They are a cache of the log up to byte `log_len`: when the log's length differs (a crash
-/// between the append and the counters' write, an edit, a prune), they are rebuilt from it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Counters {
-    /// Format version.
-    pub version: u32,
-    /// The log's length when these were last brought up to date.
-    pub log_len: u64,
-    /// The log's inode then: another inode is another file (a prune replaced it), so these
-    /// no longer describe it.
-    pub log_ino: u64,
-    /// The last sequence number handed out for an `error_id`.
-    pub seq: u64,
-    /// Error records per session.
-    pub sessions: BTreeMap<String, u64>,
-    /// Distinct failing agents per workflow.
-    pub workflows: BTreeMap<String, BTreeSet<String>>,
-    /// Distinct failing agents per phase (keyed by workflow or session, then phase).
-    pub phases: BTreeMap<String, BTreeSet<String>>,
-}
-
-/// The format version written now.
-pub const COUNTERS_VERSION: u32 = 1;
-
-/// The ids a threshold looks at, taken from a record or a log line.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Keys<'a> {
-    /// Session.
-    pub session: Option<&'a str>,
-    /// Workflow.
-    pub workflow: Option<&'a str>,
-    /// Phase, written out.
-    pub phase: Option<&'a str>,
-    /// Agent.
-    pub agent: Option<&'a str>,
-}
-
-fn phase_key(k: &Keys) -> Option<String> {
-    let phase = k.phase?;
-    let scope = k.workflow.or(k.session).unwrap_or("");
-    Some(format!("{scope}\u{1f}{phase}"))
-}
-
-impl Counters {
-    /// Empty counters of the current version.
-    pub fn new() -> Counters {
-        Counters {
-            version: COUNTERS_VERSION,
-            ..Counters::default()
-        }
-    }
-
-    /// Counts one error record.
-    pub fn count(&mut self, k: &Keys) {
-        if let Some(s) = k.session {
-            *self.sessions.entry(s.to_string()).or_default() += 1;
-        }
-        let Some(agent) = k.agent else {
-            return;
-        };
-        if let Some(w) = k.workflow {
-            self.workflows
-                .entry(w.to_string())
-                .or_default()
-                .insert(agent.to_string());
-        }
-        if let Some(p) = phase_key(k) {
-            self.phases.entry(p).or_default().insert(agent.to_string());
-        }
-    }
-
-    /// Counts one log line (resolution lines and foreign lines are not failures).
-    pub fn count_line(&mut self, line: &LogLine) {
-        if line.is_resolution() || line.error_id.is_none() {
-            return;
-        }
-        self.note_seq(line);
-        if !line.counts() {
-            return;
-        }
-        let phase = line.phase().map(|p| match p {
-            PhaseRef::Number(n) => n.to_string(),
-            PhaseRef::Name(s) => s.to_string(),
-        });
-        self.count(&Keys {
-            session: line.session_id.as_deref(),
-            workflow: line.workflow_id.as_deref(),
-            phase: phase.as_deref(),
-            agent: line.agent(),
-        });
-    }
-
-    /// Keeps the highest sequence number seen, so none is handed out twice.
-    fn note_seq(&mut self, line: &LogLine) {
-        if let Some(seq) = line
-            .error_id
-            .as_deref()
-            .and_then(|id| id.rsplit('-').next())
-            .and_then(|n| n.parse::<u64>().ok())
-        {
-            self.seq = self.seq.max(seq);
-        }
-    }
-}
-
-/// A threshold crossed, as `record-error` reports it in `warnings`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Warning {
-    /// `session_failure_threshold`, `cascade` or `phase_failure_ratio`.
-    pub name: String,
-    /// What it means and what to do, for a person or an agent.
-    pub message: String,
-    /// What was counted.
-    pub count: u64,
-    /// The threshold it crossed.
-    pub threshold: f64,
-    /// The failing agents, where that is what was counted.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub agents: Vec<String>,
-}
-
-/// The thresholds the record with `keys` crosses, once it has been counted.
-pub fn warnings(c: &Counters, k: &Keys, t: &Thresholds, phase_size: Option<u32>) -> Vec<Warning> {
-    let mut out = Vec::new();
-    if let Some(s) = k.session {
-        let n = c.sessions.get(s).copied().unwrap_or(0);
-        if t.session_failures > 0 && n >= u64::from(t.session_failures) {
-            out.push(Warning {
-                name: "session_failure_threshold".into(),
-                message: format!(
-                    "session {s} has had {n} failures (threshold {}): consider aborting the workflow and troubleshooting",
-                    t.session_failures
-                ),
-                count: n,
-                threshold: f64::from(t.session_failures),
-                agents: Vec::new(),
-            });
-        }
-    }
-    if let Some(agents) = k.workflow.and_then(|w| c.workflows.get(w)) {
-        let n = agents.len() as u64;
-        if n > u64::from(t.cascade_agents) {
-            out.push(Warning {
-                name: "cascade".into(),
-                message: format!(
-                    "{n} agents have failed in workflow {}, more than {}: pause the workflow, stop automatic retries and escalate with the full context",
-                    k.workflow.unwrap_or_default(),
-                    t.cascade_agents
-                ),
-                count: n,
-                threshold: f64::from(t.cascade_agents),
-                agents: agents.iter().cloned().collect(),
-            });
-        }
-    }
-    if let (Some(size), Some(agents)) = (
-        phase_size.filter(|s| *s > 0),
-        phase_key(k).and_then(|p| c.phases.get(&p)),
-    ) {
-        let n = agents.len() as u64;
-        if n as f64 / f64::from(size) > t.phase_failure_ratio {
-            out.push(Warning {
-                name: "phase_failure_ratio".into(),
-                message: format!(
-                    "{n} of {size} agents failed in phase {}, more than {}%: abort the phase and escalate (retry all, return to the previous phase, or abort)",
-                    k.phase.unwrap_or_default(),
-                    (t.phase_failure_ratio * 100.0).round()
-                ),
-                count: n,
-                threshold: t.phase_failure_ratio,
-                agents: agents.iter().cloned().collect(),
-            });
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn keys<'a>(s: &'a str, w: &'a str, p: &'a str, a: &'a str) -> Keys<'a> {
-        Keys {
-            session: Some(s),
-            workflow: Some(w),
-            phase: Some(p),
-            agent: Some(a),
-        }
-    }
-
-    fn names(w: &[Warning]) -> Vec<&str> {
-        w.iter().map(|w| w.name.as_str()).collect()
-    }
-
-    #[test]
-    fn fifth_error_in_a_session_crosses_the_session_threshold() {
-        let t = Thresholds::default();
-        let mut c = Counters::new();
-        for i in 1..=5 {
-            let k = keys("s1", "w1", "2", "researcher");
-            c.count(&k);
-            let w = warnings(&c, &k, &t, None);
-            assert_eq!(
-                names(&w).contains(&"session_failure_threshold"),
-                i == 5,
-                "{i}"
-            );
-        }
-        assert!(warnings(&c, &keys("s2", "w9", "2", "x"), &t, None).is_empty());
-    }
-
-    #[test]
-    fn third_distinct_failing_agent_is_a_cascade() {
-        let t = Thresholds::default();
-        let mut c = Counters::new();
-        for (i, agent) in ["a", "a", "b", "c"].iter().enumerate() {
-            let k = keys(&"s1x"[..(i % 2) + 2], "w1", "2", agent);
-            c.count(&k);
-            let w = warnings(&c, &k, &t, None);
-            assert_eq!(names(&w) == ["cascade"], i == 3, "{i}: {w:?}");
-        }
-    }
-
-    #[test]
-    fn more_than_half_of_a_phase_is_a_phase_failure() {
-        let t = Thresholds::default();
-        let mut c = Counters::new();
-        let k = keys("s", "w", "2", "a");
-        c.count(&k);
-        assert!(
-            warnings(&c, &k, &t, Some(2)).is_empty(),
-            "1 of 2 is not more than half"
-        );
-        let k = keys("s", "w", "2", "b");
-        c.count(&k);
-        assert_eq!(
-            names(&warnings(&c, &k, &t, Some(3))),
-            ["phase_failure_ratio"]
-        );
-        assert!(warnings(&c, &k, &t, None).is_empty(), "size unknown");
-        assert!(warnings(&c, &k, &t, Some(4)).is_empty());
-    }
 
     #[test]
     fn a_record_is_cut_to_fit_with_a_marker() {
@@ -784,16 +652,6 @@ mod tests {
     }
 
     #[test]
-    fn unique_ids_never_count_as_a_sequence() {
-        let mut c = Counters::new();
-        let id = unique_error_id(1_770_215_422_123, 0xabc);
-        assert!(id.starts_with("err-20260204T143022123Z-p"), "{id}");
-        let line = format!(r#"{{"error_id":"{id}","session_id":"s"}}"#);
-        c.count_line(&LogLine::parse(line.as_bytes()).expect("parses"));
-        assert_eq!(c.seq, 0);
-    }
-
-    #[test]
     fn ids_sort_by_time_then_sequence() {
         let a = error_id(1_770_215_422_123, 41);
         let b = error_id(1_770_215_422_123, 42);
@@ -818,28 +676,6 @@ mod tests {
         );
         assert!(LogLine::parse(b"[1,2]").is_none());
         assert!(LogLine::parse(b"{\"a\":").is_none());
-    }
-
-    #[test]
-    fn counters_rebuilt_from_lines_match_counting_records() {
-        let mut c = Counters::new();
-        let line = br#"{"error_id":"err-20260204T143022123Z-000042","session_id":"s","workflow_id":"w","phase":"2","agent":"a"}"#;
-        c.count_line(&LogLine::parse(line).expect("parses"));
-        c.count_line(&LogLine::parse(br#"{"resolves":"err-x","session_id":"s"}"#).expect("parses"));
-        let mut d = Counters::new();
-        d.count(&keys("s", "w", "2", "a"));
-        d.seq = 42;
-        assert_eq!(c, d);
-    }
-
-    #[test]
-    fn a_record_that_does_not_count_is_skipped_by_the_counters_but_keeps_its_sequence() {
-        let mut c = Counters::new();
-        let line = br#"{"error_id":"err-20260204T143022123Z-000043","session_id":"s","workflow_id":"w","agent":"Bash","counts_toward_thresholds":false}"#;
-        c.count_line(&LogLine::parse(line).expect("parses"));
-        let mut empty = Counters::new();
-        empty.seq = 43;
-        assert_eq!(c, empty);
     }
 
     #[test]

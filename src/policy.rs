@@ -330,6 +330,11 @@ pub struct AgentPolicy {
     /// True: never retried automatically (seed 001).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub side_effects: Option<bool>,
+    /// The breaker key of each run of this agent, a template over `{agent}`, `{task_id}`,
+    /// `{phase}`, `{session}` and `{workflow}` (`"{agent}:{task_id}"`: one breaker per work
+    /// item, so failing chapters never stop a healthy one); default: the agent's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breaker_key: Option<String>,
     /// `check-output` rules.
     #[serde(default, skip_serializing_if = "OutputRules::is_empty")]
     pub output: OutputRules,
@@ -437,8 +442,59 @@ pub struct AgentSettings {
     pub timeout: Option<Dur>,
     /// Never retried automatically when true.
     pub side_effects: bool,
+    /// Its breaker key template, if it has one.
+    pub breaker_key: Option<String>,
     /// Its output rules, merged.
     pub output: OutputRules,
+}
+
+/// The values a `breaker_key` template may name.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KeyVars<'a> {
+    /// `{agent}`
+    pub agent: &'a str,
+    /// `{task_id}`
+    pub task_id: Option<&'a str>,
+    /// `{phase}`
+    pub phase: Option<&'a str>,
+    /// `{session}`
+    pub session: Option<&'a str>,
+    /// `{workflow}`
+    pub workflow: Option<&'a str>,
+}
+
+/// Expands a `breaker_key` template. `Err` names a placeholder that is unknown or has no
+/// value here (the caller then keys the breaker by the agent, with a warning).
+pub fn expand_key(template: &str, v: &KeyVars) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let close = after
+            .find('}')
+            .ok_or_else(|| format!("`{template}` has a `{{` without its `}}`"))?;
+        let name = &after[..close];
+        let value = match name {
+            "agent" => Some(v.agent),
+            "task_id" => v.task_id,
+            "phase" => v.phase,
+            "session" => v.session,
+            "workflow" => v.workflow,
+            _ => {
+                return Err(format!(
+                    "`{{{name}}}` in `{template}` is not one of {{agent}}, {{task_id}}, {{phase}}, {{session}}, {{workflow}}"
+                ))
+            }
+        };
+        let value = value
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| format!("`{template}` needs {{{name}}}, and none was given"))?;
+        out.push_str(value);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -509,7 +565,7 @@ impl Policy {
         let mut merged = AgentPolicy::default();
         for pat in glob::matching(self.agents.keys(), name) {
             if let Some(a) = self.agents.get(pat) {
-                merge_fields!(merged, a, criticality, timeout, side_effects);
+                merge_fields!(merged, a, criticality, timeout, side_effects, breaker_key);
                 let (into, from) = (&mut merged.output, &a.output);
                 merge_fields!(
                     into,
@@ -530,6 +586,7 @@ impl Policy {
             criticality: merged.criticality.unwrap_or(Criticality::Critical),
             timeout: merged.timeout,
             side_effects: merged.side_effects.unwrap_or(false),
+            breaker_key: merged.breaker_key,
             output: merged.output,
         }
     }
@@ -885,6 +942,26 @@ pub fn closest<'a>(word: &str, choices: &'a [String]) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn breaker_key_templates_expand_or_name_what_is_missing() {
+        let v = KeyVars {
+            agent: "notebook-generator",
+            task_id: Some("ch4"),
+            phase: Some("5"),
+            ..KeyVars::default()
+        };
+        assert_eq!(
+            expand_key("{agent}:{task_id}", &v).as_deref(),
+            Ok("notebook-generator:ch4")
+        );
+        assert_eq!(expand_key("p{phase}/x", &v).as_deref(), Ok("p5/x"));
+        let e = expand_key("{agent}:{workflow}", &v).unwrap_err();
+        assert!(e.contains("needs {workflow}"), "{e}");
+        let e = expand_key("{agent}:{chapter}", &v).unwrap_err();
+        assert!(e.contains("`{chapter}`"), "{e}");
+        assert!(expand_key("{agent", &v).is_err());
+    }
 
     #[test]
     fn defaults_are_the_seeds() {

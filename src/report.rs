@@ -5,7 +5,7 @@
 //! [`LogLine`], and keeps only per-group sums and a fixed-size duration histogram, so memory
 //! grows with the number of groups (agents, sessions), never with the number of lines.
 
-use crate::error_record::{LogLine, PhaseRef};
+use crate::error_record::{LogLine, OpenCounts, PhaseRef};
 use crate::policy::Policy;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -262,30 +262,13 @@ pub struct Aggregator<'p> {
     policy: &'p Policy,
     groups: BTreeMap<String, Group>,
     sessions: HashMap<String, u64>,
-    /// Agent names, each stored once: the sets below hold their numbers.
-    agent_ids: HashMap<String, u32>,
-    workflows: HashMap<String, AgentSet>,
-    phases: HashMap<String, BTreeMap<String, AgentSet>>,
+    workflows: std::collections::HashSet<String>,
+    /// The open failures, as the thresholds count them (the counters' own rules).
+    open: OpenCounts,
     records: u64,
     resolutions: u64,
     resolved: u64,
     skipped: u64,
-}
-
-/// Distinct agents, by number, sorted: 4 bytes an agent rather than a copy of its name.
-#[derive(Debug, Default)]
-struct AgentSet(Vec<u32>);
-
-impl AgentSet {
-    fn insert(&mut self, id: u32) {
-        if let Err(at) = self.0.binary_search(&id) {
-            self.0.insert(at, id);
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.0.len()
-    }
 }
 
 fn bump(map: &mut BTreeMap<String, u64>, key: &str) {
@@ -316,9 +299,8 @@ impl<'p> Aggregator<'p> {
             policy,
             groups: BTreeMap::new(),
             sessions: HashMap::new(),
-            agent_ids: HashMap::new(),
-            workflows: HashMap::new(),
-            phases: HashMap::new(),
+            workflows: std::collections::HashSet::new(),
+            open: OpenCounts::default(),
             records: 0,
             resolutions: 0,
             resolved: 0,
@@ -389,16 +371,8 @@ impl<'p> Aggregator<'p> {
         self.groups.get_mut(key.as_ref())
     }
 
-    fn agent_id(&mut self, name: &str) -> u32 {
-        if let Some(id) = self.agent_ids.get(name) {
-            return *id;
-        }
-        let id = u32::try_from(self.agent_ids.len()).unwrap_or(u32::MAX);
-        self.agent_ids.insert(name.to_string(), id);
-        id
-    }
-
     fn add_line(&mut self, l: &LogLine) {
+        self.open.count_line(l);
         let successful = l.resolution.as_ref().is_some_and(|r| r.successful());
         if l.is_resolution() {
             self.resolutions += 1;
@@ -422,32 +396,9 @@ impl<'p> Aggregator<'p> {
                 }
             }
         }
-        let agent = l.agent().map(|a| self.agent_id(a));
-        if let (Some(w), Some(a)) = (l.workflow_id.as_deref(), agent) {
-            if !self.workflows.contains_key(w) {
-                self.workflows.insert(w.to_string(), AgentSet::default());
-            }
-            if let Some(set) = self.workflows.get_mut(w) {
-                set.insert(a);
-            }
-        }
-        if let (Some(p), Some(a)) = (phase_text(l.phase()), agent) {
-            let scope = l
-                .workflow_id
-                .as_deref()
-                .or(l.session_id.as_deref())
-                .unwrap_or("");
-            if !self.phases.contains_key(scope) {
-                self.phases.insert(scope.to_string(), BTreeMap::new());
-            }
-            if let Some(phases) = self.phases.get_mut(scope) {
-                if let Some(set) = phases.get_mut(&p) {
-                    set.insert(a);
-                } else {
-                    let mut set = AgentSet::default();
-                    set.insert(a);
-                    phases.insert(p, set);
-                }
+        if let Some(w) = l.workflow_id.as_deref() {
+            if !self.workflows.contains(w) {
+                self.workflows.insert(w.to_string());
             }
         }
         let by_agent = self.by == By::Agent;
@@ -490,7 +441,9 @@ impl<'p> Aggregator<'p> {
     pub fn finish(self) -> Summary {
         let t = &self.policy.thresholds;
         let mut thresholds = Vec::new();
-        for (s, n) in &self.sessions {
+        // What is open at the end of the log: failures resolved since (a retry that worked, a
+        // person's decision) and interrupts are not counted, as the counters do.
+        for (s, n) in &self.open.sessions {
             if t.session_failures > 0 && *n >= u64::from(t.session_failures) {
                 thresholds.push(Crossed {
                     name: "session_failure_threshold".into(),
@@ -500,23 +453,20 @@ impl<'p> Aggregator<'p> {
                 });
             }
         }
-        for (w, agents) in &self.workflows {
-            if agents.len() as u64 > u64::from(t.cascade_agents) {
+        let (scopes, phases) = self.open.by_scope();
+        for (w, units) in &scopes {
+            if self.workflows.contains(*w) && units.len() as u64 > u64::from(t.cascade_agents) {
                 thresholds.push(Crossed {
                     name: "cascade".into(),
-                    scope: w.clone(),
-                    count: agents.len() as u64,
+                    scope: w.to_string(),
+                    count: units.len() as u64,
                     threshold: f64::from(t.cascade_agents),
                 });
             }
         }
-        let phases = self
-            .phases
-            .iter()
-            .flat_map(|(scope, ps)| ps.iter().map(move |(p, a)| (scope, p, a)));
-        for (scope, phase, agents) in phases {
+        for ((scope, phase), units) in &phases {
             let size = self.policy.phase(phase).and_then(|p| p.size).unwrap_or(0);
-            let n = agents.len() as u64;
+            let n = units.len() as u64;
             if size > 0 && n as f64 / f64::from(size) > t.phase_failure_ratio {
                 thresholds.push(Crossed {
                     name: "phase_failure_ratio".into(),
@@ -601,14 +551,16 @@ mod tests {
         r#"{"error_id":"e3","timestamp":"2026-02-04T14:20:00Z","session_id":"s","workflow_id":"w","phase":2,"agent":"b","kind":"timeout"}"#,
         r#"{"resolves":"e3","timestamp":"2026-02-04T14:30:00Z","session_id":"s","workflow_id":"w","phase":2,"agent":"b","resolution":{"successful":true}}"#,
         r#"not json"#,
-        r#"{"timestamp":"2026-02-04T15:00:00Z","session_id":"t","workflow_id":"w","stage":3,"skill":"c","error_type":"timeout","resolution":"user_escalation"}"#,
+        r#"{"error_id":"e5","timestamp":"2026-02-04T15:00:00Z","session_id":"t","workflow_id":"w","stage":3,"skill":"c","error_type":"timeout","resolution":"user_escalation"}"#,
+        r#"{"error_id":"e6","timestamp":"2026-02-04T15:10:00Z","session_id":"t","workflow_id":"w","agent":"d","kind":"interrupted"}"#,
+        r#"{"error_id":"e7","timestamp":"2026-02-04T15:20:00Z","session_id":"t","workflow_id":"w","agent":"e","kind":"crash"}"#,
     ];
 
     #[test]
     fn groups_count_kinds_retries_and_resolutions() {
         let policy = Policy::default();
         let s = run(LOG, Filter::default(), By::Agent, &policy);
-        assert_eq!((s.records, s.resolutions, s.skipped_lines), (4, 1, 1));
+        assert_eq!((s.records, s.resolutions, s.skipped_lines), (6, 1, 1));
         assert_eq!(s.groups[0].key, "a");
         assert_eq!(s.groups[0].count, 2);
         assert_eq!(s.groups[0].kinds.get("crash"), Some(&1));
@@ -616,10 +568,11 @@ mod tests {
         assert_eq!(s.groups[0].last_error.error_id.as_deref(), Some("e2"));
         let b = s.groups.iter().find(|g| g.key == "b").expect("b");
         assert_eq!(b.resolution_rate, 1.0);
-        assert_eq!(s.resolution_rate, 0.25);
+        assert_eq!(s.resolution_rate, 0.167);
         let names: Vec<&str> = s.thresholds.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["cascade"]);
-        // Agent `a` failed twice in workflow `w`: it counts once among a, b and c.
+        // Agent `a` failed twice in workflow `w`: it counts once among a, c and e; `b` was
+        // resolved, and `d` was only interrupted.
         assert_eq!(
             (s.thresholds[0].scope.as_str(), s.thresholds[0].count),
             ("w", 3)

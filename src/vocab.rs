@@ -207,9 +207,75 @@ impl FromStr for Tier {
     }
 }
 
+/// A kind written in the seeds' own words: seed 001's error types (`SKILL_TIMEOUT`,
+/// `SKILL_ERROR`, `VALIDATION_FAILURE`, `QUALITY_FAILURE`), seed 002's failure definitions
+/// (`timeout_exceeded`, `agent_crash`), the words of seed 001's messages (`Timeout`,
+/// `Validation error`), or SPEC §5's own; with the seed's category when the word names one.
+pub fn seed_kind(word: &str) -> Option<(Kind, Option<Category>)> {
+    let w: String = word
+        .trim()
+        .chars()
+        .map(|c| match c {
+            ' ' | '-' => '_',
+            c => c.to_ascii_uppercase(),
+        })
+        .collect();
+    use Category::*;
+    let seed = match w.as_str() {
+        "TIMEOUT" | "SKILL_TIMEOUT" | "TIMEOUT_EXCEEDED" | "AGENT_TIMEOUT" | "STAGE_TIMEOUT" => {
+            Some((Kind::Timeout, Transient))
+        }
+        "RATE_LIMIT" | "RATE_LIMITED" => Some((Kind::RateLimited, Transient)),
+        "NETWORK_ERROR" | "NETWORK_FAILURE" => Some((Kind::NetworkError, Transient)),
+        // "Invalid output, crash, assertion failure": halt and report.
+        "SKILL_ERROR" | "AGENT_CRASH" | "CRASH" => Some((Kind::Crash, SkillError)),
+        "VALIDATION_FAILURE" | "VALIDATION_ERROR" | "VALIDATION_FAILED" | "HANDOFF_INVALID"
+        | "INVALID_OUTPUT" => Some((Kind::ValidationFailed, ValidationFailure)),
+        "OUTPUT_MISSING" | "EMPTY_OUTPUT" | "MISSING_OUTPUT" => {
+            Some((Kind::OutputMissing, ValidationFailure))
+        }
+        "QUALITY_FAILURE" | "QUALITY_FAILED" | "LOW_QUALITY" => {
+            Some((Kind::QualityFailed, QualityFailure))
+        }
+        _ => None,
+    };
+    if let Some((k, c)) = seed {
+        return Some((k, Some(c)));
+    }
+    let lower = w.to_ascii_lowercase();
+    let lower = lower.strip_prefix("skill_").unwrap_or(&lower);
+    lower.parse().ok().map(|k| (k, None))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seed_words_name_kinds_and_categories() {
+        assert_eq!(
+            seed_kind("SKILL_TIMEOUT"),
+            Some((Kind::Timeout, Some(Category::Transient)))
+        );
+        assert_eq!(
+            seed_kind("Validation error"),
+            Some((Kind::ValidationFailed, Some(Category::ValidationFailure)))
+        );
+        assert_eq!(
+            seed_kind("QUALITY_FAILURE"),
+            Some((Kind::QualityFailed, Some(Category::QualityFailure)))
+        );
+        assert_eq!(
+            seed_kind("SKILL_ERROR"),
+            Some((Kind::Crash, Some(Category::SkillError)))
+        );
+        assert_eq!(seed_kind("build_failed"), Some((Kind::BuildFailed, None)));
+        assert_eq!(
+            seed_kind("timeout"),
+            Some((Kind::Timeout, Some(Category::Transient)))
+        );
+        assert_eq!(seed_kind("enum"), None);
+    }
 
     #[test]
     fn wire_names_round_trip() {

@@ -161,6 +161,9 @@ pub fn check(b: &mut Breaker, s: &BreakerSettings, now: Millis) -> (Permit, Vec<
 }
 
 /// Reports a result. A bad ticket (not `GEN-N`) is an error for the caller to name.
+///
+/// A ticket of the generation an open breaker entered is the opener's ([`opener_ticket`]):
+/// its result is that of a retry within the same run, which the breaker never refused.
 pub fn record(
     b: &mut Breaker,
     s: &BreakerSettings,
@@ -223,6 +226,17 @@ pub fn record(
                     }
                 }
                 Effect::Counted
+            }
+        }
+        // The run whose own failure opened it holds a ticket of the open generation (no check
+        // hands one out while open): its retry goes ahead, and a success closes it (seed 000:
+        // "reset on successful execution"); a failure changes nothing more.
+        State::Open if ticket_gen == Some(b.generation) => {
+            if counted == Outcome::Success {
+                close(b, "retry_succeeded", now, &mut tr);
+                Effect::Counted
+            } else {
+                Effect::Late
             }
         }
         State::Open | State::ForcedOpen | State::Disabled => Effect::Late,
@@ -422,6 +436,12 @@ fn release_lease(b: &mut Breaker, ticket: Option<&str>) {
     }
 }
 
+/// The ticket a caller whose failure just opened the breaker (it entered generation
+/// `generation`) keeps for the retries of the same run.
+pub fn opener_ticket(generation: u64) -> String {
+    format!("{generation}-0")
+}
+
 /// `GEN-N` → GEN.
 fn ticket_generation(ticket: &str) -> Result<u64, String> {
     ticket
@@ -518,6 +538,7 @@ fn open(
     tr: &mut Vec<Transition>,
 ) {
     go(b, State::Open, why, now, tr);
+    b.totals.opened = b.totals.opened.saturating_add(1);
     b.opened_at = Some(now);
     b.open_duration_ms = open_duration(s, b.failed_probes);
     b.probes.clear();

@@ -31,8 +31,8 @@ use std::str::FromStr;
 
 pub use crate::policy::BreakerSettings;
 pub use machine::{
-    check, disable, half_open, record, reset, status, trip, CallReport, Effect, Permit, Recorded,
-    Refused, Status,
+    check, disable, half_open, opener_ticket, record, reset, status, trip, CallReport, Effect,
+    Permit, Recorded, Refused, Status,
 };
 
 /// Unix milliseconds: the only clock the core knows.
@@ -156,6 +156,10 @@ pub struct Totals {
     pub ignored: u64,
     /// Results dropped as stale.
     pub stale: u64,
+    /// Times it opened (not counting an operator's trip): seed 000 takes "circuit breaker
+    /// opens twice" as a sign to abort.
+    #[serde(default)]
+    pub opened: u64,
 }
 
 /// The persisted state of one breaker key.
@@ -218,7 +222,8 @@ pub struct Transition {
     /// The state it entered.
     pub to: State,
     /// Why: `consecutive_failures`, `failure_rate`, `cooldown_elapsed`, `probe_succeeded`,
-    /// `probe_failed`, `reset`, `tripped`, `forced_period_ended`, `disabled`, `manual`.
+    /// `probe_failed`, `retry_succeeded`, `reset`, `tripped`, `forced_period_ended`,
+    /// `disabled`, `manual`.
     pub reason: &'static str,
     /// The generation it entered.
     pub generation: u64,

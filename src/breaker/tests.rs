@@ -56,6 +56,40 @@ fn opened(s: &BreakerSettings, now: Millis) -> Breaker {
 }
 
 #[test]
+fn the_opener_of_a_breaker_retries_and_its_success_closes_it() {
+    let s = settings();
+    let mut b = Breaker::new("agent");
+    fail_n(&mut b, &s, 1, T0);
+    let (_, tr) = rec(&mut b, &s, Outcome::Failure, T0 + S);
+    assert_eq!((b.state, b.totals.opened), (State::Open, 1));
+    let mine = opener_ticket(tr[0].generation);
+    // Its retry failed again: nothing more happens (no second opening, no longer period).
+    let r = rec_t(&mut b, &s, Outcome::Failure, &mine, T0 + 2 * S);
+    assert_eq!(
+        (r.effect, b.state, b.totals.opened),
+        (Effect::Late, State::Open, 1)
+    );
+    assert_eq!(b.opened_at, Some(T0 + S));
+    // Another caller's old ticket is stale, a success without one is late.
+    assert_eq!(
+        rec_t(&mut b, &s, Outcome::Success, "0-0", T0 + 3 * S).effect,
+        Effect::Stale
+    );
+    assert_eq!(
+        rec(&mut b, &s, Outcome::Success, T0 + 3 * S).0.effect,
+        Effect::Late
+    );
+    assert_eq!(b.state, State::Open);
+    // The opener's next retry worked: closed, counts cleared.
+    let r = rec_t(&mut b, &s, Outcome::Success, &mine, T0 + 4 * S);
+    assert_eq!((r.effect, b.state), (Effect::Counted, State::Closed));
+    assert_eq!(b.consecutive_failures, 0);
+    // Opening again counts a second opening.
+    fail_n(&mut b, &s, 2, T0 + 5 * S);
+    assert_eq!(b.totals.opened, 2);
+}
+
+#[test]
 fn trips_on_the_nth_consecutive_failure() {
     let s = settings();
     let mut b = Breaker::new("agent");

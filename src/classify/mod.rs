@@ -501,9 +501,10 @@ mod tests {
         assert_eq!(e.action, Action::Retry);
         let j = serde_json::to_value(&e).unwrap();
         assert_eq!(j["status"], "error");
+        // Seed 003's orchestrator: "tool_failure: retry_once()".
         assert_eq!(
             j["retry"],
-            json!({"attempt": 2, "max_attempts": 3, "delay_s": 30})
+            json!({"attempt": 2, "max_attempts": 2, "delay_s": 30})
         );
         let back: ErrorObject = serde_json::from_value(j).unwrap();
         assert_eq!(back, e);

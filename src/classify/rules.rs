@@ -63,9 +63,13 @@ pub fn defaults(kind: Kind) -> KindDefaults {
             "Check that the host name is right and the service is running",
             "Retry once; if it still fails, proceed without that service (seed 004)",
         ]),
-        Kind::ToolFailure => d(SkillError, EscalationRequired, true, Error, Escalate, "failed", &[
-            "Retry once; if it fails again, report what the tool printed",
-        ]),
+        // Seed 003: "tool_failure: retry once".
+        Kind::ToolFailure => KindDefaults {
+            max_attempts: Some(2),
+            ..d(SkillError, EscalationRequired, true, Error, Escalate, "failed", &[
+                "Retry once; if it fails again, report what the tool printed",
+            ])
+        },
         Kind::PermissionDenied => d(SkillError, EscalationRequired, false, Error, AskUser, "was denied permission", &[
             "Check the file's owner and mode, or ask the user to grant access",
             "Do not retry the same call: it will be denied again",

@@ -389,6 +389,13 @@ fn complete(
     if let Err(f) = breaker::record_in(cx, key, p.session_id(), &report) {
         cx.warn(&format!("the breaker did not hear of this call: {f}"));
     }
+    if outcome == CallOutcome::Success {
+        // A success: the agent's failures in this session (its workflow) recorded before this
+        // call started are resolved (not those of siblings that ran beside it).
+        let by = format!("hook {}", p.event().unwrap_or("PostToolUse"));
+        let started = record_error::started_at(cx, elapsed_ms);
+        record_error::recovered(cx, p.session_id().unwrap_or(""), agent, &by, Some(started));
+    }
     let mut warnings = Vec::new();
     if let Some((kind, text)) = to_write {
         let input = json!({

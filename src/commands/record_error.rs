@@ -25,7 +25,12 @@ use std::path::{Path, PathBuf};
 #[command(after_help = "Examples:\n  \
     echo '{\"kind\": \"timeout\", \"detail\": \"Agent exceeded 5 minute timeout\"}' | triage record-error --session s1 --phase 2 --agent statistician-consultant --retry-count 2\n  \
     echo 'connection reset by peer' | triage record-error --session s1 --agent researcher\n  \
-    triage record-error --resolve err-20260204T143022123Z-000001 --action-taken retry --successful true")]
+    triage record-error --resolve err-20260204T143022123Z-000001 --action-taken retry --successful true\n  \
+    triage record-error --resolve --workflow w1 --phase 2 --action-taken user_escalation --user-choice proceed_without\n\n\
+    --resolve with an ERROR_ID resolves that record; without one, every unresolved record that\n\
+    --session, --workflow, --phase and --agent select, with one decision. A record already\n\
+    resolved is left as it is and not counted again. A resolution closes its record for the\n\
+    thresholds unless it says --successful false.")]
 pub struct Args {
     /// Session id (else the input's `session_id`)
     #[arg(long, value_name = "ID")]
@@ -60,16 +65,21 @@ pub struct Args {
     /// The error's message, overriding the input's
     #[arg(long, value_name = "TEXT")]
     pub detail: Option<String>,
+    /// Also record the failure on this breaker, and resolve it by this key rather than the agent
+    /// [default: the agent's breaker_key template; without one, no breaker]
+    #[arg(long, value_name = "KEY")]
+    pub breaker: Option<String>,
     /// Agents in this phase's fan-out [default: the policy's phases.<phase>.size]
     #[arg(long, value_name = "N")]
     pub phase_size: Option<u32>,
-    /// Append the resolution of the record with this error_id instead
-    #[arg(long, value_name = "ERROR_ID", requires_all = ["action_taken", "successful"])]
+    /// Append the resolution of the record with this error_id instead; without an id, of every
+    /// unresolved record --session, --workflow, --phase and --agent select
+    #[arg(long, value_name = "ERROR_ID", num_args = 0..=1, default_missing_value = "")]
     pub resolve: Option<String>,
     /// With --resolve: what was done
     #[arg(long, value_name = "ACTION", requires = "resolve")]
     pub action_taken: Option<String>,
-    /// With --resolve: whether it worked
+    /// With --resolve: whether it worked (false leaves the error open for the thresholds)
     #[arg(long, value_name = "BOOL", requires = "resolve")]
     pub successful: Option<bool>,
     /// What the person chose, when one was asked
@@ -85,21 +95,15 @@ pub struct Recorded {
     pub record: ErrorRecord,
     /// `session_failure_threshold`, `cascade`, `phase_failure_ratio`.
     pub warnings: Vec<Warning>,
+    /// The breaker the failure was recorded on (`--breaker`, or the policy's `breaker_key`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub breaker: Option<Value>,
 }
 
 /// Runs `triage record-error`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     if let Some(id) = &args.resolve {
-        let resolution = Resolution {
-            action_taken: args.action_taken.clone(),
-            successful: args.successful,
-            user_choice: args.user_choice.clone(),
-        };
-        let line = resolve(cx, id, resolution)?;
-        if cx.global.text {
-            return Ok(Outcome::text(format!("resolved {}", line.resolves)));
-        }
-        return Ok(Outcome::json(&line));
+        return resolve_command(args, id, cx);
     }
     let input = read_input(cx)?;
     let mut rec = match &input {
@@ -116,17 +120,86 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         }
     };
     apply_flags(&mut rec, args);
+    let key = breaker_key(cx, args, &rec)?;
+    if let Some(k) = &key {
+        if rec.agent.as_deref() != Some(k.as_str()) {
+            rec.breaker_key = Some(k.clone());
+        }
+    }
     let size = match (args.phase_size, &rec.phase) {
         (Some(n), _) => Some(n),
         (None, Some(p)) => cx.policy()?.phase(&p.to_string()).and_then(|p| p.size),
         (None, None) => None,
     };
-    let done = record(cx, rec, size)?;
+    let mut done = record(cx, rec, size)?;
+    if let Some(k) = &key {
+        done.breaker = on_breaker(cx, k, &done.record);
+    }
     let negative = !done.warnings.is_empty();
     if cx.global.text {
         return Ok(Outcome::text(text(&done)).negative(negative));
     }
     Ok(Outcome::json(&done).negative(negative))
+}
+
+/// The breaker a record goes on: `--breaker`, else the agent's `breaker_key` template (a
+/// template that cannot be filled in is a warning, and no breaker).
+fn breaker_key(cx: &Context, args: &Args, rec: &ErrorRecord) -> Result<Option<String>, Failure> {
+    if let Some(k) = &args.breaker {
+        return Ok(Some(k.clone()));
+    }
+    let Some(agent) = rec.agent.as_deref() else {
+        return Ok(None);
+    };
+    let Some(template) = cx.policy()?.agent(agent).breaker_key else {
+        return Ok(None);
+    };
+    let phase = rec.phase.as_ref().map(Phase::to_string);
+    let vars = crate::policy::KeyVars {
+        agent,
+        task_id: rec.task_id.as_deref(),
+        phase: phase.as_deref(),
+        session: rec.session_id.as_deref(),
+        workflow: rec.workflow_id.as_deref(),
+    };
+    match crate::policy::expand_key(&template, &vars) {
+        Ok(k) => Ok(Some(k)),
+        Err(why) => {
+            cx.warn(&format!(
+                "breaker_key of agent `{agent}`: {why}; the failure was not recorded on a breaker"
+            ));
+            Ok(None)
+        }
+    }
+}
+
+/// Records the failure on breaker `key` (an interrupt as neutral); a failure is a warning.
+fn on_breaker(cx: &Context, key: &str, rec: &ErrorRecord) -> Option<Value> {
+    let interrupt = rec.kind() == Some(Kind::Interrupted.as_str());
+    let report = crate::breaker::CallReport {
+        outcome: Some(if interrupt {
+            crate::breaker::Outcome::Ignored
+        } else {
+            crate::breaker::Outcome::Failure
+        }),
+        kind: rec.kind().and_then(|k| k.parse().ok()),
+        detail: rec
+            .error
+            .get("detail")
+            .and_then(Value::as_str)
+            .map(String::from),
+        duration_ms: rec.duration_ms,
+        ticket: None,
+    };
+    match crate::commands::breaker::record_in(cx, key, rec.session_id.as_deref(), &report) {
+        Ok(r) => Some(serde_json::json!({"key": r.key, "state": r.state, "effect": r.effect})),
+        Err(f) => {
+            cx.warn(&format!(
+                "the failure was not recorded on breaker `{key}`: {f}"
+            ));
+            None
+        }
+    }
 }
 
 fn text(done: &Recorded) -> String {
@@ -143,7 +216,8 @@ fn text(done: &Recorded) -> String {
     out
 }
 
-/// Stdin as JSON, or as the text of a raw error when it is not JSON.
+/// Stdin as JSON, as a record in YAML (seeds 001 and 002 write theirs so), or as the text of
+/// a raw error.
 fn read_input(cx: &Context) -> Result<Option<Value>, Failure> {
     let Some(bytes) = cx.read_stdin()? else {
         return Ok(None);
@@ -151,11 +225,168 @@ fn read_input(cx: &Context) -> Result<Option<Value>, Failure> {
     if let Ok(v) = crate::input::parse_json(&bytes) {
         return Ok(Some(v));
     }
+    if let Some(v) = yaml_record(&bytes) {
+        return Ok(Some(v));
+    }
     // A raw error is kept even when it is not UTF-8 (invalid bytes become U+FFFD), as
     // `classify` reads it: a failure is never dropped for its encoding.
     Ok(Some(Value::String(
         String::from_utf8_lossy(&bytes).trim_end().to_string(),
     )))
+}
+
+/// Field names that say a YAML text is an error record, not the text of an error (which YAML
+/// would read as a mapping too: `Error: connection refused`).
+const YAML_RECORD_KEYS: &[&str] = &[
+    "error_type",
+    "error_message",
+    "message",
+    "skill",
+    "stage",
+    "agent",
+    "kind",
+    "detail",
+    "error_id",
+    "timestamp",
+    "workflow_id",
+    "session_id",
+    "task_id",
+    "severity",
+    "resolution",
+];
+
+/// A YAML error record: seed 001's `error_context:` or log entry (`- timestamp: …`), seed
+/// 002's `error_log:`, or a mapping with at least two of a record's field names.
+fn yaml_record(bytes: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let v = crate::output_check::yaml_value(text).ok()?;
+    let obj = match &v {
+        Value::Array(a) if a.len() == 1 => a[0].as_object()?,
+        Value::Object(o) => o,
+        _ => return None,
+    };
+    let wrapped = ["error_context", "error_log"]
+        .iter()
+        .any(|k| obj.get(*k).is_some_and(Value::is_object));
+    let known = obj
+        .keys()
+        .filter(|k| YAML_RECORD_KEYS.contains(&k.as_str()))
+        .count();
+    (wrapped || known >= 2).then_some(v)
+}
+
+/// An input in a seed's own shape, in ours: seed 001's `error_context` and seed 002's
+/// `error_log` unwrapped (a list of one record too); `error_type` and a kind in a seed's
+/// words (`SKILL_TIMEOUT`, `Validation error`) as a kind with the seed's category;
+/// `error_message`/`message` as `detail`, `skill` as `agent`, `stage` as `phase`; the agent
+/// and attempt inside `context` (seed 002) lifted out; `outcome: "SUCCESS on retry"` and
+/// `resolution: "User selected: …"` (seed 001) read into the resolution. Every other field,
+/// and every original word, is kept as given.
+pub fn normalize(v: &Value) -> Value {
+    let v = match v {
+        Value::Array(a) if a.len() == 1 && a[0].is_object() => &a[0],
+        v => v,
+    };
+    let Some(obj) = v.as_object() else {
+        return v.clone();
+    };
+    if obj.contains_key("hook_event_name") {
+        return v.clone();
+    }
+    let mut m = Map::new();
+    for wrapper in ["error_context", "error_log"] {
+        if let Some(Value::Object(inner)) = obj.get(wrapper) {
+            m.extend(inner.clone());
+        }
+    }
+    for (k, x) in obj {
+        if !m.contains_key(k) && !(x.is_object() && (k == "error_context" || k == "error_log")) {
+            m.insert(k.clone(), x.clone());
+        }
+    }
+    let rename = |m: &mut Map<String, Value>, from: &str, to: &str| {
+        if !m.contains_key(to) {
+            if let Some(x) = m.remove(from) {
+                m.insert(to.into(), x);
+            }
+        }
+    };
+    rename(&mut m, "error_message", "detail");
+    rename(&mut m, "message", "detail");
+    rename(&mut m, "skill", "agent");
+    rename(&mut m, "stage", "phase");
+    // The kind: ours, or a seed's word (kept as `error_type` when it was not ours).
+    let word = ["kind", "error_type"]
+        .iter()
+        .filter_map(|k| m.get(*k).and_then(Value::as_str))
+        .flat_map(|w| w.split('|'))
+        .find_map(crate::vocab::seed_kind);
+    if let Some(Value::String(k)) = m.get("kind") {
+        if k.parse::<Kind>().is_err() {
+            let k = k.clone();
+            m.remove("kind");
+            m.entry("error_type").or_insert(k.into());
+        }
+    }
+    if let Some((kind, category)) = word {
+        m.insert("kind".into(), kind.as_str().into());
+        if let Some(c) = category {
+            m.entry("category").or_insert(c.as_str().into());
+        }
+    }
+    // Seed 002's context{agent, section, attempt}.
+    let lifted = m.get("context").and_then(Value::as_object).map(|c| {
+        (
+            c.get("agent").filter(|a| a.is_string()).cloned(),
+            c.get("attempt").and_then(Value::as_u64),
+        )
+    });
+    if let Some((agent, attempt)) = lifted {
+        if let Some(a) = agent {
+            m.entry("agent").or_insert(a);
+        }
+        if let Some(n) = attempt {
+            m.entry("retry_count")
+                .or_insert(Value::from(n.saturating_sub(1)));
+        }
+    }
+    // Seed 001's log: `resolution: "User selected: …"`, `outcome: "SUCCESS on retry"`.
+    if let Some(Value::String(r)) = m.get("resolution") {
+        if let Some(choice) = r.trim().strip_prefix("User selected:") {
+            let choice = choice.trim().to_string();
+            m.entry("user_choice").or_insert(choice.into());
+        }
+    }
+    let outcome = m
+        .get("outcome")
+        .and_then(Value::as_str)
+        .map(|o| o.trim().to_ascii_uppercase());
+    let worked = match outcome.as_deref() {
+        Some(o) if o.starts_with("SUCCESS") || o.starts_with("SUCCEEDED") => Some(true),
+        Some(o) if o.starts_with("FAIL") => Some(false),
+        _ => None,
+    };
+    if let Some(ok) = worked {
+        let r = match m.remove("resolution") {
+            Some(Value::Object(mut r)) => {
+                r.entry("successful").or_insert(ok.into());
+                Value::Object(r)
+            }
+            Some(Value::String(a)) => serde_json::json!({"action_taken": a, "successful": ok}),
+            _ => serde_json::json!({"successful": ok}),
+        };
+        m.insert("resolution".into(), r);
+    }
+    // The caller's own id is kept beside ours.
+    if let Some(id) = m.remove("error_id") {
+        let ctx = m
+            .entry("context")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(c) = ctx {
+            c.entry("error_id").or_insert(id);
+        }
+    }
+    Value::Object(m)
 }
 
 /// The log under the state root.
@@ -181,25 +412,36 @@ pub fn record(
     if !rec.error.contains_key("status") {
         rec.error.insert("status".into(), "error".into());
     }
-    // A record kept out of the thresholds (an unguarded tool's failure) crosses none.
-    let counts = rec.counts_toward_thresholds();
     let warnings = match error_log::write_record(cx, &root, &mut rec)? {
-        Written::Logged(counters) if counts => {
+        Written::Logged(counters) if opens(&rec) => {
             let phase = rec.phase.as_ref().map(Phase::to_string);
             let keys = Keys {
                 session: rec.session_id.as_deref(),
                 workflow: rec.workflow_id.as_deref(),
                 phase: phase.as_deref(),
-                agent: rec.agent.as_deref(),
+                agent: rec.breaker_key.as_deref().or(rec.agent.as_deref()),
             };
-            error_record::warnings(&counters, &keys, &thresholds, phase_size)
+            error_record::warnings(&counters.open, &keys, &thresholds, phase_size)
         }
         Written::Logged(_) | Written::Pending(_) => Vec::new(),
     };
     Ok(Recorded {
         record: rec,
         warnings,
+        breaker: None,
     })
+}
+
+/// Whether a record counts toward the thresholds (as [`LogLine::opens`] reads it back): not
+/// an interrupt, not kept out of them (an unguarded tool's failure), and not written already
+/// resolved.
+fn opens(rec: &ErrorRecord) -> bool {
+    rec.kind() != Some(Kind::Interrupted.as_str())
+        && rec.counts_toward_thresholds()
+        && rec
+            .resolution
+            .as_ref()
+            .is_none_or(|r| r.successful != Some(true))
 }
 
 fn normalized_time(text: &str) -> Option<String> {
@@ -210,46 +452,281 @@ fn normalized_time(text: &str) -> Option<String> {
     )
 }
 
-/// Appends the resolution of record `id`, copying the ids that group it. The record is
-/// looked for without the lock (lines are never rewritten), so the lock is held only for
-/// the append.
-pub fn resolve(cx: &Context, id: &str, resolution: Resolution) -> Result<ResolutionLine, Failure> {
-    let root = cx.ensure_root()?;
-    let log = log_path(&root);
-    let mut found: Option<ResolutionLine> = None;
-    error_log::read_all_in(cx, &root, |bytes| {
-        let Some(l) = LogLine::parse(bytes) else {
-            return false;
+/// `--resolve [ID]`: one record, or every unresolved one the selectors pick.
+fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Outcome, Failure> {
+    if args.action_taken.is_none() && args.user_choice.is_none() {
+        return Err(Failure::usage(
+            "--resolve needs what was done: --action-taken ACTION (and --successful BOOL) or --user-choice CHOICE",
+        ));
+    }
+    let sel = Selection {
+        id: Some(id.trim()).filter(|i| !i.is_empty()).map(String::from),
+        session: args.session.clone(),
+        workflow: args.workflow.clone(),
+        phase: args.phase.as_deref().map(|p| Phase::parse(p).to_string()),
+        agent: args.agent.clone(),
+    };
+    if sel.id.is_none()
+        && sel.session.is_none()
+        && sel.workflow.is_none()
+        && sel.phase.is_none()
+        && sel.agent.is_none()
+    {
+        return Err(Failure::usage(
+            "say which errors --resolve closes: an ERROR_ID, or --session, --workflow, --phase and/or --agent",
+        ));
+    }
+    let resolution = Resolution {
+        action_taken: args.action_taken.clone(),
+        successful: args.successful,
+        user_choice: args.user_choice.clone(),
+        automatic: false,
+    };
+    let done = resolve(cx, &sel, resolution)?;
+    if cx.global.text {
+        let mut text = match (&sel.id, done.lines.first()) {
+            (Some(id), Some(_)) => format!("resolved {id}"),
+            (Some(id), None) => format!("{id} was already resolved; nothing changed"),
+            (None, _) => format!(
+                "resolved {} errors ({} already resolved were left as they were)",
+                done.lines.len(),
+                done.already_resolved
+            ),
         };
-        if l.error_id.as_deref() == Some(id) && !l.is_resolution() {
-            found = Some(ResolutionLine {
-                resolves: id.to_string(),
-                session_id: l.session_id.as_deref().map(String::from),
-                workflow_id: l.workflow_id.as_deref().map(String::from),
-                phase: l.phase().map(|p| p.to_phase()),
-                agent: l.agent().map(String::from),
-                kind: l.kind().map(String::from),
-                category: l.category.as_deref().map(String::from),
-                ..ResolutionLine::default()
-            });
+        if !done.recovered.is_empty() {
+            text.push_str(&format!(
+                "\nalso resolved {} earlier failures of the same agent as recovered_by_retry",
+                done.recovered.len()
+            ));
         }
-        true
-    })?;
-    let mut line = found.ok_or_else(|| {
-        Failure::data(format!(
-            "no record with error_id `{id}` in {}; copy the id from record-error's output or `triage report`",
-            log.display()
-        ))
-    })?;
-    line.timestamp = cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    line.resolution = resolution;
-    let mut value = serde_json::to_value(&line)
-        .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
-    error_record::fit(&mut value, error_log::MAX_RECORD);
-    let bytes = serde_json::to_vec(&value)
-        .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
-    error_log::append_other(cx, &root, &bytes)?;
-    Ok(line)
+        return Ok(Outcome::text(text));
+    }
+    let mut out = match (&sel.id, done.lines.first()) {
+        (Some(_), Some(line)) => serde_json::to_value(line).unwrap_or_default(),
+        (Some(id), None) => serde_json::json!({"resolves": id, "already_resolved": true}),
+        (None, _) => serde_json::json!({
+            "error_ids": done.lines.iter().map(|l| l.resolves.as_str()).collect::<Vec<_>>(),
+            "already_resolved": done.already_resolved,
+            "resolution": done.lines.first().map(|l| &l.resolution),
+        }),
+    };
+    if let Some(o) = out.as_object_mut() {
+        o.insert("resolved".into(), done.lines.len().into());
+        if !done.recovered.is_empty() {
+            let ids: Vec<&str> = done.recovered.iter().map(|l| l.resolves.as_str()).collect();
+            o.insert("recovered".into(), serde_json::json!(ids));
+        }
+    }
+    Ok(Outcome::json(&out))
+}
+
+/// Which records `--resolve` closes.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    /// This one record.
+    pub id: Option<String>,
+    /// Every unresolved record of this session…
+    pub session: Option<String>,
+    /// …workflow…
+    pub workflow: Option<String>,
+    /// …phase (written out)…
+    pub phase: Option<String>,
+    /// …and agent.
+    pub agent: Option<String>,
+}
+
+impl Selection {
+    fn admits(&self, l: &LogLine) -> bool {
+        let same = |want: &Option<String>, have: Option<&str>| {
+            want.as_deref().is_none_or(|w| have == Some(w))
+        };
+        same(&self.id, l.error_id.as_deref())
+            && same(&self.session, l.session_id.as_deref())
+            && same(&self.workflow, l.workflow_id.as_deref())
+            && same(&self.agent, l.agent())
+            && self
+                .phase
+                .as_deref()
+                .is_none_or(|p| l.phase_text().as_deref() == Some(p))
+    }
+}
+
+/// What `--resolve` did.
+#[derive(Debug, Default)]
+pub struct Resolved {
+    /// The resolution lines appended, one per record closed.
+    pub lines: Vec<ResolutionLine>,
+    /// Selected records that were already resolved (left as they were).
+    pub already_resolved: usize,
+    /// Other failures of the same unit resolved because this resolution is a success.
+    pub recovered: Vec<ResolutionLine>,
+}
+
+/// The records a selection names, and which of them are resolved, from the lines in log order.
+#[derive(Default)]
+struct Picked {
+    /// Unresolved records picked, by id, with their place in the log.
+    open: std::collections::HashMap<String, (usize, ResolutionLine)>,
+    resolved: std::collections::HashSet<String>,
+    found: bool,
+    seen: usize,
+}
+
+impl Picked {
+    fn see(&mut self, sel: &Selection, bytes: &[u8]) {
+        let Some(l) = LogLine::parse(bytes) else {
+            return;
+        };
+        if let Some(id) = l.resolves.as_deref() {
+            let works = !l.resolution.as_ref().is_some_and(|r| r.failed());
+            if works && self.open.remove(id).is_some() {
+                self.resolved.insert(id.to_string());
+            }
+            return;
+        }
+        let Some(id) = l.error_id.as_deref() else {
+            return;
+        };
+        if !sel.admits(&l) {
+            return;
+        }
+        self.found = true;
+        if self.resolved.contains(id) || self.open.contains_key(id) {
+            return;
+        }
+        if l.resolution.as_ref().is_some_and(|r| r.successful()) {
+            self.resolved.insert(id.to_string());
+            return;
+        }
+        self.seen += 1;
+        if let Some(line) = ResolutionLine::of(&l, "", Resolution::default()) {
+            self.open.insert(id.to_string(), (self.seen, line));
+        }
+    }
+
+    /// The unresolved records picked, in log order.
+    fn in_order(&self) -> Vec<&ResolutionLine> {
+        let mut v: Vec<&(usize, ResolutionLine)> = self.open.values().collect();
+        v.sort_by_key(|(n, _)| *n);
+        v.into_iter().map(|(_, l)| l).collect()
+    }
+}
+
+/// Appends the resolution of every record `sel` picks that is not resolved yet, copying the
+/// ids that group each. The log is read without the lock (lines are never rewritten), then
+/// the lines appended since are read under it, so two people resolving at once never
+/// resolve one record twice.
+///
+/// A resolution that says a retry worked (`--successful true`, an action that starts with
+/// `retry` or `recover`) is a success of the record's agent: its earlier open failures in the
+/// workflow are resolved too, as `recovered_by_retry`.
+pub fn resolve(cx: &Context, sel: &Selection, resolution: Resolution) -> Result<Resolved, Failure> {
+    let root = cx.ensure_root()?;
+    let mut picked = Picked::default();
+    let scanned = error_log::scan(cx, &root, |bytes| picked.see(sel, bytes))?;
+    if let (Some(id), false) = (&sel.id, picked.found) {
+        return Err(Failure::data(format!(
+            "no record with error_id `{id}` in {}; copy the id from record-error's output or `triage errors`",
+            log_path(&root).display()
+        )));
+    }
+    let at = cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let picked = std::cell::RefCell::new(picked);
+    let lines = error_log::append_resolutions(
+        cx,
+        &root,
+        Some(scanned),
+        |bytes| picked.borrow_mut().see(sel, bytes),
+        |_| {
+            Ok(picked
+                .borrow()
+                .in_order()
+                .into_iter()
+                .map(|o| ResolutionLine {
+                    timestamp: at.clone(),
+                    resolution: resolution.clone(),
+                    ..o.clone()
+                })
+                .collect())
+        },
+    )?;
+    let mut done = Resolved {
+        already_resolved: picked.borrow().resolved.len(),
+        lines,
+        recovered: Vec::new(),
+    };
+    let retried = resolution.successful == Some(true)
+        && resolution.action_taken.as_deref().is_some_and(|a| {
+            let a = a.trim().to_ascii_lowercase();
+            a.starts_with("retry") || a.starts_with("recover")
+        });
+    if let (Some(id), true, Some(line)) = (&sel.id, retried, done.lines.first()) {
+        let scope = line
+            .workflow_id
+            .as_deref()
+            .or(line.session_id.as_deref())
+            .unwrap_or("");
+        if let Some(unit) = line.breaker_key.as_deref().or(line.agent.as_deref()) {
+            let by = format!("record-error --resolve {id}");
+            let r = error_log::Recovery {
+                scope,
+                unit,
+                by: &by,
+                upto: Some(id),
+                started: None,
+            };
+            match error_log::recover(cx, &root, r) {
+                Ok(more) => done.recovered = more,
+                Err(f) => cx.warn(&format!(
+                    "the agent's other open failures were not resolved: {f}"
+                )),
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// When a call that ran `elapsed_ms` and ended now started (now, when its duration is not
+/// known).
+pub fn started_at(cx: &Context, elapsed_ms: Option<u64>) -> DateTime<Utc> {
+    elapsed_ms
+        .and_then(|ms| chrono::Duration::try_milliseconds(i64::try_from(ms).ok()?))
+        .and_then(|d| cx.now.checked_sub_signed(d))
+        .unwrap_or(cx.now)
+}
+
+/// A success of `unit` (an agent, or a work item's breaker key) in `scope` (the workflow,
+/// else the session), by a call that `started` then: its open failures there, recorded by
+/// then, are resolved as `recovered_by_retry`. Best effort: returns the ids resolved, and a
+/// failure (a busy log) is a warning that leaves them open for the next success or a person.
+pub fn recovered(
+    cx: &Context,
+    scope: &str,
+    unit: &str,
+    by: &str,
+    started: Option<DateTime<Utc>>,
+) -> Vec<String> {
+    let root = match cx.ensure_root() {
+        Ok(r) => r,
+        Err(f) => {
+            cx.warn(&format!("{unit}'s earlier failures were not resolved: {f}"));
+            return Vec::new();
+        }
+    };
+    let r = error_log::Recovery {
+        scope,
+        unit,
+        by,
+        upto: None,
+        started,
+    };
+    match error_log::recover(cx, &root, r) {
+        Ok(lines) => lines.into_iter().map(|l| l.resolves).collect(),
+        Err(f) => {
+            cx.warn(&format!("{unit}'s earlier failures were not resolved: {f}"));
+            Vec::new()
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -349,8 +826,9 @@ pub fn classified_at(
     retry_count: Option<u32>,
     now: Option<DateTime<Utc>>,
 ) -> (ErrorRecord, ErrorObject) {
+    let v = &normalize(v);
     let mut rec = record_from_input(v);
-    let given_kind = rec.error.get("kind").cloned();
+    let given = std::mem::take(&mut rec.error);
     let overrides = Overrides {
         agent: rec.agent.clone(),
         attempt: retry_count.or(rec.retry_count).map(|n| n.saturating_add(1)),
@@ -360,13 +838,37 @@ pub fn classified_at(
     let object = classify::classify(v, &overrides, policy, 0);
     if let Ok(Value::Object(mut m)) = serde_json::to_value(&object) {
         if object.kind == Kind::Unknown {
-            if let Some(k) = given_kind {
-                m.insert("kind".into(), k);
+            if let Some(k) = given.get("kind") {
+                m.insert("kind".into(), k.clone());
             }
         }
+        if v.get("hook_event_name").is_none() {
+            keep_given(&mut m, given);
+        }
         rec.error = m;
+    } else {
+        rec.error = given;
     }
     (rec, object)
+}
+
+/// Lays the input's own fields over the classifier's error object wherever the classifier
+/// says nothing: nothing the caller wrote is dropped. `context` is merged (the caller's keys
+/// win); the hook payload's own fields are not the caller's words and stay out.
+fn keep_given(object: &mut Map<String, Value>, given: Map<String, Value>) {
+    for (k, v) in given {
+        match (k.as_str(), object.get_mut(&k), v) {
+            ("context", Some(Value::Object(mine)), Value::Object(theirs)) => {
+                for (ck, cv) in theirs {
+                    mine.insert(ck, cv);
+                }
+            }
+            (_, Some(_), _) => {}
+            (_, None, v) => {
+                object.insert(k, v);
+            }
+        }
+    }
 }
 
 /// The record an input describes (ids from its fields; the rest is the error object).

@@ -120,7 +120,14 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     agg.skipped(torn);
     let summary = agg.finish();
     let root = cx.state_root();
-    let breakers = open_breakers(&root);
+    let states = breaker_states(cx);
+    let breakers: Vec<String> = not_closed(&states)
+        .map(|b| match b.totals.opened {
+            // Seed 000: a breaker that opens twice is a reason to abort; say so.
+            n if n >= 2 => format!("{} ({}, opened {n}×)", b.key, b.state),
+            _ => format!("{} ({})", b.key, b.state),
+        })
+        .collect();
     if cx.global.text {
         let source = Source {
             root: &root,
@@ -139,7 +146,14 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     if let Some(o) = out.as_object_mut() {
         o.insert("log".into(), json!(log));
         o.insert("filter".into(), json!(filter));
-        o.insert("breakers_open".into(), json!(breakers));
+        o.insert(
+            "breakers_open".into(),
+            json!(not_closed(&states).map(breaker_json).collect::<Vec<_>>()),
+        );
+        o.insert(
+            "breakers".into(),
+            json!(states.iter().map(breaker_json).collect::<Vec<_>>()),
+        );
     }
     Ok(Outcome::json(&out))
 }
@@ -172,27 +186,32 @@ pub fn time_flag(flag: &str, text: &str, now: DateTime<Utc>) -> Result<DateTime<
     })
 }
 
-/// Breaker keys whose state is `open`, read from `breakers.json` when it exists. Tolerant of
-/// its shape (`{key: {state}}` or `{"breakers": {key: {state}}}`); never fails the report.
-fn open_breakers(root: &Path) -> Vec<String> {
-    let Ok(Some(bytes)) = store::read_optional(&root.join("breakers.json")) else {
-        return Vec::new();
-    };
-    let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
-        return Vec::new();
-    };
-    let map = v.get("breakers").unwrap_or(&v);
-    let Some(map) = map.as_object() else {
-        return Vec::new();
-    };
-    map.iter()
-        .filter(|(_, b)| {
-            b.get("state")
-                .and_then(Value::as_str)
-                .is_some_and(|s| s.eq_ignore_ascii_case("open"))
-        })
-        .map(|(k, _)| k.clone())
-        .collect()
+/// Every breaker as its file under `breakers/` holds it now (read, never written); a breaker
+/// that cannot be read is a warning, and the report goes on without it.
+fn breaker_states(cx: &Context) -> Vec<crate::commands::breaker::Status> {
+    crate::commands::breaker::peek_all(cx).unwrap_or_else(|f| {
+        cx.warn(&format!("the breakers were not read: {f}"));
+        Vec::new()
+    })
+}
+
+/// The breakers that refuse calls or test them: open, half-open and forced open.
+fn not_closed(
+    states: &[crate::commands::breaker::Status],
+) -> impl Iterator<Item = &crate::commands::breaker::Status> {
+    use crate::breaker::State;
+    states
+        .iter()
+        .filter(|b| matches!(b.state, State::Open | State::HalfOpen | State::ForcedOpen))
+}
+
+/// A breaker in the report: its state, how often it opened (seed 000: "circuit breaker opens
+/// twice" is a reason to abort), its failures, and when it lets a probe through.
+fn breaker_json(b: &crate::commands::breaker::Status) -> Value {
+    json!({
+        "key": b.key, "state": b.state, "opened": b.totals.opened,
+        "consecutive_failures": b.consecutive_failures, "half_open_in_s": b.half_open_in_s,
+    })
 }
 
 /// `--html FILE|-`: the dashboard, from one pass over the log (the report's own), the breaker
@@ -289,7 +308,24 @@ fn template(
         completed: args.completed.clone(),
         pipeline: args.pipeline.clone(),
         runs: args.runs,
-        open_breakers: open_breakers(&cx.state_root()),
+        breakers: breaker_states(cx)
+            .iter()
+            .map(|b| templates::BreakerFacts {
+                key: b.key.clone(),
+                state: b.state.to_string(),
+                consecutive_failures: b.consecutive_failures,
+                last_error: b.last_error.as_ref().map(|e| {
+                    [e.kind.map(|k| k.to_string()), e.detail.clone()]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join(" - ")
+                }),
+                since_last_success_s: b.since_last_success_s,
+                half_open_in_s: b.half_open_in_s,
+                opened: b.totals.opened,
+            })
+            .collect(),
     };
     let rendered = templates::build(name, &input).map_err(Failure::data)?;
     if cx.global.text {

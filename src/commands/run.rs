@@ -40,10 +40,14 @@ const OUTPUT_REJECTED: u8 = 1;
     triage run --timeout 5m -- ./fetch-papers.sh topic.txt\n  \
     triage run --agent researcher --preserve-partial scratchpad/researcher -- claude -p 'summarize'\n  \
     echo '{\"q\": 1}' | triage run --report run-report.json -- ./step.sh\n\n\
-Before each attempt the --agent's breaker is asked; when it is open the command is not run.\n\
-A failure is classified (exit status, the last 8 KiB of stderr, timeout, interrupt), recorded\n\
-in logs/errors.jsonl and on the breaker, and retried only when the classifier advises it\n\
-(never for an agent with side_effects = true, nor a failed output check).\n\n\
+Before each attempt the --agent's breaker (or --breaker KEY's) is asked; when it is open the\n\
+command is not run. A failure is classified (exit status, the last 8 KiB of stderr, timeout,\n\
+interrupt), recorded in logs/errors.jsonl and on the breaker, and retried only when the\n\
+classifier advises it (never for an agent with side_effects = true, nor a failed output\n\
+check, nor once the cascade rule fires). Within one run the retry decision comes first: a\n\
+breaker this run's own failures opened does not stop its retries (it stops the next run),\n\
+and a retry that succeeds closes it. A success resolves the agent's open failures in the\n\
+workflow (recovered_by_retry). The report's `warnings` lists the thresholds crossed.\n\n\
 Exit status: the command's own; 1 --until-output-ok rejected the output; 75 the breaker is\n\
 open (not run; stderr says when to retry); 124 timed out; 125 triage run failed; 126 cannot\n\
 execute; 127 not found; 128+N killed by signal N; 130 interrupted (SIGINT or SIGTERM);\n\
@@ -70,6 +74,12 @@ pub struct Args {
     /// The workflow id, for the error log
     #[arg(long, value_name = "ID")]
     pub workflow: Option<String>,
+    /// The task (work item) id, for the error log and the policy's breaker_key
+    #[arg(long, value_name = "ID")]
+    pub task: Option<String>,
+    /// The breaker's key [default: the agent's breaker_key template, else the agent]
+    #[arg(long, value_name = "KEY")]
+    pub breaker: Option<String>,
     /// Keep failed and interrupted attempts' stdout here as NAME-ATTEMPT_partial
     #[arg(long, value_name = "DIR")]
     pub preserve_partial: Option<PathBuf>,
@@ -133,8 +143,14 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 .unwrap_or_else(|| "command".into())
         });
 
-    let key = args.agent.as_deref();
+    let key = breaker_key(args, cx, agent.as_ref());
+    let key = key.as_deref();
     let session = args.session.as_deref();
+    // Whose failures a success resolves: the work item's own breaker key, else the agent.
+    let unit = key.unwrap_or(&name).to_string();
+    let own_key = key.filter(|k| Some(*k) != args.agent.as_deref());
+    // The generation of the breaker this run's own failure opened: its retries go ahead.
+    let mut own_open: Option<u64> = None;
     let seed = crate::commands::classify::seed(cx)?;
     // Attempts and waits take time: the breaker and the log get the time of each event,
     // unless TRIAGE_NOW fixes it.
@@ -152,8 +168,16 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
             before = base.at(chrono::Utc::now());
             &before
         };
-        let ticket = match effects::gate(cx, key, session)? {
+        let started = cx.now;
+        let ticket = match effects::gate(cx, key, session, own_open)? {
             Gate::Go(ticket) => ticket,
+            Gate::Own(ticket) => {
+                eprintln!(
+                    "triage run: breaker {} is open from this run's own failure; attempt {attempt_no} goes ahead (within one run the retry decision comes first)",
+                    key.unwrap_or_default()
+                );
+                Some(ticket)
+            }
             Gate::Refused { message, facts } => {
                 eprintln!("{message}");
                 report.outcome = "breaker_open";
@@ -216,12 +240,23 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 attempt.elapsed,
             );
             entry["breaker"] = json!(b);
+            // Only a run that says who it is: without --agent, --breaker or --name the unit
+            // is the program's file name, which two different commands (`sh -c …`) share.
+            let named = args.agent.is_some() || args.breaker.is_some() || args.name.is_some();
+            let resolved = if named {
+                effects::recovered(cx, args, &unit, started)
+            } else {
+                Vec::new()
+            };
+            if !resolved.is_empty() {
+                entry["resolved"] = json!(resolved);
+            }
             report.attempts.push(entry);
             break (attempt, None);
         };
         entry["kind"] = json!(error.kind);
         let interrupted = matches!(attempt.end, End::Interrupted(_));
-        let next = if rejected {
+        let mut next = if rejected {
             Next::Stop(
                 "the output failed its check (validation_failed), which is never retried automatically (seed 001)"
                     .into(),
@@ -229,12 +264,9 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         } else {
             plan::next(&attempt.end, &error, side_effects)
         };
-        let keep = match &next {
-            Next::Retry(_) => Some(false),
-            Next::Stop(_) if interrupted => Some(true),
-            Next::Stop(_) if rejected => Some(false),
-            Next::Stop(_) => None,
-        };
+        // Kept with --preserve-partial (an interrupted attempt always): a failed attempt's
+        // output is partial, whether it is retried or not.
+        let keep = if interrupted { Some(true) } else { Some(false) };
         let mut preserved = Vec::new();
         if let Some(always) = keep {
             if let Some(p) = preserve(args, cx, &name, attempt_no, &attempt, always)? {
@@ -243,7 +275,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 preserved.push(p);
             }
         }
-        let id = effects::record_failure(
+        let (id, crossed) = effects::record_failure(
             cx,
             args,
             &error,
@@ -252,11 +284,20 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 end: attempt.end.describe(),
                 elapsed: attempt.elapsed,
                 preserved,
-                agent: key.unwrap_or(&name),
+                agent: args.agent.as_deref().unwrap_or(&name),
+                breaker_key: own_key,
                 stderr_tail: &attempt.stderr_tail,
             },
         );
         entry["error_id"] = json!(id);
+        // Seed 001: more than 2 failing in the workflow: pause, and do not continue retrying.
+        if let (Next::Retry(_), Some(w)) = (&next, crossed.iter().find(|w| w.name == "cascade")) {
+            next = Next::Stop(format!(
+                "the cascade rule fired ({} agents failing in the workflow, more than {}): automatic retries stop and the failures go to the user",
+                w.count, w.threshold
+            ));
+        }
+        report.note_warnings(attempt_no, crossed);
         // An interrupt is the user's doing, not the agent's failure: neutral for the breaker.
         let outcome = if interrupted {
             BreakerOutcome::Ignored
@@ -272,22 +313,13 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
             Some(&error),
             attempt.elapsed,
         );
-        // A breaker this failure opened refuses the next attempt: no point waiting for it.
-        let opened = b
-            .as_ref()
-            .and_then(|b| b["state"].as_str())
-            .is_some_and(|s| s == "open" || s == "forced_open");
+        // A breaker this failure opened stops the next run, not this one's retries.
+        if let Some(b) = b.as_ref().filter(|b| b["transition"]["to"] == "open") {
+            own_open = b["generation"].as_u64();
+        }
         entry["breaker"] = json!(b);
+        report.action = Some(error.action);
         match next {
-            Next::Retry(_) if opened => {
-                report.attempts.push(entry);
-                eprintln!(
-                    "triage run: attempt {attempt_no} {} ({}); its breaker is now open",
-                    attempt.end.describe(),
-                    error.kind,
-                );
-                delay_before = Duration::ZERO;
-            }
             Next::Retry(delay) => {
                 report.attempts.push(entry);
                 eprintln!(
@@ -299,7 +331,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 if let Some(sig) = wait(&interrupts, delay) {
                     report.interrupted_between(sig);
                     let e = effects::interrupted_while_waiting(cx, key, attempt_no + 1, sig)?;
-                    let id = effects::record_failure(
+                    let (id, crossed) = effects::record_failure(
                         cx,
                         args,
                         &e,
@@ -308,10 +340,12 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                             end: format!("interrupted (signal {sig}) while waiting to retry"),
                             elapsed: Duration::ZERO,
                             preserved: report.preserved.clone(),
-                            agent: key.unwrap_or(&name),
+                            agent: args.agent.as_deref().unwrap_or(&name),
+                            breaker_key: own_key,
                             stderr_tail: &[],
                         },
                     );
+                    report.note_warnings(attempt_no + 1, crossed);
                     if let Some(last) = report.attempts.last_mut() {
                         last["error_id"] = json!(id);
                     }
@@ -337,7 +371,13 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
             }
         }
     };
-    pass_stdout(last.stdout)?;
+    // With --preserve-partial a failed attempt's output went to its marked partial file only.
+    if last.end.success() && status.is_none() || args.preserve_partial.is_none() {
+        pass_stdout(last.stdout)?;
+    }
+    if last.end.success() && status.is_none() {
+        report.action = None;
+    }
     report.outcome = match status {
         Some(_) => "output_rejected",
         None => outcome_word(&last.end),
@@ -348,6 +388,39 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         &report,
         status.unwrap_or_else(|| last.end.exit_status()),
     )
+}
+
+/// The breaker of this run: `--breaker`, else the agent's `breaker_key` template, else the
+/// agent; none without either flag. A template that cannot be filled in keys it by the agent,
+/// with a warning.
+fn breaker_key(
+    args: &Args,
+    cx: &Context,
+    agent: Option<&crate::policy::AgentSettings>,
+) -> Option<String> {
+    if let Some(k) = &args.breaker {
+        return Some(k.clone());
+    }
+    let name = args.agent.as_deref()?;
+    let Some(template) = agent.and_then(|a| a.breaker_key.as_deref()) else {
+        return Some(name.to_string());
+    };
+    let vars = crate::policy::KeyVars {
+        agent: name,
+        task_id: args.task.as_deref(),
+        phase: args.phase.as_deref(),
+        session: args.session.as_deref(),
+        workflow: args.workflow.as_deref(),
+    };
+    match crate::policy::expand_key(template, &vars) {
+        Ok(k) => Some(k),
+        Err(why) => {
+            cx.warn(&format!(
+                "breaker_key of agent `{name}`: {why}; using the breaker `{name}`"
+            ));
+            Some(name.to_string())
+        }
+    }
 }
 
 /// Stdin, read whole when it is not a terminal, to replay to every attempt; reading stops
@@ -382,6 +455,10 @@ fn preserve(
         (None, false) => return Ok(None),
     };
     let bytes = read_back(&attempt.stdout)?;
+    // Nothing printed, nothing to keep (or to list as an artifact).
+    if bytes.is_empty() {
+        return Ok(None);
+    }
     store::ensure_dir(&dir)?;
     let path = dir.join(format!("{}-{attempt_no}_partial", store::escape_key(name)));
     store::replace(&path, &bytes, Backup::Skip)?;
@@ -450,6 +527,10 @@ struct Report {
     preserved: Vec<String>,
     outcome: &'static str,
     breaker: Option<Value>,
+    /// The thresholds the run's failures crossed, with the attempt that crossed each.
+    warnings: Vec<Value>,
+    /// What the last failure calls for (the classifier's action), when the run failed.
+    action: Option<crate::vocab::Action>,
 }
 
 impl Report {
@@ -467,12 +548,25 @@ impl Report {
                 "phase": args.phase,
                 "session_id": args.session,
                 "workflow_id": args.workflow,
+                "task_id": args.task,
                 "timeout_ms": timeout.map(|t| t.as_millis() as u64),
             }),
             attempts: Vec::new(),
             preserved: Vec::new(),
             outcome: "failed",
             breaker: None,
+            warnings: Vec::new(),
+            action: None,
+        }
+    }
+
+    /// Keeps the thresholds an attempt's record crossed (the last crossing of each).
+    fn note_warnings(&mut self, attempt: u32, crossed: Vec<crate::error_record::Warning>) {
+        for w in crossed {
+            self.warnings.retain(|o| o["name"] != w.name.as_str());
+            let mut v = json!(w);
+            v["attempt"] = json!(attempt);
+            self.warnings.push(v);
         }
     }
 
@@ -494,6 +588,10 @@ fn finish(args: &Args, cx: &Context, report: &Report, status: u8) -> Result<u8, 
         o.insert("exit_status".into(), json!(status));
         o.insert("attempts".into(), json!(report.attempts));
         o.insert("preserved_outputs".into(), json!(report.preserved));
+        o.insert("warnings".into(), json!(report.warnings));
+        if let Some(a) = report.action {
+            o.insert("action".into(), json!(a));
+        }
         if let Some(b) = &report.breaker {
             o.insert("breaker".into(), b.clone());
         }

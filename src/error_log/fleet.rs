@@ -10,7 +10,7 @@
 
 use super::Written;
 use crate::context::Context;
-use crate::error_record::{self, Counters, LogLine};
+use crate::error_record::{self, Counters, LogLine, ResolutionLine};
 use crate::exit::Failure;
 use crate::fleet::log::{Append, Change, Hash, Id};
 use crate::fleet::{select, Remote, RemoteError};
@@ -29,38 +29,42 @@ pub fn outbox_dir(root: &Path) -> PathBuf {
 /// The ids a line's counters are kept under.
 struct Scope<'a> {
     session: Option<&'a str>,
-    workflow: Option<&'a str>,
     /// The workflow, else the session, else `""`.
     scope: &'a str,
 }
 
-/// The counter changes a line makes: a record that counts adds one to its session and marks
-/// its unit (and the unit in its phase) failing in its scope; other lines change nothing.
+/// The counter changes a line makes, by the rules of the file store's counters: a record
+/// that opens a failure adds one to its session, its unit (the work item's breaker key, else
+/// the agent) and the unit in its phase; a resolution line that closes one takes them off.
 pub fn changes(line: &LogLine) -> Vec<Change> {
-    if line.is_resolution() || line.error_id.is_none() || !line.counts() {
+    let delta = if line.opens() {
+        1
+    } else if line.closes() {
+        -1
+    } else {
         return Vec::new();
-    }
+    };
     let mut out = Vec::new();
     if let Some(s) = line.session_id.as_deref() {
         out.push(Change {
             hash: Hash::Sessions,
             field: s.to_string(),
-            delta: 1,
+            delta,
             since: false,
         });
     }
-    if let Some(agent) = line.agent() {
+    if let Some(unit) = line.unit() {
         out.push(Change {
             hash: Hash::Units,
-            field: agent.to_string(),
-            delta: 1,
+            field: unit.to_string(),
+            delta,
             since: true,
         });
-        if let Some(p) = line.phase() {
+        if let Some(p) = line.phase_text() {
             out.push(Change {
                 hash: Hash::Units,
-                field: format!("{agent}\u{1f}{}", phase_text(p)),
-                delta: 1,
+                field: format!("{unit}\u{1f}{p}"),
+                delta,
                 since: false,
             });
         }
@@ -68,47 +72,39 @@ pub fn changes(line: &LogLine) -> Vec<Change> {
     out
 }
 
-fn phase_text(p: &error_record::PhaseRef) -> String {
-    match p {
-        error_record::PhaseRef::Number(n) => n.to_string(),
-        error_record::PhaseRef::Name(s) => s.to_string(),
-    }
-}
-
 fn scope_of<'a>(line: &'a LogLine) -> Scope<'a> {
     let session = line.session_id.as_deref();
     let workflow = line.workflow_id.as_deref();
     Scope {
         session,
-        workflow,
         scope: workflow.or(session).unwrap_or(""),
     }
 }
 
-/// The counters a threshold needs, as the append left them: the session's count, and the
-/// scope's failing units (per workflow, and per phase).
+/// The counters a threshold needs, as the append left them: the session's open failures,
+/// and the scope's units with open failures (and their phases).
 fn counters_of(sc: &Scope<'_>, session_open: u64, units: &[(String, u64)]) -> Counters {
     let mut c = Counters::new();
     if let Some(s) = sc.session {
-        c.sessions.insert(s.to_string(), session_open);
+        c.open.sessions.insert(s.to_string(), session_open);
     }
     for (field, n) in units.iter().filter(|(_, n)| *n > 0) {
-        let _ = n;
-        match field.split_once('\u{1f}') {
-            Some((agent, phase)) => {
-                c.phases
-                    .entry(format!("{}\u{1f}{phase}", sc.scope))
-                    .or_default()
-                    .insert(agent.to_string());
+        let (unit, phase) = match field.split_once('\u{1f}') {
+            Some((u, p)) => (u, Some(p)),
+            None => (field.as_str(), None),
+        };
+        let u = c
+            .open
+            .units
+            .entry(sc.scope.to_string())
+            .or_default()
+            .entry(unit.to_string())
+            .or_default();
+        match phase {
+            Some(p) => {
+                u.phases.insert(p.to_string(), *n);
             }
-            None => {
-                if let Some(w) = sc.workflow {
-                    c.workflows
-                        .entry(w.to_string())
-                        .or_default()
-                        .insert(field.clone());
-                }
-            }
+            None => u.open = *n,
         }
     }
     c
@@ -152,33 +148,89 @@ pub(super) fn write(
     Some(Ok((done.error_id, Written::Logged(counters))))
 }
 
-/// Appends a line that is not a record (a resolution) to the fleet's log. `None` as [`write`].
-pub(super) fn write_other(cx: &Context, root: &Path, line: &[u8], nonce: &str) -> Option<()> {
-    let parsed = LogLine::parse(line);
-    let (sc, ch) = match &parsed {
-        Some(l) => (scope_of(l), changes(l)),
-        None => (
-            Scope {
-                session: None,
-                workflow: None,
-                scope: "",
-            },
-            Vec::new(),
-        ),
-    };
-    select::with(cx, "record", |r| {
-        r.append(&Append {
-            before_id: line,
+/// The nonce of a resolution line: a closing one closes its record once, whoever races (kept
+/// for good); any other is its own.
+pub(super) fn resolution_nonce(l: &ResolutionLine, cx: &Context) -> String {
+    if l.closes() {
+        format!("closes:{}", l.resolves)
+    } else {
+        error_record::unique_error_id(cx.now.timestamp_millis(), super::random())
+    }
+}
+
+/// Appends resolution lines to the fleet's log; those it added (a record another host closed
+/// meanwhile is not closed twice). `None` when there is no fleet store or it failed.
+pub(super) fn append_resolutions(
+    cx: &Context,
+    root: &Path,
+    lines: &[ResolutionLine],
+    bytes: &[Vec<u8>],
+) -> Option<Vec<ResolutionLine>> {
+    select::with(cx, "resolving", |r| {
+        let added = push_resolutions(cx, r, lines, bytes)?;
+        push_waiting(cx, root, r, PUSH_MAX);
+        Ok(added)
+    })
+}
+
+fn push_resolutions(
+    cx: &Context,
+    r: &mut Remote,
+    lines: &[ResolutionLine],
+    bytes: &[Vec<u8>],
+) -> Result<Vec<ResolutionLine>, RemoteError> {
+    let mut added = Vec::new();
+    for (l, b) in lines.iter().zip(bytes) {
+        let Some(parsed) = LogLine::parse(b) else {
+            continue;
+        };
+        let sc = scope_of(&parsed);
+        let ch = changes(&parsed);
+        let nonce = resolution_nonce(l, cx);
+        let a = r.append(&Append {
+            before_id: b,
             after_id: b"",
             id: Id::Keep(String::new()),
-            nonce,
-            keep_nonce: false,
+            keep_nonce: l.closes(),
+            nonce: &nonce,
             scope: sc.scope,
             session: sc.session,
             changes: &ch,
         })?;
+        if a.added {
+            added.push(l.clone());
+        }
+    }
+    Ok(added)
+}
+
+/// A success on the fleet's log (see [`super::recover`]): the unit's open failures from
+/// where they begin (the counters say), resolved once each. `None` when there is no fleet
+/// store or it failed.
+pub(super) fn recover(
+    cx: &Context,
+    root: &Path,
+    rec: &super::Recovery,
+) -> Option<Result<Vec<ResolutionLine>, Failure>> {
+    let at = cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    select::with(cx, "resolving", |r| {
+        let Some(since) = r.unit_since(rec.scope, rec.unit)? else {
+            return Ok(Ok(Vec::new()));
+        };
+        let mut picking = super::Recovering::new(rec, &at);
+        r.read_log(&since, |_, line| picking.see(line))?;
+        let bytes = match picking
+            .open
+            .iter()
+            .map(super::resolution_bytes)
+            .collect::<Result<Vec<_>, Failure>>()
+        {
+            Ok(b) => b,
+            Err(f) => return Ok(Err(f)),
+        };
+        let added = push_resolutions(cx, r, &picking.open, &bytes)?;
         push_waiting(cx, root, r, PUSH_MAX);
-        Ok(())
+        Ok(Ok(added))
     })
 }
 
@@ -252,7 +304,7 @@ pub fn sync(cx: &Context, root: &Path, r: &mut Remote, max: usize) -> Result<Syn
             after_id: b"",
             id: Id::Keep(parsed.error_id.as_deref().unwrap_or("").to_string()),
             nonce: &nonce,
-            keep_nonce: false,
+            keep_nonce: nonce.starts_with("closes:"),
             scope: sc.scope,
             session: sc.session,
             changes: &ch,

@@ -124,6 +124,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("agents.NAME", "criticality", r#""optional""#),
     ("agents.NAME", "timeout", r#""5m""#),
     ("agents.NAME", "side_effects", "false"),
+    ("agents.NAME", "breaker_key", r#""{agent}:{task_id}""#),
     ("agents.NAME.output", "min_chars", "500"),
     (
         "agents.NAME.output",

@@ -199,14 +199,11 @@ pub fn render(
         }
     }
     if !open_breakers.is_empty() {
-        out.push_str(&format!(
-            "\n{}: {}\n",
-            term.paint(
-                &count(open_breakers.len() as u64, "open breaker", "open breakers"),
-                Tone::Bad
-            ),
-            open_breakers.join(", ")
-        ));
+        // Wrapped as plain text first, so the painted label never counts toward the width.
+        let label = count(open_breakers.len() as u64, "open breaker", "open breakers");
+        let line = term.wrap(&format!("{label}: {}", open_breakers.join(", ")));
+        let rest = line.strip_prefix(&label).unwrap_or(&line).trim_end();
+        out.push_str(&format!("\n{}{rest}\n", term.paint(&label, Tone::Bad)));
     }
     out
 }

@@ -221,12 +221,22 @@ mod tests {
     #[test]
     fn follows_the_classifiers_schedule_and_stops_where_it_says() {
         let p: Policy =
-            toml::from_str("[retry]\nschedule = [\"10ms\", \"30ms\"]\nmax_attempts = 3\n").unwrap();
+            toml::from_str("[retry]\nschedule = [\"10ms\", \"30ms\"]\nmax_attempts = 3\n[retry.kinds.tool_failure]\nmax_attempts = 3\n").unwrap();
         let x = End::Exited(1);
         let at = |n| next(&x, &classified(&x, "fail", n, &p), false);
         assert_eq!(at(1), Next::Retry(Duration::from_millis(10)));
         assert_eq!(at(2), Next::Retry(Duration::from_millis(30)));
         assert!(matches!(at(3), Next::Stop(w) if w.contains("all 3 attempts")));
+        // By default a tool failure is retried once (seed 003).
+        let d = Policy::default();
+        assert_eq!(
+            next(&x, &classified(&x, "fail", 1, &d), false),
+            Next::Retry(Duration::from_secs(30))
+        );
+        assert!(matches!(
+            next(&x, &classified(&x, "fail", 2, &d), false),
+            Next::Stop(w) if w.contains("all 2 attempts")
+        ));
         assert!(matches!(
             next(&x, &classified(&x, "fail", 1, &p), true),
             Next::Stop(w) if w.contains("side effects")

@@ -485,6 +485,16 @@ pub fn read_jsonl_from(
     from: u64,
     mut visit: impl FnMut(&[u8]) -> bool,
 ) -> Result<(JsonlStats, Option<(Stamp, u64)>)> {
+    read_jsonl_at(path, from, |_, line| visit(line))
+}
+
+/// [`read_jsonl_from`], telling `visit` the offset at which each line starts, so a caller can
+/// come back to it later (the error log's counters keep where a unit's open failures begin).
+pub fn read_jsonl_at(
+    path: &Path,
+    from: u64,
+    mut visit: impl FnMut(u64, &[u8]) -> bool,
+) -> Result<(JsonlStats, Option<(Stamp, u64)>)> {
     let mut stats = JsonlStats::default();
     let Some(file) = open_read(path)? else {
         return Ok((stats, None));
@@ -513,6 +523,7 @@ pub fn read_jsonl_from(
             stats.skipped += 1;
             return Ok((stats, Some((stamp, end))));
         }
+        let at = end;
         end += n as u64;
         let mut body = &line[..line.len() - 1];
         if body.last() == Some(&b'\r') {
@@ -521,7 +532,7 @@ pub fn read_jsonl_from(
         if body.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        if visit(body) {
+        if visit(at, body) {
             stats.valid += 1;
         } else {
             stats.skipped += 1;

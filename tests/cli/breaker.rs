@@ -205,7 +205,7 @@ fn status_lists_every_breaker_and_prints_a_table() {
     );
     assert!(lines[1].starts_with("KEY         STATE   FAILS"), "{text}");
     assert!(
-        lines[2].starts_with("researcher  open    2/2    in 45s"),
+        lines[2].starts_with("researcher  open    2/2    1       in 45s"),
         "{text}"
     );
     // status performs the lazy transition, once.

@@ -6,9 +6,13 @@
 use assert_cmd::Command;
 use std::path::{Path, PathBuf};
 
-/// The `triage` binary under test.
+/// The `triage` binary under test: this build's, or `TRIAGE_TEST_BIN` to run the suite
+/// against another build (an older commit, to see a new test fail there).
 pub fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_triage"))
+    std::env::var_os("TRIAGE_TEST_BIN")
+        .filter(|b| !b.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_triage")))
 }
 
 /// A temp folder to run `triage` in; its state root is `<dir>/.triage`. With `store`, every

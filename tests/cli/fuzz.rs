@@ -92,7 +92,14 @@ fn payload() -> impl Strategy<Value = String> {
             .to_string();
             // Sometimes cut the payload short, as a killed writer would.
             match cut % 4 {
-                0 => p[..p.len() / 2].to_string(),
+                0 => {
+                    // Cut on a character boundary: the text holds multi-byte characters.
+                    let mut half = p.len() / 2;
+                    while !p.is_char_boundary(half) {
+                        half -= 1;
+                    }
+                    p[..half].to_string()
+                }
                 1 => p.replace("\\\\", "\\"),
                 _ => p,
             }

@@ -262,10 +262,14 @@ fn an_agent_past_its_timeout_is_logged_as_a_timeout_and_a_breaker_failure() {
     assert_eq!(b["totals"]["failures"], 1);
     assert_eq!(b["last_error"]["kind"], "timeout");
 
-    // Within its timeout: a success, nothing logged.
-    assert_eq!(hook(&s, T0, &pre), None);
-    assert_eq!(hook(&s, "2026-11-23T10:05:00Z", &post.to_string()), None);
-    assert_eq!(log(&s).len(), 1);
+    // The next call, within its timeout: a success, no error logged; it started after the
+    // timeout was recorded, so it resolves it.
+    assert_eq!(hook(&s, "2026-11-23T10:13:00Z", &pre), None);
+    assert_eq!(hook(&s, "2026-11-23T10:18:00Z", &post.to_string()), None);
+    let lines = log(&s);
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1]["resolves"], recs[0]["error_id"]);
+    assert_eq!(lines[1]["resolution"]["action_taken"], "recovered_by_retry");
     assert_eq!(breaker(&s, "researcher")["totals"]["successes"], 1);
 }
 

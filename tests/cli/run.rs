@@ -6,15 +6,32 @@ use serde_json::Value;
 use std::time::{Duration, Instant};
 
 const POLICY: &str = "[retry]\nschedule = [\"10ms\", \"30ms\"]\nmax_attempts = 3\n\n\
+[retry.kinds.tool_failure]\nmax_attempts = 3\n\n\
 [agents.mailer]\nside_effects = true\n\n[breaker.flaky]\nfailure_threshold = 3\n";
 
-/// The records in `logs/errors.jsonl`.
-fn errors(s: &Sandbox) -> Vec<Value> {
+/// Every line of `logs/errors.jsonl`.
+fn lines(s: &Sandbox) -> Vec<Value> {
     let path = s.root().join("logs/errors.jsonl");
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The error records in `logs/errors.jsonl` (not the resolution lines).
+fn errors(s: &Sandbox) -> Vec<Value> {
+    lines(s)
+        .into_iter()
+        .filter(|l| l.get("resolves").is_none())
+        .collect()
+}
+
+/// The resolution lines in `logs/errors.jsonl`.
+fn resolutions(s: &Sandbox) -> Vec<Value> {
+    lines(s)
+        .into_iter()
+        .filter(|l| l.get("resolves").is_some())
         .collect()
 }
 
@@ -347,18 +364,30 @@ fn an_open_breaker_stops_run_before_the_command_starts() {
 }
 
 #[test]
-fn a_breaker_that_opens_between_attempts_stops_the_retries() {
+fn a_breaker_the_runs_own_failures_opened_lets_its_retry_run_and_closes_on_its_success() {
     let s = sandbox();
     s.write("flaky.sh", FLAKY);
-    // The default breaker opens after 2 consecutive failures, before the third attempt.
+    // The default breaker opens after 2 consecutive failures, before the third attempt: within
+    // one run the retry decision comes first (issue 17 item 10).
     let out = s
         .cmd(&["run", "--agent", "researcher", "--", "sh", "flaky.sh"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(75));
-    assert_eq!(s.read("count").trim(), "2");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(s.read("count").trim(), "3");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "out 3\n");
+    let r = report(&out.stderr);
+    assert_eq!(r["attempts"][1]["breaker"]["transition"]["to"], "open");
+    assert_eq!(r["attempts"][2]["breaker"]["state"], "closed");
     assert_eq!(errors(&s).len(), 2);
-    assert!(out.stdout.is_empty(), "no attempt was the final one");
+    assert_eq!(resolutions(&s).len(), 2, "both failures recovered");
+    let st = json_out(
+        &s.cmd(&["breaker", "status", "researcher"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(st["breakers"][0]["state"], "closed");
+    assert_eq!(st["breakers"][0]["totals"]["opened"], 1);
 }
 
 #[test]

@@ -39,6 +39,16 @@ pub fn hook(cx: &crate::context::Context, p: &Payload) -> Result<Response, Failu
                 ..CallReport::default()
             };
             record_in(cx, key, session, &report)?;
+            // A success: the agent's failures in this session (its workflow) recorded before
+            // this call started are resolved (not those of siblings that ran beside it).
+            let started = crate::commands::record_error::started_at(cx, p.duration_ms());
+            crate::commands::record_error::recovered(
+                cx,
+                session.unwrap_or(""),
+                key,
+                "breaker --hook PostToolUse",
+                Some(started),
+            );
             Ok(Response::default())
         }
         Some("PostToolUseFailure") => {

@@ -190,6 +190,11 @@ pub fn status_table(
                 format!("{}/{}", s.consecutive_failures, s.failure_threshold),
                 None,
             ),
+            // Seed 000: a breaker that opens twice is a reason to abort.
+            term.cell(
+                s.totals.opened.to_string(),
+                (s.totals.opened >= 2).then_some(Tone::Bad),
+            ),
             term.cell(
                 s.half_open_in_s
                     .map_or("-".into(), |n| format!("in {}", secs(n))),
@@ -226,12 +231,13 @@ pub fn status_table(
             "KEY",
             "STATE",
             "FAILS",
+            "OPENED",
             "HALF-OPEN",
             "LAST SUCCESS",
             "LAST ERROR",
         ]
     } else {
-        &["KEY", "STATE", "FAILS", "HALF-OPEN", "LAST ERROR"]
+        &["KEY", "STATE", "FAILS", "OPENED", "HALF-OPEN", "LAST ERROR"]
     };
     out.push_str(&term.table(head, &[head.len() - 1], rows));
     out

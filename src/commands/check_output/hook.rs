@@ -136,6 +136,13 @@ fn stop(
     let who = agent.as_deref().unwrap_or("the subagent");
     if verdict.ok {
         reset(cx, &counter)?;
+        // The main agent's passing stop is its success: its open failures in this session
+        // (its workflow) are resolved. A subagent's is resolved when its call completes,
+        // which knows when the call started.
+        if let (false, Some(a)) = (subagent, agent.as_deref()) {
+            let session = payload.session_id().unwrap_or("");
+            crate::commands::record_error::recovered(cx, session, a, "hook Stop", Some(cx.now));
+        }
         return Ok(Judged {
             response: Response::default(),
             last: Some(Final::success()),

@@ -332,7 +332,7 @@ pub fn stability_warning(cx: &Context, session: &str) -> Result<String, Failure>
         completed: Vec::new(),
         pipeline: Vec::new(),
         runs: None,
-        open_breakers: Vec::new(),
+        breakers: Vec::new(),
     };
     let rendered =
         templates::build(TemplateName::StabilityWarning, &input).map_err(Failure::data)?;

@@ -11,7 +11,7 @@ use crate::classify::{self, ErrorObject, Overrides};
 use crate::commands::breaker::{self, template4_reason, Outcome};
 use crate::commands::{check_output, record_error};
 use crate::context::Context;
-use crate::error_record::{ErrorRecord, Phase};
+use crate::error_record::{ErrorRecord, Phase, Warning};
 use crate::exit::Failure;
 use crate::policy::OutputRules;
 use crate::run::plan::{self, End};
@@ -24,6 +24,9 @@ use std::time::Duration;
 pub enum Gate {
     /// Go ahead; hand the ticket back with the outcome.
     Go(Option<String>),
+    /// Open, by this run's own failure: the retry goes ahead with the opener's ticket (the
+    /// retry decision comes first within one run; the breaker stops the next run).
+    Own(String),
     /// Refused: the message for stderr and the facts for the report.
     Refused {
         /// `triage run: breaker KEY is open; retry after TIME` and seed 000's Template 4.
@@ -33,16 +36,24 @@ pub enum Gate {
     },
 }
 
-/// Asks the breaker `key` (the agent) whether an attempt may start. No key, no gate; a
-/// breaker that cannot be read lets the attempt go ahead with a warning (`check_in` fails
-/// open) unless `--strict`.
-pub fn gate(cx: &Context, key: Option<&str>, session: Option<&str>) -> Result<Gate, Failure> {
+/// Asks the breaker `key` whether an attempt may start. No key, no gate; a breaker that
+/// cannot be read lets the attempt go ahead with a warning (`check_in` fails open) unless
+/// `--strict`. `own`: the generation an earlier attempt of this run opened it into.
+pub fn gate(
+    cx: &Context,
+    key: Option<&str>,
+    session: Option<&str>,
+    own: Option<u64>,
+) -> Result<Gate, Failure> {
     let Some(key) = key else {
         return Ok(Gate::Go(None));
     };
     let r = breaker::check_in(cx, key, session)?;
     if r.allowed {
         return Ok(Gate::Go(r.ticket));
+    }
+    if r.reason == "open" && own == Some(r.generation) {
+        return Ok(Gate::Own(crate::breaker::opener_ticket(r.generation)));
     }
     let at = r.retry_after_s.and_then(|s| {
         let secs = chrono::Duration::try_seconds(i64::try_from(s).ok()?)?;
@@ -87,7 +98,10 @@ pub fn breaker_outcome(
         duration_ms: Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)),
     };
     match breaker::record_in(cx, key, session, &report) {
-        Ok(r) => Some(json!({"key": r.key, "state": r.state, "effect": r.effect})),
+        Ok(r) => Some(json!({
+            "key": r.key, "state": r.state, "effect": r.effect, "generation": r.generation,
+            "transition": r.transition,
+        })),
         Err(f) => {
             cx.warn(&format!(
                 "could not record the attempt on breaker `{key}`: {f}"
@@ -182,6 +196,8 @@ pub struct Failed<'a> {
     pub preserved: Vec<String>,
     /// The record's agent: `--agent`, else the run's name.
     pub agent: &'a str,
+    /// The work item's own breaker key, when it is not the agent's name.
+    pub breaker_key: Option<&'a str>,
     /// The end of the attempt's stderr.
     pub stderr_tail: &'a [u8],
 }
@@ -190,9 +206,14 @@ pub struct Failed<'a> {
 const RECORD_TAIL: usize = 1024;
 
 /// Appends one record to `logs/errors.jsonl` with `record-error`'s own function (its lock,
-/// sequence and threshold counters). Returns the error id; a failure is a warning, and so is
-/// every threshold the record crossed.
-pub fn record_failure(cx: &Context, args: &Args, e: &ErrorObject, f: Failed) -> Option<String> {
+/// sequence and threshold counters). Returns the error id and the thresholds the record
+/// crossed (each also a warning on stderr); a failure to record is a warning.
+pub fn record_failure(
+    cx: &Context,
+    args: &Args,
+    e: &ErrorObject,
+    f: Failed,
+) -> (Option<String>, Vec<Warning>) {
     let mut error = match serde_json::to_value(e) {
         Ok(Value::Object(m)) => m,
         _ => serde_json::Map::new(),
@@ -217,6 +238,8 @@ pub fn record_failure(cx: &Context, args: &Args, e: &ErrorObject, f: Failed) -> 
         workflow_id: args.workflow.clone(),
         phase: args.phase.as_deref().map(Phase::parse),
         agent: Some(f.agent.to_string()),
+        task_id: args.task.clone(),
+        breaker_key: f.breaker_key.map(str::to_string),
         retry_count: Some(f.attempt.saturating_sub(1)),
         duration_ms: Some(u64::try_from(f.elapsed.as_millis()).unwrap_or(u64::MAX)),
         preserved_outputs: f.preserved,
@@ -232,15 +255,32 @@ pub fn record_failure(cx: &Context, args: &Args, e: &ErrorObject, f: Failed) -> 
             for w in &done.warnings {
                 cx.warn(&w.message);
             }
-            Some(done.record.error_id)
+            (Some(done.record.error_id), done.warnings)
         }
         Err(f) => {
             cx.warn(&format!(
                 "could not record the failure in the error log: {f}"
             ));
-            None
+            (None, Vec::new())
         }
     }
+}
+
+/// An attempt that started at `started` succeeded: the open failures of `unit` in this run's
+/// workflow (else session) recorded by then are resolved as recovered by retry. Returns their
+/// ids; a failure is a warning.
+pub fn recovered(
+    cx: &Context,
+    args: &Args,
+    unit: &str,
+    started: chrono::DateTime<chrono::Utc>,
+) -> Vec<String> {
+    let scope = args
+        .workflow
+        .as_deref()
+        .or(args.session.as_deref())
+        .unwrap_or("");
+    record_error::recovered(cx, scope, unit, "run", Some(started))
 }
 
 /// The error object of an interrupt that came while waiting to retry.
