@@ -547,11 +547,12 @@ fn lock_with_counters(
             Err(e) => return Err(e.into()),
         };
         let cached = read_counters(cx, root)?;
+        let cached_seq = cached.as_ref().map_or(0, |c| c.seq);
         let stamp = store::stamp(&log)?.unwrap_or_default();
         // The third round, after the log was replaced twice under the scans, counts under
         // the lock: rare, and better than never writing.
         let max = if round == 2 { u64::MAX } else { CATCH_UP_MAX };
-        for base in [cached.clone(), scanned.take()].into_iter().flatten() {
+        for base in [cached, scanned.take()].into_iter().flatten() {
             if let Some(mut c) = catch_up(&log, base, stamp, max)? {
                 // The spool is a courtesy to earlier writers: its trouble never stops this one.
                 if let Err(f) = fold_pending(cx, root, &mut c) {
@@ -567,7 +568,7 @@ fn lock_with_counters(
         fresh.log_len = end;
         fresh.log_ino = s.ino;
         // Never hand out a sequence number twice, even if the log was cut back or pruned.
-        fresh.seq = fresh.seq.max(cached.map_or(0, |c| c.seq));
+        fresh.seq = fresh.seq.max(cached_seq);
         scanned = Some(fresh);
     }
     Err(Failure::io(format!(

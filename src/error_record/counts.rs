@@ -217,8 +217,8 @@ impl OpenCounts {
 ///
 /// They are a cache of the log up to byte `log_len`: when the log's length differs (a crash
 /// between the append and the counters' write, an edit, a prune), they are rebuilt from it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(from = "CountersFile", into = "CountersFile")]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(from = "CountersFile")]
 pub struct Counters {
     /// Format version.
     pub version: u32,
@@ -238,7 +238,7 @@ pub struct Counters {
 
 /// [`Counters`] as written: the open counts at the top level, without `serde(flatten)` (whose
 /// buffering made reading them the costliest part of a hook's success path).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 struct CountersFile {
     version: u32,
@@ -267,17 +267,31 @@ impl From<CountersFile> for Counters {
     }
 }
 
-impl From<Counters> for CountersFile {
-    fn from(c: Counters) -> CountersFile {
-        CountersFile {
-            version: c.version,
-            log_len: c.log_len,
-            log_ino: c.log_ino,
-            seq: c.seq,
-            sessions: c.open.sessions,
-            units: c.open.units,
-            interrupts: c.interrupts,
+/// The same layout, borrowed: written without copying the counters.
+#[derive(Serialize)]
+struct CountersOut<'a> {
+    version: u32,
+    log_len: u64,
+    log_ino: u64,
+    seq: u64,
+    sessions: &'a BTreeMap<String, u64>,
+    units: &'a Scoped,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    interrupts: &'a Scoped,
+}
+
+impl Serialize for Counters {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        CountersOut {
+            version: self.version,
+            log_len: self.log_len,
+            log_ino: self.log_ino,
+            seq: self.seq,
+            sessions: &self.open.sessions,
+            units: &self.open.units,
+            interrupts: &self.interrupts,
         }
+        .serialize(s)
     }
 }
 
