@@ -99,6 +99,54 @@ impl Sandbox {
             .collect()
     }
 
+    /// The error log's lines, from the file or the fleet's stream. A fleet sandbox must never
+    /// have fallen back to files: no local log may exist.
+    pub fn log_lines(&self) -> Vec<serde_json::Value> {
+        let lines: Vec<String> = if self.store.is_some() {
+            assert!(
+                !self.exists(".triage/logs/errors.jsonl"),
+                "a call fell back to the local files: {:?}",
+                std::fs::read_to_string(self.root().join("logs/triage.log")).ok()
+            );
+            self.stream("errors")
+        } else {
+            std::fs::read_to_string(self.root().join("logs/errors.jsonl"))
+                .unwrap_or_default()
+                .lines()
+                .map(String::from)
+                .collect()
+        };
+        lines
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("a log line"))
+            .collect()
+    }
+
+    /// The open failures the counters hold for `session` (`None`: none), from the counters
+    /// file or the fleet's `open:sessions` hash.
+    pub fn session_open(&self, session: &str) -> Option<u64> {
+        match &self.store {
+            Some(url) => {
+                let mut con = redis::Client::open(url.as_str())
+                    .and_then(|c| c.get_connection())
+                    .expect("connect");
+                redis::cmd("HGET")
+                    .arg(format!("triage:{{{}}}:open:sessions", self.namespace()))
+                    .arg(session)
+                    .query(&mut con)
+                    .expect("hget")
+            }
+            None => {
+                let c: serde_json::Value =
+                    serde_json::from_str(&self.read(".triage/logs/errors.counters.json"))
+                        .expect("the counters");
+                c["sessions"]
+                    .get(session)
+                    .map(|n| n.as_u64().expect("a count"))
+            }
+        }
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }

@@ -19,6 +19,14 @@ mod backend {
             sandbox: crate::common::Sandbox::new(),
         })
     }
+
+    impl std::ops::Deref for Backend {
+        type Target = crate::common::Sandbox;
+
+        fn deref(&self) -> &crate::common::Sandbox {
+            &self.sandbox
+        }
+    }
 }
 mod check_output;
 mod classify;

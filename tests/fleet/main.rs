@@ -4,6 +4,9 @@
 //! - `remote`: the scripts themselves, through the library;
 //! - `breaker`: every breaker scenario of the file store's suite (`tests/cli/breaker.rs`,
 //!   included as it is), run here with `TRIAGE_STORE` pointing at the test's Redis;
+//! - `counts`: the file store's suite of the counters' rules (`tests/cli/counts.rs`: open
+//!   failures per session and unit, resolutions by selection, `recovered_by_retry`,
+//!   interrupts counted nowhere), likewise run against the test's Redis;
 //! - `hosts`: hosts with separate state roots racing on one Redis, as processes;
 //! - `faults`: Redis stopped, restarted or silent mid-run.
 
@@ -14,6 +17,9 @@ mod common;
 
 #[path = "../cli/breaker.rs"]
 mod breaker;
+
+#[path = "../cli/counts.rs"]
+mod counts;
 
 mod faults;
 mod hosts;
@@ -34,5 +40,13 @@ mod backend {
             sandbox: crate::common::Sandbox::with_store(&server.url()),
             _server: server,
         })
+    }
+
+    impl std::ops::Deref for Backend {
+        type Target = crate::common::Sandbox;
+
+        fn deref(&self) -> &crate::common::Sandbox {
+            &self.sandbox
+        }
     }
 }
