@@ -13,8 +13,14 @@
 //! writes a line of megabytes.
 
 mod fleet;
+mod prune;
+mod record;
+mod resolve;
 
-pub use fleet::{changes as fleet_changes, outbox_dir, sync, waiting, Synced};
+pub use fleet::{migrate, outbox_dir, sync, waiting, Migrated as LogMigrated, Synced};
+pub use prune::{prune, Pruned};
+pub use record::{record, Recorded};
+pub use resolve::{recovered, resolve, started_at, Resolved, Selection};
 
 use crate::context::Context;
 use crate::error_record::{self, Counters, ErrorRecord, LogLine, Resolution, ResolutionLine};
@@ -40,6 +46,16 @@ const ID_PREFIX: &[u8] = br#"{"error_id":"""#;
 /// The log under the state root `root`.
 pub fn log_path(root: &Path) -> PathBuf {
     root.join("logs").join("errors.jsonl")
+}
+
+/// Whether the local log exists (a report or a listing says so when it does not).
+pub fn local_exists(root: &Path) -> bool {
+    store::file_len(&log_path(root)).ok().flatten().is_some()
+}
+
+/// Follows the local log from its end (`triage errors --follow` without a fleet store).
+pub fn follow_local(root: &Path) -> Result<store::Follower, Failure> {
+    Ok(store::Follower::at_end(&log_path(root))?)
 }
 
 fn counters_path(root: &Path) -> PathBuf {

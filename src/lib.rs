@@ -37,6 +37,7 @@ pub mod policy;
 pub mod report;
 pub mod run;
 pub mod saga;
+pub mod session;
 pub mod settings;
 pub mod state;
 pub mod store;

@@ -82,6 +82,30 @@ pub fn update<T>(cx: &Context, id: &Id, mut apply: impl Apply<T>) -> Result<T, F
     files::update(cx, id, apply)
 }
 
+/// Where the breakers are kept, for people: the fleet's Redis and namespace, or the folder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// `redis://host:6379/0, namespace NS` or the folder's path.
+    pub place: String,
+    /// The state root, when the breakers are files and it does not exist.
+    pub missing_root: Option<PathBuf>,
+}
+
+/// Where [`stored_ids`] looks (a fleet that does not answer falls back to the folder).
+pub fn location(cx: &Context) -> Location {
+    if let Some(Ok(c)) = cx.fleet_config() {
+        return Location {
+            place: format!("{}, namespace {}", c.target, c.namespace),
+            missing_root: None,
+        };
+    }
+    let root = cx.state_root();
+    Location {
+        place: root.join("breakers").display().to_string(),
+        missing_root: (!root.is_dir()).then_some(root),
+    }
+}
+
 /// Every breaker with a stored state, sorted by key.
 pub fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
     if let Some(ids) = select::with(cx, "listing breakers", fleet::stored_ids) {
@@ -176,6 +200,63 @@ pub fn events(
             Ok(())
         }
     }
+}
+
+/// What [`migrate`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Migrated {
+    /// Breakers copied.
+    pub copied: u64,
+    /// Breakers the fleet had already (its state is newer: hosts have been using it).
+    pub kept: u64,
+    /// Files that were not a breaker's state (not copied).
+    pub unreadable: u64,
+}
+
+/// Copies the breakers kept in the files under `root` into the fleet's Redis, each as it is
+/// unless the fleet has that key already: run again, it copies nothing twice.
+pub fn migrate(
+    cx: &Context,
+    root: &Path,
+    r: &mut crate::fleet::Remote,
+) -> Result<Result<Migrated, crate::fleet::RemoteError>, Failure> {
+    let mut done = Migrated::default();
+    let dir = root.join("breakers");
+    for entry in store::list_dir(&dir)? {
+        let name = entry.name.to_string_lossy().into_owned();
+        if entry.kind != store::Kind::File || !name.ends_with(".json") || name.starts_with('.') {
+            continue;
+        }
+        let Ok(Some(bytes)) = store::read_optional(&dir.join(&entry.name)) else {
+            continue;
+        };
+        let Ok(b) = serde_json::from_slice::<Breaker>(&bytes) else {
+            cx.warn(&format!(
+                "{} is not a breaker's state; not copied",
+                dir.join(&entry.name).display()
+            ));
+            done.unreadable += 1;
+            continue;
+        };
+        let json = serde_json::to_vec(&b)
+            .map_err(|e| Failure::data(format!("cannot serialize breaker `{}`: {e}", b.key)))?;
+        match r.breaker_put_new(&b.key, &json) {
+            Ok(true) => done.copied += 1,
+            Ok(false) => done.kept += 1,
+            Err(e) => return Ok(Err(e)),
+        }
+    }
+    Ok(Ok(done))
+}
+
+/// How many transitions the files under `root` logged.
+pub fn file_events(root: &Path) -> u64 {
+    let mut n = 0;
+    let _ = store::read_jsonl(&root.join("logs").join("breaker-events.jsonl"), |_| {
+        n += 1;
+        true
+    });
+    n
 }
 
 /// The line logged for one transition.

@@ -1,7 +1,8 @@
 //! `triage breaker`: one circuit breaker per key, shared by every process on the machine (or,
 //! with a fleet store, every host).
 //!
-//! The story of one call: resolve the key (with the session for `scope = "session"`), then
+//! The story of one call ([`crate::breaker::calls`], shared with the other commands): resolve
+//! the key (with the session for `scope = "session"`), then
 //! [`crate::breaker::store::update`] applies the pure state machine in [`crate::breaker`] with
 //! the key's policy and `now` under the key's exclusion, storing the state and one event per
 //! transition, so every transition happens exactly once whoever races. The exclusion is never
@@ -11,17 +12,17 @@ mod hook;
 mod view;
 
 pub use hook::hook;
-pub use view::{template4_reason, Status};
 
+use crate::breaker::calls::{
+    check_id, record_id, resolve, status_all, status_id, stored_ids, TransitionView,
+};
 use crate::breaker::store::{self, Id};
 use crate::breaker::{self as core, Breaker, CallReport, Millis, Transition};
 use crate::context::{Context, Outcome as Answer};
 use crate::exit::{Failure, FailureClass};
-use crate::policy::Scope;
 use crate::vocab::Kind;
 use serde::Serialize;
 use serde_json::Value;
-use std::time::Duration;
 
 pub use crate::breaker::Outcome;
 
@@ -107,69 +108,6 @@ pub enum Action {
         /// The breaker's key
         key: String,
     },
-}
-
-/// The answer to `check`.
-#[derive(Clone, Debug, Serialize)]
-pub struct CheckResult {
-    /// The key (with its session prefix under `scope = "session"`).
-    pub key: String,
-    /// The state after the check; `null` when the breaker could not be read (fail open).
-    pub state: Option<core::State>,
-    /// Whether the call may go ahead.
-    pub allowed: bool,
-    /// `closed`, `open`, `forced_open`, `probe_granted`, `probes_exhausted`, `disabled`, or
-    /// `unavailable` when the state could not be read or written (allowed, with a warning).
-    pub reason: &'static str,
-    /// When refused: seconds until it may be asked again.
-    pub retry_after_s: Option<u64>,
-    /// The generation; a ticket carries it.
-    pub generation: u64,
-    /// When allowed: hand it back to `record --ticket`.
-    pub ticket: Option<String>,
-    /// For Template 4: consecutive failures.
-    #[serde(skip)]
-    pub failures: u32,
-    /// For Template 4: the last error as text.
-    #[serde(skip)]
-    pub last_error: Option<String>,
-    /// For Template 4: seconds since the last success.
-    #[serde(skip)]
-    pub since_last_success_s: Option<u64>,
-}
-
-/// The answer to `record`.
-#[derive(Clone, Debug, Serialize)]
-pub struct RecordResult {
-    /// The key.
-    pub key: String,
-    /// The state after the record.
-    pub state: core::State,
-    /// The generation after the record.
-    pub generation: u64,
-    /// The outcome as reported.
-    pub outcome: Outcome,
-    /// `counted`, `ignored`, `stale`, `late` or `disabled`.
-    pub effect: core::Effect,
-    /// `success` or `failure` as counted.
-    pub counted_as: Option<Outcome>,
-    /// A success slower than `slow_call_threshold`.
-    pub slow_call: bool,
-    /// Consecutive failures now.
-    pub consecutive_failures: u32,
-    /// The transition this result caused, if any.
-    pub transition: Option<TransitionView>,
-}
-
-/// A transition as printed.
-#[derive(Clone, Debug, Serialize)]
-pub struct TransitionView {
-    /// From.
-    pub from: core::State,
-    /// To.
-    pub to: core::State,
-    /// Why.
-    pub reason: &'static str,
 }
 
 /// Runs `triage breaker`.
@@ -258,10 +196,8 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
                 list
             };
             if cx.global.text {
-                let root = cx.state_root();
                 let term = crate::context::terminal();
-                let dir = root.join("breakers");
-                let text = view::status_table(&list, &dir, root.is_dir(), &term, cx.now);
+                let text = view::status_table(&list, &store::location(cx), &term, cx.now);
                 return Ok(Answer::for_terminal(text, term.colour));
             }
             Ok(Answer::json(&serde_json::json!({ "breakers": list })))
@@ -280,7 +216,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         }
         Action::Trip { key, for_ } => {
             let id = resolve(cx, key, session.as_deref(), false)?;
-            let now = millis(cx);
+            let now = cx.now.timestamp_millis();
             let until =
                 for_.map(|d| now.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)));
             let r = manual(cx, &id, |b, now| Ok(core::trip(b, until, now)))?;
@@ -304,155 +240,6 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             Ok(manual_answer(cx, vec![r]))
         }
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The in-process API (`triage hook`, `triage run`, `report`).
-
-/// May a call to `key` go ahead? (global scope; see [`check_in`] for a session).
-pub fn check(cx: &Context, key: &str) -> Result<CheckResult, Failure> {
-    check_in(cx, key, None)
-}
-
-/// [`check`] within a session, for keys whose policy says `scope = "session"`.
-pub fn check_in(cx: &Context, key: &str, session: Option<&str>) -> Result<CheckResult, Failure> {
-    check_id(cx, &resolve(cx, key, session, true)?)
-}
-
-/// Reports a call's result (global scope; see [`record_in`]).
-pub fn record(
-    cx: &Context,
-    key: &str,
-    outcome: Outcome,
-    ticket: Option<&str>,
-    kind: Option<Kind>,
-    duration: Option<Duration>,
-) -> Result<RecordResult, Failure> {
-    let report = CallReport {
-        outcome: Some(outcome),
-        ticket: ticket.map(str::to_string),
-        kind,
-        detail: None,
-        duration_ms: duration.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-    };
-    record_in(cx, key, None, &report)
-}
-
-/// [`record`] within a session, with the error text as well.
-pub fn record_in(
-    cx: &Context,
-    key: &str,
-    session: Option<&str>,
-    report: &CallReport,
-) -> Result<RecordResult, Failure> {
-    record_id(cx, &resolve(cx, key, session, true)?, report)
-}
-
-/// Every breaker with a state file, as it stands now (open ones first, then by key).
-pub fn status_all(cx: &Context) -> Result<Vec<Status>, Failure> {
-    let mut list = Vec::new();
-    for id in stored_ids(cx)? {
-        list.push(status_id(cx, &id)?);
-    }
-    list.sort_by(|a, b| {
-        (a.state == core::State::Closed, &a.key).cmp(&(b.state == core::State::Closed, &b.key))
-    });
-    Ok(list)
-}
-
-/// Every breaker as stored, read without its lock and never written: for reports, which
-/// must not change state (a transition that is due is shown, not recorded). Unreadable files
-/// are left out.
-pub fn peek_all(cx: &Context) -> Result<Vec<Status>, Failure> {
-    let policy = cx.policy()?;
-    let mut list = Vec::new();
-    for id in stored_ids(cx)? {
-        let Some(mut b) = store::peek(cx, &id) else {
-            continue;
-        };
-        let (st, _) = core::status(&mut b, &policy.breaker_for(&id.policy_key), millis(cx));
-        list.push(view::status(st));
-    }
-    Ok(list)
-}
-
-// ---------------------------------------------------------------------------------------------
-// The glue.
-
-fn check_id(cx: &Context, id: &Id) -> Result<CheckResult, Failure> {
-    let result = store::update(cx, id, |b, s, now| {
-        let (p, tr) = core::check(b, s, now);
-        let failures = b.consecutive_failures;
-        let last_error = b.last_error.as_ref().map(view::error_text);
-        let since = b
-            .last_success
-            .map(|t| u64::try_from(now.saturating_sub(t)).unwrap_or(0) / 1000);
-        let r = CheckResult {
-            key: b.key.clone(),
-            state: Some(b.state),
-            allowed: p.allowed,
-            reason: p.reason,
-            retry_after_s: p.retry_after_s,
-            generation: b.generation,
-            ticket: p.ticket,
-            failures,
-            last_error,
-            since_last_success_s: since,
-        };
-        Ok((r, tr))
-    });
-    match result {
-        Ok(r) => Ok(r),
-        // A broken breaker must never stop the agents: fail open (SPEC §2), unless --strict.
-        Err(f) if f.class != FailureClass::Usage && !cx.global.strict => {
-            cx.warn(&format!(
-                "breaker `{}` unavailable, allowing the call: {f}",
-                id.key
-            ));
-            Ok(CheckResult {
-                key: id.key.clone(),
-                state: None,
-                allowed: true,
-                reason: "unavailable",
-                retry_after_s: None,
-                generation: 0,
-                ticket: None,
-                failures: 0,
-                last_error: None,
-                since_last_success_s: None,
-            })
-        }
-        Err(f) => Err(f),
-    }
-}
-
-fn record_id(cx: &Context, id: &Id, report: &CallReport) -> Result<RecordResult, Failure> {
-    store::update(cx, id, |b, s, now| {
-        let (r, tr) = core::record(b, s, report, now).map_err(Failure::usage)?;
-        let out = RecordResult {
-            key: b.key.clone(),
-            state: b.state,
-            generation: b.generation,
-            outcome: report.outcome.unwrap_or(Outcome::Failure),
-            effect: r.effect,
-            counted_as: r.counted_as,
-            slow_call: r.slow_call,
-            consecutive_failures: b.consecutive_failures,
-            transition: tr.last().map(|t| TransitionView {
-                from: tr.first().map_or(t.from, |f| f.from),
-                to: t.to,
-                reason: t.reason,
-            }),
-        };
-        Ok((out, tr))
-    })
-}
-
-fn status_id(cx: &Context, id: &Id) -> Result<Status, Failure> {
-    store::update(cx, id, |b, s, now| {
-        let (st, tr) = core::status(b, s, now);
-        Ok((view::status(st), tr))
-    })
 }
 
 /// What reset, trip, disable and half-open print.
@@ -505,39 +292,6 @@ fn manual_answer(cx: &Context, done: Vec<Manual>) -> Answer {
         Ok([one]) => Answer::json(&one),
         Err(many) => Answer::json(&serde_json::json!({ "breakers": many })),
     }
-}
-
-/// The key as stored: with `scope = "session"`, prefixed by the session id. Without a session,
-/// the command line is told to pass one; in-process callers (`lenient`) fall back to the
-/// global key with a warning, since a hook must keep working.
-fn resolve(cx: &Context, key: &str, session: Option<&str>, lenient: bool) -> Result<Id, Failure> {
-    let scope = cx.policy()?.breaker_for(key).scope;
-    let session = session.filter(|s| !s.is_empty());
-    match (scope, session) {
-        (Scope::Session, Some(s)) => Ok(Id {
-            key: format!("{s}/{key}"),
-            policy_key: key.to_string(),
-            session: Some(s.to_string()),
-        }),
-        (Scope::Session, None) if !lenient => Err(Failure::usage(format!(
-            "breaker `{key}` has scope = \"session\" in the policy; pass --session ID (or send {{\"session_id\": ...}})"
-        ))),
-        (scope, _) => {
-            if scope == Scope::Session {
-                cx.warn(&format!("breaker `{key}` has scope = \"session\" but no session id was given; using the global breaker"));
-            }
-            Ok(Id {
-                key: key.to_string(),
-                policy_key: key.to_string(),
-                session: None,
-            })
-        }
-    }
-}
-
-/// Every breaker with a stored state.
-fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
-    store::stored_ids(cx)
 }
 
 /// A result from flags over stdin's fields.
@@ -603,8 +357,4 @@ fn report_from(
             .or_else(|| text("error")),
         duration_ms,
     })
-}
-
-fn millis(cx: &Context) -> Millis {
-    cx.now.timestamp_millis()
 }

@@ -4,14 +4,12 @@
 //! fits the terminal. `--follow` then prints new records as they are appended, like
 //! `tail -f`, and goes on across a `report prune`.
 
-use crate::commands::record_error::log_path;
-use crate::commands::report::time_flag;
 use crate::context::{Context, Outcome};
 use crate::error_log;
+use crate::error_log::log_path;
 use crate::error_record::LogLine;
 use crate::exit::Failure;
-use crate::report::Filter;
-use crate::store;
+use crate::report::{time_flag, Filter};
 use crate::term::{count, cut, when_text, Term, Tone};
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
@@ -162,7 +160,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let limit = args.limit.or(args.follow.then_some(10));
     let fleet = crate::fleet::select::configured(cx);
     let mut follower = if args.follow && !fleet {
-        Some(store::Follower::at_end(&log)?)
+        Some(error_log::follow_local(&root)?)
     } else {
         None
     };
@@ -365,7 +363,7 @@ fn table(
                 "no state root at {}: nothing has been recorded there.\nPass --dir or set TRIAGE_DIR to the state root (default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage).",
                 root.display()
             )
-        } else if store::file_len(log).ok().flatten().is_none() {
+        } else if !error_log::local_exists(root) {
             format!(
                 "no error log at {}: no error has been recorded under {} yet.",
                 log.display(),

@@ -3,16 +3,12 @@
 //! Redis was away; `migrate --to URL` copies the local breakers and error log into a Redis
 //! (idempotent: run it again and nothing is copied twice).
 
-use crate::breaker::{store as breakers, Breaker};
+use crate::breaker::store as breakers;
 use crate::context::{Context, Outcome};
 use crate::error_log;
-use crate::error_record::LogLine;
 use crate::exit::Failure;
-use crate::fleet::log::{Append, Change, Id};
 use crate::fleet::{Config, Remote, Target};
-use crate::store;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use std::time::{Duration, Instant};
 
 /// Arguments of `triage store`.
@@ -151,7 +147,7 @@ fn status(cx: &Context) -> Result<Outcome, Failure> {
                 true
             })?;
             st.records = n;
-            st.breaker_events = count_lines(&root.join("logs").join("breaker-events.jsonl"));
+            st.breaker_events = breakers::file_events(&root);
         }
         Some(mut c) => {
             c.connect_timeout = c.connect_timeout.max(OPERATOR_TIMEOUT);
@@ -229,15 +225,6 @@ fn status_text(st: &Status) -> String {
     out
 }
 
-fn count_lines(path: &std::path::Path) -> u64 {
-    let mut n = 0;
-    let _ = store::read_jsonl(path, |_| {
-        n += 1;
-        true
-    });
-    n
-}
-
 fn sync(cx: &Context) -> Result<Outcome, Failure> {
     let c = config(cx, None)?;
     let root = cx.state_root();
@@ -276,68 +263,14 @@ fn migrate(cx: &Context, to: Option<&str>) -> Result<Outcome, Failure> {
         ..Migrated::default()
     };
     // Breakers: each copied as it is unless the fleet has that key already (the fleet's is
-    // newer: hosts have been using it).
-    let dir = root.join("breakers");
-    for entry in store::list_dir(&dir)? {
-        let name = entry.name.to_string_lossy().into_owned();
-        if entry.kind != store::Kind::File || !name.ends_with(".json") || name.starts_with('.') {
-            continue;
-        }
-        let Ok(Some(bytes)) = store::read_optional(&dir.join(&entry.name)) else {
-            continue;
-        };
-        let Ok(b) = serde_json::from_slice::<Breaker>(&bytes) else {
-            cx.warn(&format!(
-                "{} is not a breaker's state; not copied",
-                dir.join(&entry.name).display()
-            ));
-            done.unreadable += 1;
-            continue;
-        };
-        let json = serde_json::to_vec(&b)
-            .map_err(|e| Failure::data(format!("cannot serialize breaker `{}`: {e}", b.key)))?;
-        if r.breaker_put_new(&b.key, &json).map_err(remote_failure)? {
-            done.breakers_copied += 1;
-        } else {
-            done.breakers_kept += 1;
-        }
-    }
-    // The log: every line, oldest first, keyed by its content so a second run adds nothing.
-    let mut failure: Option<Failure> = None;
-    error_log::read_all(&root, |line| {
-        if failure.is_some() {
-            return true;
-        }
-        let Some(parsed) = LogLine::parse(line) else {
-            done.unreadable += 1;
-            return false;
-        };
-        let nonce: String = std::iter::once("migrated:".to_string())
-            .chain(Sha256::digest(line).iter().map(|b| format!("{b:02x}")))
-            .collect();
-        let changes: Vec<Change> = error_log::fleet_changes(&parsed);
-        let session = parsed.session_id.as_deref();
-        let scope = parsed.workflow_id.as_deref().or(session).unwrap_or("");
-        let appended = r.append(&Append {
-            before_id: line,
-            after_id: b"",
-            id: Id::Keep(parsed.error_id.as_deref().unwrap_or("").to_string()),
-            nonce: &nonce,
-            keep_nonce: true,
-            scope,
-            session,
-            changes: &changes,
-        });
-        match appended {
-            Ok(a) if a.added => done.records_copied += 1,
-            Ok(_) => done.records_already += 1,
-            Err(e) => failure = Some(remote_failure(e)),
-        }
-        true
-    })?;
-    if let Some(f) = failure {
-        return Err(f);
-    }
+    // newer: hosts have been using it). Then the log, keyed by content: nothing twice.
+    let b = breakers::migrate(cx, &root, &mut r)?.map_err(remote_failure)?;
+    let l = error_log::migrate(&root, &mut r)?.map_err(remote_failure)?;
+    done.breakers_copied = b.copied;
+    done.breakers_kept = b.kept;
+    done.records_copied = l.copied;
+    done.records_already = l.already;
+    done.unreadable = b.unreadable + l.unreadable;
     done.seconds = start.elapsed().as_secs_f64();
     if cx.global.text {
         return Ok(Outcome::text(format!(

@@ -402,3 +402,56 @@ pub(super) fn read_all(
     }
     Some(Ok(stats))
 }
+
+/// What [`migrate`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Migrated {
+    /// Lines copied.
+    pub copied: u64,
+    /// Lines the fleet had already (a migration run before).
+    pub already: u64,
+    /// Lines that were not log lines (not copied).
+    pub unreadable: u64,
+}
+
+/// Copies every line of the local log under `root` into the fleet's stream, oldest first, with
+/// its counter changes. A line's nonce is its content's hash, kept for good, so running it
+/// again adds nothing.
+pub fn migrate(root: &Path, r: &mut Remote) -> Result<Result<Migrated, RemoteError>, Failure> {
+    use sha2::{Digest, Sha256};
+    let mut done = Migrated::default();
+    let mut failure: Option<RemoteError> = None;
+    super::read_all(root, |line| {
+        if failure.is_some() {
+            return true;
+        }
+        let Some(parsed) = LogLine::parse(line) else {
+            done.unreadable += 1;
+            return false;
+        };
+        let nonce: String = std::iter::once("migrated:".to_string())
+            .chain(Sha256::digest(line).iter().map(|b| format!("{b:02x}")))
+            .collect();
+        let sc = scope_of(&parsed);
+        let appended = r.append(&Append {
+            before_id: line,
+            after_id: b"",
+            id: Id::Keep(parsed.error_id.as_deref().unwrap_or("").to_string()),
+            nonce: &nonce,
+            keep_nonce: true,
+            scope: sc.scope,
+            session: sc.session,
+            changes: &changes(&parsed),
+        });
+        match appended {
+            Ok(a) if a.added => done.copied += 1,
+            Ok(_) => done.already += 1,
+            Err(e) => failure = Some(e),
+        }
+        true
+    })?;
+    Ok(match failure {
+        Some(e) => Err(e),
+        None => Ok(done),
+    })
+}

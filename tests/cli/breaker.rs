@@ -199,8 +199,13 @@ fn status_lists_every_breaker_and_prints_a_table() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
+    // Where they are: the folder, or the fleet's Redis and namespace.
+    let place = match &s.store {
+        Some(url) => format!("{url}, namespace {}", s.namespace()),
+        None => "./.triage/breakers".to_string(),
+    };
     assert!(
-        lines[0].starts_with("2 breakers under ./.triage/breakers; 1 open"),
+        lines[0].starts_with(&format!("2 breakers under {place}; 1 open")),
         "{text}"
     );
     assert!(lines[1].starts_with("KEY         STATE   FAILS"), "{text}");

@@ -48,6 +48,7 @@ mod release;
 mod report_html;
 mod run;
 mod saga;
+mod seam;
 mod state;
 mod story;
 mod subagents;
