@@ -8,7 +8,8 @@
 //!   failures per session and unit, resolutions by selection, `recovered_by_retry`,
 //!   interrupts counted nowhere), likewise run against the test's Redis;
 //! - `hosts`: hosts with separate state roots racing on one Redis, as processes;
-//! - `faults`: Redis stopped, restarted or silent mid-run.
+//! - `faults`: Redis stopped, restarted or silent mid-run;
+//! - `operator`: `triage store migrate` and `triage store status`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -23,6 +24,7 @@ mod counts;
 
 mod faults;
 mod hosts;
+mod operator;
 mod remote;
 mod server;
 
