@@ -3,7 +3,7 @@
 
 use crate::commands;
 use crate::context::{self, Context, GlobalArgs, Outcome};
-use crate::exit::{ExitStatus, Failure};
+use crate::exit::{ExitStatus, Failure, FailureClass};
 use clap::{CommandFactory, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::Path;
@@ -39,8 +39,11 @@ pub const LONG_VERSION: &str = concat!(
     about = "The error-handling layer for LLM-agent workflows",
     long_about = "The error-handling layer for LLM-agent workflows: classify failures, decide \
                   retries, circuit-break failing agents, catch silent failures, log errors and \
-                  write workflow state so that it survives a crash. Every subcommand reads JSON \
-                  on stdin and prints one JSON line.",
+                  write workflow state so that it survives a crash. The subcommands that judge \
+                  or record something read JSON on stdin and print one JSON line (--text: lines \
+                  for a person); run passes its command's output through and reports on \
+                  stderr, hook answers in Claude Code's hook format, and init and \
+                  install-links say what they changed. `triage help SUBCOMMAND` for more.",
     after_help = EXAMPLES,
     disable_help_subcommand = true
 )]
@@ -76,7 +79,7 @@ pub enum Command {
     Classify(commands::classify::Args),
     /// Append an error record to logs/errors.jsonl and report the thresholds it crosses
     RecordError(commands::record_error::Args),
-    /// Summarize the error log, render the seeds' escalation texts, or prune old records
+    /// Summarize the error log, render escalation messages, or prune old records
     Report(commands::report::Args),
     /// List error records with their ids, newest first, filtered; --follow prints new ones
     Errors(commands::errors::Args),
@@ -123,6 +126,27 @@ impl Command {
             Command::Saga(_) => "saga",
             Command::Run(_) => "run",
             Command::Store(_) => "store",
+        }
+    }
+
+    /// The key of the JSON line a refusal prints (`{"written": false, "problems": [...]}`), or
+    /// `None` for a command whose stdout is something else: a hook answer, the command `run`
+    /// runs, `init`'s diff, the links made, or text for a person.
+    fn refusal_key(&self, global: &GlobalArgs) -> Option<&'static str> {
+        match self {
+            _ if global.text => None,
+            Command::Hook(_)
+            | Command::Run(_)
+            | Command::Init(_)
+            | Command::InstallLinks(_)
+            | Command::Completions(_)
+            | Command::Man(_) => None,
+            Command::Breaker(a) if a.hook => None,
+            Command::Classify(a) if a.hook => None,
+            Command::CheckOutput(a) if a.hook => None,
+            Command::StateWrite(_) => Some("written"),
+            Command::RecordError(_) => Some("recorded"),
+            _ => Some("ok"),
         }
     }
 
@@ -180,22 +204,37 @@ pub fn dispatch_args(argv: Vec<OsString>) -> Result<Vec<OsString>, String> {
     if name == "triage" {
         return Ok(std::iter::once(argv0).chain(args).collect());
     }
-    if MULTICALL.contains(&name.as_str()) {
-        return Ok([OsString::from("triage"), OsString::from(name)]
+    // Git style, `triage-classify` for `triage classify`, for every subcommand; the plain
+    // names only for the few that cannot be mistaken for another program.
+    let sub = match name.strip_prefix("triage-") {
+        Some(sub) if subcommand_names().iter().any(|n| n == sub) => Some(sub.to_string()),
+        _ => MULTICALL.contains(&name.as_str()).then_some(name.clone()),
+    };
+    if let Some(sub) = sub {
+        return Ok([OsString::from("triage"), OsString::from(sub)]
             .into_iter()
             .chain(args)
             .collect());
     }
     Err(format!(
-        "triage: unknown program name `{name}`; run it as `triage` or under one of these names: {}",
+        "triage: unknown program name `{name}`; run it as `triage`, as triage-SUBCOMMAND, or under one of these names: {}",
         MULTICALL.join(", ")
     ))
+}
+
+/// `triage help [SUB...]` is `triage [SUB...] --help`, as in git and cargo.
+fn help_as_flag(mut args: Vec<OsString>) -> Vec<OsString> {
+    if args.get(1).is_some_and(|a| a == "help") {
+        args.remove(1);
+        args.push("--help".into());
+    }
+    args
 }
 
 /// Runs the command line and returns the exit status.
 pub fn main(argv: Vec<OsString>) -> ExitCode {
     let args = match dispatch_args(argv) {
-        Ok(a) => a,
+        Ok(a) => help_as_flag(a),
         Err(msg) => {
             eprintln!("{msg}");
             return ExitStatus::Usage.into();
@@ -206,42 +245,62 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
         Err(e) => return usage_error(e, &args),
     };
     let name = cli.command.name();
-    let strict = cli.global.strict;
-    let exit_status = cli.global.exit_status;
+    let refusal = cli.command.refusal_key(&cli.global);
     let cx = match Context::new(name, cli.global.clone(), cli.command.writes_state()) {
         Ok(cx) => cx,
-        Err(f) => return failed(name, &f, None, strict),
+        Err(f) => return failed(name, &f, None, &cli.global, None),
     };
+    let global = &cx.global;
     match cli.command.run(&cx) {
         Ok(outcome) => {
             if let Some(out) = &outcome.stdout {
                 if let Err(e) = context::print_line(out) {
                     let f = Failure::io(format!("cannot write to stdout: {e}"));
-                    return failed(name, &f, Some(&cx), strict);
+                    return failed(name, &f, Some(&cx), global, None);
                 }
             }
             if let Some(status) = outcome.exit {
                 ExitCode::from(status)
             } else if outcome.block {
                 ExitStatus::Block.into()
-            } else if outcome.negative && exit_status {
+            } else if outcome.negative && global.exit_status {
                 ExitStatus::Negative.into()
             } else {
                 ExitStatus::Success.into()
             }
         }
-        Err(f) => failed(name, &f, Some(&cx), strict),
+        Err(f) => failed(name, &f, Some(&cx), global, refusal),
     }
 }
 
-fn failed(name: &str, f: &Failure, cx: Option<&Context>, strict: bool) -> ExitCode {
+/// A command that could not do its job: the message on stderr (and in the trace), its one
+/// JSON line on stdout (`{"written": false, "problems": [...]}`) for a command that answers in
+/// JSON, and the status — 64 for a usage error, else 65/74/75 with `--strict`, 1 with `-e`
+/// (the job not done is a negative verdict), 0 otherwise (best effort).
+fn failed(
+    name: &str,
+    f: &Failure,
+    cx: Option<&Context>,
+    global: &GlobalArgs,
+    refusal: Option<&str>,
+) -> ExitCode {
     eprintln!("triage {name}: {}", f.message);
+    if f.class == FailureClass::Usage {
+        return ExitStatus::Usage.into();
+    }
     if let Some(cx) = cx {
-        if f.class != crate::exit::FailureClass::Usage {
+        if name != "install-links" {
             cx.trace(f.class_name(), &f.message);
         }
     }
-    f.status(strict).into()
+    if let Some(key) = refusal {
+        let line = serde_json::json!({ key: false, "problems": [f.message] });
+        let _ = context::print_line(&line.to_string());
+    }
+    match f.status(global.strict) {
+        ExitStatus::Success if global.exit_status => ExitStatus::Negative.into(),
+        s => s.into(),
+    }
 }
 
 /// clap's errors, prefixed with the subcommand's name, exit 64 (help and version exit 0).
@@ -305,6 +364,15 @@ mod tests {
             dispatch_args(os(&["./triage", "x"])),
             Ok(os(&["./triage", "x"]))
         );
+        assert_eq!(
+            dispatch_args(os(&["/usr/bin/triage-classify", "--raw"])),
+            Ok(os(&["triage", "classify", "--raw"]))
+        );
+        assert_eq!(
+            dispatch_args(os(&["triage-run", "true"])),
+            Ok(os(&["triage", "run", "true"]))
+        );
+        assert!(dispatch_args(os(&["triage-nosuch"])).is_err());
         let err = dispatch_args(os(&["/tmp/frobnicate"])).expect_err("unknown name");
         assert!(
             err.contains("frobnicate") && err.contains("state-write"),

@@ -3,11 +3,12 @@
 //!
 //! This is the only place that reads the environment, so the core stays pure.
 
+use crate::env::Env;
 use crate::exit::Failure;
 use crate::input;
 use crate::policy::{self, Policy};
 use crate::store;
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
@@ -27,20 +28,22 @@ const TRACE_MESSAGE_MAX: usize = 8 * 1024;
 /// Options every subcommand takes (SPEC §3).
 #[derive(Args, Clone, Debug, Default)]
 pub struct GlobalArgs {
-    /// State root [default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage]
-    #[arg(long, global = true, env = "TRIAGE_DIR", value_name = "DIR")]
+    /// State root, else $TRIAGE_DIR [default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage]
+    #[arg(long, global = true, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Policy file [default: .triage.toml in $CLAUDE_PROJECT_DIR, else in the current folder]
-    #[arg(long, global = true, env = "TRIAGE_CONFIG", value_name = "FILE")]
+    /// Policy file, else $TRIAGE_CONFIG [default: .triage.toml in $CLAUDE_PROJECT_DIR, else in
+    /// the current folder]
+    #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Human-readable output instead of one JSON line
+    /// Output for a person instead of JSON
     #[arg(long, global = true)]
     pub text: bool,
     /// Exit 1 when the verdict is negative (like `jq -e`)
     #[arg(short = 'e', long = "exit-status", global = true)]
     pub exit_status: bool,
     /// Exit non-zero (65, 74, 75) when the job could not be done, instead of 0 with a warning
-    #[arg(long, global = true, env = "TRIAGE_STRICT")]
+    /// (also TRIAGE_STRICT=1)
+    #[arg(long, global = true)]
     pub strict: bool,
 }
 
@@ -142,6 +145,11 @@ pub struct Context {
     pub global: GlobalArgs,
     /// Now: `TRIAGE_NOW`, else the clock.
     pub now: DateTime<Utc>,
+    /// Whether `TRIAGE_NOW` fixed the time (a command that lasts then keeps it; it overrides
+    /// every clock, the fleet's server's too).
+    pub fixed_now: bool,
+    /// `TRIAGE_SEED`, if set: the jitter's seed.
+    pub seed: Option<u64>,
     /// `TRIAGE_LOCK_TIMEOUT`, default 2 s (1 s for `triage hook`): the time all the lock
     /// waits of one invocation share.
     pub lock_timeout: Duration,
@@ -153,8 +161,6 @@ pub struct Context {
     pub project_dir: Option<PathBuf>,
     /// Commands that never write (classify, config) leave no trace unless the root exists.
     pub writes_state: bool,
-    /// `TRIAGE_NOW` was given: that time overrides every clock, the fleet's server's too.
-    pub now_given: bool,
     /// `TRIAGE_STORE`: the fleet's Redis, over the policy's `[store] url`.
     pub store_url: Option<String>,
     /// `TRIAGE_REDIS_PASSWORD`: the password when the URL has none.
@@ -162,73 +168,49 @@ pub struct Context {
     policy: OnceCell<(Policy, Option<PathBuf>)>,
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
-/// Parses `TRIAGE_NOW`: RFC 3339, or Unix seconds (with a fraction if wanted).
-pub fn parse_now(text: &str) -> Option<DateTime<Utc>> {
-    let t = text.trim();
-    if let Ok(d) = DateTime::parse_from_rfc3339(t) {
-        return Some(d.with_timezone(&Utc));
-    }
-    let secs: f64 = t.parse().ok()?;
-    if !secs.is_finite() {
-        return None;
-    }
-    let ms = (secs * 1000.0).round() as i64;
-    Utc.timestamp_millis_opt(ms).single()
-}
+pub use crate::env::parse_now;
 
 impl Context {
-    /// Reads the environment for subcommand `name`.
+    /// Reads the environment for subcommand `name`: the variables fill in the options the
+    /// command line left out, and a malformed one is a warning and its default (SPEC §2).
     pub fn new(
         name: &'static str,
-        global: GlobalArgs,
+        mut global: GlobalArgs,
         writes_state: bool,
     ) -> Result<Context, Failure> {
-        let now_given = env("TRIAGE_NOW").is_some();
-        let now = match env("TRIAGE_NOW") {
-            Some(t) => parse_now(&t).ok_or_else(|| {
-                Failure::usage(format!(
-                    "TRIAGE_NOW=`{t}` is not a time; write RFC 3339 (2026-01-02T03:04:05Z) or Unix seconds"
-                ))
-            })?,
-            None => Utc::now(),
-        };
-        let lock_timeout = match env("TRIAGE_LOCK_TIMEOUT") {
-            Some(t) => {
-                t.parse::<crate::duration::Dur>()
-                    .map_err(|e| Failure::usage(format!("TRIAGE_LOCK_TIMEOUT: {e}")))?
-                    .0
-            }
+        let env = Env::from_process();
+        global.dir = global.dir.or(env.dir);
+        global.config = global.config.or(env.config);
+        // `triage hook` exits 0 whatever its environment holds: only the flag makes it strict.
+        global.strict = global.strict || (name != "hook" && env.strict == Some(true));
+        let lock_timeout = match env.lock_timeout {
+            Some(t) => t,
             None if name == "hook" => HOOK_LOCK_BUDGET,
             None => Duration::from_secs(2),
         };
-        let max_input = match env("TRIAGE_MAX_INPUT") {
-            Some(t) => t.trim().parse::<usize>().map_err(|_| {
-                Failure::usage(format!("TRIAGE_MAX_INPUT=`{t}` is not a number of bytes"))
-            })?,
-            None => 16 * 1024 * 1024,
-        };
         // A root the user named may be a link they chose; the default one in the project is
         // what a cloned repository could ship, so there even the root must not be a link.
-        let root = state_root(&global, &project_dir());
+        let root = state_root(&global, &env.project_dir);
         store::set_root(&root, global.dir.is_some());
-        Ok(Context {
+        let cx = Context {
             name,
             global,
-            now,
+            now: env.now.unwrap_or_else(Utc::now),
+            fixed_now: env.now.is_some(),
             lock_timeout,
             deadline: Cell::new(deadline_after(lock_timeout)),
-            max_input,
-            project_dir: project_dir(),
+            max_input: env.max_input.unwrap_or(16 * 1024 * 1024),
+            seed: env.seed,
+            project_dir: env.project_dir,
             writes_state,
-            now_given,
-            store_url: env("TRIAGE_STORE"),
-            redis_password: std::env::var("TRIAGE_REDIS_PASSWORD").ok(),
+            store_url: env.store,
+            redis_password: env.redis_password,
             policy: OnceCell::new(),
-        })
+        };
+        for w in &env.warnings {
+            cx.warn(w);
+        }
+        Ok(cx)
     }
 
     /// How long a lock may still be waited for: what is left of the invocation's time.
@@ -254,12 +236,13 @@ impl Context {
             name: self.name,
             global: self.global.clone(),
             now,
+            fixed_now: self.fixed_now,
+            seed: self.seed,
             lock_timeout: self.lock_timeout,
             deadline: Cell::new(deadline_after(self.lock_timeout)),
             max_input: self.max_input,
             project_dir: self.project_dir.clone(),
             writes_state: self.writes_state,
-            now_given: self.now_given,
             store_url: self.store_url.clone(),
             redis_password: self.redis_password.clone(),
             policy: self.policy.clone(),
@@ -298,8 +281,9 @@ impl Context {
         candidates.into_iter().find(|p| p.is_file())
     }
 
-    /// The policy: the file's, or the seeds' defaults. A broken file is a warning and the
-    /// defaults are used (a hook must keep working), or a failure under `--strict`.
+    /// The policy: the file's, or the built-in defaults. Each bad entry of the file is a
+    /// warning naming `FILE:LINE:COL` and is left out, and every good entry still applies (a
+    /// hook must keep working); under `--strict` any problem is a failure.
     pub fn policy(&self) -> Result<&Policy, Failure> {
         if let Some((p, _)) = self.policy.get() {
             return Ok(p);
@@ -308,7 +292,28 @@ impl Context {
         let policy = match &path {
             None => Policy::default(),
             Some(path) => match load_policy_file(path) {
-                Ok(p) => p,
+                Ok(loaded) if loaded.problems.is_empty() => loaded.policy,
+                Ok(loaded) if self.global.strict => {
+                    let list: Vec<String> = loaded
+                        .problems
+                        .iter()
+                        .map(|p| format!("{}:{p}", path.display()))
+                        .collect();
+                    return Err(Failure::data(format!(
+                        "bad policy: {}; run `triage config check {}`",
+                        list.join("; "),
+                        path.display()
+                    )));
+                }
+                Ok(loaded) => {
+                    for p in &loaded.problems {
+                        self.warn(&format!(
+                            "policy {}:{p}; the rest of the policy applies",
+                            path.display()
+                        ));
+                    }
+                    loaded.policy
+                }
                 Err(msg) if self.global.strict => return Err(Failure::data(msg)),
                 Err(msg) => {
                     self.warn(&format!("{msg}; using the built-in defaults"));
@@ -384,6 +389,10 @@ impl Context {
     /// One line in `<root>/logs/triage.log`; never fails the command. A command that never
     /// writes state leaves no trace when the state root does not exist.
     pub fn trace(&self, level: &str, message: &str) {
+        // `install-links` works on a bin folder, never a project: it keeps no trace at all.
+        if self.name == "install-links" {
+            return;
+        }
         let root = self.state_root();
         if !self.writes_state && !root.is_dir() {
             return;
@@ -496,14 +505,6 @@ fn normal_path(path: &Path) -> PathBuf {
     out
 }
 
-fn env_path(name: &str) -> Option<PathBuf> {
-    env(name).map(PathBuf::from)
-}
-
-fn project_dir() -> Option<PathBuf> {
-    env_path("CLAUDE_PROJECT_DIR")
-}
-
 fn state_root(global: &GlobalArgs, project_dir: &Option<PathBuf>) -> PathBuf {
     match &global.dir {
         Some(d) => d.clone(),
@@ -520,7 +521,9 @@ fn deadline_after(wait: Duration) -> Instant {
         .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365))
 }
 
-fn load_policy_file(path: &Path) -> Result<Policy, String> {
+/// The policy file read leniently: every good entry and every problem; `Err` only when the
+/// file cannot be read at all.
+fn load_policy_file(path: &Path) -> Result<policy::Loaded, String> {
     // Read like any file the user named, but never a FIFO or a device: a planted one would
     // hang every hook.
     let bytes = store::read_named(path)
@@ -532,17 +535,7 @@ fn load_policy_file(path: &Path) -> Result<Policy, String> {
             path.display()
         )
     })?;
-    policy::load(&text).map_err(|problems| {
-        let list: Vec<String> = problems
-            .iter()
-            .map(|p| format!("{}: {p}", path.display()))
-            .collect();
-        format!(
-            "policy {}; run `triage config check {}`",
-            list.join("; "),
-            path.display()
-        )
-    })
+    Ok(policy::load_lenient(&text, policy::Depth::Syntax))
 }
 
 /// `text` with its control characters made visible, as `cat -v` does: `^[` for ESC, `^M` for
@@ -628,31 +621,19 @@ pub fn terminal() -> crate::term::Term {
         .then(|| rustix::termios::tcgetwinsize(&stdout).ok())
         .flatten()
         .map(|w| usize::from(w.ws_col));
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
     crate::term::Term::decide(
-        env("COLUMNS").as_deref(),
+        var("COLUMNS").as_deref(),
         tty_width,
         is_terminal,
-        env("NO_COLOR").is_some(),
-        env("TERM").as_deref(),
+        var("NO_COLOR").is_some(),
+        var("TERM").as_deref(),
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn now_accepts_rfc3339_and_unix_seconds() {
-        let a = parse_now("2026-01-02T03:04:05Z").expect("rfc3339");
-        let b = parse_now("1767323045").expect("unix");
-        assert_eq!(a, b);
-        assert_eq!(
-            parse_now("1767323045.5").map(|t| t.timestamp_millis()),
-            Some(1_767_323_045_500)
-        );
-        assert!(parse_now("soon").is_none());
-        assert!(parse_now("NaN").is_none());
-    }
 
     #[test]
     fn text_shows_control_characters_instead_of_sending_them() {

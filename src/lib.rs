@@ -14,8 +14,8 @@
 //!
 //! The core never opens a file, reads the clock or the environment: it is handed `now` and the
 //! policy. [`store`] is the only module that opens shared files. [`context`] is the only one
-//! that reads the environment. A command is the short glue that reads input, calls the core,
-//! persists through the store and writes the answer.
+//! that reads the environment (parsed by [`env`]). A command is the short glue that reads
+//! input, calls the core, persists through the store and writes the answer.
 
 pub mod breaker;
 pub mod classify;
@@ -23,6 +23,7 @@ pub mod cli;
 pub mod commands;
 pub mod context;
 pub mod duration;
+pub mod env;
 pub mod error_log;
 pub mod error_record;
 pub mod exit;

@@ -510,9 +510,7 @@ fn classify(
     let mut suggestions: Vec<String> = failed.iter().map(|c| suggestion(c.check)).collect();
     suggestions.dedup();
     if optional {
-        suggestions.push(format!(
-            "{who} is optional: proceed without its output (seed 000)"
-        ));
+        suggestions.push(format!("{who} is optional: proceed without its output"));
     }
     Some(OutputError {
         status: "error",
@@ -559,7 +557,7 @@ fn suggestion(check: &str) -> String {
         "require_all" | "require_any" => "Add the missing required section or content",
         "forbid" => "Replace placeholder or refusal text with the real content",
         "format" => "Return the output in the required format",
-        "required_keys" => "Include every mandatory key (seed 004: agent, phase, status)",
+        "required_keys" => "Include every required key (the ones the next step reads)",
         "jq" => "Fix the output so that every policy predicate holds",
         "files_exist" => "Write the expected output files, with content",
         _ => "Fix the output and rerun",

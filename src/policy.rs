@@ -4,6 +4,11 @@
 //! Every section is optional. Fields of `[agents.*]` and `[breaker.*]` sections merge from the
 //! least specific matching name to the most specific (the exact name last).
 
+mod check;
+mod load;
+
+pub use load::{load_lenient, Depth, Loaded};
+
 use crate::duration::Dur;
 use crate::glob;
 use crate::vocab::{Criticality, Kind, Severity, Tier};
@@ -678,60 +683,36 @@ impl<'de> Deserialize<'de> for BreakerSection {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Loading and checking.
+// Loading and checking (the lenient reader is in `load`, the value checks in `check`).
 
 /// One problem in a policy file, with where it is.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PolicyProblem {
     /// 1-based line, when known.
     pub line: Option<usize>,
+    /// 1-based column, in characters, when known.
+    pub column: Option<usize>,
+    /// Where in the text, for file order.
+    #[serde(skip)]
+    pub offset: usize,
     /// What is wrong, and what to write instead.
     pub message: String,
 }
 
 impl fmt::Display for PolicyProblem {
+    /// `LINE:COL: message`, so that `FILE:{problem}` is the form editors and CI annotate.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
-            Some(l) => write!(f, "line {l}: {}", self.message),
-            None => f.write_str(&self.message),
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, "{l}:{c}: {}", self.message),
+            (Some(l), None) => write!(f, "{l}: {}", self.message),
+            _ => f.write_str(&self.message),
         }
     }
 }
 
-/// Parses a policy from TOML text. On failure, the problem names the line and key and
-/// suggests the closest valid key.
+/// Parses a policy from TOML text: the policy, or the first problem (by place in the file).
 pub fn parse(text: &str) -> Result<Policy, PolicyProblem> {
-    toml::from_str::<Policy>(text).map_err(|e| {
-        let line = e.span().map(|s| line_of(text, s.start));
-        let mut message = e.message().trim().to_string();
-        let unknown = unknown_field(&message);
-        if let Some((field, expected)) = &unknown {
-            if let Some(best) = closest(field, expected) {
-                message.push_str(&format!("; did you mean `{best}`?"));
-            }
-        }
-        // Errors raised inside `[breaker]` (read by hand) carry the table's span, not the
-        // key's: find the key, or the quoted bad value, in the text instead.
-        let by_text = unknown
-            .and_then(|(field, _)| find_key_line(text, &field))
-            .or_else(|| {
-                let quoted = message.strip_prefix("in [breaker")?.split('`').nth(1)?;
-                find_text_line(text, quoted)
-            });
-        let line = by_text.or(line);
-        PolicyProblem { line, message }
-    })
-}
-
-/// How deeply [`validate`] checks regexes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Depth {
-    /// Parse every regex (the same syntax errors, in the same words, as compiling it) but do
-    /// not build its matcher: the hot path of every command, which compiles only the regexes
-    /// it uses. A regex that parses but is too big to compile is reported where it is used.
-    Syntax,
-    /// Compile every regex too (`triage config check`).
-    Compile,
+    load(text).map_err(|mut p| p.remove(0))
 }
 
 /// Why `pattern` is not a regex, in the words `regex::Regex::new` would use, or `None`.
@@ -743,176 +724,24 @@ pub fn regex_error(pattern: &str, depth: Depth) -> Option<String> {
             .map(|e| e.to_string()),
         Depth::Compile => regex::Regex::new(pattern).err().map(|e| e.to_string()),
     }?;
-    Some(
-        message
-            .lines()
-            .last()
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
-    )
+    let last = message.lines().last().unwrap_or_default().trim();
+    Some(last.strip_prefix("error: ").unwrap_or(last).to_string())
 }
 
-/// Checks what parsing alone cannot: regexes are valid, jq filters compile, numbers in range.
-pub fn validate(policy: &Policy, text: &str, depth: Depth) -> Vec<PolicyProblem> {
-    let mut problems = Vec::new();
-    let mut regex = |where_: String, pattern: &str| {
-        if let Some(first) = regex_error(pattern, depth) {
-            problems.push(PolicyProblem {
-                line: find_text_line(text, pattern),
-                message: format!("{where_}: bad regex `{pattern}`: {first}"),
-            });
-        }
-    };
-    for rule in &policy.classify.rules {
-        if let Some(p) = &rule.pattern {
-            regex(format!("classify rule `{}`", rule.name), p);
-        }
-    }
-    for (agent, a) in &policy.agents {
-        let o = &a.output;
-        for (field, list) in [
-            ("require_all", &o.require_all),
-            ("require_any", &o.require_any),
-            ("forbid", &o.forbid),
-        ] {
-            for p in list.iter().flatten() {
-                regex(format!("agents.{agent}.output.{field}"), p);
-            }
-        }
-    }
-    let mut jq = |where_: String, code: &str| {
-        let message = match crate::jq::Filter::compile(code) {
-            Err(e) => format!("{where_}: {e}"),
-            // `config check` also runs each filter on a sample input: one that runs out of
-            // its budget there (a loop, endless outputs) would be skipped at every run.
-            Ok(f) if depth == Depth::Compile => match over_budget_on_samples(&f) {
-                Some(e) => format!(
-                    "{where_}: jq filter `{code}` {e}, on a sample input; it would be skipped at run time"
-                ),
-                None => return,
-            },
-            Ok(_) => return,
-        };
-        problems.push(PolicyProblem {
-            line: find_text_line(text, code),
-            message,
-        });
-    };
-    for rule in &policy.classify.rules {
-        if let Some(code) = &rule.jq {
-            jq(format!("classify rule `{}`", rule.name), code);
-        }
-    }
-    for (agent, a) in &policy.agents {
-        for code in a.output.jq.iter().flatten() {
-            jq(format!("agents.{agent}.output.jq"), code);
-        }
-    }
-    for (agent, a) in &policy.agents {
-        for g in a.output.files_exist.iter().flatten() {
-            if let Err(e) = glob::project_glob(g) {
-                problems.push(PolicyProblem {
-                    line: find_text_line(text, g),
-                    message: format!("agents.{agent}.output.files_exist: glob `{g}`: {e}"),
-                });
-            }
-        }
-    }
-    for rule in &policy.classify.rules {
-        if rule.pattern.is_none() && rule.jq.is_none() {
-            problems.push(PolicyProblem {
-                line: find_text_line(text, &rule.name),
-                message: format!(
-                    "classify rule `{}` needs `match` (a regex) or `jq` (a predicate)",
-                    rule.name
-                ),
-            });
-        }
-    }
-    let mut ratio = |name: String, v: Option<f64>| {
-        if let Some(v) = v {
-            if !(0.0..=1.0).contains(&v) {
-                problems.push(PolicyProblem {
-                    line: find_key_line(text, name.rsplit('.').next().unwrap_or(&name)),
-                    message: format!("{name} = {v} is not a ratio; write a number from 0 to 1"),
-                });
-            }
-        }
-    };
-    ratio(
-        "thresholds.phase_failure_ratio".into(),
-        Some(policy.thresholds.phase_failure_ratio),
-    );
-    ratio(
-        "breaker.failure_rate".into(),
-        policy.breaker.defaults.failure_rate,
-    );
-    for (k, o) in &policy.breaker.keys {
-        ratio(format!("breaker.\"{k}\".failure_rate"), o.failure_rate);
-    }
-    if policy.retry.max_attempts == 0 {
-        problems.push(PolicyProblem {
-            line: find_key_line(text, "max_attempts"),
-            message:
-                "retry.max_attempts = 0: attempts in all include the first, so write 1 or more"
-                    .into(),
-        });
-    }
-    problems
-}
-
-/// How a jq filter runs out of its budget on sample inputs (an empty object, a failure
-/// payload), if it does.
-fn over_budget_on_samples(f: &crate::jq::Filter) -> Option<crate::jq::RunError> {
-    let samples = [
-        serde_json::json!({}),
-        serde_json::json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
-            "error": "Exit code 1", "status": "error", "output": "text"}),
-    ];
-    samples
-        .iter()
-        .find_map(|s| f.run(s).err().filter(crate::jq::RunError::is_over_budget))
-}
-
-/// Parses and validates (regexes by their syntax, see [`Depth`]): the policy, or every
-/// problem found.
+/// Parses and checks (regexes by their syntax, see [`Depth`]): the policy, or every problem
+/// found, in file order.
 pub fn load(text: &str) -> Result<Policy, Vec<PolicyProblem>> {
     load_checked(text, Depth::Syntax)
 }
 
-/// Parses and validates to `depth`: the policy, or every problem found.
+/// Parses and checks to `depth`: the policy, or every problem found, in file order.
 pub fn load_checked(text: &str, depth: Depth) -> Result<Policy, Vec<PolicyProblem>> {
-    let policy = parse(text).map_err(|p| vec![p])?;
-    let problems = validate(&policy, text, depth);
-    if problems.is_empty() {
-        Ok(policy)
+    let loaded = load_lenient(text, depth);
+    if loaded.problems.is_empty() {
+        Ok(loaded.policy)
     } else {
-        Err(problems)
+        Err(loaded.problems)
     }
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
-}
-
-fn find_key_line(text: &str, key: &str) -> Option<usize> {
-    text.lines()
-        .position(|l| {
-            let l = l.trim_start();
-            l.strip_prefix(key)
-                .or_else(|| l.strip_prefix(&format!("\"{key}\"")))
-                .is_some_and(|rest| rest.trim_start().starts_with('='))
-        })
-        .map(|i| i + 1)
-}
-
-fn find_text_line(text: &str, needle: &str) -> Option<usize> {
-    text.lines().position(|l| l.contains(needle)).map(|i| i + 1)
 }
 
 /// From serde's "unknown field `x`, expected one of `a`, `b`": the field and the choices.

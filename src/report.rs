@@ -56,7 +56,7 @@ pub enum By {
     Kind,
     /// The phase or stage.
     Phase,
-    /// Seed 001's category.
+    /// The error's category (transient, skill_error, validation_failure, quality_failure).
     Category,
 }
 

@@ -25,27 +25,27 @@ use std::collections::HashMap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TemplateName {
-    /// Seed 000 Template 1: critical agent failure.
+    /// A critical agent failed: what happened, what is kept, the options.
     AgentFailure,
-    /// Seed 000 Template 2: multiple agent failures in a phase.
+    /// Several agents of one phase failed.
     MultipleFailures,
-    /// Seed 000 Template 3: phase timeout.
+    /// A phase ran past its timeout.
     PhaseTimeout,
-    /// Seed 000 Template 4: circuit breaker open.
+    /// An agent's circuit breaker is open.
     BreakerOpen,
-    /// Seed 000 Template 5: session-wide failure threshold.
+    /// The session crossed its failure threshold.
     StabilityWarning,
-    /// Seed 000: "Workflow Complete (with degradation)".
+    /// The workflow finished without some optional agents.
     Degradation,
-    /// Seed 000: post-failure diagnostics.
+    /// A session's failures, for the diagnosis after the fact.
     SessionSummary,
-    /// Seed 001: sequential pipeline status.
+    /// Where a sequential pipeline stands, stage by stage.
     PipelineStatus,
-    /// Seed 001: parallel execution status ("PARTIAL SUCCESS (1/2 completed)").
+    /// Agents that ran in parallel: which completed and which failed ("PARTIAL SUCCESS").
     ParallelStatus,
-    /// Seed 001: "Multiple failures detected in workflow" (the cascade rule).
+    /// Several agents of a workflow failing: retries stop, the user decides (the cascade rule).
     Cascade,
-    /// Seed 002: "Stage N failed X times. Proceeding with partial results."
+    /// A stage that failed again and again: going on with partial results.
     StageFailed,
 }
 

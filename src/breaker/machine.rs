@@ -298,12 +298,15 @@ pub fn status(b: &mut Breaker, s: &BreakerSettings, now: Millis) -> (Status, Vec
     (st, tr)
 }
 
-/// Back to closed, counts cleared. Resetting a closed breaker clears its counts and logs
-/// nothing.
+/// Back to closed, counts cleared, in a new generation. Resetting a closed breaker clears its
+/// counts and logs nothing.
 pub fn reset(b: &mut Breaker, now: Millis) -> Vec<Transition> {
     let mut tr = Vec::new();
     if b.state == State::Closed {
+        // No transition to log, but a new generation: a ticket taken before the reset is
+        // stale, so a call that began before it cannot count against the fresh start.
         clear_counts(b, now);
+        b.generation += 1;
     } else {
         close(b, "reset", now, &mut tr);
     }

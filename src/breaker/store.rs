@@ -114,6 +114,16 @@ pub fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
     files::stored_ids(cx)
 }
 
+/// Whether the breaker exists: it was checked, recorded (a check of a closed breaker stores
+/// no state, yet its ticket must go stale on a reset) or copied. An operator's typo must not
+/// make a phantom breaker.
+pub fn exists(cx: &Context, id: &Id) -> bool {
+    if let Some(found) = select::with(cx, "looking up a breaker", |r| r.breaker_exists(&id.key)) {
+        return found;
+    }
+    files::exists(cx, id)
+}
+
 /// One breaker as stored, read without exclusion and never written; `None` when it has no
 /// state or the state is unreadable.
 pub fn peek(cx: &Context, id: &Id) -> Option<Breaker> {
@@ -140,7 +150,7 @@ mod fleet {
         let call = Call {
             key: &id.key,
             fresh: &fresh,
-            now: cx.now_given.then(|| millis(cx)),
+            now: cx.fixed_now.then(|| millis(cx)),
             deadline: std::time::Instant::now() + cx.lock_wait(),
             event: &event,
         };
@@ -289,6 +299,15 @@ mod files {
 
     fn path_of(dir: &Path, id: &Id) -> PathBuf {
         dir.join(format!("{}.json", store::escape_key(&id.key)))
+    }
+
+    /// Its first check or record made its lock sidecar, if not its state file.
+    pub(super) fn exists(cx: &Context, id: &Id) -> bool {
+        let path = path_of(&cx.state_root().join("breakers"), id);
+        path.symlink_metadata().is_ok()
+            || store::with_suffix(&path, ".lock")
+                .symlink_metadata()
+                .is_ok()
     }
 
     pub(super) fn update<T>(cx: &Context, id: &Id, mut apply: impl Apply<T>) -> Result<T, Failure> {

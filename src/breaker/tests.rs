@@ -287,7 +287,31 @@ fn reset_closes_and_a_repeated_reset_logs_nothing() {
     );
     assert_eq!(b.generation, g + 1);
     assert!(reset(&mut b, T0).is_empty());
-    assert_eq!(b.generation, g + 1);
+    assert_eq!(
+        b.generation,
+        g + 2,
+        "a reset always starts a new generation"
+    );
+}
+
+#[test]
+fn a_ticket_from_before_a_reset_of_a_closed_breaker_is_stale() {
+    let s = settings();
+    let mut b = Breaker::new("agent");
+    let (p, _) = check(&mut b, &s, T0);
+    let ticket = p.ticket.expect("closed: a ticket");
+    assert!(
+        reset(&mut b, T0).is_empty(),
+        "closed to closed logs nothing"
+    );
+    let report = CallReport {
+        outcome: Some(Outcome::Failure),
+        ticket: Some(ticket),
+        ..CallReport::default()
+    };
+    let (r, _) = record(&mut b, &s, &report, T0).expect("record");
+    assert_eq!(r.effect, Effect::Stale);
+    assert_eq!(b.consecutive_failures, 0);
 }
 
 #[test]

@@ -87,7 +87,7 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
         return Decision {
             action: Action::AskUser,
             ..not_retried(Some(
-                "a failed validation is never retried automatically (seed 001); ask before retrying with lower standards".into(),
+                "a failed validation is never retried automatically; ask before retrying with lower standards".into(),
             ))
         };
     }
@@ -117,7 +117,7 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
         let (action, what) = if optional {
             (
                 Action::ProceedDegraded,
-                "the agent is optional: proceed without it and note the gap (seed 000)",
+                "the agent is optional: proceed without it and note the gap",
             )
         } else if f.degrade_when_exhausted {
             (
@@ -127,7 +127,7 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
         } else {
             (
                 Action::Escalate,
-                "escalate to the user with the options: retry, skip, abort (seeds 000, 001)",
+                "escalate to the user with the options: retry, skip, abort",
             )
         };
         return Decision {
@@ -433,7 +433,7 @@ mod tests {
         );
         assert_eq!(d.action, Action::AskUser);
         assert!(d.retry.is_none());
-        assert!(d.reason.unwrap().contains("seed 001"));
+        assert!(d.reason.unwrap().contains("never retried automatically"));
     }
 
     #[test]

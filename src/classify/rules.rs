@@ -61,7 +61,7 @@ pub fn defaults(kind: Kind) -> KindDefaults {
         ]),
         Kind::NetworkError => d(Transient, SelfRecoverable, true, Error, ProceedDegraded, "could not reach the network service", &[
             "Check that the host name is right and the service is running",
-            "Retry once; if it still fails, proceed without that service (seed 004)",
+            "Retry once; if it still fails, proceed without that service",
         ]),
         // Seed 003: "tool_failure: retry once".
         Kind::ToolFailure => KindDefaults {
@@ -76,7 +76,7 @@ pub fn defaults(kind: Kind) -> KindDefaults {
         ]),
         Kind::NotFound => d(SkillError, SelfRecoverable, false, Warning, ProceedDegraded, "did not find what it needed", &[
             "Check the path or name (list the folder, or `command -v` the program)",
-            "Create it from a template, or skip this step with a warning (seed 004)",
+            "Create it from a template, or skip this step with a warning",
         ]),
         Kind::InvalidInput => d(ValidationFailure, EscalationRequired, false, Error, AskUser, "got input it cannot use", &[
             "Fix the input so it matches what the tool expects (syntax, required fields, types)",
@@ -88,10 +88,10 @@ pub fn defaults(kind: Kind) -> KindDefaults {
             "Report what was missing; retry only if the user accepts lower standards",
         ]),
         Kind::QualityFailed => d(QualityFailure, EscalationRequired, false, Warning, AskUser, "produced output below the quality bar", &[
-            "Route the output to the user for review: accept, retry or abort (seed 001)",
+            "Route the output to the user for review: accept, retry or abort",
         ]),
         Kind::OutputMissing => d(ValidationFailure, EscalationRequired, false, Error, Escalate, "produced no usable output", &[
-            "Check that the output file exists and is complete; regenerate, fix or abort (seed 001)",
+            "Check that the output file exists and is complete; regenerate, fix or abort",
         ]),
         Kind::BuildFailed => d(SkillError, EscalationRequired, false, Error, Escalate, "failed to build", &[
             "Fix the reported compile errors at the file:line positions, then build again",
@@ -100,13 +100,13 @@ pub fn defaults(kind: Kind) -> KindDefaults {
             "Read the first failing test's assertion and fix the code, then rerun that test",
         ]),
         Kind::CorpusError => d(SkillError, SelfRecoverable, false, Warning, ProceedDegraded, "hit a corpus problem", &[
-            "Continue without the corpus and note the gap (seed 003)",
+            "Continue without the corpus and note the gap",
         ]),
         Kind::Crash => d(SkillError, EscalationRequired, false, Error, Escalate, "crashed", &[
             "Read the panic or signal and the last lines before it; report them if the cause is not yours",
         ]),
         Kind::ContextExhausted => d(SkillError, EscalationRequired, false, Error, Escalate, "ran out of context", &[
-            "Save progress, then continue in a fresh context with a smaller input (seed 004)",
+            "Save progress, then continue in a fresh context with a smaller input",
             "Read files in parts (offset and limit) instead of whole",
         ]),
         Kind::AuthFailed => d(SkillError, EscalationRequired, false, Critical, AskUser, "could not authenticate", &[
@@ -118,30 +118,30 @@ pub fn defaults(kind: Kind) -> KindDefaults {
         Kind::ToolUnavailable => KindDefaults {
             max_attempts: Some(2),
             ..d(Transient, SelfRecoverable, true, Warning, ProceedDegraded, "found a tool or MCP server unavailable", &[
-                "Retry once; if it is still unavailable, go on without that tool and say what is missing (seed 004)",
+                "Retry once; if it is still unavailable, go on without that tool and say what is missing",
                 "Check the server (`claude mcp list`, `/mcp`): its command, URL or credentials",
             ])
         },
         Kind::HookFailed => d(SkillError, SelfRecoverable, false, Warning, ProceedDegraded, "hit a failing hook", &[
-            "Hooks are best effort (seed 004): the hook failed, not the call; do not repeat the call because of it",
+            "Hooks are best effort: the hook failed, not the call; do not repeat the call because of it",
             "Fix the hook script (run it by hand with the payload on stdin); a jq parse error means its input or its filter is wrong",
         ]),
         Kind::TargetNotFound => d(SkillError, EscalationRequired, false, Error, Escalate, "could not reach its task or message target", &[
-            "The task or agent is gone: work from the task content you already have and alert the coordinator or lead (seed 004)",
+            "The task or agent is gone: work from the task content you already have and alert the coordinator or lead",
             "Do not resend to an agent that is not running; ask for it to be re-spawned",
         ]),
         Kind::Unresponsive => d(Transient, EscalationRequired, false, Error, Escalate, "got no answer in time", &[
-            "Send one status query; if there is still no answer, escalate to the lead for a re-spawn (seed 004)",
+            "Send one status query; if there is still no answer, escalate to the lead for a re-spawn",
         ]),
         Kind::GateFailed => d(QualityFailure, PipelineAffecting, false, Critical, Escalate, "failed its gate", &[
-            "Stop the pipeline here: the lead decides whether to retry, skip or abort (seed 004)",
+            "Stop the pipeline here: the lead decides whether to retry, skip or abort",
             "Keep the gate's findings with the error so the decision can be made from them",
         ]),
         Kind::StateCorrupt => d(ValidationFailure, PipelineAffecting, false, Critical, Escalate, "found its state corrupt", &[
-            "Stop writing to it; recover the last good copy (`triage state-read` falls back to .bak, then a checkpoint) or re-create it from the conversation (seeds 002, 004)",
+            "Stop writing to it; recover the last good copy (`triage state-read` falls back to .bak, then a checkpoint) or re-create it from the conversation",
         ]),
         Kind::PhaseFailed => d(SkillError, PipelineAffecting, false, Critical, Escalate, "cannot go on: the phase failed", &[
-            "Stop retrying: the lead decides whether to re-spawn, skip the phase or abort the pipeline (seed 004)",
+            "Stop retrying: the lead decides whether to re-spawn, skip the phase or abort the pipeline",
             "Keep every worker's output and error for that decision",
         ]),
         Kind::Unknown => d(SkillError, EscalationRequired, false, Error, Escalate, "failed", &[
@@ -296,7 +296,7 @@ pub const SPECIFIC: &[TextRule] = &[
     )
     .severity(Severity::Warning)
     .advice(&[
-        "Save progress now (checkpoint the state), then alert the coordinator or lead (seed 004)",
+        "Save progress now (checkpoint the state), then alert the coordinator or lead",
         "Compact or continue in a fresh context before the window fills",
     ]),
     rule(
@@ -320,7 +320,7 @@ pub const SPECIFIC: &[TextRule] = &[
     .tier(Tier::PipelineAffecting)
     .severity(Severity::Critical)
     .advice(&[
-        "Stop waiting on the coordinator: the lead takes over its workers (seed 004 Mode 3 fallback)",
+        "Stop waiting on the coordinator: the lead takes over its workers",
     ]),
     rule(
         "unresponsive",
@@ -348,7 +348,7 @@ pub const SPECIFIC: &[TextRule] = &[
         .tier(Tier::SelfRecoverable)
         .severity(Severity::Warning)
         .advice(&[
-            "The JSON given to jq is not what the filter expects: fall back to a default (`jq -e … || echo default`) and go on (seed 004)",
+            "The JSON given to jq is not what the filter expects: fall back to a default (`jq -e … || echo default`) and go on",
             "Print the input jq was given to see its shape before changing the filter",
         ]),
     rule(

@@ -178,8 +178,7 @@ fn fmt_secs(s: f64) -> String {
 /// severity (narrow enough for an 80-column man page).
 pub fn kinds_table() -> String {
     let mut out = String::from(
-        "Kinds and their defaults (tiers: seed 004; categories and severities: seed 001; \
-         retryability: seed 003). [[classify.rules]] and [retry.kinds.KIND] change them.\n\n",
+        "Kinds and their defaults. [[classify.rules]] and [retry.kinds.KIND] change them.\n\n",
     );
     let row = |k: &str, t: &str, c: &str, r: &str, s: &str| {
         format!(" {k:<17} {t:<4} {c:<18} {r:<9} {s}\n")

@@ -36,8 +36,8 @@ pub use crate::breaker::Outcome;
     triage breaker reset --all\n\n\
     With -e, a refused check exits 1.")]
 pub struct Args {
-    /// Read a Claude Code hook payload on stdin: PreToolUse checks (and denies with seed 000's
-    /// Template 4), PostToolUse and PostToolUseFailure record
+    /// Read a Claude Code hook payload on stdin: PreToolUse checks (and denies the call with
+    /// the circuit-breaker message when open), PostToolUse and PostToolUseFailure record
     #[arg(long)]
     pub hook: bool,
     /// The session, for keys whose policy says scope = "session"
@@ -55,6 +55,9 @@ pub enum Action {
     Check {
         /// The breaker's key (an agent name, a tool name, any text) [or stdin's "key"]
         key: Option<String>,
+        /// As `breaker --hook`: the hook payload's event says whether to check or record
+        #[arg(long, conflicts_with = "key")]
+        hook: bool,
     },
     /// Report a call's result
     Record {
@@ -66,7 +69,7 @@ pub enum Action {
         /// The ticket `check` gave; a ticket from an older generation is stale
         #[arg(long, value_name = "T")]
         ticket: Option<String>,
-        /// The kind of failure (SPEC §5)
+        /// The kind of failure (timeout, rate_limited, ...: `triage help classify` lists them)
         #[arg(long, value_name = "KIND")]
         kind: Option<Kind>,
         /// How long the call took (a success slower than slow_call_threshold is a failure)
@@ -75,6 +78,9 @@ pub enum Action {
         /// The error text, shown as the last error
         #[arg(long, value_name = "TEXT")]
         detail: Option<String>,
+        /// As `breaker --hook`: the hook payload's event says whether to check or record
+        #[arg(long, conflicts_with_all = ["key", "outcome", "ticket", "kind", "duration", "detail"])]
+        hook: bool,
     },
     /// Show every breaker, or those named
     Status {
@@ -112,12 +118,19 @@ pub enum Action {
 
 /// Runs `triage breaker`.
 pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
+    // The hook payload's event says whether to check or record, so `breaker check --hook`
+    // and `breaker record --hook` are `breaker --hook`.
+    let by_hook = args.hook
+        || matches!(
+            args.action,
+            Some(Action::Check { hook: true, .. }) | Some(Action::Record { hook: true, .. })
+        );
     if args.hook && args.action.is_some() {
         return Err(Failure::usage(
-            "--hook reads the action from the hook payload; give it without check, record, ...",
+            "--hook reads the key and the event from the hook payload; give it alone, or as `breaker check --hook`",
         ));
     }
-    if args.hook {
+    if by_hook {
         let payload = crate::hook_io::Payload::new(cx.read_json()?.unwrap_or(Value::Null));
         return Ok(Answer::hook(&hook(cx, &payload)?));
     }
@@ -130,7 +143,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     // works in a `while read` loop and never waits on an open pipe. Bad stdin must not stop
     // a check a hook depends on: the flags alone may still say enough.
     let needs_stdin = match action {
-        Action::Check { key } => key.is_none(),
+        Action::Check { key, .. } => key.is_none(),
         Action::Record { key, outcome, .. } => key.is_none() || outcome.is_none(),
         Action::Reset { key, all } => key.is_none() && !all,
         _ => false,
@@ -158,7 +171,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         })
     };
     match action {
-        Action::Check { key } => {
+        Action::Check { key, .. } => {
             let id = resolve(cx, &key_of(key)?, session.as_deref(), false)?;
             let r = check_id(cx, &id)?;
             let negative = !r.allowed;
@@ -176,6 +189,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             kind,
             duration,
             detail,
+            ..
         } => {
             let report = report_from(&input, *outcome, ticket, *kind, *duration, detail)?;
             let id = resolve(cx, &key_of(key)?, session.as_deref(), false)?;
@@ -191,22 +205,29 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             } else {
                 let mut list = Vec::new();
                 for k in keys {
-                    list.push(status_id(cx, &resolve(cx, k, session.as_deref(), false)?)?);
+                    let id = resolve(cx, k, session.as_deref(), false)?;
+                    if store::exists(cx, &id) {
+                        list.push(status_id(cx, &id)?);
+                    } else {
+                        cx.warn(&no_breaker(cx, &id, "nothing to show"));
+                    }
                 }
                 list
             };
+            // A key named that has no breaker is a negative verdict (a typo, most likely).
+            let negative = list.len() < keys.len();
             if cx.global.text {
                 let term = crate::context::terminal();
                 let text = view::status_table(&list, &store::location(cx), &term, cx.now);
-                return Ok(Answer::for_terminal(text, term.colour));
+                return Ok(Answer::for_terminal(text, term.colour).negative(negative));
             }
-            Ok(Answer::json(&serde_json::json!({ "breakers": list })))
+            Ok(Answer::json(&serde_json::json!({ "breakers": list })).negative(negative))
         }
         Action::Reset { key, all } => {
             let ids = if *all {
                 stored_ids(cx)?
             } else {
-                vec![resolve(cx, &key_of(key)?, session.as_deref(), false)?]
+                vec![existing(cx, &key_of(key)?, session.as_deref())?]
             };
             let mut done = Vec::new();
             for id in &ids {
@@ -216,6 +237,13 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         }
         Action::Trip { key, for_ } => {
             let id = resolve(cx, key, session.as_deref(), false)?;
+            if !store::exists(cx, &id) {
+                // Tripping a key before its first call is how an operator fences it off.
+                eprintln!(
+                    "triage breaker: note: {}",
+                    no_breaker(cx, &id, "tripping a new one")
+                );
+            }
             let now = cx.now.timestamp_millis();
             let until =
                 for_.map(|d| now.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)));
@@ -223,12 +251,12 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             Ok(manual_answer(cx, vec![r]))
         }
         Action::Disable { key } => {
-            let id = resolve(cx, key, session.as_deref(), false)?;
+            let id = existing(cx, key, session.as_deref())?;
             let r = manual(cx, &id, |b, now| Ok(core::disable(b, now)))?;
             Ok(manual_answer(cx, vec![r]))
         }
         Action::HalfOpen { key } => {
-            let id = resolve(cx, key, session.as_deref(), false)?;
+            let id = existing(cx, key, session.as_deref())?;
             let r = manual(cx, &id, |b, now| {
                 core::half_open(b, now).map_err(|r| {
                     Failure::usage(format!(
@@ -292,6 +320,35 @@ fn manual_answer(cx: &Context, done: Vec<Manual>) -> Answer {
         Ok([one]) => Answer::json(&one),
         Err(many) => Answer::json(&serde_json::json!({ "breakers": many })),
     }
+}
+
+/// The breaker `key` names, which must exist: an operator's typo (`reseacher`) must not make
+/// a phantom breaker, nor report a reset that changed nothing.
+fn existing(cx: &Context, key: &str, session: Option<&str>) -> Result<Id, Failure> {
+    let id = resolve(cx, key, session, false)?;
+    if store::exists(cx, &id) {
+        return Ok(id);
+    }
+    Err(Failure::data(no_breaker(cx, &id, "nothing changed")))
+}
+
+/// "no breaker `KEY` (WHAT); did you mean `K`?", or the existing keys when none is close.
+fn no_breaker(cx: &Context, id: &Id, what: &str) -> String {
+    let keys: Vec<String> = stored_ids(cx)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|i| i.key)
+        .collect();
+    let hint = match crate::policy::closest(&id.key, &keys) {
+        Some(k) => format!("; did you mean `{k}`?"),
+        None if keys.is_empty() => "; there are no breakers yet".into(),
+        None => {
+            let shown: Vec<String> = keys.iter().take(8).map(|k| format!("`{k}`")).collect();
+            let more = if keys.len() > 8 { ", …" } else { "" };
+            format!("; the breakers are {}{more}", shown.join(", "))
+        }
+    };
+    format!("no breaker `{}` ({what}){hint}", id.key)
 }
 
 /// A result from flags over stdin's fields.

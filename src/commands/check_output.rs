@@ -42,7 +42,7 @@ pub struct Args {
     /// A file the agent wrote, relative to the project: must exist and not be empty (repeatable)
     #[arg(long = "file", value_name = "PATH")]
     pub files: Vec<String>,
-    /// The original the output edits: the output must not be shorter (seed 001's editor)
+    /// The original the output edits: the output must not be shorter than it
     #[arg(long, value_name = "FILE")]
     pub original: Option<PathBuf>,
     /// Fewest characters

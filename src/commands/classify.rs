@@ -46,15 +46,15 @@ pub struct Args {
 
 const PRECEDENCE: &str = "\
 Precedence: the input's own kind, the policy's [[classify.rules]], then specific wordings \
-(hook errors and denies, edit-tool mismatches, usage limits, context limits, seed 004's \
-pipeline conditions, parse, compiler, package-manager and test-runner output), then the HTTP \
+(hook errors and denies, edit-tool mismatches, usage limits, context limits, pipeline \
+conditions (a failed gate, a lost coordinator, a corrupt state file), parse, compiler, package-manager and test-runner output), then the HTTP \
 status and the API error type (before any hint such as \"Retrying in 37 seconds\" or \
 \"esc to interrupt\"), then StopFailure's error word, then generic wordings (the earliest \
 line wins; stack frames are not evidence), then the exit status and a bare `Exit code N` \
 (tool_failure, tier 1, retried once), and, when nothing matched, the wordings on the text \
 with its line breaks joined. A usage limit waits until its reset (context.retry_at, \
 from TRIAGE_NOW in tests). priority is P0 critical, P1 error, P2 warning, P3 info. --text \
-prints seed 001's notification, CRITICAL in capitals.
+prints a notification for a person, CRITICAL in capitals.
 ";
 
 fn long_help() -> String {
@@ -126,15 +126,10 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
 
 /// `TRIAGE_SEED` (a number), else one drawn from the clock and the process id.
 pub fn seed(cx: &Context) -> Result<u64, Failure> {
-    match std::env::var("TRIAGE_SEED") {
-        Ok(s) if !s.trim().is_empty() => s.trim().parse().map_err(|_| {
-            Failure::usage(format!(
-                "TRIAGE_SEED=`{s}` is not a number; write a whole number from 0 to 2^64-1"
-            ))
-        }),
-        _ => Ok(cx.now.timestamp_nanos_opt().unwrap_or_default() as u64
-            ^ u64::from(std::process::id()).rotate_left(32)),
-    }
+    Ok(cx.seed.unwrap_or_else(|| {
+        cx.now.timestamp_nanos_opt().unwrap_or_default() as u64
+            ^ u64::from(std::process::id()).rotate_left(32)
+    }))
 }
 
 /// Stdin as JSON, or as text with `--raw`. Text that is not JSON is classified as text, with

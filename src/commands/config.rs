@@ -10,9 +10,17 @@ use std::path::PathBuf;
 
 /// Arguments of `triage config`.
 #[derive(clap::Args, Debug)]
-#[command(
-    after_help = "Examples:\n  triage config show --text\n  triage config check .triage.toml -e"
-)]
+#[command(after_help = "Examples:\n  \
+    triage config show --text\n  \
+    triage config check .triage.toml\n\n\
+    config check lists every problem, in file order, as FILE:LINE:COL: message (on stderr, and \
+    as JSON on stdout; with --text, the list on stdout) and exits 1 when there is any, 0 only \
+    for a clean file. It checks what the runtime would refuse: unknown keys (with the closest \
+    valid one), types, durations (at most 36500d), regexes (compiled, within the size limit), \
+    jq filters (compiled and run on sample inputs within their budget) and file globs. \
+    Required keys: a [[classify.rules]] entry needs `name`, and `match` (a regex) or `jq` (a \
+    predicate); nothing else is required. At run time a bad entry is left out with a warning \
+    and every good entry applies.")]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]
@@ -22,9 +30,9 @@ pub struct Args {
 /// `config` actions.
 #[derive(Subcommand, Debug)]
 pub enum Action {
-    /// Print the effective policy (the file's, over the seeds' defaults)
+    /// Print the effective policy (the file's, over the built-in defaults)
     Show,
-    /// Check a policy file [default: the one in force]; every problem names its line
+    /// Check a policy file [default: the one in force]; every problem as FILE:LINE:COL
     Check {
         /// The policy file
         file: Option<PathBuf>,
@@ -52,26 +60,50 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             let file = file.clone().or_else(|| cx.policy_path()).ok_or_else(|| {
                 Failure::usage("no policy file to check: name one, or create .triage.toml")
             })?;
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| Failure::io(format!("cannot read {}: {e}", file.display())))?;
-            let problems = match policy::load_checked(&text, policy::Depth::Compile) {
-                Ok(_) => Vec::new(),
-                Err(p) => p,
+            // Read as the runtime reads it: never a FIFO or a device, UTF-8 only.
+            let text = match crate::store::read_named(&file) {
+                Ok(Some(bytes)) => {
+                    String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".into())
+                }
+                Ok(None) => Err("it does not exist".to_string()),
+                Err(e) => Err(e.to_string()),
             };
-            for p in &problems {
-                eprintln!("triage config: {}:{p}", file.display());
-            }
-            let ok = problems.is_empty();
-            let out = if cx.global.text {
-                Outcome::text(if ok {
-                    format!("{}: ok", file.display())
-                } else {
-                    format!("{}: {} problem(s)", file.display(), problems.len())
+            let problems = match text {
+                Ok(text) => policy::load_lenient(&text, policy::Depth::Compile).problems,
+                Err(why) => vec![policy::PolicyProblem {
+                    line: None,
+                    column: None,
+                    offset: 0,
+                    message: format!("cannot read it: {why}"),
+                }],
+            };
+            let lines: Vec<String> = problems
+                .iter()
+                .map(|p| match p.line {
+                    Some(_) => format!("{}:{p}", file.display()),
+                    None => format!("{}: {p}", file.display()),
                 })
-            } else {
-                Outcome::json(&json!({"file": file, "ok": ok, "problems": problems}))
-            };
-            Ok(out.negative(!ok))
+                .collect();
+            let ok = problems.is_empty();
+            // A checker's verdict is its exit status, with or without -e: 1 for any problem.
+            let status = if ok { 0 } else { 1 };
+            if cx.global.text {
+                let mut text = lines.join("\n");
+                let summary = match problems.len() {
+                    0 => format!("{}: ok", file.display()),
+                    1 => "1 problem".to_string(),
+                    n => format!("{n} problems"),
+                };
+                if !text.is_empty() {
+                    text.push('\n');
+                }
+                text.push_str(&summary);
+                return Ok(Outcome::text(text).exit(status));
+            }
+            for line in &lines {
+                eprintln!("{}", crate::context::printable(line));
+            }
+            Ok(Outcome::json(&json!({"file": file, "ok": ok, "problems": problems})).exit(status))
         }
     }
 }

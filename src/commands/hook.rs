@@ -268,7 +268,7 @@ fn parent_note(last: &check_output::Final, who: &str) -> Response {
         let mut r = Response::context(
             "PostToolUse",
             format!(
-                "The {who} subagent says it is blocked:\n{detail}\nIt needs something only the user can give: tell the user what it needs (seed 004: escalate) rather than working around it."
+                "The {who} subagent says it is blocked:\n{detail}\nIt needs something only the user can give: tell the user what it needs (a blocked agent escalates) rather than working around it."
             ),
         );
         r.add_system_message(format!(
@@ -367,7 +367,7 @@ fn complete(
         let limit_ms = u64::try_from(limit.0.as_millis()).unwrap_or(u64::MAX);
         if ms > limit_ms {
             let text = format!(
-                "{agent} ran for {}, past its {limit} timeout (seed 000's per-agent table)",
+                "{agent} ran for {}, past its {limit} timeout",
                 crate::duration::Dur(std::time::Duration::from_millis(ms))
             );
             timeout_note = Some(format!("triage: {text}; recorded as a timeout. Treat its result with care, and give it a narrower task if you call it again."));
@@ -606,7 +606,7 @@ fn announce(cx: &Context, p: &Payload, warnings: &[Warning], r: &mut Response) {
     let mut text = match log_tail::stability_warning(cx, sid) {
         Ok(t) => t,
         Err(f) => {
-            cx.warn(&format!("Template 5 could not be rendered: {f}"));
+            cx.warn(&format!("the stability warning could not be rendered: {f}"));
             "[WORKFLOW STABILITY WARNING]".to_string()
         }
     };

@@ -6,7 +6,7 @@ use crate::cli::MULTICALL;
 use crate::context::{Context, Outcome};
 use crate::exit::Failure;
 use serde_json::json;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `triage install-links`.
 #[derive(clap::Args, Debug)]
@@ -14,10 +14,17 @@ use std::path::PathBuf;
     triage install-links\n  \
     triage install-links ~/.cargo/bin\n\n\
     The man pages go to DIR/../share/man (~/.cargo/share/man for ~/.cargo/bin); a folder that \
-    cannot be written is a warning, the links are still made.")]
+    cannot be written is a warning, the links are still made. A name that is already taken by \
+    something triage did not make is left alone, with a warning. The binary also answers to \
+    git-style names: a link named triage-classify runs triage classify.")]
 pub struct Args {
     /// Where to create the links [default: the folder of the running binary]
     pub dir: Option<PathBuf>,
+}
+
+/// Whether a link's target is a triage binary (an earlier install's, or a moved one).
+fn is_triage(target: &Path) -> bool {
+    target.file_name().is_some_and(|n| n == "triage")
 }
 
 /// Runs `triage install-links`.
@@ -39,24 +46,29 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let mut skipped = Vec::new();
     for name in MULTICALL {
         let link = dir.join(name);
-        match std::fs::symlink_metadata(&link) {
-            Ok(m) if m.file_type().is_symlink() => {
-                if std::fs::read_link(&link).ok().as_deref() == Some(exe.as_path()) {
-                    linked.push(link);
-                    continue;
-                }
-                std::fs::remove_file(&link)
-                    .map_err(|e| Failure::io(format!("cannot replace {}: {e}", link.display())))?;
+        if let Ok(m) = std::fs::symlink_metadata(&link) {
+            let target = std::fs::read_link(&link).ok();
+            if target.as_deref() == Some(exe.as_path()) {
+                linked.push(link);
+                continue;
             }
-            Ok(_) => {
-                cx.warn(&format!(
-                    "{} exists and is not a link; left it alone",
+            // Only a link triage made (one to a binary named triage) is replaced: anything
+            // else in the folder is someone else's, and stays as it is.
+            if !(m.file_type().is_symlink() && target.as_deref().is_some_and(is_triage)) {
+                let what = match &target {
+                    Some(t) => format!("a link to {}", t.display()),
+                    None => "not a link triage made".into(),
+                };
+                // Warnings go to stderr only: no trace file in (or beside) the bin folder.
+                eprintln!(
+                    "triage install-links: warning: {} exists and is {what}; left it alone",
                     link.display()
-                ));
+                );
                 skipped.push(link);
                 continue;
             }
-            Err(_) => {}
+            std::fs::remove_file(&link)
+                .map_err(|e| Failure::io(format!("cannot replace {}: {e}", link.display())))?;
         }
         std::os::unix::fs::symlink(&exe, &link)
             .map_err(|e| Failure::io(format!("cannot create {}: {e}", link.display())))?;

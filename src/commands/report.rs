@@ -49,7 +49,7 @@ pub struct Args {
     /// Group by
     #[arg(long, value_enum, default_value_t = By::Agent)]
     pub by: By,
-    /// Render one of the seeds' texts instead (JSON with the same fields unless --text)
+    /// Render an escalation message instead (JSON with the same fields unless --text)
     #[arg(long, value_enum, value_name = "NAME")]
     pub template: Option<TemplateName>,
     /// Templates: an agent (or item) that completed (repeatable)

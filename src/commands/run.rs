@@ -10,11 +10,13 @@
 //! breaker — all through the domain modules the other commands use too ([`effects`]).
 
 mod effects;
+mod text;
 
 use crate::breaker::Outcome as BreakerOutcome;
 use crate::context::{Context, Outcome};
 use crate::duration::Dur;
 use crate::exit::Failure;
+use crate::policy::Policy;
 use crate::run::child::{self, Attempt, Interrupts, Spec};
 use crate::run::plan::{self, End, Next};
 use crate::store::{self, Backup};
@@ -39,7 +41,10 @@ const OUTPUT_REJECTED: u8 = 1;
 #[command(after_help = "Examples:\n  \
     triage run --timeout 5m -- ./fetch-papers.sh topic.txt\n  \
     triage run --agent researcher --preserve-partial scratchpad/researcher -- claude -p 'summarize'\n  \
+    triage run --retries 5 --delay 2s --quiet -- curl -fsS https://example.org/\n  \
     echo '{\"q\": 1}' | triage run --report run-report.json -- ./step.sh\n\n\
+triage run's own options come before the command (or before --); everything after the command's\n\
+name is the command's. An unknown option before it is a usage error, as in timeout(1).\n\n\
 Before each attempt the --agent's breaker (or --breaker KEY's) is asked; when it is open the\n\
 command is not run. A failure is classified (exit status, the last 8 KiB of stderr, timeout,\n\
 interrupt), recorded in logs/errors.jsonl and on the breaker, and retried only when the\n\
@@ -48,21 +53,41 @@ check, nor once the cascade rule fires). Within one run the retry decision comes
 breaker this run's own failures opened does not stop its retries (it stops the next run),\n\
 and a retry that succeeds closes it. A success resolves the agent's open failures in the\n\
 workflow (recovered_by_retry). The report's `warnings` lists the thresholds crossed.\n\n\
-Exit status: the command's own; 1 --until-output-ok rejected the output; 75 the breaker is\n\
-open (not run; stderr says when to retry); 124 timed out; 125 triage run failed; 126 cannot\n\
-execute; 127 not found; 128+N killed by signal N; 130 interrupted (SIGINT or SIGTERM);\n\
-64 usage error.")]
+How long it can take: without a policy and without --retries, --no-retry or --delay, a\n\
+failure that can be retried gets 3 attempts, 30s then 2m apart, so the worst case is 3 times\n\
+the timeout plus 2m30s (plus --kill-after for each attempt that ignores SIGTERM):\n\
+`triage run --timeout 1s -- sleep 5` gives up after about 2m33s. --no-retry runs it once.\n\n\
+Exit status: the command's own (also when a breaker opened by someone else stopped the\n\
+retries: the report says so); 1 --until-output-ok rejected the output; 75 the breaker is\n\
+open and the command was never run (stderr says when to retry); 124 timed out; 125 triage\n\
+run failed; 126 cannot execute; 127 not found; 128+N killed by signal N; 130 interrupted\n\
+(SIGINT or SIGTERM); 64 usage error.")]
 pub struct Args {
     /// The agent this command is (policy: timeout, side effects, retry; its breaker's key)
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
-    /// Stop an attempt after this long [default: the agent's, else the phase's timeout]
+    /// Stop an attempt after this long; 0 for none [default: the agent's, else the phase's
+    /// timeout, else none]
     #[arg(long, value_name = "DUR")]
     pub timeout: Option<Dur>,
+    /// Retry a failure that can be retried at most N times (N + 1 attempts in all) [default:
+    /// the policy's max_attempts - 1, else 2]
+    #[arg(long, value_name = "N", conflicts_with = "no_retry")]
+    pub retries: Option<u32>,
+    /// Run the command once, never again (--retries 0)
+    #[arg(long)]
+    pub no_retry: bool,
+    /// Wait this long before every retry, instead of the policy's schedule [default: 30s,
+    /// then 2m]
+    #[arg(long, value_name = "DUR")]
+    pub delay: Option<Dur>,
+    /// No line per attempt on stderr (the command's own stderr and the report still come)
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
     /// SIGKILL this long after the timeout's SIGTERM
     #[arg(long, value_name = "DUR", default_value = "10s")]
     pub kill_after: Dur,
-    /// After forwarding SIGINT/SIGTERM, SIGKILL this long after (seed 002: 30 s)
+    /// After forwarding SIGINT/SIGTERM, SIGKILL this long after
     #[arg(long, value_name = "DUR", default_value = "30s")]
     pub grace: Dur,
     /// The phase (number or name) this runs in
@@ -90,16 +115,12 @@ pub struct Args {
     /// rejected output is a validation_failed failure, not retried, exit 1
     #[arg(long)]
     pub until_output_ok: bool,
-    /// Write the JSON report here instead of as the last line of stderr
+    /// Write the JSON report here instead of as the last line of stderr (with --text, the
+    /// report on stderr is for a person)
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
-    /// The command and its arguments
-    #[arg(
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "COMMAND"
-    )]
+    /// The command and its arguments; everything from the command's name on is the command's
+    #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
 }
 
@@ -117,7 +138,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
 }
 
 fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
-    let policy = cx.policy()?;
+    let policy = &retry_flags(args, cx.policy()?);
     let agent = args.agent.as_deref().map(|a| policy.agent(a));
     let timeout = args
         .timeout
@@ -126,7 +147,9 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
             let p = args.phase.as_deref()?;
             policy.phase(p).and_then(|p| p.timeout)
         })
-        .map(|d| d.0);
+        .map(|d| d.0)
+        // `--timeout 0` (or a 0 in the policy) is no timeout, as in timeout(1).
+        .filter(|t| !t.is_zero());
     let side_effects = agent.as_ref().is_some_and(|a| a.side_effects);
     let stdin = read_stdin(cx)?.map(Arc::new);
     let interrupts = Interrupts::install()
@@ -154,11 +177,14 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
     let seed = crate::commands::classify::seed(cx)?;
     // Attempts and waits take time: the breaker and the log get the time of each event,
     // unless TRIAGE_NOW fixes it.
-    let fixed_clock = std::env::var("TRIAGE_NOW").is_ok_and(|t| !t.trim().is_empty());
+    let fixed_clock = cx.fixed_now;
     let base = cx;
     let mut report = Report::new(args, &name, timeout);
     let mut attempt_no = 0u32;
     let mut delay_before = Duration::ZERO;
+    // The attempt before this one, whose output and status stand if the breaker refuses the
+    // next: 75 is kept for a command that was never run.
+    let mut previous: Option<Attempt> = None;
     let (last, status) = loop {
         attempt_no += 1;
         let before;
@@ -172,17 +198,33 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         let ticket = match effects::gate(cx, key, session, own_open)? {
             Gate::Go(ticket) => ticket,
             Gate::Own(ticket) => {
-                eprintln!(
-                    "triage run: breaker {} is open from this run's own failure; attempt {attempt_no} goes ahead (within one run the retry decision comes first)",
-                    key.unwrap_or_default()
-                );
+                // A per-attempt line: --quiet drops it.
+                if !args.quiet {
+                    eprintln!(
+                        "triage run: breaker {} is open from this run's own failure; attempt {attempt_no} goes ahead (within one run the retry decision comes first)",
+                        key.unwrap_or_default()
+                    );
+                }
                 Some(ticket)
             }
             Gate::Refused { message, facts } => {
-                eprintln!("{message}");
-                report.outcome = "breaker_open";
                 report.breaker = Some(facts);
-                return finish(args, cx, &report, BREAKER_OPEN);
+                let Some(last) = previous else {
+                    eprintln!("{message}");
+                    report.outcome = "breaker_open";
+                    return finish(args, cx, &report, BREAKER_OPEN);
+                };
+                report.outcome = "breaker_opened";
+                report.note = Some(format!(
+                    "breaker {} opened after attempt {}, so it was not run again; the exit status is that attempt's",
+                    key.unwrap_or_default(),
+                    attempt_no - 1
+                ));
+                if !args.quiet {
+                    eprintln!("{message}");
+                }
+                pass_stdout(last.stdout)?;
+                return finish(args, cx, &report, last.end.exit_status());
             }
         };
         let spec = Spec {
@@ -213,11 +255,10 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         let (error, rejected) = if !attempt.end.success() {
             let e = effects::classify_failure(
                 cx,
+                policy,
                 key,
                 attempt_no,
-                &attempt.end,
-                &attempt.stderr_tail,
-                attempt.elapsed,
+                &attempt,
                 seed.wrapping_add(u64::from(attempt_no)),
             )?;
             (Some(e), false)
@@ -258,7 +299,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         let interrupted = matches!(attempt.end, End::Interrupted(_));
         let mut next = if rejected {
             Next::Stop(
-                "the output failed its check (validation_failed), which is never retried automatically (seed 001)"
+                "the output failed its check (validation_failed), which is never retried automatically"
                     .into(),
             )
         } else {
@@ -322,13 +363,15 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         match next {
             Next::Retry(delay) => {
                 report.attempts.push(entry);
-                eprintln!(
-                    "triage run: attempt {attempt_no} {} ({}); retrying in {}",
-                    attempt.end.describe(),
-                    error.kind,
-                    human(delay)
-                );
-                if let Some(sig) = wait(&interrupts, delay) {
+                if !args.quiet {
+                    eprintln!(
+                        "triage run: attempt {attempt_no} {} ({}); retrying in {}",
+                        attempt.end.describe(),
+                        error.kind,
+                        human(delay)
+                    );
+                }
+                if let Some(sig) = wait(&interrupts, delay, args.quiet) {
                     report.interrupted_between(sig);
                     let e = effects::interrupted_while_waiting(cx, key, attempt_no + 1, sig)?;
                     let (id, crossed) = effects::record_failure(
@@ -356,7 +399,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
             Next::Stop(why) => {
                 entry["stopped"] = json!(why);
                 report.attempts.push(entry);
-                if !interrupted {
+                if !interrupted && !args.quiet {
                     eprintln!(
                         "triage run: attempt {attempt_no} {} ({}); not retried: {why}",
                         if rejected {
@@ -370,6 +413,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 break (attempt, rejected.then_some(OUTPUT_REJECTED));
             }
         }
+        previous = Some(attempt);
     };
     // With --preserve-partial a failed attempt's output went to its marked partial file only.
     if last.end.success() && status.is_none() || args.preserve_partial.is_none() {
@@ -388,6 +432,34 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         &report,
         status.unwrap_or_else(|| last.end.exit_status()),
     )
+}
+
+/// The policy with `--retries`, `--no-retry` and `--delay` applied: the flags replace the
+/// number of attempts and the waits for every kind, written per kind so that they also beat
+/// a kind's or a rule's own cap (a plain non-zero exit, `tool_failure`, is otherwise retried
+/// once whatever `--retries` says).
+fn retry_flags(args: &Args, policy: &Policy) -> Policy {
+    let mut p = policy.clone();
+    let retries = if args.no_retry { Some(0) } else { args.retries };
+    if let Some(n) = retries {
+        p.retry.max_attempts = n.saturating_add(1);
+    }
+    if let Some(d) = args.delay {
+        p.retry.schedule = vec![d];
+        p.retry.backoff = None;
+    }
+    if retries.is_some() || args.delay.is_some() {
+        for kind in Kind::ALL {
+            let k = p.retry.kinds.entry(*kind).or_default();
+            if let Some(n) = retries {
+                k.max_attempts = Some(n.saturating_add(1));
+            }
+            if args.delay.is_some() {
+                k.delay = args.delay;
+            }
+        }
+    }
+    p
 }
 
 /// The breaker of this run: `--breaker`, else the agent's `breaker_key` template, else the
@@ -478,8 +550,8 @@ fn read_back(file: &std::fs::File) -> Result<Vec<u8>, Failure> {
 }
 
 /// Waits before a retry, with a countdown on stderr when a person is watching.
-fn wait(interrupts: &Interrupts, delay: Duration) -> Option<i32> {
-    if !std::io::stderr().is_terminal() || delay < Duration::from_secs(2) {
+fn wait(interrupts: &Interrupts, delay: Duration, quiet: bool) -> Option<i32> {
+    if quiet || !std::io::stderr().is_terminal() || delay < Duration::from_secs(2) {
         return interrupts.sleep(delay);
     }
     let mut left = delay;
@@ -527,6 +599,8 @@ struct Report {
     preserved: Vec<String>,
     outcome: &'static str,
     breaker: Option<Value>,
+    /// Why the run ended as it did, when the attempts do not say (a breaker that opened).
+    note: Option<String>,
     /// The thresholds the run's failures crossed, with the attempt that crossed each.
     warnings: Vec<Value>,
     /// What the last failure calls for (the classifier's action), when the run failed.
@@ -555,6 +629,7 @@ impl Report {
             preserved: Vec::new(),
             outcome: "failed",
             breaker: None,
+            note: None,
             warnings: Vec::new(),
             action: None,
         }
@@ -595,6 +670,9 @@ fn finish(args: &Args, cx: &Context, report: &Report, status: u8) -> Result<u8, 
         if let Some(b) = &report.breaker {
             o.insert("breaker".into(), b.clone());
         }
+        if let Some(n) = &report.note {
+            o.insert("note".into(), json!(n));
+        }
         o.insert("at".into(), json!(crate::saga::stamp(cx.now)));
     }
     let line = doc.to_string();
@@ -609,7 +687,11 @@ fn finish(args: &Args, cx: &Context, report: &Report, status: u8) -> Result<u8, 
                 cx.warn(&format!("cannot write the report: {e}"));
             }
         }
-        None => eprintln!("{line}"),
+        None if !cx.global.text => eprintln!("{line}"),
+        None => {}
+    }
+    if cx.global.text {
+        eprintln!("{}", crate::context::printable(&text::report(&doc)));
     }
     Ok(status)
 }

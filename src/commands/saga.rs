@@ -69,7 +69,7 @@ pub struct StepArgs {
     /// The shell command that undoes the step (run with `sh -c`; must be safe to repeat)
     #[arg(long, value_name = "COMMAND")]
     pub compensate: Option<String>,
-    /// The seed's stage number or name, for the compensation record
+    /// The workflow's stage (number or name), for the compensation record
     #[arg(long, value_name = "STAGE")]
     pub stage: Option<String>,
 }
@@ -281,7 +281,7 @@ fn status(t: &Target, cx: &Context) -> Result<Outcome, Failure> {
 /// The time of a checkpoint: `TRIAGE_NOW` when set (tests), else the clock, so that records
 /// of a long compensation run carry their own times.
 fn now(cx: &Context) -> chrono::DateTime<chrono::Utc> {
-    if std::env::var_os("TRIAGE_NOW").is_some() {
+    if cx.fixed_now {
         cx.now
     } else {
         chrono::Utc::now()

@@ -339,6 +339,8 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
                 Outcome::text(serde_json::to_string_pretty(d).unwrap_or_default())
             }
             Some(d) => Outcome::json(d),
+            // No document: `null`, so `--data | jq .stage` still reads one JSON value.
+            None if !cx.global.text => Outcome::json(&Value::Null),
             None => Outcome::nothing(),
         }
     } else {

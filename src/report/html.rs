@@ -636,7 +636,7 @@ fn durations(out: &mut String, p: &Page) {
     if agents.is_empty() {
         return empty(out, "No record says how long its call ran (duration_ms).");
     }
-    out.push_str("<p class=\"note\">Durations on a log scale; the dashed line is the agent's timeout in the policy. Calls that fail near it suggest a timeout that is too tight (seed 001).</p>\n");
+    out.push_str("<p class=\"note\">Durations on a log scale; the dashed line is the agent's timeout in the policy. Calls that fail near it suggest a timeout that is too tight.</p>\n");
     let span = (86_400_000f64 / 100.0).ln();
     let at = |ms: f64| ((ms.max(100.0) / 100.0).ln() / span).clamp(0.0, 1.0);
     let ticks: Vec<(f64, String)> = [100u64, 1000, 10_000, 60_000, 600_000, 3_600_000, 86_400_000]

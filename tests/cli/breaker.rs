@@ -241,6 +241,7 @@ fn reset_trip_disable_and_refused_transitions() {
     }
     assert_eq!(run(s, T0, &["check", "k"])["reason"], "disabled");
     let n = events(s).len();
+    run(s, T0, &["check", "other"]);
     let out = s.cmd(&["breaker", "half-open", "other"]).output().unwrap();
     assert_eq!(out.status.code(), Some(64));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is closed; only an open"));

@@ -340,7 +340,14 @@ fn bad_policy_rules_are_named_by_config_check_and_warned_at_run_time() {
             && problems.contains("agents.researcher.output.jq"),
         "{problems}"
     );
-    let (v, err) = check(&s, &[], r#"{"agent": "researcher", "output": "fine"}"#);
+    // Only the bad entries are left out: min_chars = 10 still applies.
+    let (v, _) = check(&s, &[], r#"{"agent": "researcher", "output": "fine"}"#);
+    assert_eq!(v["ok"], false);
+    let (v, err) = check(
+        &s,
+        &[],
+        r#"{"agent": "researcher", "output": "fine, and long"}"#,
+    );
     assert_eq!(v["ok"], true);
     assert!(
         err.contains("warning") && err.contains("bad regex"),
@@ -348,7 +355,7 @@ fn bad_policy_rules_are_named_by_config_check_and_warned_at_run_time() {
     );
     // The hook degrades the same way: no crash, no block.
     let p = json!({"hook_event_name": "SubagentStop", "session_id": "s", "agent_id": "a",
-                   "agent_type": "researcher", "last_assistant_message": "fine"});
+                   "agent_type": "researcher", "last_assistant_message": "fine, and long"});
     let (r, err) = hook(&s, &[], &p);
     assert_eq!(r, Value::Null);
     assert!(err.contains("warning"), "{err}");

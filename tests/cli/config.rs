@@ -41,10 +41,10 @@ fn check_names_file_line_key_and_the_closest_valid_key() {
     let s = Sandbox::new();
     s.write("p.toml", "[retry]\nschedule = [\"1s\"]\nmax_atempts = 2\n");
     let out = s.cmd(&["config", "check", "p.toml"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(1), "a checker fails on a problem");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("p.toml:line 3: unknown field `max_atempts`"),
+        err.contains("p.toml:3:1: unknown key `max_atempts` in [retry]"),
         "{err}"
     );
     assert!(err.contains("did you mean `max_attempts`"), "{err}");
@@ -71,16 +71,22 @@ fn check_reports_bad_regexes_with_their_line() {
     assert!(v["problems"][0]["message"]
         .as_str()
         .unwrap()
-        .contains("classify rule `x`"));
+        .contains("[[classify.rules]] `x`"));
 }
 
 #[test]
-fn a_broken_policy_warns_and_falls_back_to_defaults() {
+fn a_bad_value_warns_and_its_default_applies() {
     let s = Sandbox::new();
-    s.write(".triage.toml", "[breaker]\nfailure_threshold = \"many\"\n");
+    s.write(
+        ".triage.toml",
+        "[breaker]\nfailure_threshold = \"many\"\ncooldown = \"5s\"\n",
+    );
     let out = s.cmd(&["config", "show"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("using the built-in defaults"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(
+        "policy .triage.toml:2:21: breaker.failure_threshold must be a whole number (0 or more), not the string \"many\"; the rest of the policy applies"
+    ));
     assert_eq!(json_out(&out)["breaker"]["failure_threshold"], 2);
+    assert_eq!(json_out(&out)["breaker"]["cooldown"], "5s");
     s.cmd(&["config", "show", "--strict"]).assert().code(65);
 }

@@ -1012,7 +1012,10 @@ fn item8_templates_state_only_what_the_log_and_the_breakers_show() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    assert!(out.stdout.is_empty());
+    // A refusal is its one JSON line (and exit 1 with -e), never a template.
+    let v = json_out(&out);
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("CIRCUIT BREAKER"));
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("there is no breaker `statistician-consultant`"));
 

@@ -4,7 +4,7 @@
 use crate::common::*;
 
 #[test]
-fn a_bad_classify_regex_still_disables_the_policy_with_a_warning() {
+fn a_bad_classify_regex_drops_its_rule_alone_with_a_warning() {
     let s = Sandbox::new();
     s.write(
         ".triage.toml",
@@ -14,13 +14,14 @@ fn a_bad_classify_regex_still_disables_the_policy_with_a_warning() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("warning")
-            && err.contains("classify rule `x`: bad regex `(unclosed`")
-            && err.contains("using the built-in defaults"),
+            && err.contains(".triage.toml:6:9: [[classify.rules]] `x`: bad regex `(unclosed`")
+            && err.contains("the rest of the policy applies"),
         "{err}"
     );
-    // The whole policy is set aside, not only the rule.
+    // Only the rule is set aside, not the whole policy.
     let out = s.cmd(&["config", "show"]).output().unwrap();
-    assert_eq!(json_out(&out)["breaker"]["failure_threshold"], 2);
+    assert_eq!(json_out(&out)["breaker"]["failure_threshold"], 7);
+    assert_eq!(json_out(&out)["classify"]["rules"], serde_json::json!([]));
     s.cmd(&["breaker", "check", "k", "--strict"])
         .assert()
         .code(65);

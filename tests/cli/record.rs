@@ -504,6 +504,65 @@ fn templates_render_from_the_log_as_text_and_json() {
         .stderr(predicates::str::contains("--pipeline"));
 }
 
+/// The seed's "Enter choice" line asks a person, so `--text` prints it only to a terminal:
+/// the same template through a pipe ends with its options, through a pty (`script`) with the
+/// prompt line.
+#[test]
+fn the_choice_prompt_line_is_printed_only_to_a_terminal() {
+    let s = Sandbox::new();
+    for agent in ["a", "b"] {
+        record(
+            &s,
+            r#"{"kind":"timeout","detail":"slow"}"#,
+            &["--session", "s", "--phase", "2", "--agent", agent],
+        );
+    }
+    let args = [
+        "report",
+        "--session",
+        "s",
+        "--template",
+        "agent-failure",
+        "--text",
+    ];
+    let piped = s.cmd(&args).output().unwrap();
+    let piped = String::from_utf8_lossy(&piped.stdout);
+    assert!(!piped.contains("Enter choice"), "{piped}");
+    let probe = std::process::Command::new("script")
+        .args(["-qec", "true", "/dev/null"])
+        .stdin(Stdio::null())
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: util-linux `script` is not here to give the command a terminal");
+        return;
+    }
+    let line = std::iter::once(crate::common::bin().display().to_string())
+        .chain(args.iter().map(|a| a.to_string()))
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut c = std::process::Command::new("script");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") {
+            c.env_remove(k);
+        }
+    }
+    let tty = c
+        .args(["-qec", &line, "/dev/null"])
+        .env("SHELL", "/bin/sh")
+        .env("NO_COLOR", "1")
+        .current_dir(s.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let tty = String::from_utf8_lossy(&tty.stdout);
+    assert!(tty.contains("Enter choice [A/B/C/D]:"), "{tty}");
+    assert!(
+        tty.trim_end().ends_with("Enter choice [A/B/C/D]:"),
+        "the prompt is the last line: {tty}"
+    );
+}
+
 #[test]
 fn record_error_entry_point_in_bin_runs() {
     let s = Sandbox::new();

@@ -397,7 +397,9 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
         .env("TRIAGE_NOW", NOW)
         .output()
         .unwrap();
-    assert!(refused.stdout.is_empty());
+    // A refusal is its one JSON line, never a template.
+    assert_eq!(json_out(&refused)["ok"], false);
+    assert!(!String::from_utf8_lossy(&refused.stdout).contains("CIRCUIT BREAKER"));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("is closed, not open"));
 
     let t5 = text(
@@ -479,7 +481,7 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
         .env("TRIAGE_NOW", NOW)
         .output()
         .unwrap();
-    assert!(cascade.stdout.is_empty(), "no cascade happened");
+    assert_eq!(json_out(&cascade)["ok"], false, "no cascade happened");
     assert!(String::from_utf8_lossy(&cascade.stderr).contains("2 agents are failing"));
 
     let stage = text(

@@ -131,7 +131,7 @@ fn stop(
         };
         let mut r = Response::default();
         r.add_system_message(format!(
-            "triage: {who} says it is blocked and needs you (seed 004: a blocked agent stops and escalates):\n{}",
+            "triage: {who} says it is blocked and needs you (a blocked agent stops and escalates):\n{}",
             verdict.reason()
         ));
         let last = Final {
@@ -149,7 +149,7 @@ fn stop(
     if criticality == Criticality::Optional {
         let mut r = Response::default();
         r.add_system_message(format!(
-            "triage: optional agent {who}'s output failed its checks; proceeding without blocking it (seed 000).\n{}",
+            "triage: optional agent {who}'s output failed its checks; proceeding without blocking it.\n{}",
             verdict.reason()
         ));
         let last = Final {
@@ -189,7 +189,7 @@ fn stop(
     let mut r = Response::default();
     r.add_system_message(format!(
         "triage: {who}'s output still fails its checks after {max} rejections; letting it stop \
-         (seed 002: proceed without).{logged}\n{}",
+         so the work can go on without it.{logged}\n{}",
         verdict.reason()
     ));
     let last = Final {

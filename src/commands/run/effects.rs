@@ -16,7 +16,8 @@ use crate::error_log;
 use crate::error_record::{ErrorRecord, Phase, Warning};
 use crate::exit::Failure;
 use crate::policy::OutputRules;
-use crate::run::plan::{self, End};
+use crate::run::child::Attempt;
+use crate::run::plan;
 use crate::vocab::Kind;
 use chrono::SecondsFormat;
 use serde_json::{json, Value};
@@ -114,25 +115,24 @@ pub fn breaker_outcome(
 }
 
 /// The classifier's verdict on a failed attempt: its end, the stderr tail, the agent and the
-/// attempt number (for the retry advice). A plain non-zero exit that no rule recognises is a
+/// attempt number (for the retry advice), under `policy` (run's retry flags applied). A plain non-zero exit that no rule recognises is a
 /// `tool_failure`.
 pub fn classify_failure(
     cx: &Context,
+    policy: &crate::policy::Policy,
     agent: Option<&str>,
-    attempt: u32,
-    end: &End,
-    stderr_tail: &[u8],
-    elapsed: Duration,
+    attempt_no: u32,
+    attempt: &Attempt,
     seed: u64,
 ) -> Result<ErrorObject, Failure> {
-    let policy = cx.policy()?;
     let o = Overrides {
         agent: agent.map(str::to_string),
-        attempt: Some(attempt),
+        attempt: Some(attempt_no),
         ..Overrides::default()
     };
-    let tail = String::from_utf8_lossy(stderr_tail);
-    let ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+    let end = &attempt.end;
+    let tail = String::from_utf8_lossy(&attempt.stderr_tail);
+    let ms = u64::try_from(attempt.elapsed.as_millis()).unwrap_or(u64::MAX);
     let input = plan::classify_input(end, &tail, ms);
     let e = warned(cx, classify::classify(&input, &o, policy, seed));
     if plan::needs_fallback(end, &e) {
