@@ -246,12 +246,13 @@ pub fn status_all(cx: &Context) -> Result<Vec<Status>, Failure> {
 /// are left out.
 pub fn peek_all(cx: &Context) -> Result<Vec<Status>, Failure> {
     let policy = cx.policy()?;
+    let now = store::now(cx);
     let mut list = Vec::new();
     for id in stored_ids(cx)? {
         let Some(mut b) = store::peek(cx, &id) else {
             continue;
         };
-        let (st, _) = core::status(&mut b, &policy.breaker_for(&id.policy_key), millis(cx));
+        let (st, _) = core::status(&mut b, &policy.breaker_for(&id.policy_key), now);
         list.push(status(st));
     }
     Ok(list)
@@ -372,8 +373,4 @@ pub fn resolve(
 /// Every breaker with a stored state.
 pub fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
     store::stored_ids(cx)
-}
-
-fn millis(cx: &Context) -> Millis {
-    cx.now.timestamp_millis()
 }

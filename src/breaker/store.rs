@@ -114,6 +114,18 @@ pub fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
     files::stored_ids(cx)
 }
 
+/// Now, as the breakers' times are measured: the fleet's server clock (`TIME`) with a fleet
+/// store, unless `TRIAGE_NOW` fixed the time; else this host's. For readers that do not go
+/// through [`update`] (which hands `apply` that time itself).
+pub fn now(cx: &Context) -> Millis {
+    if !cx.fixed_now {
+        if let Some(t) = select::with(cx, "reading the server's clock", |r| r.time_ms()) {
+            return t;
+        }
+    }
+    millis(cx)
+}
+
 /// Whether the breaker exists: it was checked, recorded (a check of a closed breaker stores
 /// no state, yet its ticket must go stale on a reset) or copied. An operator's typo must not
 /// make a phantom breaker.

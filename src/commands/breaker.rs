@@ -244,10 +244,12 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
                     no_breaker(cx, &id, "tripping a new one")
                 );
             }
-            let now = cx.now.timestamp_millis();
-            let until =
-                for_.map(|d| now.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)));
-            let r = manual(cx, &id, |b, now| Ok(core::trip(b, until, now)))?;
+            // Until when is counted from the store's `now` (a fleet's server clock), as every
+            // time the machine compares it with.
+            let for_ms = for_.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            let r = manual(cx, &id, |b, now| {
+                Ok(core::trip(b, for_ms.map(|d| now.saturating_add(d)), now))
+            })?;
             Ok(manual_answer(cx, vec![r]))
         }
         Action::Disable { key } => {

@@ -8,6 +8,7 @@
 //!   failures per session and unit, resolutions by selection, `recovered_by_retry`,
 //!   interrupts counted nowhere), likewise run against the test's Redis;
 //! - `hosts`: hosts with separate state roots racing on one Redis, as processes;
+//! - `clock`: a host whose clock is wrong, by libfaketime: the server's clock decides;
 //! - `faults`: Redis stopped, restarted or silent mid-run;
 //! - `operator`: `triage store migrate` and `triage store status`.
 
@@ -22,6 +23,7 @@ mod breaker;
 #[path = "../cli/counts.rs"]
 mod counts;
 
+mod clock;
 mod faults;
 mod hosts;
 mod operator;
