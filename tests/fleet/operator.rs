@@ -145,3 +145,48 @@ fn migrate_without_a_redis_to_copy_into_says_how_to_name_one() {
     assert!(err.contains("triage store"), "{err}");
     assert!(err.contains("TRIAGE_STORE=redis://"), "{err}");
 }
+
+#[test]
+fn the_password_comes_from_triage_redis_password_and_is_never_shown() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let mut con = redis::Client::open(server.url())
+        .and_then(|c| c.get_connection())
+        .unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("requirepass")
+        .arg("hunter2")
+        .query(&mut con)
+        .unwrap();
+    let s = Sandbox::with_store(&server.url());
+    let with = s
+        .cmd(&["store", "status"])
+        .env("TRIAGE_REDIS_PASSWORD", "hunter2")
+        .output()
+        .unwrap();
+    let v = json_out(&with);
+    assert_eq!(v["reachable"], true, "{v}");
+    let without = s.cmd(&["-e", "store", "status"]).output().unwrap();
+    assert_eq!(
+        without.status.code(),
+        Some(1),
+        "refused: a negative verdict"
+    );
+    let v = json_out(&without);
+    assert_eq!(v["reachable"], false, "{v}");
+    let all = format!("{v}{}", String::from_utf8_lossy(&without.stderr));
+    assert!(all.contains("triage store:"), "{all}");
+    assert!(!all.contains("hunter2"), "{all}");
+    // In the URL, it is not shown either.
+    let url = server.url().replace("redis://", "redis://:hunter2@");
+    let out = s
+        .cmd(&["store", "status"])
+        .env("TRIAGE_STORE", &url)
+        .output()
+        .unwrap();
+    let v = json_out(&out);
+    assert_eq!(v["reachable"], true, "{v}");
+    assert!(!v.to_string().contains("hunter2"), "{v}");
+}
