@@ -93,6 +93,8 @@ pub enum Command {
     Run(commands::run::Args),
     /// Where breakers and the error log are kept: status, sync after an outage, migrate to Redis
     Store(commands::store::Args),
+    /// Run a phase's work items in parallel, decide once, survive interrupts and resume
+    Phase(commands::phase::Args),
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
@@ -126,6 +128,7 @@ impl Command {
             Command::Saga(_) => "saga",
             Command::Run(_) => "run",
             Command::Store(_) => "store",
+            Command::Phase(_) => "phase",
         }
     }
 
@@ -181,6 +184,7 @@ impl Command {
             Command::Saga(a) => commands::saga::run(a, cx),
             Command::Run(a) => commands::run::run(a, cx),
             Command::Store(a) => commands::store::run(a, cx),
+            Command::Phase(a) => commands::phase::run(a, cx),
         }
     }
 }

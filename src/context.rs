@@ -249,6 +249,19 @@ impl Context {
         }
     }
 
+    /// The same context with `policy` in force instead of the file's (`triage phase` lays a
+    /// plan's item settings over the policy).
+    pub fn with_policy(&self, policy: Policy) -> Context {
+        let cx = self.at(self.now);
+        let path = self.policy.get().and_then(|(_, p)| p.clone());
+        let fresh = OnceCell::new();
+        let _ = fresh.set((policy, path));
+        Context {
+            policy: fresh,
+            ..cx
+        }
+    }
+
     /// The project folder: `$CLAUDE_PROJECT_DIR`, else the current folder.
     pub fn project(&self) -> PathBuf {
         self.project_dir

@@ -34,6 +34,7 @@ pub mod input;
 pub mod jq;
 pub mod man;
 pub mod output_check;
+pub mod phase;
 pub mod policy;
 pub mod report;
 pub mod run;

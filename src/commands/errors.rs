@@ -52,7 +52,7 @@ pub struct Args {
     /// Only records older than this (a duration like 1d) or until this time (RFC 3339)
     #[arg(long, value_name = "DUR|TIME")]
     pub until: Option<String>,
-    /// Only records without a successful resolution
+    /// Only open records: none written as resolved, none closed by a later resolution
     #[arg(long)]
     pub unresolved: bool,
     /// At most this many records [default: all; 10 with --follow]
@@ -270,7 +270,10 @@ fn newest(
             return true;
         };
         if let Some(id) = l.resolves.as_deref() {
-            if l.resolution.as_ref().is_some_and(|r| r.successful()) {
+            // A later resolution closes its record unless it says it did not work: a person's
+            // decision (`--resolve --user-choice B`, `phase decide`) closes it as the
+            // counters do, though it is no success.
+            if !l.resolution.as_ref().is_some_and(|r| r.failed()) {
                 resolved.insert(id.to_string());
             }
             return true;

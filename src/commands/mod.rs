@@ -11,6 +11,7 @@ pub mod hook;
 pub mod init;
 pub mod install_links;
 pub mod man;
+pub mod phase;
 pub mod record_error;
 pub mod report;
 pub mod run;

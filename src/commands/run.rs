@@ -19,6 +19,7 @@ use crate::exit::Failure;
 use crate::policy::Policy;
 use crate::run::child::{self, Attempt, Interrupts, Spec};
 use crate::run::plan::{self, End, Next};
+use crate::run::wiring::Wiring;
 use crate::store::{self, Backup};
 use crate::vocab::Kind;
 use effects::Gate;
@@ -37,7 +38,7 @@ const BREAKER_OPEN: u8 = 75;
 const OUTPUT_REJECTED: u8 = 1;
 
 /// Arguments of `triage run`.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Default)]
 #[command(after_help = "Examples:\n  \
     triage run --timeout 5m -- ./fetch-papers.sh topic.txt\n  \
     triage run --agent researcher --preserve-partial scratchpad/researcher -- claude -p 'summarize'\n  \
@@ -138,6 +139,17 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
 }
 
 fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
+    let stdin = read_stdin(cx)?.map(Arc::new);
+    let interrupts = Interrupts::install()
+        .map_err(|e| Failure::io(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
+    let (status, doc) = attempts(args, cx, &Wiring::own(stdin, &interrupts))?;
+    emit(args, cx, &doc)?;
+    Ok(status)
+}
+
+/// The attempt loop, wired by `wiring` (`triage phase` runs one per work item): the exit
+/// status and the JSON report.
+pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value), Failure> {
     let policy = &retry_flags(args, cx.policy()?);
     let agent = args.agent.as_deref().map(|a| policy.agent(a));
     let timeout = args
@@ -151,9 +163,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         // `--timeout 0` (or a 0 in the policy) is no timeout, as in timeout(1).
         .filter(|t| !t.is_zero());
     let side_effects = agent.as_ref().is_some_and(|a| a.side_effects);
-    let stdin = read_stdin(cx)?.map(Arc::new);
-    let interrupts = Interrupts::install()
-        .map_err(|e| Failure::io(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
+    let interrupts = wiring.interrupts;
     let name = args
         .name
         .clone()
@@ -212,7 +222,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 let Some(last) = previous else {
                     eprintln!("{message}");
                     report.outcome = "breaker_open";
-                    return finish(args, cx, &report, BREAKER_OPEN);
+                    return finish(cx, &report, BREAKER_OPEN);
                 };
                 report.outcome = "breaker_opened";
                 report.note = Some(format!(
@@ -223,19 +233,22 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                 if !args.quiet {
                     eprintln!("{message}");
                 }
-                pass_stdout(last.stdout)?;
-                return finish(args, cx, &report, last.end.exit_status());
+                pass_stdout(last.stdout, wiring.stdout)?;
+                return finish(cx, &report, last.end.exit_status());
             }
         };
         let spec = Spec {
             command: &args.command,
-            stdin: stdin.clone(),
-            timeout,
+            stdin: wiring.stdin.clone(),
+            timeout: wiring.clamp(timeout),
             kill_after: args.kill_after.0,
             grace: args.grace.0,
             env: vec![("TRIAGE_RUN_ATTEMPT".into(), attempt_no.to_string())],
+            cwd: wiring.cwd,
+            stderr_to: wiring.stderr_to,
+            on_spawn: wiring.on_spawn,
         };
-        let attempt = child::run(&spec, &interrupts)
+        let attempt = child::run(&spec, interrupts)
             .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;
         let after;
         let cx = if fixed_clock {
@@ -332,11 +345,8 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         );
         entry["error_id"] = json!(id);
         // Seed 001: more than 2 failing in the workflow: pause, and do not continue retrying.
-        if let (Next::Retry(_), Some(w)) = (&next, crossed.iter().find(|w| w.name == "cascade")) {
-            next = Next::Stop(format!(
-                "the cascade rule fired ({} agents failing in the workflow, more than {}): automatic retries stop and the failures go to the user",
-                w.count, w.threshold
-            ));
+        if let Some(why) = wiring.veto(&next, &crossed) {
+            next = Next::Stop(why);
         }
         report.note_warnings(attempt_no, crossed);
         // An interrupt is the user's doing, not the agent's failure: neutral for the breaker.
@@ -371,7 +381,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                         human(delay)
                     );
                 }
-                if let Some(sig) = wait(&interrupts, delay, args.quiet) {
+                if let Some(sig) = wait(interrupts, delay, args.quiet) {
                     report.interrupted_between(sig);
                     let e = effects::interrupted_while_waiting(cx, key, attempt_no + 1, sig)?;
                     let (id, crossed) = effects::record_failure(
@@ -392,7 +402,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
                     if let Some(last) = report.attempts.last_mut() {
                         last["error_id"] = json!(id);
                     }
-                    return finish(args, cx, &report, 130);
+                    return finish(cx, &report, 130);
                 }
                 delay_before = delay;
             }
@@ -417,7 +427,7 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
     };
     // With --preserve-partial a failed attempt's output went to its marked partial file only.
     if last.end.success() && status.is_none() || args.preserve_partial.is_none() {
-        pass_stdout(last.stdout)?;
+        pass_stdout(last.stdout, wiring.stdout)?;
     }
     if last.end.success() && status.is_none() {
         report.action = None;
@@ -427,7 +437,6 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
         None => outcome_word(&last.end),
     };
     finish(
-        args,
         cx,
         &report,
         status.unwrap_or_else(|| last.end.exit_status()),
@@ -568,9 +577,12 @@ fn wait(interrupts: &Interrupts, delay: Duration, quiet: bool) -> Option<i32> {
     None
 }
 
-fn pass_stdout(mut file: std::fs::File) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    match std::io::copy(&mut file, &mut out).and_then(|_| std::io::Write::flush(&mut out)) {
+fn pass_stdout(mut file: std::fs::File, to: Option<&std::fs::File>) -> Result<(), Failure> {
+    let mut out: Box<dyn std::io::Write> = match to {
+        Some(f) => Box::new(f),
+        None => Box::new(std::io::stdout().lock()),
+    };
+    match std::io::copy(&mut file, &mut out).and_then(|_| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::io(format!(
             "cannot write the command's stdout: {e}"
         ))),
@@ -656,7 +668,7 @@ impl Report {
     }
 }
 
-fn finish(args: &Args, cx: &Context, report: &Report, status: u8) -> Result<u8, Failure> {
+fn finish(cx: &Context, report: &Report, status: u8) -> Result<(u8, Value), Failure> {
     let mut doc = report.head.clone();
     if let Some(o) = doc.as_object_mut() {
         o.insert("outcome".into(), json!(report.outcome));
@@ -675,6 +687,11 @@ fn finish(args: &Args, cx: &Context, report: &Report, status: u8) -> Result<u8, 
         }
         o.insert("at".into(), json!(crate::saga::stamp(cx.now)));
     }
+    Ok((status, doc))
+}
+
+/// Writes the report to `--report`, else as the last line of stderr.
+fn emit(args: &Args, cx: &Context, doc: &Value) -> Result<(), Failure> {
     let line = doc.to_string();
     match &args.report {
         Some(path) => {
@@ -691,7 +708,7 @@ fn finish(args: &Args, cx: &Context, report: &Report, status: u8) -> Result<u8, 
         None => {}
     }
     if cx.global.text {
-        eprintln!("{}", crate::context::printable(&text::report(&doc)));
+        eprintln!("{}", crate::context::printable(&text::report(doc)));
     }
-    Ok(status)
+    Ok(())
 }

@@ -458,6 +458,7 @@ fn run_compensation(command: &str, t: &Target, step: &str, limits: &Limits) -> C
             ("TRIAGE_SAGA_WORKFLOW".into(), t.workflow.clone()),
             ("TRIAGE_SAGA_STEP".into(), step.to_string()),
         ],
+        ..Spec::default()
     };
     let ended = |exit_status, failure: Option<String>| Ended {
         exit_status,

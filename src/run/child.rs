@@ -24,7 +24,10 @@ const POLL: Duration = Duration::from_millis(10);
 /// Bytes of stderr kept for classification.
 const TAIL: usize = 8192;
 
-/// SIGINT and SIGTERM received by this process, as flags.
+/// SIGINT and SIGTERM received by this process, as flags; or, [`Interrupts::detached`], flags
+/// another thread raises (`triage phase` hands each work item its own and raises them all
+/// when the process is signalled, so every item sees the signal, not just the first to look).
+#[derive(Clone)]
 pub struct Interrupts {
     int: Arc<AtomicBool>,
     term: Arc<AtomicBool>,
@@ -38,6 +41,24 @@ impl Interrupts {
         signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&int))?;
         signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&term))?;
         Ok(Interrupts { int, term })
+    }
+
+    /// Flags no signal handler sets: raised with [`Interrupts::raise`].
+    pub fn detached() -> Interrupts {
+        Interrupts {
+            int: Arc::new(AtomicBool::new(false)),
+            term: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Raises the flag of `sig` (SIGINT, else SIGTERM), as if the signal had been received.
+    pub fn raise(&self, sig: i32) {
+        let flag = if sig == signal_hook::consts::SIGINT {
+            &self.int
+        } else {
+            &self.term
+        };
+        flag.store(true, Ordering::SeqCst);
     }
 
     /// The signal received since the last call, if any.
@@ -68,6 +89,7 @@ impl Interrupts {
 }
 
 /// What to run and how.
+#[derive(Default)]
 pub struct Spec<'a> {
     /// The command and its arguments.
     pub command: &'a [OsString],
@@ -81,6 +103,12 @@ pub struct Spec<'a> {
     pub grace: Duration,
     /// Extra environment.
     pub env: Vec<(String, String)>,
+    /// The folder it runs in [default: ours].
+    pub cwd: Option<&'a std::path::Path>,
+    /// Where its stderr goes besides the kept tail [default: our stderr].
+    pub stderr_to: Option<&'a File>,
+    /// Told the process id (its group's id) once it started.
+    pub on_spawn: Option<&'a (dyn Fn(u32) + Sync)>,
 }
 
 /// One attempt's result.
@@ -113,6 +141,9 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
         .stdout(Stdio::from(stdout.try_clone()?))
         .stderr(Stdio::piped())
         .envs(spec.env.iter().map(|(k, v)| (k, v)));
+    if let Some(dir) = spec.cwd {
+        cmd.current_dir(dir);
+    }
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -126,6 +157,9 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
         }
     };
     let group = Pid::from_child(&child);
+    if let Some(told) = spec.on_spawn {
+        told(child.id());
+    }
     if let (Some(bytes), Some(mut pipe)) = (spec.stdin.clone(), child.stdin.take()) {
         // A command that does not read its stdin closes the pipe: EPIPE is expected.
         std::thread::spawn(move || {
@@ -133,6 +167,10 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
         });
     }
     let (tail_tx, tail_rx) = mpsc::channel();
+    let mut copy: Box<dyn Write + Send> = match spec.stderr_to.map(File::try_clone) {
+        Some(Ok(f)) => Box::new(f),
+        _ => Box::new(io::stderr()),
+    };
     if let Some(mut err) = child.stderr.take() {
         std::thread::spawn(move || {
             let mut tail = Vec::new();
@@ -141,7 +179,7 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
                 if n == 0 {
                     break;
                 }
-                let _ = io::stderr().write_all(&buf[..n]);
+                let _ = copy.write_all(&buf[..n]);
                 tail.extend_from_slice(&buf[..n]);
                 if tail.len() > TAIL {
                     tail.drain(..tail.len() - TAIL);

@@ -43,6 +43,7 @@ mod init;
 mod manual;
 mod parsers;
 mod perf;
+mod phase;
 mod readme;
 mod record;
 mod release;

@@ -81,6 +81,15 @@ fn project(s: &Sandbox) {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
+    // `phase`'s example, with its stub consultant.
+    for f in ["plan.toml", "policy.toml", "agents/consultant.sh"] {
+        let p = s.write(
+            &format!("examples/phase2/{f}"),
+            std::fs::read(repo().join("examples/phase2").join(f)).unwrap(),
+        );
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     std::fs::create_dir_all(s.path().join("home/.cargo/bin")).unwrap();
     std::fs::create_dir_all(
         s.path()

@@ -1,0 +1,279 @@
+//! What `triage phase` answers: the escalation text of the decision (seed 000's Template 2 for
+//! several failed items, Template 1 for one), the degradation summary, rendered from the
+//! phase's records in the error log like `triage report --template`; the JSON document; and
+//! the same for a person.
+
+use super::runner::Ran;
+use super::Job;
+use crate::error_log;
+use crate::error_record::LogLine;
+use crate::exit::Failure;
+use crate::phase::{Decision, ItemState, Manifest, Verdict};
+use crate::templates::{self, Rec, TemplateInput, TemplateName};
+use serde_json::{json, Value};
+
+/// The texts of a decision.
+pub struct Texts {
+    /// The escalation's fields (`template`, its lists, `options`) and text.
+    pub template: Option<Value>,
+    /// Its text.
+    pub text: Option<String>,
+    /// The degradation summary's fields and text, when items failed.
+    pub degradation: Option<Value>,
+}
+
+/// Renders the texts from the phase's records in the log.
+pub fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Failure> {
+    let mut none = Texts {
+        template: None,
+        text: None,
+        degradation: None,
+    };
+    if d.failed.is_empty() || d.decision == Verdict::Paused {
+        return Ok(none);
+    }
+    let phase = crate::error_record::Phase::parse(job.phase).to_string();
+    let mut recs = Vec::new();
+    error_log::read_all(&job.cx.state_root(), |bytes| {
+        if let Some(l) = LogLine::parse(bytes) {
+            let ours = l.workflow_id.as_deref() == Some(job.workflow)
+                && l.phase_text().as_deref() == Some(phase.as_str());
+            // Resolution lines name their record's ids; keep them all (they only close).
+            if ours || l.resolves.is_some() {
+                recs.push(Rec::from_line(&l));
+            }
+        }
+        true
+    })?;
+    let completed: Vec<String> = m
+        .items
+        .iter()
+        .filter(|e| e.state() == ItemState::Complete)
+        .map(|e| e.agent.clone())
+        .collect();
+    let failed_agents: Vec<&str> = m
+        .items
+        .iter()
+        .filter(|e| e.state() == ItemState::Failed)
+        .map(|e| e.agent.as_str())
+        .collect();
+    let input = |agent: Option<String>| TemplateInput {
+        records: recs.clone(),
+        policy: &job.policy,
+        now: job.cx.now,
+        state_root: job.cx.state_root().display().to_string(),
+        session: job.session.map(str::to_string),
+        workflow: Some(job.workflow.to_string()),
+        agent,
+        phase: Some(phase.clone()),
+        completed: completed.clone(),
+        pipeline: Vec::new(),
+        runs: None,
+        breakers: Vec::new(),
+    };
+    if matches!(d.decision, Verdict::Stop | Verdict::Skip) {
+        let single = failed_agents.len() == 1;
+        let (name, agent) = if single {
+            (
+                TemplateName::AgentFailure,
+                failed_agents.first().map(|a| a.to_string()),
+            )
+        } else {
+            (TemplateName::MultipleFailures, None)
+        };
+        let mut i = input(agent.clone());
+        if let Some(a) = &agent {
+            i.records
+                .retain(|r| r.agent.as_deref() == Some(a) || r.resolves.is_some());
+        }
+        match templates::build(name, &i) {
+            Ok(r) => {
+                none.text = Some(r.text);
+                none.template = Some(r.fields);
+            }
+            Err(why) => job.cx.warn(&format!("no escalation text: {why}")),
+        }
+    }
+    if let Ok(r) = templates::build(TemplateName::Degradation, &input(None)) {
+        let mut f = r.fields;
+        if let Some(o) = f.as_object_mut() {
+            o.insert("text".into(), r.text.into());
+        }
+        none.degradation = Some(f);
+    }
+    Ok(none)
+}
+
+/// The JSON answer of `run` and `resume`.
+pub fn document(
+    job: &Job,
+    m: &Manifest,
+    d: &Decision,
+    ran: &Ran,
+    texts: Texts,
+    abort_ratio: f64,
+    resumed: Option<Value>,
+) -> Value {
+    let items: Vec<Value> = m
+        .items
+        .iter()
+        .map(|e| {
+            let mut v = json!(e);
+            if let (Some(o), Some(r)) = (v.as_object_mut(), ran.reports.get(&e.id)) {
+                o.insert("attempt_log".into(), r["attempts"].clone());
+                if let Some(w) = r
+                    .get("warnings")
+                    .filter(|w| w.as_array().is_some_and(|a| !a.is_empty()))
+                {
+                    o.insert("warnings".into(), w.clone());
+                }
+            }
+            v
+        })
+        .collect();
+    let mut counts = serde_json::Map::new();
+    for s in [
+        ItemState::Complete,
+        ItemState::Failed,
+        ItemState::Partial,
+        ItemState::NotStarted,
+        ItemState::Skipped,
+    ] {
+        counts.insert(s.as_str().into(), m.ids(s).len().into());
+    }
+    let name = job.policy.phase(job.phase).and_then(|p| p.name.clone());
+    json!({
+        "workflow_id": m.workflow_id,
+        "phase": m.phase,
+        "name": name,
+        "decision": d.decision,
+        "reason": d.reason,
+        "exit_status": d.decision.exit_status(),
+        "failure_ratio": d.failure_ratio,
+        "abort_ratio": abort_ratio,
+        "counts": counts,
+        "failed": d.failed,
+        "critical_failed": d.critical_failed,
+        "complete": d.complete,
+        "items": items,
+        "template": texts.template,
+        "text": texts.text,
+        "degradation": texts.degradation,
+        "budget_ended": ran.budget_ended,
+        "interrupted_by": ran.interrupted,
+        "message": m.message,
+        "resumed": resumed,
+        "manifest": job.manifest.display().to_string(),
+    })
+}
+
+/// The answer for a person: a line per item, then the texts.
+pub fn text(doc: &Value) -> String {
+    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let mut out = format!(
+        "Phase {}{} of workflow {}: {} — {}\n\n",
+        s(&doc["phase"]),
+        doc["name"]
+            .as_str()
+            .map_or(String::new(), |n| format!(" ({n})")),
+        s(&doc["workflow_id"]),
+        s(&doc["decision"]),
+        s(&doc["reason"]),
+    );
+    out.push_str(&table(doc["items"].as_array().map_or(&[][..], |v| v)));
+    if let Some(r) = doc["resumed"].as_object() {
+        out.push_str("\nResumed:\n");
+        for k in ["complete", "partial", "not_started", "failed", "skipped"] {
+            let ids: Vec<String> = r
+                .get(k)
+                .and_then(Value::as_array)
+                .map(|v| v.iter().map(s).collect())
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  - {}: {}\n",
+                k.replace('_', " "),
+                if ids.is_empty() {
+                    "none".into()
+                } else {
+                    ids.join(", ")
+                }
+            ));
+        }
+    }
+    for t in [&doc["text"], &doc["degradation"]["text"], &doc["message"]] {
+        if let Some(t) = t.as_str() {
+            out.push('\n');
+            out.push_str(t);
+            out.push('\n');
+        }
+    }
+    out.trim_end().to_string()
+}
+
+fn table(items: &[Value]) -> String {
+    let rows: Vec<[String; 5]> = items
+        .iter()
+        .map(|i| {
+            let secs = i["duration_ms"]
+                .as_u64()
+                .map_or("-".to_string(), |ms| format!("{:.1}s", ms as f64 / 1000.0));
+            let what = i["note"]
+                .as_str()
+                .or(i["kind"].as_str())
+                .or(i["output"].as_str())
+                .unwrap_or("")
+                .to_string();
+            [
+                i["id"].as_str().unwrap_or("").to_string(),
+                i["state"].as_str().unwrap_or("").to_string(),
+                i["attempts"].as_u64().unwrap_or(0).to_string(),
+                secs,
+                what,
+            ]
+        })
+        .collect();
+    let head = ["ITEM", "STATE", "ATTEMPTS", "TIME", "DETAIL"];
+    let mut w = head.map(str::len);
+    for r in &rows {
+        for (k, c) in r.iter().enumerate() {
+            w[k] = w[k].max(c.chars().count());
+        }
+    }
+    let line = |r: &[String]| {
+        let mut l = String::from("  ");
+        for (k, c) in r.iter().enumerate() {
+            if k + 1 == r.len() {
+                l.push_str(c);
+            } else {
+                l.push_str(&format!("{c:<width$}  ", width = w[k]));
+            }
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    let mut out = line(&head.map(str::to_string));
+    for r in &rows {
+        out.push_str(&line(r));
+    }
+    crate::context::printable(&out)
+}
+
+/// `phase status --text`.
+pub fn status_text(m: &Manifest) -> String {
+    let items: Vec<Value> = m.items.iter().map(|e| json!(e)).collect();
+    let mut out = format!(
+        "Phase {} of workflow {}: {}{}\n\n",
+        m.phase,
+        m.workflow_id,
+        json!(m.status).as_str().unwrap_or(""),
+        m.decision
+            .as_ref()
+            .and_then(|d| d["decision"].as_str())
+            .map_or(String::new(), |d| format!(" ({d})")),
+    );
+    out.push_str(&table(&items));
+    if let Some(msg) = &m.message {
+        out.push('\n');
+        out.push_str(msg);
+    }
+    out.trim_end().to_string()
+}
