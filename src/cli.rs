@@ -91,6 +91,8 @@ pub enum Command {
     Saga(commands::saga::Args),
     /// Run a command with a timeout, retries on the policy's schedule and clean interrupts
     Run(commands::run::Args),
+    /// Where breakers and the error log are kept: status, sync after an outage, migrate to Redis
+    Store(commands::store::Args),
     /// Run a phase's work items in parallel, decide once, survive interrupts and resume
     Phase(commands::phase::Args),
 }
@@ -125,6 +127,7 @@ impl Command {
             Command::Man(_) => "man",
             Command::Saga(_) => "saga",
             Command::Run(_) => "run",
+            Command::Store(_) => "store",
             Command::Phase(_) => "phase",
         }
     }
@@ -180,6 +183,7 @@ impl Command {
             Command::Man(a) => commands::man::run(a, cx),
             Command::Saga(a) => commands::saga::run(a, cx),
             Command::Run(a) => commands::run::run(a, cx),
+            Command::Store(a) => commands::store::run(a, cx),
             Command::Phase(a) => commands::phase::run(a, cx),
         }
     }
@@ -351,6 +355,7 @@ fn subcommand_definition(name: &str) -> Option<clap::Command> {
         ("saga", commands::saga::Args::augment_args),
         ("run", commands::run::Args::augment_args),
         ("phase", commands::phase::Args::augment_args),
+        ("store", commands::store::Args::augment_args),
     ];
     let (name, augment) = DEFINITIONS.iter().find(|(n, _)| *n == name)?;
     Some(augment(clap::Command::new(*name)))

@@ -197,9 +197,7 @@ fn follow_prints_new_records_as_a_writer_appends_and_survives_a_prune() {
         let root = s.root();
         let times: Vec<String> = (1..=10).map(at).collect();
         std::thread::spawn(move || {
-            let w = Sandbox {
-                dir: tempfile::tempdir().unwrap(),
-            };
+            let w = Sandbox::new();
             times
                 .iter()
                 .map(|t| {
