@@ -568,10 +568,28 @@ fn with_breaker<T>(
         let mut bytes = serde_json::to_vec(&b)
             .map_err(|e| Failure::data(format!("cannot serialize breaker `{}`: {e}", id.key)))?;
         bytes.push(b'\n');
-        store::replace(&path, &bytes, Backup::Skip)?;
+        if !rebuilt && bookkeeping_only(&before, &b) {
+            // Only the status counters moved (a success on a closed breaker with no window):
+            // losing this version to a power cut restores the previous one, which every rule
+            // reads alike. The file is still fsynced before its rename, so it is never torn;
+            // the folder's fsync, the other half of the cost, is left out.
+            store::replace_deferred(&path, &bytes, Backup::Skip)?;
+        } else {
+            store::replace(&path, &bytes, Backup::Skip)?;
+        }
     }
     log_transitions(cx, &b, &transitions);
     Ok(out)
+}
+
+/// Whether `after` differs from `before` only in what no rule reads: the totals and the time
+/// of the last success (`breaker status` shows them). A failure-rate window, an interval,
+/// a consecutive count or a state that moved is not bookkeeping.
+fn bookkeeping_only(before: &Breaker, after: &Breaker) -> bool {
+    let mut same = after.clone();
+    same.totals = before.totals;
+    same.last_success = before.last_success;
+    &same == before && after.state == core::State::Closed
 }
 
 /// The state in `path`; a missing file is a new breaker, a corrupt or unreadable one is moved
@@ -808,4 +826,43 @@ fn report_from(
 
 fn millis(cx: &Context) -> Millis {
     cx.now.timestamp_millis()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn success(b: &mut Breaker, s: &BreakerSettings, now: Millis) {
+        let report = CallReport {
+            outcome: Some(core::Outcome::Success),
+            ..CallReport::default()
+        };
+        let _ = core::record(b, s, &report, now);
+    }
+
+    #[test]
+    fn only_a_success_that_moves_nothing_a_rule_reads_is_bookkeeping() {
+        let plain = crate::policy::Policy::default().breaker_for("k");
+        let closed = Breaker::new("k");
+        let mut after = closed.clone();
+        success(&mut after, &plain, 1_000);
+        assert_ne!(after, closed);
+        assert!(bookkeeping_only(&closed, &after));
+        // A success after a failure resets the consecutive count: a rule reads it.
+        let mut failed = closed.clone();
+        failed.consecutive_failures = 1;
+        let mut reset = failed.clone();
+        success(&mut reset, &plain, 1_000);
+        assert!(!bookkeeping_only(&failed, &reset));
+        // A failure-rate window counts successes too.
+        let windowed = BreakerSettings {
+            failure_rate: Some(0.5),
+            window_size: Some(10),
+            ..plain.clone()
+        };
+        let mut counted = closed.clone();
+        success(&mut counted, &windowed, 1_000);
+        assert_eq!(counted.calls.len(), 1, "{counted:?}");
+        assert!(!bookkeeping_only(&closed, &counted));
+    }
 }

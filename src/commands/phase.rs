@@ -8,6 +8,7 @@
 //! runner that died — `resume` re-checks its items instead of trusting that word.
 
 mod answer;
+mod progress;
 mod runner;
 
 use crate::commands::record_error::{self, Selection};
@@ -345,8 +346,11 @@ fn go(
     m.runner_pid = Some(std::process::id());
     m.status = PhaseStatus::Running;
     m.updated_at = job.stamp();
-    // The first write must work: without a manifest, an interrupt would lose the phase.
-    write_manifest(path, m)?;
+    // The runner's first write (items filed as running) must work; with nothing to run, this
+    // one must.
+    if todo.is_empty() {
+        write_manifest(path, m)?;
+    }
     let ran = runner::run(&job, m, todo)?;
     let d = core::decide(&m.items, abort_ratio, plan.mandatory);
     m.runner_pid = None;

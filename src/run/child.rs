@@ -109,6 +109,10 @@ pub struct Spec<'a> {
     pub stderr_to: Option<&'a File>,
     /// Told the process id (its group's id) once it started.
     pub on_spawn: Option<&'a (dyn Fn(u32) + Sync)>,
+    /// Capture stdout in memory (a memfd) rather than a temp file on disk: for a caller that
+    /// reads the output whole anyway (a phase's item), a file on disk only adds an inode to
+    /// allocate and free through the journal.
+    pub in_memory: bool,
 }
 
 /// One attempt's result.
@@ -126,7 +130,11 @@ pub struct Attempt {
 /// Runs one attempt. `Err` only when the stdout temp file cannot be made.
 pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
     let started = Instant::now();
-    let stdout = tempfile::tempfile()?;
+    let stdout = if spec.in_memory {
+        scratch()?
+    } else {
+        tempfile::tempfile()?
+    };
     let Some((program, args)) = spec.command.split_first() else {
         return Ok(cannot_run(127, "no command given".into(), stdout, started));
     };
@@ -238,6 +246,14 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
 }
 
 /// The state of the waiting loop: what was sent to the group and when SIGKILL is due.
+/// An anonymous file in memory (memfd), else a temp file where memfds are not available.
+pub fn scratch() -> io::Result<File> {
+    match rustix::fs::memfd_create("triage-scratch", rustix::fs::MemfdFlags::CLOEXEC) {
+        Ok(fd) => Ok(File::from(fd)),
+        Err(_) => tempfile::tempfile(),
+    }
+}
+
 #[derive(Default)]
 struct Watch {
     timed_out: bool,

@@ -923,6 +923,26 @@ fn remove_temps_in(dir: &Dir, name: &OsStr) {
 /// is kept (a new file is 0600). On any failure before the rename, the target and its `.bak`
 /// are as they were. A target that is a link, a folder or a FIFO is refused.
 pub fn replace(target: &Path, bytes: &[u8], backup: Backup) -> Result<Replaced> {
+    replace_in(target, bytes, backup, true)
+}
+
+/// [`replace`] without the folder's fsync: the file is written and fsynced before the rename,
+/// so it is never seen torn, but after a power loss the folder may still name the previous
+/// version. For writes whose loss is harmless, or whose folder the caller fsyncs once for many
+/// files with [`sync_dir`] before anything that names them is made durable.
+pub fn replace_deferred(target: &Path, bytes: &[u8], backup: Backup) -> Result<Replaced> {
+    replace_in(target, bytes, backup, false)
+}
+
+/// Fsyncs a folder: the renames [`replace_deferred`] made in it become durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    match open_dir(dir, false)? {
+        Some(d) => d.sync(),
+        None => Ok(()),
+    }
+}
+
+fn replace_in(target: &Path, bytes: &[u8], backup: Backup, sync_dir: bool) -> Result<Replaced> {
     let (dir, name) = locate_for_write(target)?;
     let old_mode = dir.expect_file(&name)?;
     remove_temps_in(&dir, &name);
@@ -963,9 +983,11 @@ pub fn replace(target: &Path, bytes: &[u8], backup: Backup) -> Result<Replaced> 
             return Err(e);
         }
     };
-    fault::at("before-dir-fsync")
-        .map_err(|e| StoreError::io("cannot fsync folder", dir.path(), e))?;
-    dir.sync()?;
+    if sync_dir {
+        fault::at("before-dir-fsync")
+            .map_err(|e| StoreError::io("cannot fsync folder", dir.path(), e))?;
+        dir.sync()?;
+    }
     Ok(Replaced {
         backup: kept.map(|b| dir.child(&b)),
     })
