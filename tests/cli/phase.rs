@@ -174,6 +174,31 @@ Recommendation: Resolve statistician-consultant first: the workflow is not compl
         })
         .collect();
     seen.sort();
+    // Each attempt's own stderr, kept in its record (the second attempt's tail holds only its
+    // own line), and classified: the reset connection is a network error.
+    let tails = |agent: &str| -> Vec<(String, String)> {
+        recs.iter()
+            .filter(|r| r["agent"] == agent)
+            .map(|r| {
+                (
+                    r["kind"].as_str().unwrap().to_string(),
+                    r["context"]["stderr_tail"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let stats = (
+        "tool_failure".to_string(),
+        "no statistics today".to_string(),
+    );
+    assert_eq!(tails("statistician-consultant"), [stats.clone(), stats]);
+    assert_eq!(
+        tails("programmer-consultant"),
+        [(
+            "network_error".to_string(),
+            "connection reset by peer".to_string()
+        )]
+    );
     assert_eq!(
         seen,
         [
