@@ -569,11 +569,12 @@ fn with_breaker<T>(
             .map_err(|e| Failure::data(format!("cannot serialize breaker `{}`: {e}", id.key)))?;
         bytes.push(b'\n');
         if !rebuilt && bookkeeping_only(&before, &b) {
-            // Only the status counters moved (a success on a closed breaker with no window):
-            // losing this version to a power cut restores the previous one, which every rule
-            // reads alike. The file is still fsynced before its rename, so it is never torn;
-            // the folder's fsync, the other half of the cost, is left out.
-            store::replace_deferred(&path, &bytes, Backup::Skip)?;
+            // Only the status counters moved (a success on a closed breaker with no window),
+            // so no fsync: a power cut that loses this version restores the previous one, and
+            // one that tears it has `load` set it aside and rebuild a closed breaker. Either
+            // way every rule reads what it read before: closed, no failures counted, no
+            // window; only `breaker status`'s totals and time of the last success lag.
+            store::replace_unsynced(&path, &bytes, Backup::Skip)?;
         } else {
             store::replace(&path, &bytes, Backup::Skip)?;
         }

@@ -923,15 +923,23 @@ fn remove_temps_in(dir: &Dir, name: &OsStr) {
 /// is kept (a new file is 0600). On any failure before the rename, the target and its `.bak`
 /// are as they were. A target that is a link, a folder or a FIFO is refused.
 pub fn replace(target: &Path, bytes: &[u8], backup: Backup) -> Result<Replaced> {
-    replace_in(target, bytes, backup, true)
+    replace_in(target, bytes, backup, Durability::Full)
 }
 
 /// [`replace`] without the folder's fsync: the file is written and fsynced before the rename,
 /// so it is never seen torn, but after a power loss the folder may still name the previous
-/// version. For writes whose loss is harmless, or whose folder the caller fsyncs once for many
-/// files with [`sync_dir`] before anything that names them is made durable.
+/// version. For a caller that fsyncs the folder once for many files with [`sync_dir`] before
+/// anything that names them is made durable.
 pub fn replace_deferred(target: &Path, bytes: &[u8], backup: Backup) -> Result<Replaced> {
-    replace_in(target, bytes, backup, false)
+    replace_in(target, bytes, backup, Durability::DirLater)
+}
+
+/// [`replace`] with no fsync at all: as atomic as a rename is for every other process, but a
+/// power loss may keep the previous version, or (on a filesystem that does not order a
+/// rename after the data it names) leave the file torn. Only for a version whose loss is
+/// harmless, read by a reader that rebuilds a torn file.
+pub fn replace_unsynced(target: &Path, bytes: &[u8], backup: Backup) -> Result<Replaced> {
+    replace_in(target, bytes, backup, Durability::None)
 }
 
 /// Fsyncs a folder: the renames [`replace_deferred`] made in it become durable.
@@ -942,7 +950,23 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     }
 }
 
-fn replace_in(target: &Path, bytes: &[u8], backup: Backup, sync_dir: bool) -> Result<Replaced> {
+/// How much of [`replace`]'s durability a write asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    /// The file, then the folder.
+    Full,
+    /// The file; the caller fsyncs the folder.
+    DirLater,
+    /// Neither.
+    None,
+}
+
+fn replace_in(
+    target: &Path,
+    bytes: &[u8],
+    backup: Backup,
+    durability: Durability,
+) -> Result<Replaced> {
     let (dir, name) = locate_for_write(target)?;
     let old_mode = dir.expect_file(&name)?;
     remove_temps_in(&dir, &name);
@@ -959,10 +983,14 @@ fn replace_in(target: &Path, bytes: &[u8], backup: Backup, sync_dir: bool) -> Re
         )?;
         step("cannot write", file.write_all(bytes))?;
         step("cannot write", fault::at("after-temp-write"))?;
-        step(
-            "cannot fsync",
-            fault::at("fsync").and_then(|()| file.sync_all()),
-        )?;
+        // An empty file has no data to flush: its inode is made in the same journal
+        // transaction as its name, which the folder's fsync makes durable.
+        if durability != Durability::None && !bytes.is_empty() {
+            step(
+                "cannot fsync",
+                fault::at("fsync").and_then(|()| file.sync_all()),
+            )?;
+        }
         let kept = match (backup, old_mode) {
             (Backup::Keep, Some(_)) => {
                 // A link (or FIFO, folder) planted as the backup is refused, not replaced.
@@ -983,7 +1011,7 @@ fn replace_in(target: &Path, bytes: &[u8], backup: Backup, sync_dir: bool) -> Re
             return Err(e);
         }
     };
-    if sync_dir {
+    if durability == Durability::Full {
         fault::at("before-dir-fsync")
             .map_err(|e| StoreError::io("cannot fsync folder", dir.path(), e))?;
         dir.sync()?;

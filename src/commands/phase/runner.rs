@@ -19,7 +19,7 @@ use crate::run::child::{scratch, Interrupts};
 use crate::run::wiring::Wiring;
 use crate::store::{self, Backup};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ffi::OsString;
 use std::io::{Read, Seek};
 use std::path::PathBuf;
@@ -59,6 +59,12 @@ struct ItemRun {
 /// items start and when the phase ends). An item that ended since the last write is filed as
 /// running: a runner killed now leaves it to `resume`, which runs it again — never lost.
 const SAVE_EVERY: Duration = Duration::from_millis(100);
+
+/// How long a running item's process group may go unrecorded in the manifest. Until it is, a
+/// runner killed outright leaves that group to run on unseen by `resume` (which runs the item
+/// again); the window was a manifest write's length before, and most items of a fan-out of
+/// short commands end within it, so they never need the write.
+const GROUP_GRACE: Duration = Duration::from_millis(20);
 
 /// Runs the items at `todo` (indexes into the plan), writing the manifest as they change.
 pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure> {
@@ -157,7 +163,7 @@ pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure
                 match msg {
                     Msg::Spawned(i, pid) => {
                         m.items[i].pgid = Some(pid);
-                        book.unsaved_groups.insert(i);
+                        book.unsaved_groups.insert(i, Instant::now());
                         if let Some(p) = progress.as_mut() {
                             p.attempt(i);
                         }
@@ -178,13 +184,18 @@ pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure
                 }
                 next = rx.try_recv().ok();
             }
-            // What happened since the last write, written once. Written at once when a
-            // running item's process group is not on file yet (a dead runner's `resume` must
-            // find it to stop it); else at most every SAVE_EVERY, and not at all when the
-            // phase just ended (its final write follows).
+            // What happened since the last write, written once: soon when a running item's
+            // process group is not on file (a dead runner's `resume` must find it to stop
+            // it) — after GROUP_GRACE, by when a short item has ended and needs no record of
+            // it —, else at most every SAVE_EVERY, and not at all when the phase just ended
+            // (its final write follows).
             let ending = running.is_empty() && pending.is_empty();
             let due = book.written.is_none_or(|t| t.elapsed() >= SAVE_EVERY);
-            if book.dirty && !ending && (!book.unsaved_groups.is_empty() || due) {
+            let group_due = book
+                .unsaved_groups
+                .values()
+                .any(|t| t.elapsed() >= GROUP_GRACE);
+            if book.dirty && !ending && (group_due || due) {
                 book.save(job, m);
             }
             if let Some(p) = progress.as_mut() {
@@ -222,8 +233,8 @@ struct Book {
     written: Option<Instant>,
     /// The manifest changed since.
     dirty: bool,
-    /// Items whose running process group is not on file yet.
-    unsaved_groups: HashSet<usize>,
+    /// Items whose running process group is not on file yet, and since when.
+    unsaved_groups: HashMap<usize, Instant>,
     /// Items' files were kept since the folder's last fsync.
     files_unsynced: bool,
 }
