@@ -255,7 +255,11 @@ impl Book {
             job.cx
                 .warn(&format!("cannot fsync the items' files: {}", f.message));
         }
-        job.save(m);
+        m.updated_at = job.stamp();
+        if let Err(f) = super::write_manifest_as(job.manifest, m, false) {
+            job.cx
+                .warn(&format!("cannot write the manifest: {}", f.message));
+        }
         self.written = Some(Instant::now());
         self.dirty = false;
         self.unsaved_groups.clear();
