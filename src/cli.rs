@@ -91,6 +91,8 @@ pub enum Command {
     Saga(commands::saga::Args),
     /// Run a command with a timeout, retries on the policy's schedule and clean interrupts
     Run(commands::run::Args),
+    /// Where breakers and the error log are kept: status, sync after an outage, migrate to Redis
+    Store(commands::store::Args),
     /// Run a phase's work items in parallel, decide once, survive interrupts and resume
     Phase(commands::phase::Args),
 }
@@ -125,6 +127,7 @@ impl Command {
             Command::Man(_) => "man",
             Command::Saga(_) => "saga",
             Command::Run(_) => "run",
+            Command::Store(_) => "store",
             Command::Phase(_) => "phase",
         }
     }
@@ -180,6 +183,7 @@ impl Command {
             Command::Man(a) => commands::man::run(a, cx),
             Command::Saga(a) => commands::saga::run(a, cx),
             Command::Run(a) => commands::run::run(a, cx),
+            Command::Store(a) => commands::store::run(a, cx),
             Command::Phase(a) => commands::phase::run(a, cx),
         }
     }

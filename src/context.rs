@@ -145,7 +145,8 @@ pub struct Context {
     pub global: GlobalArgs,
     /// Now: `TRIAGE_NOW`, else the clock.
     pub now: DateTime<Utc>,
-    /// Whether `TRIAGE_NOW` fixed the time (a command that lasts then keeps it).
+    /// Whether `TRIAGE_NOW` fixed the time (a command that lasts then keeps it; it overrides
+    /// every clock, the fleet's server's too).
     pub fixed_now: bool,
     /// `TRIAGE_SEED`, if set: the jitter's seed.
     pub seed: Option<u64>,
@@ -160,6 +161,10 @@ pub struct Context {
     pub project_dir: Option<PathBuf>,
     /// Commands that never write (classify, config) leave no trace unless the root exists.
     pub writes_state: bool,
+    /// `TRIAGE_STORE`: the fleet's Redis, over the policy's `[store] url`.
+    pub store_url: Option<String>,
+    /// `TRIAGE_REDIS_PASSWORD`: the password when the URL has none.
+    pub redis_password: Option<String>,
     policy: OnceCell<(Policy, Option<PathBuf>)>,
 }
 
@@ -198,6 +203,8 @@ impl Context {
             seed: env.seed,
             project_dir: env.project_dir,
             writes_state,
+            store_url: env.store,
+            redis_password: env.redis_password,
             policy: OnceCell::new(),
         };
         for w in &env.warnings {
@@ -236,6 +243,8 @@ impl Context {
             max_input: self.max_input,
             project_dir: self.project_dir.clone(),
             writes_state: self.writes_state,
+            store_url: self.store_url.clone(),
+            redis_password: self.redis_password.clone(),
             policy: self.policy.clone(),
         }
     }
@@ -445,10 +454,68 @@ impl Context {
         }
     }
 
+    /// The fleet's Redis, when `TRIAGE_STORE` or `[store] url` names one: `None` for the local
+    /// files; `Some(Err)` when the URL is not valid (the caller warns and uses the files).
+    pub fn fleet_config(&self) -> Option<Result<crate::fleet::Config, String>> {
+        let policy = self.policy().ok()?;
+        let store = &policy.store;
+        let url = self.store_url.as_deref().or(store.url.as_deref())?;
+        // `TRIAGE_STORE=file` (or `files`) keeps a host on its files whatever the policy says.
+        if matches!(url.trim(), "file" | "files") {
+            return None;
+        }
+        let password = self.redis_password.as_deref().filter(|p| !p.is_empty());
+        let target = match crate::fleet::Target::parse(url, password) {
+            Ok(t) => t,
+            Err(e) => return Some(Err(e)),
+        };
+        let namespace = store
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| self.project_name());
+        Some(Ok(crate::fleet::Config {
+            target,
+            namespace,
+            connect_timeout: store.connect_timeout.0,
+            command_timeout: store.command_timeout.0,
+            log_max_len: store.log_max_len,
+        }))
+    }
+
+    /// The project folder's name (the default namespace of its keys in a fleet's Redis).
+    pub fn project_name(&self) -> String {
+        let dir = self.project();
+        let abs = if dir.is_absolute() {
+            dir
+        } else {
+            std::env::current_dir().map(|c| c.join(&dir)).unwrap_or(dir)
+        };
+        normal_path(&abs)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "default".into())
+    }
+
     /// A timestamp for file names: `20260102T030405Z`.
     pub fn stamp(&self) -> String {
         self.now.format("%Y%m%dT%H%M%SZ").to_string()
     }
+}
+
+/// `path` with `.` and `..` folded away (without touching the disk).
+fn normal_path(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 fn state_root(global: &GlobalArgs, project_dir: &Option<PathBuf>) -> PathBuf {

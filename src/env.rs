@@ -30,6 +30,11 @@ pub struct Env {
     pub seed: Option<u64>,
     /// `CLAUDE_PROJECT_DIR`: the project folder.
     pub project_dir: Option<PathBuf>,
+    /// `TRIAGE_STORE`: the fleet's Redis (`redis://…`), over the policy's `[store] url`; a
+    /// bad URL is the fleet's warning when it is used (the files serve meanwhile).
+    pub store: Option<String>,
+    /// `TRIAGE_REDIS_PASSWORD`: the password when the URL has none (as given, spaces too).
+    pub redis_password: Option<String>,
     /// One warning per malformed value, naming the variable, the value and the default used.
     pub warnings: Vec<String>,
 }
@@ -91,6 +96,8 @@ impl Env {
         env.dir = value("TRIAGE_DIR").map(PathBuf::from);
         env.config = value("TRIAGE_CONFIG").map(PathBuf::from);
         env.project_dir = value("CLAUDE_PROJECT_DIR").map(PathBuf::from);
+        env.store = value("TRIAGE_STORE");
+        env.redis_password = get("TRIAGE_REDIS_PASSWORD").filter(|p| !p.is_empty());
         env
     }
 

@@ -12,6 +12,16 @@
 //! Every record is cut to fit [`MAX_RECORD`] bytes (long texts end with a marker), so no hook
 //! writes a line of megabytes.
 
+mod fleet;
+mod prune;
+mod record;
+mod resolve;
+
+pub use fleet::{migrate, outbox_dir, sync, waiting, Migrated as LogMigrated, Synced};
+pub use prune::{prune, Pruned};
+pub use record::{record, Recorded};
+pub use resolve::{recovered, resolve, started_at, Resolved, Selection};
+
 use crate::context::Context;
 use crate::error_record::{self, Counters, ErrorRecord, LogLine, Resolution, ResolutionLine};
 use crate::exit::Failure;
@@ -38,6 +48,16 @@ pub fn log_path(root: &Path) -> PathBuf {
     root.join("logs").join("errors.jsonl")
 }
 
+/// Whether the local log exists (a report or a listing says so when it does not).
+pub fn local_exists(root: &Path) -> bool {
+    store::file_len(&log_path(root)).ok().flatten().is_some()
+}
+
+/// Follows the local log from its end (`triage errors --follow` without a fleet store).
+pub fn follow_local(root: &Path) -> Result<store::Follower, Failure> {
+    Ok(store::Follower::at_end(&log_path(root))?)
+}
+
 fn counters_path(root: &Path) -> PathBuf {
     root.join("logs").join("errors.counters.json")
 }
@@ -59,7 +79,6 @@ pub enum Written {
 /// Writes one record: its id assigned (unique under the lock), its size capped, appended to
 /// the log with the counters brought up to date, or spooled when the lock is busy.
 pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<Written, Failure> {
-    store::ensure_dir(&root.join("logs"))?;
     rec.error_id = String::new();
     let mut value = serde_json::to_value(&*rec)
         .map_err(|e| Failure::data(format!("cannot serialize the record: {e}")))?;
@@ -83,12 +102,36 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
     };
     let millis = cx.now.timestamp_millis();
 
+    // A fleet store first: the record's id is the fleet's next number. When it cannot take
+    // the record, the record is written here as always, and kept for the fleet's log under
+    // a nonce that makes pushing it later idempotent.
+    let fleet_nonce = crate::fleet::select::configured(cx)
+        .then(|| error_record::unique_error_id(millis, random()));
+    if let Some(nonce) = &fleet_nonce {
+        let seq0 = error_record::error_id(millis, 0);
+        let prefix = seq0.trim_end_matches('0');
+        if let Some(done) = fleet::write(cx, root, rest, prefix, nonce) {
+            let (id, written) = done?;
+            rec.error_id = id;
+            return Ok(written);
+        }
+    }
+    let keep = |id: &str| {
+        if let Some(nonce) = &fleet_nonce {
+            fleet::keep(cx, root, nonce, &with_id(id));
+        }
+    };
+    store::ensure_dir(&root.join("logs"))?;
+
     let (lock, mut counters) = match lock_with_counters(cx, root)? {
         Ok(held) => held,
         Err(busy) => {
-            rec.error_id = error_record::unique_error_id(millis, random());
+            rec.error_id = fleet_nonce
+                .clone()
+                .unwrap_or_else(|| error_record::unique_error_id(millis, random()));
             let path = pending_dir(root).join(format!("{}.json", store::escape_key(&rec.error_id)));
             store::spool(&path, &with_id(&rec.error_id))?;
+            keep(&rec.error_id);
             cx.warn(&format!(
                 "{busy}; the record was kept as {} and the next writer adds it to the log",
                 path.display()
@@ -97,6 +140,9 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
         }
     };
     rec.error_id = match counters.seq.checked_add(1) {
+        // Written here while the fleet's Redis is away: the id must never equal one the
+        // fleet's sequence hands out, so it is the nonce (unique without any sequence).
+        _ if fleet_nonce.is_some() => fleet_nonce.clone().unwrap_or_default(),
         Some(seq) => {
             counters.seq = seq;
             error_record::error_id(millis, seq)
@@ -111,6 +157,7 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
     count(&mut counters, at, &line);
     save_counters(cx, root, &mut counters);
     drop(lock);
+    keep(&rec.error_id);
     Ok(Written::Logged(counters))
 }
 
@@ -119,12 +166,48 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
 /// every line appended since, then `lines` says what to append, knowing the counters. A busy
 /// lock is an error here: the caller is a person who can retry, or a success that leaves the
 /// failures open for the next one.
+///
+/// With a fleet store (when [`scan`] read the fleet's log), the lines go to the fleet's log,
+/// a closing one at most once per record whoever races ([`fleet::append_resolutions`]); when
+/// it cannot take them they are written here, and kept for `store sync`.
 pub fn append_resolutions(
+    cx: &Context,
+    root: &Path,
+    scanned: Option<u64>,
+    catch_up: impl FnMut(&[u8]),
+    lines: impl FnOnce(&Counters) -> Result<Vec<ResolutionLine>, Failure>,
+) -> Result<Vec<ResolutionLine>, Failure> {
+    if scanned == Some(FLEET_SCANNED) && crate::fleet::select::configured(cx) {
+        let lines = lines(&Counters::new())?;
+        let bytes = lines
+            .iter()
+            .map(resolution_bytes)
+            .collect::<Result<Vec<_>, Failure>>()?;
+        if let Some(added) = fleet::append_resolutions(cx, root, &lines, &bytes) {
+            return Ok(added);
+        }
+        return append_local(cx, root, None, |_| {}, |_| Ok(lines), true);
+    }
+    append_local(cx, root, scanned, catch_up, lines, false)
+}
+
+/// A resolution line as appended: cut to fit.
+fn resolution_bytes(l: &ResolutionLine) -> Result<Vec<u8>, Failure> {
+    let mut value = serde_json::to_value(l)
+        .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
+    error_record::fit(&mut value, MAX_RECORD);
+    serde_json::to_vec(&value)
+        .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))
+}
+
+/// [`append_resolutions`] on the local log; `keep`: each line also waits for the fleet's log.
+fn append_local(
     cx: &Context,
     root: &Path,
     scanned: Option<u64>,
     mut catch_up: impl FnMut(&[u8]),
     lines: impl FnOnce(&Counters) -> Result<Vec<ResolutionLine>, Failure>,
+    keep: bool,
 ) -> Result<Vec<ResolutionLine>, Failure> {
     store::ensure_dir(&root.join("logs"))?;
     let (lock, mut counters) = lock_with_counters(cx, root)?.map_err(Failure::from)?;
@@ -143,15 +226,14 @@ pub fn append_resolutions(
     }
     let lines = lines(&counters)?;
     for l in &lines {
-        let mut value = serde_json::to_value(l)
-            .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
-        error_record::fit(&mut value, MAX_RECORD);
-        let bytes = serde_json::to_vec(&value)
-            .map_err(|e| Failure::data(format!("cannot serialize the resolution: {e}")))?;
+        let bytes = resolution_bytes(l)?;
         let at = counters.log_len;
         store::append_line_locked(&log, &bytes)?;
         count(&mut counters, at, &bytes);
         counters.log_len = store::file_len(&log)?.unwrap_or(0);
+        if keep {
+            fleet::keep(cx, root, &fleet::resolution_nonce(l, cx), &bytes);
+        }
     }
     if !lines.is_empty() {
         save_counters(cx, root, &mut counters);
@@ -186,13 +268,10 @@ pub struct Recovery<'a> {
 /// the lock is taken only when they are stale or count open failures of the unit. Under it,
 /// only the log from the unit's oldest open failure on is read.
 pub fn recover(cx: &Context, root: &Path, r: Recovery) -> Result<Vec<ResolutionLine>, Failure> {
-    let Recovery {
-        scope,
-        unit,
-        by,
-        upto,
-        started,
-    } = r;
+    let Recovery { scope, unit, .. } = r;
+    if let Some(done) = fleet::recover(cx, root, &r) {
+        return done;
+    }
     let log = log_path(root);
     let Some(stamp) = store::stamp(&log)? else {
         return Ok(Vec::new());
@@ -228,56 +307,96 @@ pub fn recover(cx: &Context, root: &Path, r: Recovery) -> Result<Vec<ResolutionL
             let Some(since) = c.unresolved_since(scope, unit) else {
                 return Ok(Vec::new());
             };
-            let mut open: Vec<ResolutionLine> = Vec::new();
-            let mut past = false;
-            store::read_jsonl_at(&log, since, |_, bytes| {
-                let Some(l) = LogLine::parse(bytes) else {
-                    return false;
-                };
-                let keys = error_record::Keys::of_line(&l, None);
-                if keys.scope() != scope || l.unit() != Some(unit) {
-                    return true;
-                }
-                let interrupt = l.is_interrupt() && l.error_id.is_some() && !l.is_resolution();
-                let before = match (started, l.timestamp.as_deref()) {
-                    (None, _) => true,
-                    (Some(s), Some(t)) => chrono::DateTime::parse_from_rfc3339(t)
-                        .is_ok_and(|t| t.with_timezone(&chrono::Utc) <= s),
-                    (Some(_), None) => false,
-                };
-                if (l.opens() || interrupt) && !past && before {
-                    past = upto.is_some() && l.error_id.as_deref() == upto;
-                    let recovered = Resolution {
-                        action_taken: Some("recovered_by_retry".into()),
-                        successful: Some(true),
-                        user_choice: None,
-                        automatic: true,
-                    };
-                    if let Some(mut line) = ResolutionLine::of(&l, &at, recovered) {
-                        line.by = Some(by.to_string());
-                        open.push(line);
-                    }
-                } else if l.is_resolution() && !l.resolution.as_ref().is_some_and(|r| r.failed()) {
-                    if let Some(id) = l.resolves.as_deref() {
-                        open.retain(|o| o.resolves != id);
-                    }
-                }
-                true
-            })?;
-            Ok(open)
+            let mut picking = Recovering::new(&r, &at);
+            store::read_jsonl_at(&log, since, |_, bytes| picking.see(bytes))?;
+            Ok(picking.open)
         },
     )
 }
 
+/// The open failures (and interrupts) a success resolves, picked from the log's lines from
+/// where the unit's open failures begin, in order.
+pub struct Recovering<'a> {
+    r: &'a Recovery<'a>,
+    at: &'a str,
+    past: bool,
+    /// The resolution lines to append.
+    pub open: Vec<ResolutionLine>,
+}
+
+impl<'a> Recovering<'a> {
+    /// Nothing picked yet.
+    pub fn new(r: &'a Recovery<'a>, at: &'a str) -> Recovering<'a> {
+        Recovering {
+            r,
+            at,
+            past: false,
+            open: Vec::new(),
+        }
+    }
+
+    /// One line of the log; false when it is not a log line.
+    pub fn see(&mut self, bytes: &[u8]) -> bool {
+        let Recovery {
+            scope,
+            unit,
+            by,
+            upto,
+            started,
+        } = *self.r;
+        let Some(l) = LogLine::parse(bytes) else {
+            return false;
+        };
+        let keys = error_record::Keys::of_line(&l, None);
+        if keys.scope() != scope || l.unit() != Some(unit) {
+            return true;
+        }
+        let interrupt = l.is_interrupt() && l.error_id.is_some() && !l.is_resolution();
+        let before = match (started, l.timestamp.as_deref()) {
+            (None, _) => true,
+            (Some(s), Some(t)) => chrono::DateTime::parse_from_rfc3339(t)
+                .is_ok_and(|t| t.with_timezone(&chrono::Utc) <= s),
+            (Some(_), None) => false,
+        };
+        if (l.opens() || interrupt) && !self.past && before {
+            self.past = upto.is_some() && l.error_id.as_deref() == upto;
+            let recovered = Resolution {
+                action_taken: Some("recovered_by_retry".into()),
+                successful: Some(true),
+                user_choice: None,
+                automatic: true,
+            };
+            if let Some(mut line) = ResolutionLine::of(&l, self.at, recovered) {
+                line.by = Some(by.to_string());
+                self.open.push(line);
+            }
+        } else if l.is_resolution() && !l.resolution.as_ref().is_some_and(|r| r.failed()) {
+            if let Some(id) = l.resolves.as_deref() {
+                self.open.retain(|o| o.resolves != id);
+            }
+        }
+        true
+    }
+}
+
+/// What [`scan`] returns when it read the fleet's log: no byte of the local log.
+pub const FLEET_SCANNED: u64 = u64::MAX;
+
 /// Reads the whole log without the lock (then the spooled records), for a caller that will
-/// append under it with [`append_resolutions`]; returns the byte the log was read up to.
-pub fn scan(root: &Path, mut visit: impl FnMut(&[u8])) -> Result<u64, Failure> {
-    let (_, end) = store::read_jsonl_from(&log_path(root), 0, |bytes| {
+/// append under it with [`append_resolutions`]; returns the byte the log was read up to, or
+/// [`FLEET_SCANNED`] when it read the fleet's log (and what waits to be pushed to it).
+pub fn scan(cx: &Context, root: &Path, mut visit: impl FnMut(&[u8])) -> Result<u64, Failure> {
+    let mut all = |bytes: &[u8]| {
         visit(bytes);
         true
-    })?;
+    };
+    if let Some(done) = fleet::read_all(cx, root, &mut all) {
+        done?;
+        return Ok(FLEET_SCANNED);
+    }
+    let (_, end) = store::read_jsonl_from(&log_path(root), 0, &mut all)?;
     for (_, bytes) in pending(root)? {
-        visit(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
+        all(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
     }
     Ok(end.map_or(0, |(_, e)| e))
 }
@@ -291,7 +410,103 @@ pub fn refresh_counters(cx: &Context, root: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Visits every line of the log, then every spooled record; the log's read statistics.
+/// Visits every line of the log: the fleet's (and what waits to be pushed to it) with a fleet
+/// store, else the local log and its spooled records; the read statistics.
+pub fn read_all_in(
+    cx: &Context,
+    root: &Path,
+    mut visit: impl FnMut(&[u8]) -> bool,
+) -> Result<store::JsonlStats, Failure> {
+    if let Some(done) = fleet::read_all(cx, root, &mut visit) {
+        return done;
+    }
+    read_all(root, visit)
+}
+
+/// Where a reader of the log is: a byte offset of the local log, or the fleet's last stream id.
+#[derive(Clone, Debug)]
+pub enum Position {
+    /// The local log, up to this offset (`None`: its end).
+    Local(Option<u64>),
+    /// The fleet's stream, after this id (`None`: from its start).
+    Fleet(Option<String>),
+}
+
+/// Visits the log newest first until `visit` says stop: the fleet's with a fleet store, else
+/// the local one up to `end`. Returns where the newest line is, for a follower to go on from.
+pub fn visit_rev(
+    cx: &Context,
+    root: &Path,
+    end: Option<u64>,
+    mut visit: impl FnMut(&[u8]) -> bool,
+) -> Result<Position, Failure> {
+    let mut seen = 0u64;
+    let fleet = crate::fleet::select::with(cx, "reading the error log", |r| {
+        r.read_log_rev(|_, line| {
+            seen += 1;
+            visit(line)
+        })
+    });
+    match fleet {
+        Some(newest) => Ok(Position::Fleet(newest)),
+        None if seen > 0 => Err(Failure::io(
+            "the fleet's error log could not be read to its end",
+        )),
+        None => {
+            store::read_jsonl_rev_to(&log_path(root), end, visit)?;
+            Ok(Position::Local(end))
+        }
+    }
+}
+
+/// The fleet's lines after stream id `after` (all, when `None`), oldest first; `None` when
+/// the fleet's Redis did not answer (the follower tries again). The id of the last one comes
+/// back, for the next call.
+pub fn fleet_after(
+    cx: &Context,
+    after: Option<&str>,
+    mut visit: impl FnMut(&[u8]),
+) -> Option<Option<String>> {
+    let from = after.map_or_else(|| "-".to_string(), |id| format!("({id}"));
+    let mut last = None;
+    crate::fleet::select::with(cx, "following the error log", |r| {
+        r.read_log(&from, |id, line| {
+            visit(line);
+            last = Some(id.to_string());
+            true
+        })
+    })?;
+    Some(last)
+}
+
+/// Visits the lines at the end of the log (the fleet's with a fleet store), oldest first: as
+/// many as fit in `max_bytes`, so the memory is bounded whatever the log's length.
+pub fn visit_tail(
+    cx: &Context,
+    root: &Path,
+    max_bytes: u64,
+    mut visit: impl FnMut(&[u8]),
+) -> Result<(), Failure> {
+    if let Some(lines) =
+        crate::fleet::select::with(cx, "reading the error log", |r| r.read_log_tail(max_bytes))
+    {
+        lines.iter().for_each(|l| visit(l));
+        return Ok(());
+    }
+    let Some((bytes, len)) = store::read_store_tail(&log_path(root), max_bytes)? else {
+        return Ok(());
+    };
+    let mut lines = bytes.split(|b| *b == b'\n');
+    if len > max_bytes {
+        lines.next(); // cut mid-line
+    }
+    for line in lines.filter(|l| !l.is_empty()) {
+        visit(line);
+    }
+    Ok(())
+}
+
+/// Visits every line of the local log, then every spooled record; the log's read statistics.
 pub fn read_all(
     root: &Path,
     mut visit: impl FnMut(&[u8]) -> bool,

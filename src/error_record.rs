@@ -10,8 +10,12 @@ use std::borrow::Cow;
 use std::fmt;
 
 mod counts;
+mod input;
 
 pub use counts::{warnings, Counters, Keys, OpenCounts, UnitCounts, Warning, COUNTERS_VERSION};
+pub use input::{
+    classified, classified_at, classified_record, error_fields, normalize, record_from_input,
+};
 
 /// A phase: a number in seed 000 (`"phase": 2`), a name elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -15,7 +15,12 @@
 //! The core never opens a file, reads the clock or the environment: it is handed `now` and the
 //! policy. [`store`] is the only module that opens shared files. [`context`] is the only one
 //! that reads the environment (parsed by [`env`]). A command is the short glue that reads
-//! input, calls the core, persists through the store and writes the answer.
+//! input, calls the core, persists through the domain module that owns the state and writes
+//! the answer: breakers through [`breaker::calls`] and [`breaker::store`], the error log and
+//! its counters through [`error_log`], the loop guard's counts through
+//! [`output_check::rejections`], the hooks' per-session files through [`session`]. Those
+//! choose the backend (the files, or a fleet's Redis through [`fleet`]); no command calls
+//! another's persistence (`tests/cli/seam.rs` checks).
 
 pub mod breaker;
 pub mod classify;
@@ -27,6 +32,7 @@ pub mod env;
 pub mod error_log;
 pub mod error_record;
 pub mod exit;
+pub mod fleet;
 pub mod glob;
 pub mod hook_io;
 pub mod input;
@@ -38,6 +44,7 @@ pub mod policy;
 pub mod report;
 pub mod run;
 pub mod saga;
+pub mod session;
 pub mod settings;
 pub mod state;
 pub mod store;

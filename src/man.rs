@@ -192,6 +192,8 @@ fn common_sections(cmd: &Command, name: &str, parent: Option<&str>) -> String {
         ("TRIAGE_NOW", "The current time, RFC 3339 or Unix seconds; for tests and replays."),
         ("TRIAGE_LOCK_TIMEOUT", "How long to wait for a lock (default 2s)."),
         ("TRIAGE_MAX_INPUT", "The largest standard input accepted, in bytes (default 16 MiB)."),
+        ("TRIAGE_STORE", "Where breakers and the error log are shared: redis://host:port/db (or rediss://) for a fleet's Redis, over the policy's [store] url; file for the local files. When Redis cannot be reached in time, a call uses the local files with a warning; triage store sync pushes what was written meanwhile."),
+        ("TRIAGE_REDIS_PASSWORD", "The Redis password, when the store URL has none."),
         ("CLAUDE_PROJECT_DIR", "The project folder Claude Code runs hooks in."),
         ("COLUMNS", "The width --text output fits, when set; else the terminal's, else 80."),
         ("NO_COLOR", "When set and not empty, --text output has no colour (colour is only ever used when standard output is a terminal)."),

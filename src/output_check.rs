@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use std::borrow::Cow;
 
 mod format;
+pub mod rejections;
 use format::{markdown, name_of};
 pub use format::{structured, yaml_value};
 
@@ -586,6 +587,43 @@ fn snippet(s: &str, max: usize) -> String {
     let mut out: String = one.chars().take(max.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+/// How an agent's call ended, as its breaker and its error log should hear of it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Final {
+    /// `success`, `failure`, or `ignored` (the output could not be read, or the agent said it
+    /// is BLOCKED: neither is the agent failing).
+    pub outcome: crate::breaker::Outcome,
+    /// The failure's kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Kind>,
+    /// What failed, for the breaker's last error and the parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// True when the error record was already written (no second record for one failure).
+    #[serde(default)]
+    pub recorded: bool,
+    /// True when the agent said it is BLOCKED.
+    #[serde(default)]
+    pub blocked: bool,
+    /// True for an optional agent (seed 000): its failure is never blocked.
+    #[serde(default)]
+    pub optional: bool,
+}
+
+impl Final {
+    /// A call that went well.
+    pub fn success() -> Final {
+        Final {
+            outcome: crate::breaker::Outcome::Success,
+            kind: None,
+            detail: None,
+            recorded: false,
+            blocked: false,
+            optional: false,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -35,6 +35,40 @@ pub struct Policy {
     pub classify: ClassifySection,
     /// Saga compensations.
     pub saga: SagaPolicy,
+    /// Where shared state is kept: the local files (default), or a fleet's Redis.
+    pub store: StorePolicy,
+}
+
+/// `[store]`: the local files (the default), or a Redis (or Valkey) shared by a fleet of hosts
+/// (`TRIAGE_STORE` overrides `url`).
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorePolicy {
+    /// `redis://[user:password@]host[:port][/db]` or `rediss://...`; unset: the local files.
+    /// The password may instead come from `TRIAGE_REDIS_PASSWORD`.
+    pub url: Option<String>,
+    /// The prefix of this project's keys (several projects can share one Redis); default: the
+    /// project folder's name.
+    pub namespace: Option<String>,
+    /// How long connecting may take before the call uses the local files.
+    pub connect_timeout: Dur,
+    /// How long one command may take before the call uses the local files.
+    pub command_timeout: Dur,
+    /// The error log stream's length cap (approximate; `0` for none): older entries are
+    /// trimmed as new ones come.
+    pub log_max_len: u64,
+}
+
+impl Default for StorePolicy {
+    fn default() -> Self {
+        StorePolicy {
+            url: None,
+            namespace: None,
+            connect_timeout: Dur(crate::fleet::CONNECT_TIMEOUT),
+            command_timeout: Dur(crate::fleet::COMMAND_TIMEOUT),
+            log_max_len: crate::fleet::LOG_MAX_LEN,
+        }
+    }
 }
 
 /// `[saga]`: how compensations run (seed 002).

@@ -11,6 +11,35 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 
+/// A time flag: a duration back from now, or a time; errors name `flag`.
+pub fn time_flag(
+    flag: &str,
+    text: &str,
+    now: DateTime<Utc>,
+) -> Result<DateTime<Utc>, crate::exit::Failure> {
+    match crate::duration::Dur::parse(text) {
+        Ok(d) => {
+            return chrono::Duration::from_std(d.0)
+                .ok()
+                .and_then(|d| now.checked_sub_signed(d))
+                .ok_or_else(|| {
+                    crate::exit::Failure::usage(format!(
+                        "{flag} {text}: reaches before the earliest time"
+                    ))
+                });
+        }
+        Err(e @ crate::duration::DurError::TooLong(_)) => {
+            return Err(crate::exit::Failure::usage(format!("{flag}: {e}")));
+        }
+        Err(_) => {}
+    }
+    crate::context::parse_now(text).ok_or_else(|| {
+        crate::exit::Failure::usage(format!(
+            "{flag} `{text}` is neither a duration (2h, 30m) nor a time (RFC 3339 or Unix seconds)"
+        ))
+    })
+}
+
 pub mod dashboard;
 pub mod html;
 pub mod svg;

@@ -53,11 +53,40 @@ class Env:
             "TRIAGE_CONFIG": self.policy,
         }
 
+        self.redis = None
+
     def env_for(self, root):
         e = dict(self.base_env)
         e["TRIAGE_DIR"] = root
         e["CLAUDE_PROJECT_DIR"] = root
         return e
+
+    def redis_url(self):
+        """A redis-server of the benchmark's own on a free port (started once, stopped at
+        exit), without persistence, as a fleet's cache would run."""
+        if self.redis is None:
+            import atexit
+            import socket
+            exe = shutil.which("redis-server")
+            if not exe:
+                raise RuntimeError("redis-server is not installed (apt-get install redis-server)")
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            proc = subprocess.Popen([exe, "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                                     "--appendonly", "no", "--loglevel", "warning"],
+                                    stdout=subprocess.DEVNULL)
+            atexit.register(proc.kill)
+            for _ in range(500):
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=0.1) as c:
+                        c.sendall(b"PING\r\n")
+                        if c.recv(7) == b"+PONG\r\n":
+                            break
+                except OSError:
+                    time.sleep(0.01)
+            self.redis = "redis://127.0.0.1:%d/0" % port
+        return self.redis
 
 
 def fresh_dir(path):
@@ -78,7 +107,7 @@ def validate(x, v, root, env):
     code, out, err = measure.capture(v.argv, env, v.stdin)
     if code != 0:
         return False, "exit %d: %s" % (code, (err or out).strip()[:300])
-    if v.role == "triage" and err.strip():
+    if v.role.startswith("triage") and err.strip():
         return False, "degraded (warning on stderr): %s" % err.strip()[:300]
     if v.check:
         problem = v.check(out)
@@ -91,7 +120,10 @@ def prepare_variant(x, case, v):
     root = fresh_dir(os.path.join(x.work, case.id, v.role))
     if v.setup:
         v.setup(root)
-    return root, x.env_for(root)
+    env = x.env_for(root)
+    if v.env:
+        env.update(v.env(x))
+    return root, env
 
 
 def run_single(x, case, cfg):
@@ -421,7 +453,8 @@ def main():
                "policy": os.path.relpath(x.policy, REPO), "cases": []}
     want = set(args.only)
     failed = False
-    todo = [(c.id, c) for c in C.single_cases(x)] + [(c.id, c) for c in C.concurrent_cases(x)] + [("report", None)]
+    todo = ([(c.id, c) for c in C.single_cases(x)] + [(c.id, c) for c in C.fleet_cases(x)]
+            + [(c.id, c) for c in C.concurrent_cases(x)] + [("report", None)])
     for cid, case in todo:
         if want and cid not in want:
             continue

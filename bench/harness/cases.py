@@ -37,9 +37,12 @@ def quiet_or(pred, what):
 
 
 class Variant:
-    def __init__(self, name, role, argv, stdin=None, check=None, setup=None):
+    def __init__(self, name, role, argv, stdin=None, check=None, setup=None, env=None):
         self.name, self.role, self.argv, self.stdin = name, role, argv, stdin
         self.check, self.setup = check, setup
+        # Variables added to the variant's environment (a fleet store's URL, made when the
+        # case runs: a function of the harness's Env).
+        self.env = env
 
 
 class Case:
@@ -149,6 +152,29 @@ def single_cases(x):
                                setup=phase_plan(32)),
                        Variant("bash & + wait phase.sh", "bash", [bash, b + "/phase.sh", "32"], None,
                                want(lambda v: v["failed"] == 0, "failed: 0"))]),
+    ]
+
+
+def fleet_cases(x):
+    """The fleet store (issue 20): the same call on the file store and on a local Redis."""
+    t, i = x.triage, x.inputs
+    failure = i + "/post-tool-use-failure.json"
+    redis = lambda x: {"TRIAGE_STORE": x.redis_url()}
+    return [
+        Case("fleet-breaker-check", "breaker check, file store vs a local Redis", "store",
+             variants=[Variant("triage breaker check (files)", "triage",
+                               [t, "breaker", "check", "researcher"], None,
+                               want(lambda v: v["allowed"] is True, "allowed: true")),
+                       Variant("triage breaker check (redis)", "triage-redis",
+                               [t, "breaker", "check", "researcher"], None,
+                               want(lambda v: v["allowed"] is True, "allowed: true"), env=redis)]),
+        Case("fleet-record-error", "record-error of a PostToolUseFailure, file store vs a local Redis",
+             "store",
+             variants=[Variant("triage record-error (files)", "triage", [t, "record-error"], failure,
+                               want(lambda v: bool(v["error_id"]), "an error_id")),
+                       Variant("triage record-error (redis)", "triage-redis", [t, "record-error"],
+                               failure, want(lambda v: bool(v["error_id"]), "an error_id"),
+                               env=redis)]),
     ]
 
 

@@ -4,7 +4,8 @@
 //! A [`Breaker`] is the whole persisted state of one key. The functions in [`machine`] take it
 //! with the key's [`BreakerSettings`] and `now` (Unix milliseconds), change it, and return what
 //! the caller asked for plus the [`Transition`]s that happened. They never open a file or read
-//! the clock: `commands::breaker` locks, loads, applies and stores.
+//! the clock: [`store`] is the seam that loads one key under exclusion, applies them and
+//! stores the result.
 //!
 //! Decisions where the libraries disagree (issue 4):
 //! - trips at `>=` the threshold and at `>=` the failure rate (pybreaker, failsafe, r4j);
@@ -16,7 +17,9 @@
 //! - a probe permit is a lease that expires after `probe_ttl`, so a probe that never reports
 //!   back cannot wedge the breaker (r4j #903, Polly #1979, opossum #276).
 
+pub mod calls;
 pub mod machine;
+pub mod store;
 pub mod template;
 #[cfg(test)]
 mod tests;

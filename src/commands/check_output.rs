@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 
 mod files;
 mod hook;
+pub use crate::output_check::Final;
 pub use files::expand;
-pub use hook::{judge_hook, judge_stop, Final, Judged};
+pub use hook::{judge_hook, judge_stop, Judged};
 
 /// Arguments of `triage check-output`.
 #[derive(clap::Args, Debug, Default)]

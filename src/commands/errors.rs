@@ -4,13 +4,12 @@
 //! fits the terminal. `--follow` then prints new records as they are appended, like
 //! `tail -f`, and goes on across a `report prune`.
 
-use crate::commands::record_error::log_path;
-use crate::commands::report::time_flag;
 use crate::context::{Context, Outcome};
+use crate::error_log;
+use crate::error_log::log_path;
 use crate::error_record::LogLine;
 use crate::exit::Failure;
-use crate::report::Filter;
-use crate::store;
+use crate::report::{time_flag, Filter};
 use crate::term::{count, cut, when_text, Term, Tone};
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
@@ -53,7 +52,7 @@ pub struct Args {
     /// Only records older than this (a duration like 1d) or until this time (RFC 3339)
     #[arg(long, value_name = "DUR|TIME")]
     pub until: Option<String>,
-    /// Only records without a successful resolution
+    /// Only open records: none written as resolved, none closed by a later resolution
     #[arg(long)]
     pub unresolved: bool,
     /// At most this many records [default: all; 10 with --follow]
@@ -159,12 +158,24 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let root = cx.state_root();
     let log = log_path(&root);
     let limit = args.limit.or(args.follow.then_some(10));
-    let mut follower = if args.follow {
-        Some(store::Follower::at_end(&log)?)
+    let fleet = crate::fleet::select::configured(cx);
+    let mut follower = if args.follow && !fleet {
+        Some(error_log::follow_local(&root)?)
     } else {
         None
     };
-    let (listed, in_log) = newest(&log, &query, limit, follower.as_ref().map(|f| f.offset()))?;
+    let (listed, in_log, position) = newest(
+        cx,
+        &root,
+        &query,
+        limit,
+        follower.as_ref().map(|f| f.offset()),
+    )?;
+    if args.follow {
+        if let error_log::Position::Fleet(after) = position {
+            return follow_fleet(cx, &listed, &query, after);
+        }
+    }
     let term = crate::context::terminal();
     let Some(follower) = follower.as_mut() else {
         if cx.global.text {
@@ -208,24 +219,61 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     }
 }
 
-/// Reads from the end: the records that match, newest first, at most `limit`; and how many
-/// records the log holds when none matched (to say so).
+/// `--follow` on a fleet's log: the last records oldest first, then each new one as any host
+/// writes it (polled; a Redis that stops answering is asked again at the next poll).
+fn follow_fleet(
+    cx: &Context,
+    listed: &[Listed],
+    query: &Query,
+    mut after: Option<String>,
+) -> Result<Outcome, Failure> {
+    let term = crate::context::terminal();
+    let mut out = std::io::stdout().lock();
+    for l in listed.iter().rev() {
+        if !emit(&mut out, &l.raw, cx.global.text, &term, cx.now) {
+            return Ok(Outcome::nothing());
+        }
+    }
+    let none = HashSet::new();
+    loop {
+        let mut open = true;
+        let polled = error_log::fleet_after(cx, after.as_deref(), |bytes| {
+            if open && LogLine::parse(bytes).is_some_and(|l| query.admits(&l, &none)) {
+                open = emit(&mut out, bytes, cx.global.text, &term, chrono::Utc::now());
+            }
+        });
+        if let Some(Some(last)) = polled {
+            after = Some(last);
+        }
+        if !open {
+            return Ok(Outcome::nothing());
+        }
+        std::thread::sleep(FOLLOW_EVERY);
+    }
+}
+
+/// Reads from the end: the records that match, newest first, at most `limit`; how many
+/// records the log holds when none matched (to say so); where its newest line is.
 fn newest(
-    log: &Path,
+    cx: &Context,
+    root: &Path,
     query: &Query,
     limit: Option<usize>,
     end: Option<u64>,
-) -> Result<(Vec<Listed>, u64), Failure> {
+) -> Result<(Vec<Listed>, u64, error_log::Position), Failure> {
     let mut resolved: HashSet<String> = HashSet::new();
     let mut listed = Vec::new();
     let mut in_log = 0u64;
     // A resolution line comes after its record, so reading backwards meets it first.
-    store::read_jsonl_rev_to(log, end, |bytes| {
+    let position = error_log::visit_rev(cx, root, end, |bytes| {
         let Some(l) = LogLine::parse(bytes) else {
             return true;
         };
         if let Some(id) = l.resolves.as_deref() {
-            if l.resolution.as_ref().is_some_and(|r| r.successful()) {
+            // A later resolution closes its record unless it says it did not work: a person's
+            // decision (`--resolve --user-choice B`, `phase decide`) closes it as the
+            // counters do, though it is no success.
+            if !l.resolution.as_ref().is_some_and(|r| r.failed()) {
                 resolved.insert(id.to_string());
             }
             return true;
@@ -248,7 +296,7 @@ fn newest(
         }
         true
     })?;
-    Ok((listed, in_log))
+    Ok((listed, in_log, position))
 }
 
 /// One record as one line of text, or as stored; false when stdout is closed.
@@ -318,7 +366,7 @@ fn table(
                 "no state root at {}: nothing has been recorded there.\nPass --dir or set TRIAGE_DIR to the state root (default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage).",
                 root.display()
             )
-        } else if store::file_len(log).ok().flatten().is_none() {
+        } else if !error_log::local_exists(root) {
             format!(
                 "no error log at {}: no error has been recorded under {} yet.",
                 log.display(),

@@ -7,7 +7,7 @@
 //!   and the probe ticket it was given.
 //! - `PostToolUse`: completes a guarded call (error record, `timeout` past its configured
 //!   timeout, outcome on the breaker with its ticket). A subagent call meets its SubagentStop by
-//!   `agentId` (see `session`): in the background (`async_launched`) it leaves the call for
+//!   `agentId` (see [`crate::session`]): in the background (`async_launched`) it leaves the call for
 //!   SubagentStop; in the foreground it takes SubagentStop's verdict and tells the parent.
 //! - `PostToolUseFailure`: classifies, records the error (once: a subagent SubagentStop already
 //!   recorded is not recorded again), records a breaker failure, and tells the model the
@@ -21,17 +21,20 @@
 //! It never blocks by accident: any failure is traced to `logs/triage.log` (and stderr, which
 //! Claude Code only shows in its debug log) and the hook exits 0 with nothing on stdout.
 
-mod session;
+mod log_tail;
 
+use crate::breaker::calls as breaker;
 use crate::breaker::CallReport;
+use crate::breaker::Outcome as CallOutcome;
 use crate::classify;
-use crate::commands::breaker::{self, Outcome as CallOutcome};
-use crate::commands::{check_output, record_error};
+use crate::commands::check_output;
 use crate::context::{Context, Outcome};
 use crate::error_record::Warning;
 use crate::exit::Failure;
 use crate::hook_io::{Payload, Response};
+use crate::session;
 use crate::vocab::Kind;
+use crate::{error_log, error_record};
 use serde_json::{json, Value};
 
 /// Arguments of `triage hook`.
@@ -393,8 +396,8 @@ fn complete(
         // A success: the agent's failures in this session (its workflow) recorded before this
         // call started are resolved (not those of siblings that ran beside it).
         let by = format!("hook {}", p.event().unwrap_or("PostToolUse"));
-        let started = record_error::started_at(cx, elapsed_ms);
-        record_error::recovered(cx, p.session_id().unwrap_or(""), agent, &by, Some(started));
+        let started = error_log::started_at(cx, elapsed_ms);
+        error_log::recovered(cx, p.session_id().unwrap_or(""), agent, &by, Some(started));
     }
     let mut warnings = Vec::new();
     if let Some((kind, text)) = to_write {
@@ -473,7 +476,7 @@ fn verdict_text(r: &Response) -> String {
 
 fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let policy = cx.policy()?;
-    let (mut rec, object) = record_error::classified_at(&p.0, policy, None, Some(cx.now));
+    let (mut rec, object) = error_record::classified_at(&p.0, policy, None, Some(cx.now));
     object.warnings.iter().for_each(|w| cx.warn(w));
     let guarded = guarded_key(cx, p)?;
     if guarded.is_none() && !policy.thresholds.count_unguarded_tools {
@@ -559,7 +562,7 @@ fn breaker_line(s: &breaker::Status) -> Option<String> {
 
 /// Classifies `input` and records it; returns the thresholds it crossed.
 fn record_failure(cx: &Context, p: &Payload, input: &Value) -> Result<Vec<Warning>, Failure> {
-    let (rec, object) = record_error::classified_at(input, cx.policy()?, None, Some(cx.now));
+    let (rec, object) = error_record::classified_at(input, cx.policy()?, None, Some(cx.now));
     object.warnings.iter().for_each(|w| cx.warn(w));
     store_record(cx, p, rec)
 }
@@ -577,7 +580,7 @@ fn store_record(
     if rec.workflow_id.is_none() {
         rec.workflow_id = rec.session_id.clone();
     }
-    Ok(record_error::record(cx, rec, None)?.warnings)
+    Ok(error_log::record(cx, rec, None)?.warnings)
 }
 
 /// Adds Template 5's warning to the answer for each threshold this session crosses for the
@@ -600,7 +603,7 @@ fn announce(cx: &Context, p: &Payload, warnings: &[Warning], r: &mut Response) {
     if fresh.is_empty() {
         return;
     }
-    let mut text = match session::stability_warning(cx, sid) {
+    let mut text = match log_tail::stability_warning(cx, sid) {
         Ok(t) => t,
         Err(f) => {
             cx.warn(&format!("the stability warning could not be rendered: {f}"));
@@ -632,7 +635,7 @@ fn session_start(cx: &Context, p: &Payload) -> Result<Response, Failure> {
             not_closed.join("\n")
         ));
     }
-    let earlier = session::unresolved_elsewhere(cx, p.session_id())?;
+    let earlier = log_tail::unresolved_elsewhere(cx, p.session_id())?;
     if earlier.count > 0 {
         parts.push(format!(
             "Unresolved errors from earlier sessions of this project: {} ({}). `triage report` summarizes them; `triage record-error --resolve ID` closes one.",

@@ -18,3 +18,4 @@ pub mod run;
 pub mod saga;
 pub mod state_read;
 pub mod state_write;
+pub mod store;

@@ -11,9 +11,9 @@ mod answer;
 mod progress;
 mod runner;
 
-use crate::commands::record_error::{self, Selection};
 use crate::context::{Context, Outcome};
 use crate::duration::Dur;
+use crate::error_log::{self, Selection};
 use crate::error_record::Resolution;
 use crate::exit::{Failure, FailureClass};
 use crate::phase::plan::{self, Format, PhasePlan};
@@ -546,7 +546,7 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
         user_choice: Some(letter.into()),
         ..Resolution::default()
     };
-    let done = record_error::resolve(cx, &sel, resolution)?;
+    let done = error_log::resolve(cx, &sel, resolution)?;
     let skips = matches!(action, "proceed_without" | "manual_input");
     let mut skipped = Vec::new();
     if skips {

@@ -2,19 +2,20 @@
 //! memory; `--template NAME` renders the seeds' escalation texts from it; `report prune` moves
 //! old records to `logs/archive/` under the log's lock, losing nothing (seed 002's retention).
 
-use crate::commands::record_error::log_path;
 use crate::context::{Context, Outcome};
 use crate::duration::Dur;
 use crate::error_log;
+use crate::error_log::log_path;
 use crate::error_record::LogLine;
 use crate::exit::Failure;
 use crate::report::text::{self, Hourly, Source};
+use crate::report::time_flag;
 use crate::report::{Aggregator, By, Filter};
 use crate::store;
 use crate::templates::{self, Rec, TemplateInput, TemplateName};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Arguments of `triage report`.
 #[derive(clap::Args, Debug)]
@@ -92,7 +93,17 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             .map(|s| since(s, cx.now))
             .transpose()?,
     };
-    let log = log_path(&cx.state_root());
+    // With a fleet store the log is the fleet's stream, named by its URL and namespace.
+    let fleet_log = match cx.fleet_config() {
+        Some(Ok(c)) => Some(PathBuf::from(format!(
+            "{} namespace {}",
+            c.target, c.namespace
+        ))),
+        _ => None,
+    };
+    let log = fleet_log
+        .clone()
+        .unwrap_or_else(|| log_path(&cx.state_root()));
     if let Some(name) = args.template {
         return template(name, args, filter, cx);
     }
@@ -102,7 +113,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let policy = cx.policy()?;
     let mut agg = Aggregator::new(filter.clone(), args.by, policy);
     let mut hourly = Hourly::new(cx.now);
-    let stats = error_log::read_all(&cx.state_root(), |line| {
+    let stats = error_log::read_all_in(cx, &cx.state_root(), |line| {
         agg.add_with(line, &mut |l, _, admitted| hourly.observe(l, admitted))
     })?;
     // The reader skips a torn last line without showing it; the aggregator counted the rest.
@@ -123,7 +134,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             root: &root,
             log: &log,
             root_exists: root.is_dir(),
-            log_exists: store::file_len(&log).ok().flatten().is_some(),
+            log_exists: fleet_log.is_some() || error_log::local_exists(&root),
             records_in_log: hourly.records_in_log,
         };
         let term = crate::context::terminal();
@@ -153,33 +164,9 @@ pub fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
     time_flag("--since", text, now)
 }
 
-/// A time flag: a duration back from now, or a time; errors name `flag`.
-pub fn time_flag(flag: &str, text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
-    match Dur::parse(text) {
-        Ok(d) => {
-            return chrono::Duration::from_std(d.0)
-                .ok()
-                .and_then(|d| now.checked_sub_signed(d))
-                .ok_or_else(|| {
-                    Failure::usage(format!("{flag} {text}: reaches before the earliest time"))
-                });
-        }
-        Err(e @ crate::duration::DurError::TooLong(_)) => {
-            return Err(Failure::usage(format!("{flag}: {e}")));
-        }
-        Err(_) => {}
-    }
-    crate::context::parse_now(text).ok_or_else(|| {
-        Failure::usage(format!(
-            "{flag} `{text}` is neither a duration (2h, 30m) nor a time (RFC 3339 or Unix seconds)"
-        ))
-    })
-}
-
-/// Every breaker as its file under `breakers/` holds it now (read, never written); a breaker
-/// that cannot be read is a warning, and the report goes on without it.
-fn breaker_states(cx: &Context) -> Vec<crate::commands::breaker::Status> {
-    crate::commands::breaker::peek_all(cx).unwrap_or_else(|f| {
+/// Every breaker as stored now (read, never written); a breaker that cannot be read is a warning, and the report goes on without it.
+fn breaker_states(cx: &Context) -> Vec<crate::breaker::calls::Status> {
+    crate::breaker::calls::peek_all(cx).unwrap_or_else(|f| {
         cx.warn(&format!("the breakers were not read: {f}"));
         Vec::new()
     })
@@ -187,8 +174,8 @@ fn breaker_states(cx: &Context) -> Vec<crate::commands::breaker::Status> {
 
 /// The breakers that refuse calls or test them: open, half-open and forced open.
 fn not_closed(
-    states: &[crate::commands::breaker::Status],
-) -> impl Iterator<Item = &crate::commands::breaker::Status> {
+    states: &[crate::breaker::calls::Status],
+) -> impl Iterator<Item = &crate::breaker::calls::Status> {
     use crate::breaker::State;
     states
         .iter()
@@ -197,7 +184,7 @@ fn not_closed(
 
 /// A breaker in the report: its state, how often it opened (seed 000: "circuit breaker opens
 /// twice" is a reason to abort), its failures, and when it lets a probe through.
-fn breaker_json(b: &crate::commands::breaker::Status) -> Value {
+fn breaker_json(b: &crate::breaker::calls::Status) -> Value {
     json!({
         "key": b.key, "state": b.state, "opened": b.totals.opened,
         "consecutive_failures": b.consecutive_failures, "half_open_in_s": b.half_open_in_s,
@@ -218,7 +205,7 @@ fn html(
     let policy = cx.policy()?;
     let mut agg = Aggregator::new(filter.clone(), args.by, policy);
     let mut dash = Dashboard::new(policy);
-    let stats = error_log::read_all(&cx.state_root(), |line| {
+    let stats = error_log::read_all_in(cx, &cx.state_root(), |line| {
         agg.add_with(line, &mut |l, raw, admitted| {
             if admitted {
                 dash.observe(l, raw);
@@ -231,10 +218,8 @@ fn html(
     let drawn = dash.finish();
     let root = cx.state_root();
     let mut breakers = Breakers::default();
-    store::read_jsonl(&root.join("logs").join("breaker-events.jsonl"), |b| {
-        breakers.observe_event(b)
-    })?;
-    breakers.now = crate::commands::breaker::peek_all(cx)?
+    crate::breaker::store::events(cx, &root, |b| breakers.observe_event(b))?;
+    breakers.now = crate::breaker::calls::peek_all(cx)?
         .into_iter()
         .map(|s| BreakerNow {
             last_error: s.last_error.as_ref().map(|e| {
@@ -279,7 +264,7 @@ fn template(
     cx: &Context,
 ) -> Result<Outcome, Failure> {
     let mut recs: Vec<Rec> = Vec::new();
-    error_log::read_all(&cx.state_root(), |bytes| match LogLine::parse(bytes) {
+    error_log::read_all_in(cx, &cx.state_root(), |bytes| match LogLine::parse(bytes) {
         Some(l) => {
             if filter.admits(&l) {
                 recs.push(Rec::from_line(&l));
@@ -336,36 +321,18 @@ fn template(
 
 fn prune(older_than: Dur, cx: &Context) -> Result<Outcome, Failure> {
     let root = cx.ensure_root()?;
-    let log = log_path(&root);
-    let archive_dir = root.join("logs").join("archive");
-    store::ensure_dir(&archive_dir)?;
-    let archive = archive_dir.join(format!("errors-{}.jsonl", cx.stamp()));
     let cutoff = chrono::Duration::from_std(older_than.0)
         .ok()
         .and_then(|age| cx.now.checked_sub_signed(age))
         .ok_or_else(|| Failure::usage("--older-than: reaches before the earliest time"))?;
-    let _lock = store::lock(&log, cx.lock_wait())?;
-    let moved = store::move_lines(&log, &archive, |bytes| {
-        LogLine::parse(bytes)
-            .and_then(|l| {
-                l.timestamp
-                    .as_deref()
-                    .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
-            })
-            .is_some_and(|t| t.with_timezone(&Utc) < cutoff)
-    })?;
-    drop(_lock);
-    // The log is another file now: rebuild its counters here, without the lock, rather than
-    // in the next hook.
-    if let Err(f) = error_log::refresh_counters(cx, &root) {
-        cx.warn(&format!(
-            "the counters were not rebuilt after the prune: {f}"
-        ));
+    if crate::fleet::select::configured(cx) {
+        cx.warn("the fleet's log is trimmed by [store] log_max_len, not pruned; pruning only what this host kept in its own files");
     }
+    let moved = error_log::prune(cx, &root, cutoff)?;
     let out = json!({
         "moved": moved.moved,
         "kept": moved.kept,
-        "archive": (moved.moved > 0).then_some(archive),
+        "archive": moved.archive,
         "cutoff": cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     });
     if cx.global.text {

@@ -7,12 +7,12 @@
 //!
 //! Each attempt: the agent's breaker gate, the attempt, then for a failure the classifier's
 //! verdict (which decides retry and delay), a record in the error log and the outcome on the
-//! breaker — all through the other commands' own functions ([`effects`]).
+//! breaker — all through the domain modules the other commands use too ([`effects`]).
 
 mod effects;
 mod text;
 
-use crate::commands::breaker::Outcome as BreakerOutcome;
+use crate::breaker::Outcome as BreakerOutcome;
 use crate::context::{Context, Outcome};
 use crate::duration::Dur;
 use crate::exit::Failure;

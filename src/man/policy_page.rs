@@ -151,6 +151,11 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ),
     ("agents.NAME.output", "max_rejections", "3"),
     ("saga", "compensation_timeout", r#""10m""#),
+    ("store", "url", r#""redis://cache.internal:6379/0""#),
+    ("store", "namespace", r#""research-pipeline""#),
+    ("store", "connect_timeout", r#""50ms""#),
+    ("store", "command_timeout", r#""50ms""#),
+    ("store", "log_max_len", "1000000"),
     ("[classify.rules]", "name", r#""corpus-missing""#),
     (
         "[classify.rules]",
@@ -565,6 +570,7 @@ mod tests {
             "agents.NAME",
             "agents.NAME.output",
             "saga",
+            "store",
             "[classify.rules]",
         ] {
             assert!(names.contains(&want), "{want} in {names:?}");

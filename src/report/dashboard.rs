@@ -276,7 +276,9 @@ impl<'p> Dashboard<'p> {
     /// as stored.
     pub fn observe(&mut self, l: &LogLine, raw: &[u8]) {
         if let Some(id) = l.resolves.as_deref() {
-            if l.resolution.as_ref().is_some_and(|r| r.successful()) {
+            // Closed as the thresholds and `errors --unresolved` see it: by any resolution
+            // that does not say it failed (a person's decision included).
+            if !l.resolution.as_ref().is_some_and(|r| r.failed()) {
                 self.resolved.insert(id.to_string());
             }
             return;
@@ -502,6 +504,15 @@ mod tests {
             &mut d,
             r#"{"resolves":"e9","resolution":{"successful":true}}"#,
         );
+        // A person's decision closes e8 too; a resolution that says it failed leaves e7 open.
+        feed(
+            &mut d,
+            r#"{"resolves":"e8","resolution":{"action_taken":"user_escalation","user_choice":"B"}}"#,
+        );
+        feed(
+            &mut d,
+            r#"{"resolves":"e7","resolution":{"action_taken":"retry","successful":false}}"#,
+        );
         let out = d.finish();
         assert_eq!(out.records, 10);
         assert_eq!(out.agents[0].0, "a");
@@ -509,10 +520,10 @@ mod tests {
         assert_eq!(out.agents[0].2.count, 7);
         assert_eq!(out.kinds[0], ("crash".to_string(), 5));
         assert_eq!(out.texts[0], ("t0".to_string(), 4));
-        assert_eq!(out.unresolved.len(), 9);
+        assert_eq!(out.unresolved.len(), 8);
         assert_eq!(
-            out.unresolved[0].error_id, "e8",
-            "newest first, e9 resolved"
+            out.unresolved[0].error_id, "e7",
+            "newest first, e9 resolved and e8 decided"
         );
         assert_eq!(out.bucket_seconds, 60);
         let total: u64 = out.buckets.iter().map(|b| b.3).sum();

@@ -15,15 +15,135 @@ pub fn bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_triage")))
 }
 
-/// A temp folder to run `triage` in; its state root is `<dir>/.triage`.
+/// A temp folder to run `triage` in; its state root is `<dir>/.triage`. With `store`, every
+/// command gets `TRIAGE_STORE` (the fleet suites run the same scenarios against Redis).
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
+    pub store: Option<String>,
 }
+
+/// The policy a fleet sandbox adds to every `.triage.toml`: timeouts that a loaded machine
+/// racing dozens of processes never reaches (a fallback to files would break what the
+/// scenarios check; the timeouts have their own tests).
+pub const FLEET_POLICY: &str = "\n[store]\nconnect_timeout = \"10s\"\ncommand_timeout = \"10s\"\n";
 
 impl Sandbox {
     pub fn new() -> Sandbox {
         Sandbox {
             dir: tempfile::tempdir().expect("tempdir"),
+            store: None,
+        }
+    }
+
+    /// A sandbox whose commands keep their state in the Redis at `url`.
+    pub fn with_store(url: &str) -> Sandbox {
+        let s = Sandbox {
+            dir: tempfile::tempdir().expect("tempdir"),
+            store: Some(url.to_string()),
+        };
+        s.write(".triage.toml", "");
+        s
+    }
+
+    /// The namespace of this sandbox's keys (its folder's name, as triage escapes it).
+    pub fn namespace(&self) -> String {
+        let name = self.path().file_name().expect("name").to_string_lossy();
+        triage::fleet::escape_namespace(&name)
+    }
+
+    /// The lines of a Redis stream of this sandbox (`breaker-events`, `errors`).
+    pub fn stream(&self, name: &str) -> Vec<String> {
+        let url = self.store.as_ref().expect("a fleet sandbox");
+        let mut con = redis::Client::open(url.as_str())
+            .and_then(|c| c.get_connection())
+            .expect("connect");
+        let key = format!("triage:{{{}}}:{name}", self.namespace());
+        let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+            .arg(key)
+            .arg("-")
+            .arg("+")
+            .query(&mut con)
+            .expect("xrange");
+        entries
+            .into_iter()
+            .flat_map(|(_, fields)| {
+                fields
+                    .into_iter()
+                    .filter(|(k, _)| k == "line")
+                    .map(|(_, v)| v)
+            })
+            .collect()
+    }
+
+    /// The breaker transitions logged, from the file or the fleet's stream. A fleet sandbox
+    /// must never have fallen back to files: no breaker file may exist.
+    pub fn breaker_events(&self) -> Vec<serde_json::Value> {
+        let lines: Vec<String> = if self.store.is_some() {
+            assert!(
+                !self.exists(".triage/breakers"),
+                "a call fell back to the local files: {:?}",
+                std::fs::read_to_string(self.root().join("logs/triage.log")).ok()
+            );
+            self.stream("breaker-events")
+        } else if self.exists(".triage/logs/breaker-events.jsonl") {
+            self.read(".triage/logs/breaker-events.jsonl")
+                .lines()
+                .map(String::from)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        lines
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("an event line"))
+            .collect()
+    }
+
+    /// The error log's lines, from the file or the fleet's stream. A fleet sandbox must never
+    /// have fallen back to files: no local log may exist.
+    pub fn log_lines(&self) -> Vec<serde_json::Value> {
+        let lines: Vec<String> = if self.store.is_some() {
+            assert!(
+                !self.exists(".triage/logs/errors.jsonl"),
+                "a call fell back to the local files: {:?}",
+                std::fs::read_to_string(self.root().join("logs/triage.log")).ok()
+            );
+            self.stream("errors")
+        } else {
+            std::fs::read_to_string(self.root().join("logs/errors.jsonl"))
+                .unwrap_or_default()
+                .lines()
+                .map(String::from)
+                .collect()
+        };
+        lines
+            .iter()
+            .map(|l| serde_json::from_str(l).expect("a log line"))
+            .collect()
+    }
+
+    /// The open failures the counters hold for `session` (`None`: none), from the counters
+    /// file or the fleet's `open:sessions` hash.
+    pub fn session_open(&self, session: &str) -> Option<u64> {
+        match &self.store {
+            Some(url) => {
+                let mut con = redis::Client::open(url.as_str())
+                    .and_then(|c| c.get_connection())
+                    .expect("connect");
+                redis::cmd("HGET")
+                    .arg(format!("triage:{{{}}}:open:sessions", self.namespace()))
+                    .arg(session)
+                    .query(&mut con)
+                    .expect("hget")
+            }
+            None => {
+                let c: serde_json::Value =
+                    serde_json::from_str(&self.read(".triage/logs/errors.counters.json"))
+                        .expect("the counters");
+                c["sessions"]
+                    .get(session)
+                    .map(|n| n.as_u64().expect("a count"))
+            }
         }
     }
 
@@ -41,6 +161,9 @@ impl Sandbox {
         let mut c = Command::new(bin());
         clean_env(&mut c);
         c.current_dir(self.path()).args(args);
+        if let Some(url) = &self.store {
+            c.env("TRIAGE_STORE", url);
+        }
         c
     }
 
@@ -53,6 +176,9 @@ impl Sandbox {
             }
         }
         c.current_dir(self.path()).args(args);
+        if let Some(url) = &self.store {
+            c.env("TRIAGE_STORE", url);
+        }
         c
     }
 
@@ -61,7 +187,14 @@ impl Sandbox {
         if let Some(parent) = p.parent() {
             std::fs::create_dir_all(parent).expect("mkdir");
         }
-        std::fs::write(&p, content).expect("write");
+        let mut bytes = content.as_ref().to_vec();
+        if self.store.is_some()
+            && rel == ".triage.toml"
+            && !bytes.windows(7).any(|w| w == b"[store]")
+        {
+            bytes.extend_from_slice(FLEET_POLICY.as_bytes());
+        }
+        std::fs::write(&p, bytes).expect("write");
         p
     }
 

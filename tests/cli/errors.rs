@@ -197,9 +197,7 @@ fn follow_prints_new_records_as_a_writer_appends_and_survives_a_prune() {
         let root = s.root();
         let times: Vec<String> = (1..=10).map(at).collect();
         std::thread::spawn(move || {
-            let w = Sandbox {
-                dir: tempfile::tempdir().unwrap(),
-            };
+            let w = Sandbox::new();
             times
                 .iter()
                 .map(|t| {
@@ -273,4 +271,35 @@ fn follow_starts_with_the_last_records_oldest_first() {
     assert_eq!(first, want);
     let id = record(&s, "2026-02-04T15:01:00Z", "late");
     assert_eq!(f.next()["error_id"], id.as_str());
+}
+
+/// `--unresolved` lists what the thresholds still count: a person's decision (a resolution
+/// with a choice and no success) closes a record, one that says `--successful false` does not.
+#[test]
+fn unresolved_agrees_with_the_thresholds_on_what_a_decision_closes() {
+    let s = Sandbox::new();
+    let mut recorded = Vec::new();
+    for agent in ["a", "b", "c"] {
+        let out = s
+            .cmd(&["record-error", "--kind", "timeout", "--agent", agent])
+            .args(["--workflow", "w", "--session", "s"])
+            .output()
+            .unwrap();
+        recorded.push(
+            crate::common::json_out(&out)["error_id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    s.cmd(&["record-error", "--resolve", &recorded[0]])
+        .args(["--action-taken", "user_escalation", "--user-choice", "B"])
+        .assert()
+        .success();
+    s.cmd(&["record-error", "--resolve", &recorded[1]])
+        .args(["--action-taken", "retry", "--successful", "false"])
+        .assert()
+        .success();
+    let open = ids(&lines(&s, &["--unresolved"]));
+    assert_eq!(open, vec![recorded[2].clone(), recorded[1].clone()]);
 }

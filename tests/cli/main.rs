@@ -6,6 +6,28 @@
 mod common;
 
 mod breaker;
+mod breaker_files;
+
+/// Where the shared scenarios keep their state: here, the file store.
+mod backend {
+    pub struct Backend {
+        pub sandbox: crate::common::Sandbox,
+    }
+
+    pub fn sandbox() -> Option<Backend> {
+        Some(Backend {
+            sandbox: crate::common::Sandbox::new(),
+        })
+    }
+
+    impl std::ops::Deref for Backend {
+        type Target = crate::common::Sandbox;
+
+        fn deref(&self) -> &crate::common::Sandbox {
+            &self.sandbox
+        }
+    }
+}
 mod check_output;
 mod classify;
 mod config;
@@ -28,6 +50,7 @@ mod release;
 mod report_html;
 mod run;
 mod saga;
+mod seam;
 mod shell;
 mod state;
 mod story;

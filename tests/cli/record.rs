@@ -65,8 +65,8 @@ fn writer_child() {
             "kind": "timeout", "detail": detail, "session_id": format!("s{id}"),
             "agent": format!("w{id}"), "task_id": format!("{id}-{seq}"),
         });
-        let rec = triage::commands::record_error::record_from_input(&input);
-        triage::commands::record_error::record(&cx, rec, None).unwrap();
+        let rec = triage::error_record::record_from_input(&input);
+        triage::error_log::record(&cx, rec, None).unwrap();
     }
 }
 

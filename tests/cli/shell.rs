@@ -845,6 +845,8 @@ fn item5_each_verdict_in_the_readmes_table() {
     // Each case: arguments, stdin, and the verdict's field in the JSON line.
     s.cmd(&["breaker", "trip", "open-one"]).assert().code(0);
     s.write("bad.json", "{");
+    // A fleet's Redis on a port nothing listens on: refused at once.
+    s.write("fleet.toml", "[store]\nurl = \"redis://127.0.0.1:1/0\"\n");
     let cases: &[(&[&str], &str, &str)] = &[
         (
             &["state-write", "s.json", "--require", "x"],
@@ -862,6 +864,11 @@ fn item5_each_verdict_in_the_readmes_table() {
         (&["breaker", "reset", "no-such-key"], "", "ok"),
         (&["saga", "status", "no-such-saga"], "", "ok"),
         (&["report", "--dir", "bad.json"], "", "ok"),
+        (
+            &["--config", "fleet.toml", "store", "status"],
+            "",
+            "reachable",
+        ),
     ];
     for (args, stdin, field) in cases {
         let plain = s.cmd(args).write_stdin(*stdin).output().unwrap();

@@ -3,8 +3,9 @@
 //! denies with seed 000's Template 4 when the call may not go ahead; PostToolUse and
 //! PostToolUseFailure record the outcome for the same key.
 
-use super::{check_in, record_in, template4_reason, Outcome};
+use crate::breaker::calls::{check_in, record_in, template4_reason};
 use crate::breaker::CallReport;
+use crate::breaker::Outcome;
 use crate::exit::Failure;
 use crate::hook_io::{Payload, Response};
 
@@ -41,8 +42,8 @@ pub fn hook(cx: &crate::context::Context, p: &Payload) -> Result<Response, Failu
             record_in(cx, key, session, &report)?;
             // A success: the agent's failures in this session (its workflow) recorded before
             // this call started are resolved (not those of siblings that ran beside it).
-            let started = crate::commands::record_error::started_at(cx, p.duration_ms());
-            crate::commands::record_error::recovered(
+            let started = crate::error_log::started_at(cx, p.duration_ms());
+            crate::error_log::recovered(
                 cx,
                 session.unwrap_or(""),
                 key,

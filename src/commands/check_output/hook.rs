@@ -17,9 +17,10 @@ use crate::breaker::Outcome;
 use crate::context::Context;
 use crate::exit::Failure;
 use crate::hook_io::{Payload, Response};
-use crate::output_check::{Verdict, DEFAULT_MAX_REJECTIONS};
+use crate::output_check::rejections::{bump, counter_path, reset};
+use crate::output_check::{Final, Verdict, DEFAULT_MAX_REJECTIONS};
 use crate::policy::OutputRules;
-use crate::store::{self, Backup};
+use crate::store;
 use crate::transcript::{self, Scan};
 use crate::vocab::{Criticality, Kind};
 use serde_json::{json, Value};
@@ -53,43 +54,6 @@ pub struct Judged {
     pub last: Option<Final>,
     /// The thresholds its record crossed, for the caller to announce.
     pub warnings: Vec<crate::error_record::Warning>,
-}
-
-/// How an agent's call ended, as its breaker and its error log should hear of it.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Final {
-    /// `success`, `failure`, or `ignored` (the output could not be read, or the agent said it
-    /// is BLOCKED: neither is the agent failing).
-    pub outcome: Outcome,
-    /// The failure's kind.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<Kind>,
-    /// What failed, for the breaker's last error and the parent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub detail: Option<String>,
-    /// True when the error record was already written (no second record for one failure).
-    #[serde(default)]
-    pub recorded: bool,
-    /// True when the agent said it is BLOCKED.
-    #[serde(default)]
-    pub blocked: bool,
-    /// True for an optional agent (seed 000): its failure is never blocked.
-    #[serde(default)]
-    pub optional: bool,
-}
-
-impl Final {
-    /// A call that went well.
-    pub fn success() -> Final {
-        Final {
-            outcome: Outcome::Success,
-            kind: None,
-            detail: None,
-            recorded: false,
-            blocked: false,
-            optional: false,
-        }
-    }
 }
 
 /// The stop hook's judgement for a SubagentStop or Stop payload.
@@ -140,7 +104,7 @@ fn stop(
         // which knows when the call started.
         if let (false, Some(a)) = (subagent, agent.as_deref()) {
             let session = payload.session_id().unwrap_or("");
-            crate::commands::record_error::recovered(cx, session, a, "hook Stop", Some(cx.now));
+            crate::error_log::recovered(cx, session, a, "hook Stop", Some(cx.now));
         }
         return Ok(Judged {
             response: Response::default(),
@@ -378,48 +342,6 @@ fn last_text(cx: &Context, path: &Path) -> Result<Option<String>, String> {
     }
 }
 
-fn counter_path(cx: &Context, session: &str, key: &str) -> PathBuf {
-    cx.state_root()
-        .join("rejections")
-        .join(store::escape_key(session))
-        .join(format!("{}.json", store::escape_key(key)))
-}
-
-fn read_count(path: &Path) -> Result<u32, Failure> {
-    Ok(store::read_optional(path)?
-        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .and_then(|v| v.get("count").and_then(Value::as_u64))
-        .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)))
-}
-
-/// One more consecutive rejection, counted under the counter's lock.
-fn bump(cx: &Context, path: &Path, agent: &str) -> Result<u32, Failure> {
-    if let Some(dir) = path.parent() {
-        cx.ensure_root()?;
-        store::ensure_dir(dir)?;
-    }
-    let _lock = store::lock(path, cx.lock_wait())?;
-    let count = read_count(path)?.saturating_add(1);
-    let doc = json!({"agent": agent, "count": count, "updated": cx.now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)});
-    store::replace(path, doc.to_string().as_bytes(), Backup::Skip)?;
-    Ok(count)
-}
-
-/// Back to zero (a passing output, or an agent let go). Nothing is written when it is zero.
-fn reset(cx: &Context, path: &Path) -> Result<(), Failure> {
-    if !path.exists() {
-        return Ok(());
-    }
-    let _lock = store::lock(path, cx.lock_wait())?;
-    if read_count(path)? == 0 {
-        return Ok(());
-    }
-    let doc =
-        json!({"count": 0, "updated": cx.now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)});
-    store::replace(path, doc.to_string().as_bytes(), Backup::Skip)?;
-    Ok(())
-}
-
 /// Appends the `validation_failed` error record (SPEC §5) of an agent let go.
 fn record(
     cx: &Context,
@@ -470,13 +392,13 @@ fn record(
     }
     // Through record-error: a unique error_id, the timestamp, and the threshold counters.
     // A session is its own workflow for the cascade rule, as `triage hook` records it.
-    let mut rec = crate::commands::record_error::record_from_input(&rec);
+    let mut rec = crate::error_record::record_from_input(&rec);
     if rec.workflow_id.is_none() {
         rec.workflow_id = rec.session_id.clone();
     }
-    let recorded = crate::commands::record_error::record(cx, rec, None)?;
+    let recorded = crate::error_log::record(cx, rec, None)?;
     Ok((
-        crate::commands::record_error::log_path(&cx.state_root()),
+        crate::error_log::log_path(&cx.state_root()),
         recorded.warnings,
     ))
 }

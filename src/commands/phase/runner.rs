@@ -9,7 +9,6 @@
 //! items not started yet stay not started. A second signal kills the groups at once.
 
 use super::{progress, Job};
-use crate::commands::record_error;
 use crate::commands::run::{self as run_cmd, Args as RunArgs};
 use crate::context::Context;
 use crate::exit::Failure;
@@ -467,13 +466,13 @@ fn record_unrun(job: &Job, e: &mut crate::phase::ItemEntry, kind: &str, why: &st
         return;
     };
     let input = json!({ "kind": kind, "message": why });
-    let mut rec = record_error::classified_record(&input, policy, Some(0));
+    let mut rec = crate::error_record::classified_record(&input, policy, Some(0));
     rec.session_id = job.session.map(str::to_string);
     rec.workflow_id = Some(job.workflow.to_string());
     rec.phase = Some(crate::error_record::Phase::parse(job.phase));
     rec.agent = Some(e.agent.clone());
     rec.task_id = Some(e.id.clone());
-    match record_error::record(job.cx, rec, Some(job.plan.items.len() as u32)) {
+    match crate::error_log::record(job.cx, rec, Some(job.plan.items.len() as u32)) {
         Ok(done) => e.error_ids.push(done.record.error_id),
         Err(f) => job.cx.warn(&format!(
             "could not record item `{}` in the error log: {f}",

@@ -1,16 +1,18 @@
-//! `triage run`'s calls into the other commands, in-process: the breaker gate before each
-//! attempt and the outcome after it (`breaker`'s `check_in`/`record_in`, under the breaker's
-//! lock), the classifier's verdict on a failure, the error log (`record-error`'s `record`, under
-//! the log's lock, counters included) and the output check of `--until-output-ok`
+//! `triage run`'s effects, in-process: the breaker gate before each attempt and the outcome
+//! after it ([`crate::breaker::calls`]'s `check_in`/`record_in`, under the breaker's
+//! exclusion), the classifier's verdict on a failure, the error log ([`crate::error_log`]'s
+//! `record`, counters included) and the output check of `--until-output-ok`
 //! (`check-output`'s `judge`). The breaker and the log are best effort: when they cannot be
 //! used, `run` warns and goes on, like the commands themselves (SPEC §2).
 
 use super::Args;
+use crate::breaker::calls::{self as breaker, template4_reason};
 use crate::breaker::CallReport;
+use crate::breaker::Outcome;
 use crate::classify::{self, ErrorObject, Overrides};
-use crate::commands::breaker::{self, template4_reason, Outcome};
-use crate::commands::{check_output, record_error};
+use crate::commands::check_output;
 use crate::context::Context;
+use crate::error_log;
 use crate::error_record::{ErrorRecord, Phase, Warning};
 use crate::exit::Failure;
 use crate::policy::OutputRules;
@@ -250,7 +252,7 @@ pub fn record_failure(
         .phase
         .as_deref()
         .and_then(|p| cx.policy().ok()?.phase(p)?.size);
-    match record_error::record(cx, rec, size) {
+    match error_log::record(cx, rec, size) {
         Ok(done) => {
             for w in &done.warnings {
                 cx.warn(&w.message);
@@ -280,7 +282,7 @@ pub fn recovered(
         .as_deref()
         .or(args.session.as_deref())
         .unwrap_or("");
-    record_error::recovered(cx, scope, unit, "run", Some(started))
+    error_log::recovered(cx, scope, unit, "run", Some(started))
 }
 
 /// The error object of an interrupt that came while waiting to retry.

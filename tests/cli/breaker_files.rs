@@ -1,0 +1,109 @@
+//! `breaker` on the file store only: its files and locks (the scenarios both backends share
+//! are in `breaker.rs`; the fleet's own faults in `tests/fleet`).
+
+use crate::breaker::{at, open_it, run, T0};
+use crate::common::{json_out, Sandbox};
+use serde_json::Value;
+
+#[test]
+fn keys_never_name_a_path_outside_the_state_root() {
+    let s = Sandbox::new();
+    for key in [
+        "../../escape",
+        "/etc/passwd",
+        ".",
+        "..",
+        "Agent:researcher",
+        "a/b",
+        "",
+    ] {
+        run(&s, T0, &["record", key, "--outcome", "failure"]);
+        assert_eq!(run(&s, T0, &["status", key])["breakers"][0]["key"], key);
+    }
+    assert!(
+        !s.path().join("escape").exists()
+            && !s.path().parent().unwrap().join("escape.json").exists()
+    );
+    let names: Vec<String> = std::fs::read_dir(s.root().join("breakers"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    assert_eq!(names.len(), 7, "{names:?}");
+    assert_eq!(
+        run(&s, T0, &["status"])["breakers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        7
+    );
+}
+
+#[test]
+fn a_corrupt_or_unreadable_state_fails_open_and_is_rebuilt() {
+    let s = Sandbox::new();
+    open_it(&s, "k");
+    s.write(
+        ".triage/breakers/k.json",
+        "{\"state\": \"open\", \"generation\": ",
+    );
+    let out = s
+        .cmd(&["breaker", "-e", "check", "k"])
+        .env("TRIAGE_NOW", at(T0))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json_out(&out)["allowed"], true);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("triage breaker: warning: breaker `k` state was unusable"),
+        "{err}"
+    );
+    let rebuilt: Value = serde_json::from_str(&s.read(".triage/breakers/k.json")).unwrap();
+    assert_eq!(rebuilt["state"], "closed");
+    assert!(std::fs::read_dir(s.root().join("breakers"))
+        .unwrap()
+        .flatten()
+        .any(|e| e
+            .file_name()
+            .to_string_lossy()
+            .starts_with("k.json.corrupt-")));
+
+    // A state that cannot be read at all (a folder in its place) is moved aside too.
+    std::fs::remove_file(s.root().join("breakers/k.json")).unwrap();
+    std::fs::create_dir(s.root().join("breakers/k.json")).unwrap();
+    let v = run(&s, T0, &["check", "k"]);
+    assert_eq!(v["allowed"], true);
+    assert!(s.root().join("breakers/k.json").is_file());
+}
+
+#[test]
+fn a_held_lock_fails_open_unless_strict() {
+    let s = Sandbox::new();
+    open_it(&s, "k");
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .open(s.root().join("breakers/k.json.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let out = s
+        .cmd(&["breaker", "-e", "check", "k"])
+        .env("TRIAGE_LOCK_TIMEOUT", "50ms")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v = json_out(&out);
+    assert_eq!(
+        (v["allowed"].as_bool(), v["reason"].as_str()),
+        (Some(true), Some("unavailable"))
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("allowing the call"));
+    let out = s
+        .cmd(&["breaker", "--strict", "check", "k"])
+        .env("TRIAGE_LOCK_TIMEOUT", "50ms")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(75));
+    drop(lock);
+}

@@ -1,0 +1,107 @@
+//! Leases and forced-open periods run by the fleet's server clock (`TIME`), not the host's: a
+//! host whose clock is a day behind (libfaketime on the `triage` process; Redis keeps the
+//! real time) trips a breaker for a minute and takes a half-open probe, and another host with
+//! the right time sees both still in force.
+
+use crate::common::{json_out, Sandbox};
+use crate::server::Server;
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// libfaketime's preload library, or `None` (after saying why) when the test should skip.
+fn faketime() -> Option<PathBuf> {
+    let found = [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/faketime/libfaketime.so.1",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.is_file());
+    if found.is_none() {
+        let require = std::env::var("TRIAGE_REQUIRE_FAKETIME").is_ok_and(|v| v == "1");
+        assert!(
+            !require,
+            "TRIAGE_REQUIRE_FAKETIME=1 but libfaketime is not installed"
+        );
+        eprintln!(
+            "skipped: libfaketime is not installed (apt-get install faketime; .ci/run does), so no host clock can be skewed"
+        );
+    }
+    found
+}
+
+/// One namespace for both hosts, timeouts a loaded machine never reaches, one probe at a time
+/// with a five-minute lease.
+const POLICY: &str = "[store]\nnamespace = \"clock\"\nconnect_timeout = \"10s\"\ncommand_timeout = \"10s\"\n\n[breaker]\nhalf_open_probes = 1\nprobe_ttl = \"5m\"\n";
+
+/// `triage breaker ARGS` on a host whose clock is `skew` off (`-1d`), or right (`None`); no
+/// `TRIAGE_NOW`, so the fleet's clock decides. Exit 0 required; its JSON.
+fn breaker(s: &Sandbox, lib: &PathBuf, skew: Option<&str>, args: &[&str]) -> Value {
+    let mut a = vec!["breaker"];
+    a.extend_from_slice(args);
+    let mut c = s.cmd(&a);
+    if let Some(skew) = skew {
+        c.env("LD_PRELOAD", lib).env("FAKETIME", skew);
+    }
+    let out = c.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    json_out(&out)
+}
+
+#[test]
+fn a_host_a_day_behind_trips_and_takes_a_probe_by_the_fleets_clock() {
+    let Some(lib) = faketime() else {
+        return;
+    };
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let behind = Sandbox::with_store(&server.url());
+    // The same project (namespace) on a host with the right time.
+    let right = Sandbox::with_store(&server.url());
+    behind.write(".triage.toml", POLICY);
+    right.write(".triage.toml", POLICY);
+    // The skew reaches the process: its own clock is a day behind.
+    let d = behind
+        .cmd(&["record-error", "--kind", "timeout"])
+        .env("LD_PRELOAD", &lib)
+        .env("FAKETIME", "-1d")
+        .env("TRIAGE_STORE", "file")
+        .output()
+        .unwrap();
+    let stamp = json_out(&d)["timestamp"].as_str().unwrap().to_string();
+    let host = chrono::DateTime::parse_from_rfc3339(&stamp).unwrap();
+    let lag = chrono::Utc::now().signed_duration_since(host);
+    assert!(
+        lag.num_hours() >= 23,
+        "the host's clock is not skewed: {stamp}"
+    );
+
+    // Tripped for a minute by the late host: forced open for a minute on every host. By the
+    // host's clock it would have ended a day ago.
+    breaker(&behind, &lib, Some("-1d"), &["trip", "k", "--for", "60s"]);
+    let c = breaker(&right, &lib, None, &["check", "k"]);
+    assert_eq!(c["allowed"], false, "{c}");
+    assert_eq!(c["reason"], "forced_open", "{c}");
+    let s = breaker(&behind, &lib, Some("-1d"), &["status", "k"]);
+    assert_eq!(s["breakers"][0]["state"], "forced_open", "{s}");
+
+    // Half-open: the late host takes the probe; its lease runs 5 minutes by the fleet's
+    // clock, so the other host is refused a second one (by the host's clock the lease would
+    // have expired a day ago).
+    breaker(&right, &lib, None, &["half-open", "k"]);
+    let p = breaker(&behind, &lib, Some("-1d"), &["check", "k"]);
+    assert_eq!(p["reason"], "probe_granted", "{p}");
+    let q = breaker(&right, &lib, None, &["check", "k"]);
+    assert_eq!(q["allowed"], false, "one probe at a time: {q}");
+    assert!(
+        !behind.exists(".triage/breakers") && !right.exists(".triage/breakers"),
+        "nothing fell back to the files"
+    );
+}

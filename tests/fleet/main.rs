@@ -1,0 +1,56 @@
+//! The fleet backend against a real `redis-server` (see `server`): one server per test,
+//! started on a free port and stopped at the end.
+//!
+//! - `remote`: the scripts themselves, through the library;
+//! - `breaker`: every breaker scenario of the file store's suite (`tests/cli/breaker.rs`,
+//!   included as it is), run here with `TRIAGE_STORE` pointing at the test's Redis;
+//! - `counts`: the file store's suite of the counters' rules (`tests/cli/counts.rs`: open
+//!   failures per session and unit, resolutions by selection, `recovered_by_retry`,
+//!   interrupts counted nowhere), likewise run against the test's Redis;
+//! - `hosts`: hosts with separate state roots racing on one Redis, as processes;
+//! - `clock`: a host whose clock is wrong, by libfaketime: the server's clock decides;
+//! - `faults`: Redis stopped, restarted or silent mid-run;
+//! - `operator`: `triage store migrate` and `triage store status`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "../cli/common.rs"]
+mod common;
+
+#[path = "../cli/breaker.rs"]
+mod breaker;
+
+#[path = "../cli/counts.rs"]
+mod counts;
+
+mod clock;
+mod faults;
+mod hosts;
+mod operator;
+mod remote;
+mod server;
+
+/// Where the shared scenarios keep their state: here, a Redis of the test's own.
+mod backend {
+    pub struct Backend {
+        pub sandbox: crate::common::Sandbox,
+        /// Stopped when the scenario ends.
+        _server: crate::server::Server,
+    }
+
+    pub fn sandbox() -> Option<Backend> {
+        let server = crate::server::Server::start()?;
+        Some(Backend {
+            sandbox: crate::common::Sandbox::with_store(&server.url()),
+            _server: server,
+        })
+    }
+
+    impl std::ops::Deref for Backend {
+        type Target = crate::common::Sandbox;
+
+        fn deref(&self) -> &crate::common::Sandbox {
+            &self.sandbox
+        }
+    }
+}
