@@ -146,12 +146,15 @@ def run_single(x, case, cfg):
     samples = {id(v): [] for v, _, _, _ in live}
     cpu = {id(v): [] for v, _, _, _ in live}
     bad = {id(v): 0 for v, _, _, _ in live}
-    for _ in range(cfg.warmup):
+    # A case of long calls (a whole phase) asks for fewer runs; --runs and --smoke still rule.
+    runs = cfg.runs if cfg.smoke or cfg.runs_given else case.opts.get("runs", cfg.runs)
+    warmup = cfg.warmup if cfg.smoke else case.opts.get("warmup", cfg.warmup)
+    for _ in range(warmup):
         for v, root, env, _ in live:
             os.chdir(root)
             measure.time_once(v.argv, env, v.stdin)
     order = list(live)
-    for _ in range(cfg.runs):
+    for _ in range(runs):
         random.shuffle(order)  # interleaved, so drift in machine load hits every variant alike
         for v, root, env, _ in order:
             os.chdir(root)
@@ -171,7 +174,9 @@ def run_single(x, case, cfg):
         if e.get("median_ms") is not None:
             e["ratio"] = e["median_ms"] / tri["median_ms"]
     res["status"] = "measured"
-    res["runs"] = "%d runs after %d warm-up, interleaved" % (cfg.runs, cfg.warmup)
+    res["runs"] = "%d runs after %d warm-up, interleaved" % (runs, warmup)
+    if "target_ratio" in case.opts:
+        res["target_ratio"] = case.opts["target_ratio"]
     return res
 
 
@@ -332,6 +337,13 @@ def targets(results):
                 continue
             by = {e["role"]: e for e in c["variants"] if e.get("median_ms") is not None}
             tri, floor, bash = by["triage"], by.get("floor"), by.get("bash")
+            if c.get("target_ratio") and bash:
+                # An overhead target: triage within this many times the bash script's wall time.
+                r = tri["median_ms"] / bash["median_ms"]
+                add("%s within %g× of %s" % (c["id"], c["target_ratio"], bash["name"]),
+                    "PASS" if r <= c["target_ratio"] else "MISS",
+                    "%.2f× (%s vs %s)" % (r, report.fmt_ms(tri["median_ms"]), report.fmt_ms(bash["median_ms"])))
+                continue
             if floor:
                 for e in c["variants"]:
                     if e["role"] not in ("triage", "compare") or e.get("median_ms") is None:
@@ -412,6 +424,7 @@ class Config:
     def __init__(self, args):
         self.smoke = args.smoke
         self.runs = args.runs or (5 if args.smoke else 150)
+        self.runs_given = args.runs is not None
         self.warmup = 2 if args.smoke else 15
         self.per_writer = 5 if args.smoke else 25
         self.reps = 1 if args.smoke else 3

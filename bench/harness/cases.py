@@ -60,6 +60,16 @@ def state_file(doc):
     return setup
 
 
+def phase_plan(n):
+    """A setup that writes plan.toml: n items of /bin/true (`true` exec'd, as bash execs it)."""
+    def setup(root):
+        with open(root + "/plan.toml", "w") as f:
+            f.write('name = "bench"\n')
+            for i in range(n):
+                f.write('\n[[items]]\nid = "item-%02d"\ncommand = ["/bin/true"]\n' % i)
+    return setup
+
+
 def single_cases(x):
     """x: the environment (paths of the binary, baselines, inputs, interpreters)."""
     t, b, i = x.triage, x.baselines, x.inputs
@@ -130,6 +140,18 @@ def single_cases(x):
              + [Variant("bash+jq+flock state-update.sh", "bash",
                         [bash, b + "/state-update.sh", "st.json", ".n += 1"], None,
                         setup=state_file({"n": 0}))]),
+        # Issue 19: phase run's overhead over the same fan-out in bash, held to 2× its wall time.
+        # Each triage run re-runs the decided phase: same manifest, breakers and output files,
+        # as a workflow that runs the phase again.
+        Case("phase-x32", "phase run: 32 items of /bin/true, against bash & and wait", "phase",
+             runs=60, warmup=5, target_ratio=2.0,
+             variants=[Variant("triage phase run", "triage",
+                               [t, "phase", "run", "plan.toml", "--workflow", "bench", "--phase", "1"],
+                               None, want(lambda v: v["decision"] == "proceed"
+                                          and v["counts"]["complete"] == 32, "32 complete, proceed"),
+                               setup=phase_plan(32)),
+                       Variant("bash & + wait phase.sh", "bash", [bash, b + "/phase.sh", "32"], None,
+                               want(lambda v: v["failed"] == 0, "failed: 0"))]),
     ]
 
 

@@ -338,7 +338,7 @@ mod files {
             })?;
             bytes.push(b'\n');
             // Atomic, not durable (SPEC §6): no fsync on every hook call's path.
-            store::replace_unsynced(&path, &bytes)?;
+            store::replace_unsynced(&path, &bytes, store::Backup::Skip)?;
         }
         log_transitions(cx, &b, &transitions);
         Ok(out)

@@ -8,6 +8,7 @@
 //! runner that died — `resume` re-checks its items instead of trusting that word.
 
 mod answer;
+mod progress;
 mod runner;
 
 use crate::context::{Context, Outcome};
@@ -345,8 +346,11 @@ fn go(
     m.runner_pid = Some(std::process::id());
     m.status = PhaseStatus::Running;
     m.updated_at = job.stamp();
-    // The first write must work: without a manifest, an interrupt would lose the phase.
-    write_manifest(path, m)?;
+    // The runner's first write (items filed as running) must work; with nothing to run, this
+    // one must.
+    if todo.is_empty() {
+        write_manifest(path, m)?;
+    }
     let ran = runner::run(&job, m, todo)?;
     let d = core::decide(&m.items, abort_ratio, plan.mandatory);
     m.runner_pid = None;
@@ -461,10 +465,21 @@ fn read_manifest(path: &Path) -> Result<Option<Manifest>, Failure> {
 /// Writes the manifest atomically (temp file, fsync, rename, previous version as `.bak`).
 /// The caller holds its lock.
 pub fn write_manifest(path: &Path, m: &Manifest) -> Result<(), Failure> {
+    write_manifest_as(path, m, true)
+}
+
+/// [`write_manifest`]; `durable: false` leaves out the folder's fsync (the file itself is
+/// fsynced, so never torn): for the writes while items run, whose loss to a power cut only
+/// means `resume` runs again what they had filed as ended.
+pub fn write_manifest_as(path: &Path, m: &Manifest, durable: bool) -> Result<(), Failure> {
     let mut bytes = serde_json::to_vec_pretty(m)
         .map_err(|e| Failure::data(format!("cannot serialize the manifest: {e}")))?;
     bytes.push(b'\n');
-    store::replace(path, &bytes, Backup::Keep)?;
+    if durable {
+        store::replace(path, &bytes, Backup::Keep)?;
+    } else {
+        store::replace_deferred(path, &bytes, Backup::Keep)?;
+    }
     Ok(())
 }
 

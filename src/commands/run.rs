@@ -247,6 +247,8 @@ pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value
             cwd: wiring.cwd,
             stderr_to: wiring.stderr_to,
             on_spawn: wiring.on_spawn,
+            // A caller that takes the final stdout (a phase) reads it whole: keep it in memory.
+            in_memory: wiring.stdout.is_some(),
         };
         let attempt = child::run(&spec, interrupts)
             .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;

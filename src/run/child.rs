@@ -109,6 +109,10 @@ pub struct Spec<'a> {
     pub stderr_to: Option<&'a File>,
     /// Told the process id (its group's id) once it started.
     pub on_spawn: Option<&'a (dyn Fn(u32) + Sync)>,
+    /// Capture stdout in memory (a memfd) rather than a temp file on disk: for a caller that
+    /// reads the output whole anyway (a phase's item), a file on disk only adds an inode to
+    /// allocate and free through the journal.
+    pub in_memory: bool,
 }
 
 /// One attempt's result.
@@ -126,9 +130,21 @@ pub struct Attempt {
 /// Runs one attempt. `Err` only when the stdout temp file cannot be made.
 pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
     let started = Instant::now();
-    let stdout = tempfile::tempfile()?;
+    let stdout = if spec.in_memory {
+        scratch()?
+    } else {
+        tempfile::tempfile()?
+    };
     let Some((program, args)) = spec.command.split_first() else {
         return Ok(cannot_run(127, "no command given".into(), stdout, started));
+    };
+    // A stderr that goes to a file anyway (a phase's item) is given the file itself: no pipe,
+    // no thread to copy it; its tail is read back from where this attempt began writing.
+    let direct = spec.in_memory.then_some(spec.stderr_to).flatten();
+    let stderr_from = direct.and_then(|f| stream_position(f).ok());
+    let stderr = match direct {
+        Some(f) => Stdio::from(f.try_clone()?),
+        None => Stdio::piped(),
     };
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -139,7 +155,7 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
             Stdio::null()
         })
         .stdout(Stdio::from(stdout.try_clone()?))
-        .stderr(Stdio::piped())
+        .stderr(stderr)
         .envs(spec.env.iter().map(|(k, v)| (k, v)));
     if let Some(dir) = spec.cwd {
         cmd.current_dir(dir);
@@ -188,20 +204,42 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
             let _ = tail_tx.send(tail);
         });
     }
-    let (done_tx, done_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done_tx.send(child.wait());
-    });
 
     let deadline = spec.timeout.map(|t| started + t);
     let mut watch = Watch::default();
-    let status = loop {
-        match done_rx.recv_timeout(POLL) {
-            Ok(s) => break s.ok(),
-            Err(mpsc::RecvTimeoutError::Disconnected) => break None,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+    // The child's pidfd becomes readable when it exits: wait on it, waking every POLL for the
+    // timeout and the signals, with no thread of its own. Kernels without pidfds get one.
+    let status = match rustix::process::pidfd_open(group, rustix::process::PidfdFlags::empty()) {
+        Ok(pidfd) => {
+            let every = rustix::event::Timespec {
+                tv_sec: 0,
+                tv_nsec: i64::try_from(POLL.as_nanos()).unwrap_or(10_000_000),
+            };
+            loop {
+                let mut fds = [rustix::event::PollFd::new(
+                    &pidfd,
+                    rustix::event::PollFlags::IN,
+                )];
+                if rustix::event::poll(&mut fds, Some(&every)).unwrap_or(0) > 0 {
+                    break child.wait().ok();
+                }
+                watch.tick(group, deadline, spec, interrupts);
+            }
         }
-        watch.tick(group, deadline, spec, interrupts);
+        Err(_) => {
+            let (done_tx, done_rx) = mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = done_tx.send(child.wait());
+            });
+            loop {
+                match done_rx.recv_timeout(POLL) {
+                    Ok(s) => break s.ok(),
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                }
+                watch.tick(group, deadline, spec, interrupts);
+            }
+        }
     };
     // The leader is gone; members it left behind after a timeout or interrupt are not.
     while (watch.timed_out || watch.interrupted.is_some())
@@ -212,9 +250,12 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
         watch.tick(group, deadline, spec, interrupts);
     }
     // A background process may keep stderr open: take the tail without waiting for it.
-    let stderr_tail = tail_rx
-        .recv_timeout(Duration::from_millis(200))
-        .unwrap_or_default();
+    let stderr_tail = match (direct, stderr_from) {
+        (Some(f), Some(from)) => read_tail(f, from).unwrap_or_default(),
+        _ => tail_rx
+            .recv_timeout(Duration::from_millis(200))
+            .unwrap_or_default(),
+    };
     let end = match (watch.interrupted, watch.timed_out, status) {
         (Some(sig), _, _) => End::Interrupted(sig),
         (None, true, _) => End::TimedOut {
@@ -238,6 +279,37 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
 }
 
 /// The state of the waiting loop: what was sent to the group and when SIGKILL is due.
+/// Where `f` ends (its length: the file is only appended to).
+fn stream_position(f: &File) -> io::Result<u64> {
+    Ok(f.metadata()?.len())
+}
+
+/// The last TAIL bytes written to `f` since `from`, read without moving its offset (a member
+/// of the group left behind may still be writing through it).
+fn read_tail(f: &File, from: u64) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let end = stream_position(f)?;
+    let start = from.max(end.saturating_sub(TAIL as u64));
+    let mut tail = vec![0; usize::try_from(end - start).unwrap_or(0)];
+    let mut got = 0;
+    while got < tail.len() {
+        match f.read_at(&mut tail[got..], start + got as u64)? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    tail.truncate(got);
+    Ok(tail)
+}
+
+/// An anonymous file in memory (memfd), else a temp file where memfds are not available.
+pub fn scratch() -> io::Result<File> {
+    match rustix::fs::memfd_create("triage-scratch", rustix::fs::MemfdFlags::CLOEXEC) {
+        Ok(fd) => Ok(File::from(fd)),
+        Err(_) => tempfile::tempfile(),
+    }
+}
+
 #[derive(Default)]
 struct Watch {
     timed_out: bool,

@@ -1005,18 +1005,50 @@ fn remove_temps_in(dir: &Dir, name: &OsStr) {
 /// is kept (a new file is 0600). On any failure before the rename, the target and its `.bak`
 /// are as they were. A target that is a link, a folder or a FIFO is refused.
 pub fn replace(target: &Path, bytes: &[u8], backup: Backup) -> Result<Replaced> {
-    replace_as(target, bytes, backup, true)
+    replace_in(target, bytes, backup, Durability::Full)
 }
 
-/// [`replace`] without either fsync, for state SPEC §6 asks to be replaced atomically but not
-/// durably (breaker states, like the error log's appends): a reader still sees the old bytes
-/// or the new ones, and a power cut may lose the last update — which costs a hook call far
-/// less than two fsyncs on its critical path cost every call. The caller holds the lock.
-pub fn replace_unsynced(target: &Path, bytes: &[u8]) -> Result<Replaced> {
-    replace_as(target, bytes, Backup::Skip, false)
+/// [`replace`] without the folder's fsync: the file is written and fsynced before the rename,
+/// so it is never seen torn, but after a power loss the folder may still name the previous
+/// version. For a caller that fsyncs the folder once for many files with [`sync_dir`] before
+/// anything that names them is made durable.
+pub fn replace_deferred(target: &Path, bytes: &[u8], backup: Backup) -> Result<Replaced> {
+    replace_in(target, bytes, backup, Durability::DirLater)
 }
 
-fn replace_as(target: &Path, bytes: &[u8], backup: Backup, durable: bool) -> Result<Replaced> {
+/// [`replace`] with no fsync at all: as atomic as a rename is for every other process, but a
+/// power loss may keep the previous version, or (on a filesystem that does not order a
+/// rename after the data it names) leave the file torn. Only for a version whose loss is
+/// harmless, read by a reader that rebuilds a torn file.
+pub fn replace_unsynced(target: &Path, bytes: &[u8], backup: Backup) -> Result<Replaced> {
+    replace_in(target, bytes, backup, Durability::None)
+}
+
+/// Fsyncs a folder: the renames [`replace_deferred`] made in it become durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    match open_dir(dir, false)? {
+        Some(d) => d.sync(),
+        None => Ok(()),
+    }
+}
+
+/// How much of [`replace`]'s durability a write asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    /// The file, then the folder.
+    Full,
+    /// The file; the caller fsyncs the folder.
+    DirLater,
+    /// Neither.
+    None,
+}
+
+fn replace_in(
+    target: &Path,
+    bytes: &[u8],
+    backup: Backup,
+    durability: Durability,
+) -> Result<Replaced> {
     let (dir, name) = locate_for_write(target)?;
     let old_mode = dir.expect_file(&name)?;
     remove_temps_in(&dir, &name);
@@ -1033,7 +1065,9 @@ fn replace_as(target: &Path, bytes: &[u8], backup: Backup, durable: bool) -> Res
         )?;
         step("cannot write", file.write_all(bytes))?;
         step("cannot write", fault::at("after-temp-write"))?;
-        if durable {
+        // An empty file has no data to flush: its inode is made in the same journal
+        // transaction as its name, which the folder's fsync makes durable.
+        if durability != Durability::None && !bytes.is_empty() {
             step(
                 "cannot fsync",
                 fault::at("fsync").and_then(|()| file.sync_all()),
@@ -1059,7 +1093,7 @@ fn replace_as(target: &Path, bytes: &[u8], backup: Backup, durable: bool) -> Res
             return Err(e);
         }
     };
-    if durable {
+    if durability == Durability::Full {
         fault::at("before-dir-fsync")
             .map_err(|e| StoreError::io("cannot fsync folder", dir.path(), e))?;
         dir.sync()?;

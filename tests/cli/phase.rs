@@ -174,6 +174,31 @@ Recommendation: Resolve statistician-consultant first: the workflow is not compl
         })
         .collect();
     seen.sort();
+    // Each attempt's own stderr, kept in its record (the second attempt's tail holds only its
+    // own line), and classified: the reset connection is a network error.
+    let tails = |agent: &str| -> Vec<(String, String)> {
+        recs.iter()
+            .filter(|r| r["agent"] == agent)
+            .map(|r| {
+                (
+                    r["kind"].as_str().unwrap().to_string(),
+                    r["context"]["stderr_tail"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let stats = (
+        "tool_failure".to_string(),
+        "no statistics today".to_string(),
+    );
+    assert_eq!(tails("statistician-consultant"), [stats.clone(), stats]);
+    assert_eq!(
+        tails("programmer-consultant"),
+        [(
+            "network_error".to_string(),
+            "connection reset by peer".to_string()
+        )]
+    );
     assert_eq!(
         seen,
         [
@@ -790,4 +815,95 @@ fn the_example_phase_runs_with_its_stub_agents() {
     assert!(std::fs::read_to_string(s.path().join(out))
         .unwrap()
         .starts_with("## statistician guidance"));
+}
+
+/// `phase run` of `plan` through util-linux `script(1)`, so its stderr is a terminal (stdout
+/// goes to `answer.json`): what the terminal showed, or None where `script` cannot run.
+fn on_a_terminal(s: &Sandbox, env: &[(&str, &str)]) -> Option<String> {
+    let probe = std::process::Command::new("script")
+        .args(["-qec", "true", "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: util-linux `script` is not here to give the command a terminal");
+        return None;
+    }
+    // Each run starts from closed breakers (the failing item's opens after its 2 failures).
+    let _ = std::fs::remove_dir_all(s.root().join("breakers"));
+    let line = format!(
+        "'{}' phase run plan.toml --workflow w --phase 1 --fresh > answer.json",
+        crate::common::bin().display()
+    );
+    let mut c = std::process::Command::new("script");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") || k == "NO_COLOR" {
+            c.env_remove(k);
+        }
+    }
+    let out = c
+        .args(["-qec", &line, "/dev/null"])
+        .env("SHELL", "/bin/sh")
+        .env("TERM", "xterm")
+        .envs(env.iter().copied())
+        .current_dir(s.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let answer: Value = serde_json::from_str(&s.read("answer.json")).unwrap();
+    assert_eq!(answer["counts"]["complete"], 1, "{answer:#}");
+    Some(String::from_utf8_lossy(&out.stdout).replace('\r', ""))
+}
+
+#[test]
+fn a_terminal_gets_a_live_line_per_item_and_a_pipe_gets_none() {
+    let s = sandbox();
+    let plan = r#"
+[[items]]
+id = "quick-one"
+command = "echo done"
+[[items]]
+id = "broken"
+command = "exit 3"
+criticality = "optional"
+"#;
+    // Piped: the answer on stdout, nothing at all on stderr.
+    let (code, doc, stderr) = run_phase(&s, plan, "w", "1");
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(stderr, "", "progress went to a pipe");
+    let Some(tty) = on_a_terminal(&s, &[]) else {
+        return;
+    };
+    // Drawn as the items start, redrawn in place (cursor up, clear) as they change.
+    assert!(tty.contains("quick-one  \x1b[1mrunning\x1b[0m"), "{tty:?}");
+    assert!(tty.contains("\x1b[2A\x1b[J"), "{tty:?}");
+    // The last drawing: each item's final state, its attempt and its time.
+    let last = tty.rsplit("\x1b[J").next().unwrap();
+    let rows: Vec<&str> = last.lines().collect();
+    assert_eq!(rows.len(), 2, "{tty:?}");
+    assert!(
+        rows[0].starts_with("quick-one  \x1b[32mcomplete\x1b[0m     attempt 1   ")
+            && rows[0].ends_with('s'),
+        "{rows:?}"
+    );
+    assert!(
+        rows[1].starts_with("broken     \x1b[1;31mfailed\x1b[0m       attempt 2   "),
+        "{rows:?}"
+    );
+    // NO_COLOR: the same lines without colour. TERM=dumb: no cursor movement, a new line
+    // for each change instead.
+    let plain = on_a_terminal(&s, &[("NO_COLOR", "1")]).unwrap();
+    assert!(
+        plain.contains("quick-one  complete     attempt 1"),
+        "{plain:?}"
+    );
+    assert!(!plain.contains("\x1b[1"), "{plain:?}");
+    let dumb = on_a_terminal(&s, &[("TERM", "dumb")]).unwrap();
+    assert!(!dumb.contains('\x1b'), "{dumb:?}");
+    let dumb: Vec<&str> = dumb.lines().collect();
+    assert!(dumb.contains(&"quick-one  running"), "{dumb:?}");
+    assert!(
+        dumb.iter()
+            .any(|l| l.starts_with("broken     failed       attempt 2   ")),
+        "{dumb:?}"
+    );
 }

@@ -8,13 +8,13 @@
 //! every running item's process group gets the signal (and SIGKILL after the grace period);
 //! items not started yet stay not started. A second signal kills the groups at once.
 
-use super::Job;
+use super::{progress, Job};
 use crate::commands::run::{self as run_cmd, Args as RunArgs};
 use crate::context::Context;
 use crate::exit::Failure;
 use crate::phase::plan::{self, Item};
 use crate::phase::{ItemState, Manifest};
-use crate::run::child::Interrupts;
+use crate::run::child::{scratch, Interrupts};
 use crate::run::wiring::Wiring;
 use crate::store::{self, Backup};
 use serde_json::{json, Value};
@@ -47,10 +47,23 @@ enum Msg {
 
 struct ItemRun {
     result: Result<(u8, Value), Failure>,
-    stdout: Vec<u8>,
-    stderr: Vec<u8>,
     elapsed: Duration,
+    /// Where a complete item's output was kept (or why it could not be).
+    out: Option<Result<String, String>>,
+    /// Where its stderr was kept, when it said anything.
+    err: Option<Result<String, String>>,
 }
+
+/// How often, at most, the manifest is written while items end (it is always written before
+/// items start and when the phase ends). An item that ended since the last write is filed as
+/// running: a runner killed now leaves it to `resume`, which runs it again — never lost.
+const SAVE_EVERY: Duration = Duration::from_millis(100);
+
+/// How long a running item's process group may go unrecorded in the manifest. Until it is, a
+/// runner killed outright leaves that group to run on unseen by `resume` (which runs the item
+/// again); the window was a manifest write's length before, and most items of a fan-out of
+/// short commands end within it, so they never need the write.
+const GROUP_GRACE: Duration = Duration::from_millis(20);
 
 /// Runs the items at `todo` (indexes into the plan), writing the manifest as they change.
 pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure> {
@@ -77,89 +90,179 @@ pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure
         retry: job.plan.retry,
     };
     let shared = &shared;
-    std::thread::scope(|s| loop {
-        // Every item that may start now is filed as running in one write before any starts:
-        // a runner killed after that leaves them for `resume` to re-check, never unknown.
-        let over = deadline.is_some_and(|d| Instant::now() >= d);
-        let mut starting = Vec::new();
-        while ran.interrupted.is_none() && !over && running.len() + starting.len() < limit {
-            let Some(i) = pending.pop_front() else {
-                break;
-            };
-            if i >= job.plan.items.len() {
-                continue;
-            }
-            let e = &mut m.items[i];
-            e.state = Some(ItemState::Running);
-            e.started_at = Some(job.stamp());
-            e.ended_at = None;
-            e.note = None;
-            starting.push(i);
-        }
-        if !starting.is_empty() {
-            job.save(m);
-        }
-        for i in starting {
-            let Some(item) = job.plan.items.get(i) else {
-                continue;
-            };
-            let flags = Interrupts::detached();
-            running.insert(i, flags.clone());
-            let cx = job.cx.with_policy(job.item_policy(item));
-            let tx = tx.clone();
-            let cascade = &cascade;
-            s.spawn(move || {
-                let told = {
-                    let tx = tx.clone();
-                    move |pid: u32| {
-                        let _ = tx.send(Msg::Spawned(i, pid));
-                    }
+    let mut progress = progress::Progress::on_stderr(m.items.len());
+    let mut book = Book::default();
+    std::thread::scope(|s| -> Result<(), Failure> {
+        loop {
+            // Every item that may start now is filed as running in one write before any
+            // starts: a runner killed after that leaves them for `resume` to re-check.
+            let over = deadline.is_some_and(|d| Instant::now() >= d);
+            let mut starting = Vec::new();
+            while ran.interrupted.is_none() && !over && running.len() + starting.len() < limit {
+                let Some(i) = pending.pop_front() else {
+                    break;
                 };
-                let r = run_item(shared, item, &cx, &flags, cascade, deadline, &told);
-                let _ = tx.send(Msg::Done(i, Box::new(r)));
-            });
-        }
-        let over = deadline.is_some_and(|d| Instant::now() >= d);
-        if running.is_empty() && (pending.is_empty() || ran.interrupted.is_some() || over) {
-            ran.budget_ended = over && !pending.is_empty();
-            break;
-        }
-        // What happened since the last look, written once (a fan-out of many short items
-        // would otherwise pay an fsync per event).
-        let mut changed = false;
-        let mut next = rx.recv_timeout(POLL).ok();
-        while let Some(msg) = next {
-            changed = true;
-            match msg {
-                Msg::Spawned(i, pid) => m.items[i].pgid = Some(pid),
-                Msg::Done(i, r) => {
-                    running.remove(&i);
-                    let id = m.items[i].id.clone();
-                    if let Ok((_, doc)) = &r.result {
-                        ran.reports.insert(id, doc.clone());
-                    }
-                    settle(job, m, i, *r);
+                if i >= job.plan.items.len() {
+                    continue;
+                }
+                let e = &mut m.items[i];
+                e.state = Some(ItemState::Running);
+                e.started_at = Some(job.stamp());
+                e.ended_at = None;
+                e.note = None;
+                starting.push(i);
+            }
+            if !starting.is_empty() {
+                if book.written.is_none() {
+                    // The first write must work: without a manifest, an interrupt would lose
+                    // the phase.
+                    book.sync_files(job)?;
+                    m.updated_at = job.stamp();
+                    super::write_manifest(job.manifest, m)?;
+                    book.written = Some(Instant::now());
+                    book.dirty = false;
+                } else {
+                    book.save(job, m);
                 }
             }
-            next = rx.try_recv().ok();
-        }
-        if changed {
-            job.save(m);
-        }
-        if let Some(sig) = interrupts.take() {
-            ran.interrupted.get_or_insert(sig);
-            for f in running.values() {
-                f.raise(sig);
+            for i in starting {
+                let Some(item) = job.plan.items.get(i) else {
+                    continue;
+                };
+                if let Some(p) = progress.as_mut() {
+                    p.started(i);
+                }
+                let flags = Interrupts::detached();
+                running.insert(i, flags.clone());
+                let cx = job.cx.with_policy(job.item_policy(item));
+                let tx = tx.clone();
+                let cascade = &cascade;
+                s.spawn(move || {
+                    let told = {
+                        let tx = tx.clone();
+                        move |pid: u32| {
+                            let _ = tx.send(Msg::Spawned(i, pid));
+                        }
+                    };
+                    let r = run_item(shared, item, &cx, &flags, cascade, deadline, &told);
+                    let _ = tx.send(Msg::Done(i, Box::new(r)));
+                });
+            }
+            if let Some(p) = progress.as_mut() {
+                p.draw(m, false);
+            }
+            let over = deadline.is_some_and(|d| Instant::now() >= d);
+            if running.is_empty() && (pending.is_empty() || ran.interrupted.is_some() || over) {
+                ran.budget_ended = over && !pending.is_empty();
+                return Ok(());
+            }
+            let mut next = rx.recv_timeout(POLL).ok();
+            while let Some(msg) = next {
+                book.dirty = true;
+                match msg {
+                    Msg::Spawned(i, pid) => {
+                        m.items[i].pgid = Some(pid);
+                        book.unsaved_groups.insert(i, Instant::now());
+                        if let Some(p) = progress.as_mut() {
+                            p.attempt(i);
+                        }
+                    }
+                    Msg::Done(i, r) => {
+                        running.remove(&i);
+                        book.unsaved_groups.remove(&i);
+                        book.files_unsynced |= r.out.is_some() || r.err.is_some();
+                        if let Some(p) = progress.as_mut() {
+                            p.ended(i);
+                        }
+                        let id = m.items[i].id.clone();
+                        if let Ok((_, doc)) = &r.result {
+                            ran.reports.insert(id, doc.clone());
+                        }
+                        settle(job, m, i, *r);
+                    }
+                }
+                next = rx.try_recv().ok();
+            }
+            // What happened since the last write, written once: soon when a running item's
+            // process group is not on file (a dead runner's `resume` must find it to stop
+            // it) — after GROUP_GRACE, by when a short item has ended and needs no record of
+            // it —, else at most every SAVE_EVERY, and not at all when the phase just ended
+            // (its final write follows).
+            let ending = running.is_empty() && pending.is_empty();
+            let due = book.written.is_none_or(|t| t.elapsed() >= SAVE_EVERY);
+            let group_due = book
+                .unsaved_groups
+                .values()
+                .any(|t| t.elapsed() >= GROUP_GRACE);
+            if book.dirty && !ending && (group_due || due) {
+                book.save(job, m);
+            }
+            if let Some(p) = progress.as_mut() {
+                p.draw(m, false);
+            }
+            if let Some(sig) = interrupts.take() {
+                ran.interrupted.get_or_insert(sig);
+                for f in running.values() {
+                    f.raise(sig);
+                }
             }
         }
-    });
+    })?;
+    // The kept outputs are durable before the final manifest names them.
+    if let Err(f) = book.sync_files(job) {
+        job.cx
+            .warn(&format!("cannot fsync the items' files: {}", f.message));
+    }
     if ran.budget_ended && ran.interrupted.is_none() {
         for i in pending {
             not_reached(job, m, i);
         }
         job.save(m);
     }
+    if let Some(p) = progress.as_mut() {
+        p.draw(m, true);
+    }
     Ok(ran)
+}
+
+/// What the runner has written, and what it owes the disk.
+#[derive(Default)]
+struct Book {
+    /// When the manifest was last written by this runner.
+    written: Option<Instant>,
+    /// The manifest changed since.
+    dirty: bool,
+    /// Items whose running process group is not on file yet, and since when.
+    unsaved_groups: HashMap<usize, Instant>,
+    /// Items' files were kept since the folder's last fsync.
+    files_unsynced: bool,
+}
+
+impl Book {
+    /// Makes kept files durable (one folder fsync for all of them).
+    fn sync_files(&mut self, job: &Job) -> Result<(), Failure> {
+        if self.files_unsynced {
+            store::sync_dir(&job.files)?;
+            self.files_unsynced = false;
+        }
+        Ok(())
+    }
+
+    /// Writes the manifest after the files it names; a failure is a warning.
+    fn save(&mut self, job: &Job, m: &mut Manifest) {
+        if let Err(f) = self.sync_files(job) {
+            job.cx
+                .warn(&format!("cannot fsync the items' files: {}", f.message));
+        }
+        m.updated_at = job.stamp();
+        if let Err(f) = super::write_manifest_as(job.manifest, m, false) {
+            job.cx
+                .warn(&format!("cannot write the manifest: {}", f.message));
+        }
+        self.written = Some(Instant::now());
+        self.dirty = false;
+        self.unsaved_groups.clear();
+    }
 }
 
 /// What every item's thread reads of the job (the job's context stays on the runner's thread:
@@ -185,14 +288,14 @@ fn run_item(
     told: &(dyn Fn(u32) + Sync),
 ) -> ItemRun {
     let started = Instant::now();
-    let files = match (tempfile::tempfile(), tempfile::tempfile()) {
+    let files = match (scratch(), scratch()) {
         (Ok(o), Ok(e)) => (o, e),
         (Err(e), _) | (_, Err(e)) => {
             return ItemRun {
                 result: Err(Failure::io(format!("cannot make a temp file: {e}"))),
-                stdout: Vec::new(),
-                stderr: Vec::new(),
                 elapsed: started.elapsed(),
+                out: None,
+                err: None,
             }
         }
     };
@@ -236,12 +339,31 @@ fn run_item(
         cascade: Some(cascade),
     };
     let result = run_cmd::attempts(&args, cx, &wiring);
+    let elapsed = started.elapsed();
+    // Kept here, on the item's own thread, so the items' fsyncs overlap (one journal commit
+    // serves many) instead of queueing on the runner's thread. The folder is fsynced once, by
+    // the runner, before a manifest that names these files is written.
+    let complete = result
+        .as_ref()
+        .is_ok_and(|(_, doc)| doc["outcome"] == "succeeded");
+    let out = complete.then(|| keep(job.files, &item.id, "out", &read_whole(files.0)));
+    let stderr = read_whole(files.1);
+    let err = (!stderr.is_empty()).then(|| keep(job.files, &item.id, "stderr", &stderr));
     ItemRun {
         result,
-        stdout: read_whole(files.0),
-        stderr: read_whole(files.1),
-        elapsed: started.elapsed(),
+        elapsed,
+        out,
+        err,
     }
+}
+
+/// Writes `<files>/<id>.<suffix>` (atomically, fsynced; the folder's fsync is the runner's).
+fn keep(files: &std::path::Path, id: &str, suffix: &str, bytes: &[u8]) -> Result<String, String> {
+    let path = files.join(format!("{}.{suffix}", store::escape_key(id)));
+    store::ensure_dir(files)
+        .and_then(|()| store::replace_deferred(&path, bytes, Backup::Skip).map(|_| ()))
+        .map(|()| path.display().to_string())
+        .map_err(|e| format!("cannot keep the {suffix} of item `{id}`: {e}"))
 }
 
 fn read_whole(mut f: std::fs::File) -> Vec<u8> {
@@ -255,21 +377,13 @@ fn read_whole(mut f: std::fs::File) -> Vec<u8> {
 /// Files an ended item in the manifest: its state from `triage run`'s outcome, its output
 /// kept when it completed, its stderr kept when it said anything.
 fn settle(job: &Job, m: &mut Manifest, i: usize, r: ItemRun) {
-    let id = m.items[i].id.clone();
-    let keep = |suffix: &str, bytes: &[u8]| -> Option<String> {
-        let path = job
-            .files
-            .join(format!("{}.{suffix}", store::escape_key(&id)));
-        let done = store::ensure_dir(&job.files)
-            .and_then(|()| store::replace(&path, bytes, Backup::Skip).map(|_| ()));
-        match done {
-            Ok(()) => Some(path.display().to_string()),
-            Err(e) => {
-                job.cx
-                    .warn(&format!("cannot keep the {suffix} of item `{id}`: {e}"));
-                None
-            }
+    let kept = |k: &Option<Result<String, String>>| match k {
+        Some(Ok(path)) => Some(path.clone()),
+        Some(Err(why)) => {
+            job.cx.warn(why);
+            None
         }
+        None => None,
     };
     let e = &mut m.items[i];
     e.pgid = None;
@@ -325,14 +439,11 @@ fn settle(job: &Job, m: &mut Manifest, i: usize, r: ItemRun) {
             e.note = Some(format!("triage could not run it: {}", f.message));
         }
     }
-    let complete = e.state() == ItemState::Complete;
-    if complete {
-        let out = keep("out", &r.stdout);
-        m.items[i].output = out;
+    if e.state() == ItemState::Complete {
+        e.output = kept(&r.out);
     }
-    if !r.stderr.is_empty() {
-        let err = keep("stderr", &r.stderr);
-        m.items[i].stderr = err;
+    if r.err.is_some() {
+        e.stderr = kept(&r.err);
     }
 }
 

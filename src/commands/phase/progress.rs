@@ -1,0 +1,317 @@
+//! The live progress of `phase run`/`resume` for a person watching: one line per item (its id,
+//! state, attempt and time so far), redrawn in place on stderr while the phase runs.
+//!
+//! Stderr, as `run`'s retry countdown: stdout carries the answer (JSON or `--text`), which a
+//! script may read while a person watches the terminal. Nothing is drawn when stderr is not a
+//! terminal. On a terminal that cannot move the cursor (`TERM=dumb`) each change is one new
+//! line instead of a redraw; colour follows `NO_COLOR` and `TERM` as `--text` does (see
+//! [`crate::term`]). Rendering ([`lines`]) is pure; [`Progress`] holds the clock and the tty.
+
+use crate::phase::{ItemState, Manifest};
+use crate::term::{cut, Term, Tone};
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+/// How often the times of running items are brought up to date.
+const TICK: Duration = Duration::from_millis(200);
+
+/// The widest id column.
+const ID_WIDTH: usize = 32;
+
+/// One item as the progress shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The plan's id.
+    pub id: String,
+    /// Where it stands.
+    pub state: ItemState,
+    /// The attempt running or last run (0: none yet).
+    pub attempt: u32,
+    /// Time since it started (or its run's length, once ended); none before it starts.
+    pub elapsed: Option<Duration>,
+}
+
+/// The lines for `rows`, at most `height` of them and each at most `width` columns (a longer
+/// line would wrap and break the redraw). When the rows do not fit, the items not started or
+/// ended give way to one summary line.
+pub fn lines(rows: &[Row], height: usize, width: usize, term: &Term) -> Vec<String> {
+    let id_width = rows
+        .iter()
+        .map(|r| r.id.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(ID_WIDTH);
+    let height = height.max(2);
+    let shown: Vec<&Row> = if rows.len() <= height {
+        rows.iter().collect()
+    } else {
+        rows.iter()
+            .filter(|r| r.state == ItemState::Running)
+            .take(height - 1)
+            .collect()
+    };
+    let mut out: Vec<String> = shown
+        .iter()
+        .map(|r| {
+            let id = cut(&r.id, id_width);
+            let pad = id_width.saturating_sub(id.chars().count());
+            let word = r.state.as_str();
+            let tone = match r.state {
+                ItemState::Complete => Tone::Good,
+                ItemState::Failed => Tone::Bad,
+                ItemState::Running => Tone::Strong,
+                ItemState::Partial => Tone::Warn,
+                ItemState::NotStarted | ItemState::Skipped => Tone::Dim,
+            };
+            let attempt = if r.attempt > 0 {
+                format!("attempt {}", r.attempt)
+            } else {
+                String::new()
+            };
+            let time = r.elapsed.map(seconds).unwrap_or_default();
+            // Cut before painting: the escapes take no columns.
+            let plain = format!(
+                "{id}{:pad$}  {word:<11}  {attempt:<10}  {time}",
+                "",
+                pad = pad
+            );
+            let plain = cut(plain.trim_end(), width.saturating_sub(1).max(10));
+            match plain.find(word) {
+                Some(at) if term.colour => format!(
+                    "{}{}{}",
+                    &plain[..at],
+                    term.paint(word, tone),
+                    &plain[at + word.len()..]
+                ),
+                _ => plain,
+            }
+        })
+        .collect();
+    if shown.len() < rows.len() {
+        let n = |s: ItemState| rows.iter().filter(|r| r.state == s).count();
+        let summary = format!(
+            "… {} more: {} complete, {} failed, {} waiting",
+            rows.len() - shown.len(),
+            n(ItemState::Complete),
+            n(ItemState::Failed),
+            n(ItemState::NotStarted) + n(ItemState::Partial)
+        );
+        out.push(cut(&summary, width.saturating_sub(1).max(10)));
+    }
+    out
+}
+
+/// `0.4s`, `12.0s`, `3m05s`.
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 60.0 {
+        format!("{s:.1}s")
+    } else {
+        let whole = d.as_secs();
+        format!("{}m{:02}s", whole / 60, whole % 60)
+    }
+}
+
+/// The progress on stderr, when it is a terminal.
+pub struct Progress {
+    term: Term,
+    /// Cursor movement allowed (not `TERM=dumb`).
+    redraw: bool,
+    height: usize,
+    /// Lines drawn last time (redraw mode), or each item's last line (line mode).
+    drawn: Vec<String>,
+    started: Vec<Option<Instant>>,
+    ended: Vec<Option<Duration>>,
+    attempts: Vec<u32>,
+    last: Option<Instant>,
+    changed: bool,
+}
+
+impl Progress {
+    /// A progress for `items` items, or none when stderr is not a terminal.
+    pub fn on_stderr(items: usize) -> Option<Progress> {
+        let stderr = std::io::stderr();
+        if !stderr.is_terminal() {
+            return None;
+        }
+        let size = rustix::termios::tcgetwinsize(&stderr).ok();
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let term_name = var("TERM");
+        let term = Term::decide(
+            var("COLUMNS").as_deref(),
+            size.map(|w| usize::from(w.ws_col)),
+            true,
+            var("NO_COLOR").is_some(),
+            term_name.as_deref(),
+        );
+        let height = var("LINES")
+            .and_then(|l| l.trim().parse::<usize>().ok())
+            .or(size.map(|w| usize::from(w.ws_row)))
+            .filter(|h| *h > 0)
+            .unwrap_or(24);
+        Some(Progress {
+            term,
+            redraw: term_name.as_deref() != Some("dumb"),
+            height: height.saturating_sub(1),
+            drawn: Vec::new(),
+            started: vec![None; items],
+            ended: vec![None; items],
+            attempts: vec![0; items],
+            last: None,
+            changed: true,
+        })
+    }
+
+    /// Item `i` was filed as running.
+    pub fn started(&mut self, i: usize) {
+        if let Some(s) = self.started.get_mut(i) {
+            *s = Some(Instant::now());
+        }
+        if let Some(e) = self.ended.get_mut(i) {
+            *e = None;
+        }
+        self.changed = true;
+    }
+
+    /// Item `i` started an attempt.
+    pub fn attempt(&mut self, i: usize) {
+        if let Some(a) = self.attempts.get_mut(i) {
+            *a += 1;
+        }
+        self.changed = true;
+    }
+
+    /// Item `i` ended.
+    pub fn ended(&mut self, i: usize) {
+        let took = self.started.get(i).copied().flatten().map(|s| s.elapsed());
+        if let Some(e) = self.ended.get_mut(i) {
+            *e = took;
+        }
+        self.changed = true;
+    }
+
+    /// Draws what changed (and, every [`TICK`], the times of running items).
+    pub fn draw(&mut self, m: &Manifest, force: bool) {
+        let due = self.last.is_none_or(|t| t.elapsed() >= TICK);
+        if !(force || self.changed || (self.redraw && due)) {
+            return;
+        }
+        self.changed = false;
+        self.last = Some(Instant::now());
+        let rows: Vec<Row> = m
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, e)| Row {
+                id: e.id.clone(),
+                state: e.state(),
+                attempt: self
+                    .attempts
+                    .get(i)
+                    .copied()
+                    .filter(|a| *a > 0)
+                    .unwrap_or(e.attempts),
+                elapsed: self
+                    .ended
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .or_else(|| self.started.get(i).copied().flatten().map(|s| s.elapsed())),
+            })
+            .collect();
+        let mut out = String::new();
+        if self.redraw {
+            let now = lines(&rows, self.height, self.term.width, &self.term);
+            if now == self.drawn {
+                return;
+            }
+            if !self.drawn.is_empty() {
+                // Back to the first line of the block, and clear it to the end of the screen.
+                out.push_str(&format!("\x1b[{}A\r\x1b[J", self.drawn.len()));
+            }
+            for l in &now {
+                out.push_str(l);
+                out.push('\n');
+            }
+            self.drawn = now;
+        } else {
+            // A line per item whose line changed, times left out (they change all the time).
+            let now: Vec<Row> = rows
+                .into_iter()
+                .map(|r| Row {
+                    elapsed: r.elapsed.filter(|_| r.state != ItemState::Running),
+                    ..r
+                })
+                .collect();
+            let all = lines(&now, usize::MAX, self.term.width, &self.term);
+            self.drawn.resize(all.len(), String::new());
+            for ((l, was), r) in all.iter().zip(self.drawn.iter_mut()).zip(&now) {
+                if l != was && r.state != ItemState::NotStarted {
+                    out.push_str(l);
+                    out.push('\n');
+                    *was = l.clone();
+                }
+            }
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(out.as_bytes()).and_then(|()| err.flush());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, state: ItemState, attempt: u32, ms: Option<u64>) -> Row {
+        Row {
+            id: id.into(),
+            state,
+            attempt,
+            elapsed: ms.map(Duration::from_millis),
+        }
+    }
+
+    #[test]
+    fn one_line_per_item_with_state_attempt_and_time() {
+        let rows = [
+            row("writer", ItemState::Running, 2, Some(1500)),
+            row("checker-long-name", ItemState::Complete, 1, Some(61_000)),
+            row("later", ItemState::NotStarted, 0, None),
+        ];
+        let got = lines(&rows, 10, 80, &Term::plain(80));
+        assert_eq!(
+            got,
+            [
+                "writer             running      attempt 2   1.5s",
+                "checker-long-name  complete     attempt 1   1m01s",
+                "later              not_started",
+            ]
+        );
+    }
+
+    #[test]
+    fn rows_that_do_not_fit_give_way_to_a_summary_and_lines_fit_the_width() {
+        let mut rows: Vec<Row> = (0..10)
+            .map(|i| row(&format!("i{i}"), ItemState::Complete, 1, Some(10)))
+            .collect();
+        rows[3].state = ItemState::Running;
+        rows[9].state = ItemState::NotStarted;
+        rows[8].state = ItemState::Failed;
+        let got = lines(&rows, 4, 60, &Term::plain(60));
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].starts_with("i3  running"), "{got:?}");
+        assert_eq!(got[1], "… 9 more: 7 complete, 1 failed, 1 waiting");
+        let narrow = lines(&rows[..1], 4, 12, &Term::plain(12));
+        assert!(narrow[0].chars().count() <= 11, "{narrow:?}");
+    }
+
+    #[test]
+    fn colour_paints_the_state_word_only() {
+        let colour = Term {
+            width: 80,
+            colour: true,
+        };
+        let got = lines(&[row("a", ItemState::Failed, 1, None)], 5, 80, &colour);
+        assert_eq!(got[0], "a  \x1b[1;31mfailed\x1b[0m       attempt 1");
+    }
+}
