@@ -373,6 +373,16 @@ impl Dir {
         rfs::renameat(&*self.fd, from, &*self.fd, to).map_err(io_err)
     }
 
+    /// Swaps the names `a` and `b` within this folder atomically (both must exist): `Ok(false)`
+    /// where the file system cannot (the caller renames instead).
+    pub fn exchange(&self, a: &OsStr, b: &OsStr) -> io::Result<bool> {
+        match rfs::renameat_with(&*self.fd, a, &*self.fd, b, rfs::RenameFlags::EXCHANGE) {
+            Ok(()) => Ok(true),
+            Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => Ok(false),
+            Err(e) => Err(io_err(e)),
+        }
+    }
+
     /// Renames `from` to `to` within this folder, failing if `to` exists.
     pub fn rename_new(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
         match rfs::renameat_with(&*self.fd, from, &*self.fd, to, rfs::RenameFlags::NOREPLACE) {

@@ -1082,8 +1082,23 @@ fn replace_in(
             _ => None,
         };
         fault::at("before-rename").map_err(|e| StoreError::io("cannot rename onto", target, e))?;
-        dir.rename(&tmp, &name)
-            .map_err(|e| StoreError::io("cannot rename onto", target, e))?;
+        let rename_err = |e| StoreError::io("cannot rename onto", target, e);
+        // With no fsync asked for, an existing target is swapped with the temp file rather
+        // than renamed over: ext4 flushes the new file's data on a rename that replaces a
+        // file (its `auto_da_alloc`), and frees the old file's blocks (a discard where the
+        // file system is mounted so) at once; an exchange does neither, and the old version,
+        // left under the temp name, is removed after. Readers see the old file or the new.
+        if durability == Durability::None
+            && old_mode.is_some()
+            && dir.exchange(&tmp, &name).map_err(rename_err)?
+        {
+            // Killed here, the old version stays under the temp name until the next write's
+            // `remove_temps_in`; the target is already the new version.
+            let _ = fault::at("after-exchange");
+            let _ = dir.unlink(&tmp);
+        } else {
+            dir.rename(&tmp, &name).map_err(rename_err)?;
+        }
         Ok(kept)
     })();
     let kept = match result {
