@@ -104,8 +104,15 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Option<T
         .and_then(|b| serde_json::from_slice(&b).ok())
 }
 
+/// Reads and removes a hand-over file. One that is not there is the common case (the other
+/// half has not come yet) and costs one open; anything else found under the name (unparsable,
+/// a link, not a regular file) is removed as well, so it cannot stand in the way.
 fn take_file<T: serde::de::DeserializeOwned>(cx: &Context, path: &std::path::Path) -> Option<T> {
-    let found = read_json(path);
+    let found = match store::read_optional(path) {
+        Ok(None) => return None,
+        Ok(Some(bytes)) => serde_json::from_slice(&bytes).ok(),
+        Err(_) => None,
+    };
     if let Err(e) = store::remove(path) {
         cx.trace("warning", &e.to_string());
     }

@@ -136,6 +136,41 @@ fn background_subagents_are_recorded_on_their_breaker_at_subagent_stop_and_a_pro
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// An end left under a subagent's name that is not one SubagentStop wrote (unparsable, or a
+/// planted link) is taken as no end: the launch removes it, parks its start, and SubagentStop
+/// then completes the call once. The link's target is never touched.
+#[test]
+fn a_broken_or_planted_end_is_removed_and_the_launch_still_parks_its_start() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.worker.output]\nmax_rejections = 0\n",
+    );
+    // The first call makes the root and the session's folder as triage makes them.
+    assert_eq!(hook(&s, T0, &pre("worker", "toolu_0", true)), None);
+    let dir = s.root().join("sessions").join(SID);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("agent-a1.done"), "{not json").unwrap();
+    let outside = s.write("outside.json", "{\"keep\": true}");
+    std::os::unix::fs::symlink(&outside, dir.join("agent-a2.done")).unwrap();
+
+    for (n, aid) in [(1, "a1"), (2, "a2")] {
+        let id = format!("toolu_{n}");
+        assert_eq!(hook(&s, T0, &pre("worker", &id, true)), None);
+        assert_eq!(hook(&s, T0, &launched("worker", &id, aid)), None);
+        let done = dir.join(format!("agent-{aid}.done"));
+        assert!(done.symlink_metadata().is_err(), "{done:?} left in place");
+        assert!(
+            dir.join(format!("agent-{aid}.start")).exists(),
+            "no start parked"
+        );
+        hook(&s, T0, &stopped(&s, "worker", aid, "", false));
+    }
+    assert_eq!(breaker(&s, T0, "worker")["totals"]["failures"], 2);
+    assert_eq!(validation_failed(&s), 2, "one record per failed subagent");
+    assert_eq!(s.read("outside.json"), "{\"keep\": true}");
+}
+
 #[test]
 fn a_background_subagent_that_stops_before_its_launch_is_answered_is_completed_once() {
     let s = Sandbox::new();
