@@ -43,7 +43,7 @@ fn build_id(manifest: &Path) -> Result<(), Box<dyn std::error::Error>> {
         "src/policy_cache/matcher.rs",
         "Cargo.lock",
     ] {
-        println!("cargo:rerun-if-changed={f}");
+        watch(manifest.join(f));
         for b in std::fs::read(manifest.join(f)).unwrap_or_default() {
             h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
@@ -76,17 +76,34 @@ fn date(days: i64) -> String {
     format!("{y:04}-{m:02}-{d:02}")
 }
 
+/// Tells cargo to rerun the build script when `path` changes, if it exists.
+fn watch(path: PathBuf) {
+    if path.exists() {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+}
+
 /// `TRIAGE_COMMIT` and `TRIAGE_BUILD_DATE`.
 fn stamp() {
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
     let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
-    // Rebuild when HEAD moves: HEAD itself, the branch it points at, and packed refs.
+    // Rebuild when HEAD moves: HEAD itself, the branch it points at, and packed refs. Only
+    // paths that exist are named: cargo reruns a build script on every build while a path it
+    // names is missing (a repository before its first `git pack-refs` has no packed-refs, an
+    // unborn branch no ref file), and each rerun relinks the binary. A branch not yet born is
+    // watched through its folder, which changes when the first commit creates it.
     if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
-        println!("cargo:rerun-if-changed={dir}/HEAD");
+        watch(Path::new(&dir).join("HEAD"));
         if let Some(common) = git(&["rev-parse", "--git-common-dir"]) {
-            println!("cargo:rerun-if-changed={common}/packed-refs");
+            let common = PathBuf::from(common);
+            watch(common.join("packed-refs"));
             if let Some(head_ref) = git(&["symbolic-ref", "-q", "HEAD"]) {
-                println!("cargo:rerun-if-changed={common}/{head_ref}");
+                let file = common.join(&head_ref);
+                if file.exists() {
+                    watch(file);
+                } else if let Some(folder) = file.parent().filter(|f| f.is_dir()) {
+                    watch(folder.to_path_buf());
+                }
             }
         }
     }
