@@ -144,3 +144,82 @@ fn a_resigned_cache_shipped_in_a_projects_state_root_never_changes_what_a_rule_d
     assert!(m.find(DECOY).unwrap().is_some(), "the decoy's automata");
     assert!(m.find(REAL_ERROR).unwrap().is_none());
 }
+
+/// Everything under `dir`, links not followed: path → content or link target.
+fn snapshot(dir: &std::path::Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        let what = if m.file_type().is_symlink() {
+            format!("link {:?}", std::fs::read_link(&p).unwrap())
+        } else if m.is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(e.unwrap().path());
+            }
+            format!("dir {:o}", m.permissions().mode())
+        } else {
+            format!("file {:?}", std::fs::read(&p).unwrap())
+        };
+        out.push((p, what));
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_link_in_place_of_the_users_cache_folder_or_file_changes_nothing_outside() {
+    let real = policy(RULE);
+    let name = triage::policy_cache::path(
+        std::path::Path::new(""),
+        &triage::policy_cache::identify(&real),
+    );
+    // Links to a file and to a folder outside, in place of the cache folder and of the file.
+    for (link_at, to_folder) in [("", true), ("", false), ("f", false), ("f", true)] {
+        let s = Sandbox::new();
+        s.write(".triage.toml", &real);
+        let o = tempfile::tempdir().unwrap();
+        let victim_dir = o.path().join("victim-dir");
+        std::fs::create_dir(&victim_dir).unwrap();
+        std::fs::set_permissions(&victim_dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::write(victim_dir.join(&name), b"keep me").unwrap();
+        std::fs::write(o.path().join("victim"), b"keep me").unwrap();
+        let target = if to_folder {
+            victim_dir.clone()
+        } else {
+            o.path().join("victim")
+        };
+        let link = if link_at.is_empty() {
+            s.cache_dir()
+        } else {
+            std::fs::create_dir(s.cache_dir()).unwrap();
+            s.cache_dir().join(&name)
+        };
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let before = snapshot(o.path());
+        let case = format!("{} -> {}", link.display(), target.display());
+        let mut stderr = String::new();
+        for _ in 0..2 {
+            let out = s
+                .cmd(&["classify", "--message", REAL_ERROR])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{case}");
+            assert_eq!(
+                json_out(&out)["matched_rule"],
+                "config:corpus-missing",
+                "{case}"
+            );
+            stderr.push_str(&String::from_utf8_lossy(&out.stderr));
+        }
+        assert_eq!(
+            before,
+            snapshot(o.path()),
+            "{case}: something outside changed"
+        );
+        assert!(
+            stderr.contains("refusing") && stderr.contains("symbolic link"),
+            "{case}: no warning names the link:\n{stderr}"
+        );
+    }
+}
