@@ -166,6 +166,9 @@ pub struct Context {
     pub store_url: Option<String>,
     /// `TRIAGE_REDIS_PASSWORD`: the password when the URL has none.
     pub redis_password: Option<String>,
+    /// The user's own cache folder (`$XDG_CACHE_HOME/triage`, else `~/.cache/triage`), where
+    /// a policy's compiled patterns are kept; `None`: no call has a cache.
+    pub cache_dir: Option<PathBuf>,
     policy: OnceCell<(Policy, Option<PathBuf>)>,
 }
 
@@ -193,6 +196,12 @@ impl Context {
         // what a cloned repository could ship, so there even the root must not be a link.
         let root = state_root(&global, &env.project_dir);
         store::set_root(&root, global.dir.is_some());
+        // Compiled caches are never kept where a project could ship them (see `policy_cache`).
+        let cache_dir =
+            policy_cache::user_dir(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"));
+        if let Some(d) = &cache_dir {
+            store::set_private_dir(d);
+        }
         let cx = Context {
             name,
             global,
@@ -206,6 +215,7 @@ impl Context {
             writes_state,
             store_url: env.store,
             redis_password: env.redis_password,
+            cache_dir,
             policy: OnceCell::new(),
         };
         for w in &env.warnings {
@@ -246,6 +256,7 @@ impl Context {
             writes_state: self.writes_state,
             store_url: self.store_url.clone(),
             redis_password: self.redis_password.clone(),
+            cache_dir: self.cache_dir.clone(),
             policy: self.policy.clone(),
         }
     }
@@ -305,7 +316,8 @@ impl Context {
         let path = self.policy_path();
         let policy = match &path {
             None => Policy::default(),
-            Some(path) => match load_policy_file(path, &self.state_root(), |w| self.warn(w)) {
+            Some(path) => match load_policy_file(path, self.cache_dir.as_deref(), |w| self.warn(w))
+            {
                 Ok(loaded) if loaded.problems.is_empty() => loaded.policy,
                 Ok(loaded) if self.global.strict => {
                     let list: Vec<String> = loaded
@@ -338,19 +350,20 @@ impl Context {
         Ok(&self.policy.get_or_init(|| (policy, path)).0)
     }
 
-    /// Writes the policy's cache when this call made or grew it (see [`policy_cache`]), where
-    /// the call may leave a trace: a command that writes state, or a state root that exists.
-    /// A cache that cannot be written is only a slower next call, so nothing is said.
+    /// Writes the policy's cache when this call made or grew it (see [`policy_cache`]), in
+    /// the user's own cache folder, never in the state root: whatever the command, since it
+    /// leaves no trace in the project. A cache that cannot be written is only a slower next
+    /// call, so nothing is said unless the folder was refused (a link, loose permissions).
     pub fn save_policy_cache(&self) {
         if !policy_cache::pending() {
             return;
         }
-        let root = self.state_root();
-        if self.writes_state || root.is_dir() {
-            if let Err(e) = policy_cache::save(&root) {
-                if e.is_refused() {
-                    self.warn(&format!("policy cache not written: {e}"));
-                }
+        let Some(dir) = &self.cache_dir else {
+            return;
+        };
+        if let Err(e) = policy_cache::save(dir) {
+            if e.is_refused() {
+                self.warn(&format!("policy cache not written: {e}"));
             }
         }
     }
@@ -553,13 +566,13 @@ fn deadline_after(wait: Duration) -> Instant {
 }
 
 /// The policy file read leniently: every good entry and every problem; `Err` only when the
-/// file cannot be read at all. When the state root holds the cache of this very text (see
-/// [`policy_cache`]), the text is known to load without a problem and is only deserialized;
-/// otherwise it is checked, and when it has no problem a cache is written at the end of the
-/// call.
+/// file cannot be read at all. When the user's cache folder `cache_dir` holds the cache of
+/// this very text (see [`policy_cache`]), the text is known to load without a problem and is
+/// only deserialized; otherwise it is checked, and when it has no problem a cache is written
+/// there at the end of the call. Without a cache folder, every call checks.
 fn load_policy_file(
     path: &Path,
-    root: &Path,
+    cache_dir: Option<&Path>,
     warn: impl Fn(&str),
 ) -> Result<policy::Loaded, String> {
     // Read like any file the user named, but never a FIFO or a device: a planted one would
@@ -573,8 +586,11 @@ fn load_policy_file(
             path.display()
         )
     })?;
+    let Some(cache_dir) = cache_dir else {
+        return Ok(policy::load_lenient(&text, policy::Depth::Syntax));
+    };
     let known = policy_cache::identify(&text);
-    let refused = match policy_cache::load(root, &known) {
+    let refused = match policy_cache::load(cache_dir, &known) {
         Ok(true) => match policy::parse_trusted(&text) {
             Some(policy) => {
                 return Ok(policy::Loaded {

@@ -1,7 +1,7 @@
 //! A regex-automata DFA turned into the compact tables [`super::Dfa`] walks, and those tables
 //! as bytes. Shared by the build script (the built-in patterns, written as Rust statics) and
-//! the policy cache (a policy's patterns, written to the state root), so it needs nothing but
-//! regex-automata and std.
+//! the policy cache (a policy's patterns, written to the user's cache folder), so it needs
+//! nothing but regex-automata and std.
 //!
 //! State 0 is dead and state 1 quits (a byte the DFA cannot decide on, such as non-ASCII
 //! text under a Unicode word boundary); the others are numbered in the order they are

@@ -1,6 +1,7 @@
 //! DFAs as compact tables, and the walks that search with them: the classifier's built-in
 //! patterns (compiled at build time) and a policy's patterns (compiled once per policy and
-//! cached in the state root) both run here, so no call compiles a regex it has seen before.
+//! cached in the user's cache folder) both run here, so no call compiles a regex it has seen
+//! before.
 //!
 //! The tables come from regex-automata's DFAs ([`encode`]); a walk reads them with bounds-
 //! checked lookups only, so tables read back from a file can give a wrong answer at worst,

@@ -1,7 +1,8 @@
 //! A policy's regexes compiled once per policy content, not once per call: their automata
-//! ([`matcher`]) are kept in `<root>/cache/policy-<hash>.bin`, named by a hash of the policy
-//! text and holding the text itself, and read back by the next call, which then compiles
-//! nothing it has seen before.
+//! ([`matcher`]) are kept in `policy-<hash>.bin` in the user's own cache folder ([`user_dir`]:
+//! `$XDG_CACHE_HOME/triage`, else `~/.cache/triage`), named by a hash of the policy text and
+//! holding the text itself, and read back by the next call, which then compiles nothing it has
+//! seen before.
 //!
 //! The file also stands for "this policy text loaded without a problem", so a call that finds
 //! it skips the policy's validation (parsing every regex, compiling every jq filter and glob)
@@ -10,6 +11,15 @@
 //! closed to others (0600, read through the store without following links). Anything else —
 //! stale, cut short, corrupt, foreign — is ignored and written anew: a cache can make a call
 //! faster, never wrong.
+//!
+//! None of those checks tells a file triage wrote from one made to pass them: the checksum has
+//! no key, the build id can be read from any cache file, and unpacking a tarball or a zip makes
+//! its files the user's own and keeps their 0600. So the cache is never kept where a project
+//! can bring one: not in the state root (`.triage/` may come in an archive), only in a folder
+//! of the user's that no project names — opened without following a link, and refused when
+//! it is not the user's or is writable by group or others. Without a usable folder (no `HOME`,
+//! a refused one) a call has no cache: it checks and compiles the policy itself, slower and
+//! as right. The text's hash only names the file; it is not a defence.
 //!
 //! Which patterns are matched is the core's business ([`matcher::Matcher`], looked up here by
 //! pattern); loading and saving the file is the glue's ([`load`], [`save`]).
@@ -22,6 +32,7 @@ use crate::automaton::Encoded;
 use crate::store;
 use matcher::{Pair, Tier, BUILT};
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -78,19 +89,30 @@ pub fn identify(text: &str) -> PolicyText {
     }
 }
 
-/// Where the cache of `policy` lives under `root`.
-pub fn path(root: &Path, policy: &PolicyText) -> PathBuf {
-    root.join("cache")
-        .join(format!("policy-{:016x}.bin", policy.hash))
+/// The user's own cache folder for triage: `$XDG_CACHE_HOME/triage`, else
+/// `$HOME/.cache/triage` (the XDG base directory rule: a relative or empty value is ignored);
+/// `None` when neither names an absolute folder, and then no call has a cache. A project
+/// cannot choose it: both come from the user's environment, never from a file.
+pub fn user_dir(xdg_cache_home: Option<OsString>, home: Option<OsString>) -> Option<PathBuf> {
+    let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    absolute(xdg_cache_home)
+        .or_else(|| absolute(home).map(|h| h.join(".cache")))
+        .map(|d| d.join("triage"))
 }
 
-/// Reads the cache of the policy text `policy`. `Ok(true)` when it was there and
-/// sound: the policy is known to load without a problem, and its automata are installed.
-/// `Ok(false)` when it must be made again (missing, stale, cut short, corrupt); `Err` when
-/// the store refused what is there (a link, a file of another user's or open to others),
-/// which the caller warns about. Then [`policy_loaded`] says whether to write a new one.
-pub fn load(root: &Path, policy: &PolicyText) -> Result<bool, String> {
-    let entries = match store::read_private(&path(root, policy)) {
+/// Where the cache of `policy` lives in the cache folder `dir` (see [`user_dir`]).
+pub fn path(dir: &Path, policy: &PolicyText) -> PathBuf {
+    dir.join(format!("policy-{:016x}.bin", policy.hash))
+}
+
+/// Reads the cache of the policy text `policy` from the cache folder `dir`. `Ok(true)` when
+/// it was there and sound: the policy is known to load without a problem, and its automata
+/// are installed. `Ok(false)` when it must be made again (missing, stale, cut short,
+/// corrupt); `Err` when the store refused what is there (a link, a folder or file of another
+/// user's or open to others), which the caller warns about. Then [`policy_loaded`] says
+/// whether to write a new one.
+pub fn load(dir: &Path, policy: &PolicyText) -> Result<bool, String> {
+    let entries = match store::read_private(&path(dir, policy)) {
         Ok(Some(bytes)) => decode(&bytes, policy),
         Ok(None) => None,
         Err(e) if e.is_refused() => return Err(e.to_string()),
@@ -134,10 +156,11 @@ pub fn pending() -> bool {
     r.policy.is_some() && (r.fresh || BUILT.load(Ordering::Relaxed))
 }
 
-/// Writes the cache when this call built automata or found none: under `root`, atomically,
-/// 0600. Older caches of other policies beyond the last few are removed. Never fails a call:
-/// `Err` says why it was not written, and whether the store refused the place (a link).
-pub fn save(root: &Path) -> Result<(), store::StoreError> {
+/// Writes the cache when this call built automata or found none: in the cache folder `dir`
+/// (made 0700 if missing), atomically, 0600. Older caches of other policies beyond the last
+/// few are removed. Never fails a call: `Err` says why it was not written, and whether the
+/// store refused the place (a link, a loose folder).
+pub fn save(dir: &Path) -> Result<(), store::StoreError> {
     let (target, bytes) = {
         let r = registry();
         let Some(policy) = &r.policy else {
@@ -146,7 +169,7 @@ pub fn save(root: &Path) -> Result<(), store::StoreError> {
         if !r.fresh && !BUILT.load(Ordering::Relaxed) {
             return Ok(());
         }
-        (path(root, policy), encode(&r, policy))
+        (path(dir, policy), encode(&r, policy))
     };
     store::write_cache(&target, &bytes)?;
     BUILT.store(false, Ordering::Relaxed);
@@ -155,12 +178,12 @@ pub fn save(root: &Path) -> Result<(), store::StoreError> {
     Ok(())
 }
 
-/// Keeps the newest caches (another policy in the same state root, an edit undone) and
+/// Keeps the newest caches (the policies of the user's other projects, an edit undone) and
 /// removes the rest, and the temp files of writers killed before their rename (a hook past
 /// its deadline) once they are a minute old: a younger one may be another call's, still being
 /// written.
 fn prune(keep: &Path) {
-    const KEEP: usize = 8;
+    const KEEP: usize = 32;
     const TEMP_AGE_NS: i128 = 60 * 1_000_000_000;
     let Some(dir) = keep.parent() else {
         return;
@@ -319,8 +342,9 @@ fn u32_at(b: &[u8]) -> Option<(u32, &[u8])> {
     Some((u32::from_le_bytes(n.try_into().ok()?), rest))
 }
 
-/// A fast 64-bit hash: a file's checksum (not a defence against an attacker, which the
-/// owner and mode checks are; against a torn or damaged file), and a policy text's name.
+/// A fast 64-bit hash: a file's checksum (against a torn or damaged file; not a defence
+/// against an attacker, who can compute it too: the cache folder being the user's own is),
+/// and a policy text's name.
 fn checksum(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut h: u64 = bytes.len() as u64 ^ K;

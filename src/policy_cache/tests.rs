@@ -209,8 +209,8 @@ fn a_file_of_another_policy_build_or_format_is_stale() {
 fn only_a_private_file_of_this_user_is_read() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    crate::store::set_root(&root, false);
+    let root = dir.path().join("cache").join("triage");
+    crate::store::set_private_dir(&root);
     let policy = identify("[retry]\n");
     let target = path(&root, &policy);
     let (bytes, _) = file(&policy);
@@ -259,4 +259,71 @@ fn the_checksum_sees_every_byte() {
         assert_ne!(checksum(&b), base, "byte {i}");
     }
     assert_ne!(checksum(b""), checksum(b"\0"));
+}
+
+#[test]
+fn the_cache_folder_is_the_users_own_and_never_a_projects() {
+    let os = |s: &str| Some(std::ffi::OsString::from(s));
+    assert_eq!(
+        user_dir(os("/x/cache"), os("/home/u")),
+        Some(PathBuf::from("/x/cache/triage"))
+    );
+    assert_eq!(
+        user_dir(None, os("/home/u")),
+        Some(PathBuf::from("/home/u/.cache/triage"))
+    );
+    // A relative or empty XDG_CACHE_HOME is not one (the XDG rule): `~/.cache` serves.
+    for bad in ["", ".triage", "./cache", "cache"] {
+        assert_eq!(
+            user_dir(os(bad), os("/home/u")),
+            Some(PathBuf::from("/home/u/.cache/triage")),
+            "{bad:?}"
+        );
+    }
+    // No absolute HOME either: no cache at all, rather than one in the current folder.
+    for home in [None, os(""), os("."), os("home")] {
+        assert_eq!(user_dir(None, home.clone()), None, "{home:?}");
+        assert_eq!(user_dir(os("rel"), home.clone()), None, "{home:?}");
+    }
+}
+
+#[test]
+fn a_cache_folder_that_is_a_link_or_open_to_others_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let policy = identify("[breaker]\n");
+    let (bytes, _) = file(&policy);
+    // A link to a folder holding a sound file: not read, and said so.
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::write(path(&real, &policy), &bytes).unwrap();
+    std::fs::set_permissions(path(&real, &policy), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let linked = dir.path().join("linked").join("triage");
+    std::fs::create_dir(linked.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(&real, &linked).unwrap();
+    crate::store::set_private_dir(&linked);
+    let refused = load(&linked, &policy).unwrap_err();
+    assert!(refused.contains("symbolic link"), "{refused}");
+    // Writable by its group: the same.
+    let loose = dir.path().join("loose").join("triage");
+    std::fs::create_dir_all(&loose).unwrap();
+    std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o770)).unwrap();
+    std::fs::write(path(&loose, &policy), &bytes).unwrap();
+    std::fs::set_permissions(
+        path(&loose, &policy),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    crate::store::set_private_dir(&loose);
+    let refused = load(&loose, &policy).unwrap_err();
+    assert!(refused.contains("writable by its group"), "{refused}");
+    // A folder that is not there yet is only a miss, and is made 0700 by the first write.
+    let fresh = dir.path().join("fresh").join("triage");
+    crate::store::set_private_dir(&fresh);
+    assert_eq!(load(&fresh, &policy), Ok(false));
+    crate::store::write_cache(&path(&fresh, &policy), &bytes).unwrap();
+    let mode = std::fs::metadata(&fresh).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert_eq!(load(&fresh, &policy), Ok(true));
 }

@@ -7,13 +7,14 @@
 //! failed or torn append, and never retry a failed fsync into a false success.
 //!
 //! The state root is hostile ground (a cloned project can ship one), so callers name files by
-//! path but nothing is resolved as a string: a path under the state root (see [`set_root`]) is
-//! walked from the opened root one folder at a time, each opened without following a link and
-//! checked (owned by the user, not writable by group or others); a path elsewhere is the
-//! user's own, and its folder is opened as named. Then every file is reached relative to its
-//! opened folder ([`dir::Dir`]): never through a link, never a FIFO or a device, created 0600
-//! and folders 0700 whatever the umask. Whatever is refused is an error that names the path
-//! and the reason, so a hook fails open with a warning and writes nothing.
+//! path but nothing is resolved as a string: a path under the state root (see [`set_root`]), or
+//! under the user's cache folder ([`set_private_dir`]), is walked from that opened folder one
+//! folder at a time, each opened without following a link and checked (owned by the user,
+//! not writable by group or others); a path elsewhere is the user's own, and its folder is
+//! opened as named. Then every file is reached relative to its opened folder ([`dir::Dir`]):
+//! never through a link, never a FIFO or a device, created 0600 and folders 0700 whatever the
+//! umask. Whatever is refused is an error that names the path and the reason, so a hook fails
+//! open with a warning and writes nothing.
 
 mod dir;
 mod fault;
@@ -147,6 +148,18 @@ pub fn set_root(path: &Path, follow: bool) {
     add_anchor(Anchor {
         path: normal(path),
         follow,
+        checked: true,
+    });
+}
+
+/// Declares a folder of the user's own outside any project (the compiled-policy cache,
+/// `~/.cache/triage`): checked like the state root (yours or root's, not writable by group or
+/// others) and never a link itself, though the folders above it (`$XDG_CACHE_HOME`) are the
+/// user's to choose. Created 0700 when a file is written in it.
+pub fn set_private_dir(path: &Path) {
+    add_anchor(Anchor {
+        path: normal(path),
+        follow: false,
         checked: true,
     });
 }
@@ -757,9 +770,9 @@ pub fn overwrite_cache(target: &Path, bytes: &[u8]) -> Result<()> {
         .map_err(|e| StoreError::io("cannot write", target, e))
 }
 
-/// Reads a private file of the state root (a cache): `Ok(None)` when it does not exist. Only
-/// a regular file owned by this user and closed to group and others (0600) is read; anything
-/// else is refused, since another user could have written it.
+/// Reads a private file (a cache, see [`set_private_dir`]): `Ok(None)` when it does not
+/// exist. Only a regular file owned by this user and closed to group and others (0600) is
+/// read; anything else is refused, since another user could have written it.
 pub fn read_private(path: &Path) -> Result<Option<Vec<u8>>> {
     let Some(f) = open_read(path)? else {
         return Ok(None);

@@ -16,10 +16,24 @@ pub fn bin() -> PathBuf {
 }
 
 /// A temp folder to run `triage` in; its state root is `<dir>/.triage`. With `store`, every
-/// command gets `TRIAGE_STORE` (the fleet suites run the same scenarios against Redis).
+/// command gets `TRIAGE_STORE` (the fleet suites run the same scenarios against Redis). Its
+/// commands get a user cache folder of their own (`XDG_CACHE_HOME`, outside `dir`), so no test
+/// sees another's compiled policies, nor touches the real user's.
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
     pub store: Option<String>,
+    pub cache_home: tempfile::TempDir,
+}
+
+/// Points `XDG_CACHE_HOME` of this test process, and so of every `triage` a test starts
+/// another way (a script, a link), at a folder in the build's target, once: a test never
+/// writes compiled policies into the real user's `~/.cache/triage`.
+fn isolate_user_cache() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("xdg-cache");
+        std::env::set_var("XDG_CACHE_HOME", dir);
+    });
 }
 
 /// The policy a fleet sandbox adds to every `.triage.toml`: timeouts that a loaded machine
@@ -29,17 +43,21 @@ pub const FLEET_POLICY: &str = "\n[store]\nconnect_timeout = \"10s\"\ncommand_ti
 
 impl Sandbox {
     pub fn new() -> Sandbox {
+        isolate_user_cache();
         Sandbox {
             dir: tempfile::tempdir().expect("tempdir"),
             store: None,
+            cache_home: tempfile::tempdir().expect("tempdir"),
         }
     }
 
     /// A sandbox whose commands keep their state in the Redis at `url`.
     pub fn with_store(url: &str) -> Sandbox {
+        isolate_user_cache();
         let s = Sandbox {
             dir: tempfile::tempdir().expect("tempdir"),
             store: Some(url.to_string()),
+            cache_home: tempfile::tempdir().expect("tempdir"),
         };
         s.write(".triage.toml", "");
         s
@@ -156,11 +174,17 @@ impl Sandbox {
         self.path().join(".triage")
     }
 
+    /// The user cache folder the sandbox's commands use (`$XDG_CACHE_HOME/triage`).
+    pub fn cache_dir(&self) -> PathBuf {
+        self.cache_home.path().join("triage")
+    }
+
     /// `triage ARGS` in the sandbox, with a clean environment and no stdin.
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(bin());
         clean_env(&mut c);
         c.current_dir(self.path()).args(args);
+        c.env("XDG_CACHE_HOME", self.cache_home.path());
         if let Some(url) = &self.store {
             c.env("TRIAGE_STORE", url);
         }
@@ -176,6 +200,7 @@ impl Sandbox {
             }
         }
         c.current_dir(self.path()).args(args);
+        c.env("XDG_CACHE_HOME", self.cache_home.path());
         if let Some(url) = &self.store {
             c.env("TRIAGE_STORE", url);
         }

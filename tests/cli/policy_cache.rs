@@ -1,6 +1,7 @@
-//! Issue 21: a policy's regexes are compiled once per policy content, cached in the state
-//! root (`cache/policy-<hash>.bin`), and a cache that is stale, damaged or not the user's own
-//! is never trusted: the answer is always the one the policy gives.
+//! A policy's regexes are compiled once per policy content, cached in the user's own cache
+//! folder (`$XDG_CACHE_HOME/triage/policy-<hash>.bin`, never the state root), and a cache that
+//! is stale, damaged or not the user's own is never trusted: the answer is always the one the
+//! policy gives. (A cache a project ships is `hostile_cache.rs`'s.)
 
 use crate::common::*;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -22,7 +23,7 @@ const OUTPUT: &str =
     r#"{"agent": "researcher", "output": "A review of membranes [1], see doi:10.1/x and more."}"#;
 
 fn cache_files(s: &Sandbox) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(s.root().join("cache"))
+    let mut v: Vec<PathBuf> = std::fs::read_dir(s.cache_dir())
         .map(|d| d.map(|e| e.unwrap().path()).collect())
         .unwrap_or_default();
     v.sort();
@@ -138,7 +139,7 @@ fn a_cache_under_another_policys_name_is_stale() {
     let bad = "[[classify.rules]]\nname = \"x\"\nmatch = '(unclosed'\n";
     s.write(".triage.toml", bad);
     let digest = triage::policy_cache::identify(bad);
-    let planted = triage::policy_cache::path(&s.root(), &digest);
+    let planted = triage::policy_cache::path(&s.cache_dir(), &digest);
     std::fs::copy(&other, &planted).unwrap();
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o600)).unwrap();
     let out = s.cmd(&["classify", "--message", "boom"]).output().unwrap();
@@ -175,7 +176,6 @@ fn a_cache_others_could_write_is_not_read_and_the_user_is_told() {
 fn classify_rules_use_the_cache_too() {
     let s = Sandbox::new();
     s.write(".triage.toml", POLICY);
-    std::fs::create_dir(s.root()).unwrap();
     let run = || {
         let out = s
             .cmd(&[
@@ -201,11 +201,97 @@ fn classify_rules_use_the_cache_too() {
 }
 
 #[test]
-fn classify_leaves_no_cache_where_there_is_no_state_root() {
+fn classify_leaves_no_state_root_and_caches_in_the_users_folder() {
     let s = Sandbox::new();
     s.write(".triage.toml", POLICY);
     s.cmd(&["classify", "--message", "boom"]).assert().success();
     assert!(!s.root().exists());
+    assert_eq!(cache_files(&s).len(), 1);
+}
+
+#[test]
+fn the_cache_folder_is_made_0700_and_a_command_that_writes_state_leaves_no_cache_in_its_root() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    let (first, err) = check(&s, OUTPUT);
+    assert_eq!(first["ok"], true, "{first}");
+    assert!(err.is_empty(), "{err}");
+    let mode = std::fs::metadata(s.cache_dir())
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert_eq!(cache_files(&s).len(), 1);
+    s.cmd(&["breaker", "record", "api", "--outcome", "failure"])
+        .assert()
+        .success();
+    assert!(s.root().is_dir());
+    assert!(!s.root().join("cache").exists());
+}
+
+/// `check-output` with `XDG_CACHE_HOME` and `HOME` as given (`None`: unset).
+fn check_with(
+    s: &Sandbox,
+    xdg: Option<&std::path::Path>,
+    home: Option<&std::path::Path>,
+) -> (serde_json::Value, String) {
+    let mut c = s.cmd(&["check-output", "--agent", "researcher"]);
+    c.env_remove("XDG_CACHE_HOME").env_remove("HOME");
+    if let Some(x) = xdg {
+        c.env("XDG_CACHE_HOME", x);
+    }
+    if let Some(h) = home {
+        c.env("HOME", h);
+    }
+    let out = c.write_stdin(OUTPUT).output().unwrap();
+    (
+        json_out(&out),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn without_a_usable_cache_folder_a_call_is_as_right_and_writes_no_cache() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    let (want, _) = check(&s, OUTPUT);
+    // No XDG_CACHE_HOME and no HOME (or only relative ones): no cache anywhere, not even in
+    // the current folder, and nothing said.
+    for rel in [None, Some(std::path::Path::new("rel"))] {
+        let (v, err) = check_with(&s, rel, rel);
+        assert_eq!(v, want);
+        assert!(err.is_empty(), "{err}");
+        assert!(!s.path().join("rel").exists());
+        assert!(!s.root().exists());
+    }
+    // HOME alone: `~/.cache/triage`.
+    let home = s.cache_home.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    let (v, err) = check_with(&s, None, Some(&home));
+    assert_eq!(v, want);
+    assert!(err.is_empty(), "{err}");
+    assert!(home.join(".cache/triage").is_dir());
+    // The folder is a link (to a sound cache folder), or others may write in it: refused,
+    // said, the answer the policy's, and nothing written there.
+    let linked = s.cache_home.path().join("linked");
+    std::fs::create_dir(&linked).unwrap();
+    std::os::unix::fs::symlink(home.join(".cache/triage"), linked.join("triage")).unwrap();
+    let (v, err) = check_with(&s, Some(&linked), None);
+    assert_eq!(v, want);
+    assert!(
+        err.contains("policy cache not read") && err.contains("symbolic link"),
+        "{err}"
+    );
+    let loose = s.cache_home.path().join("loose");
+    std::fs::create_dir_all(loose.join("triage")).unwrap();
+    std::fs::set_permissions(loose.join("triage"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let (v, err) = check_with(&s, Some(&loose), None);
+    assert_eq!(v, want);
+    assert!(
+        err.contains("policy cache not read") && err.contains("writable by others"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_dir(loose.join("triage")).unwrap().count(), 0);
 }
 
 #[test]
@@ -227,7 +313,7 @@ fn a_cache_write_killed_before_its_rename_leaves_the_old_file_and_its_temp_is_cl
     assert!(!killed.status.success(), "{killed:?}");
     // The file is the old one, whole: a reader sees the old bytes or the new ones, never a mix.
     assert_eq!(std::fs::read(&file).unwrap(), damaged);
-    let temps: Vec<PathBuf> = std::fs::read_dir(s.root().join("cache"))
+    let temps: Vec<PathBuf> = std::fs::read_dir(s.cache_dir())
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_string_lossy().contains(".bin.tmp-"))

@@ -92,6 +92,7 @@ fn migrate_copies_breakers_and_the_log_once_and_the_fleet_then_serves_them() {
     let fleet = Sandbox {
         dir: files.dir,
         store: Some(url.clone()),
+        cache_home: files.cache_home,
     };
     std::fs::remove_dir_all(fleet.root()).unwrap();
     fleet.write(".triage.toml", "[breaker]\nfailure_threshold = 2\n");
