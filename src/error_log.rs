@@ -617,7 +617,13 @@ fn catch_up(
         return Ok(None);
     }
     if stamp.len == 0 {
-        return Ok((base.log_len == 0).then_some(base));
+        // An empty or missing log has nothing to count, whatever the file beside it says:
+        // counters that came with the folder (a planted file from a tarball) must not start
+        // a session over its threshold. Only the sequence carries over.
+        let mut fresh = Counters::new();
+        fresh.seq = base.seq;
+        fresh.log_ino = stamp.ino;
+        return Ok(Some(fresh));
     }
     if base.log_len == stamp.len {
         return Ok(Some(base));

@@ -223,3 +223,37 @@ fn a_link_in_place_of_the_users_cache_folder_or_file_changes_nothing_outside() {
         );
     }
 }
+
+/// The error log's counters are a cache of the log too: counters planted beside a missing log
+/// (as a tarball would bring them) start no session over its threshold. Failed on 9aa153f:
+/// one record then warned "session s1 has 41 unresolved failures".
+#[test]
+fn planted_counters_beside_an_empty_log_count_for_nothing() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.root().join("logs")).unwrap();
+    for d in [s.root(), s.root().join("logs")] {
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let planted = s.write(
+        ".triage/logs/errors.counters.json",
+        r#"{"version":2,"log_len":0,"log_ino":0,"seq":7,"sessions":{"s1":40},"units":{}}"#,
+    );
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = s
+        .cmd(&["record-error", "--session", "s1", "--agent", "a"])
+        .write_stdin("connection reset by peer")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json_out(&out);
+    let said = format!("{v}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        !said.contains("41"),
+        "planted counters were believed: {said}"
+    );
+    assert_eq!(s.session_open("s1"), Some(1), "{said}");
+}
