@@ -33,6 +33,8 @@ pub struct Policy {
     pub agents: BTreeMap<String, AgentPolicy>,
     /// Classification rules tried before the built-in ones.
     pub classify: ClassifySection,
+    /// How `triage run` and a phase's items treat what their commands leave behind.
+    pub run: RunPolicy,
     /// Saga compensations.
     pub saga: SagaPolicy,
     /// Where shared state is kept: the local files (default), or a fleet's Redis.
@@ -67,6 +69,26 @@ impl Default for StorePolicy {
             connect_timeout: Dur(crate::fleet::CONNECT_TIMEOUT),
             command_timeout: Dur(crate::fleet::COMMAND_TIMEOUT),
             log_max_len: crate::fleet::LOG_MAX_LEN,
+        }
+    }
+}
+
+/// `[run]`: what `triage run` and a phase's items do with the processes a command leaves
+/// running when it exits.
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunPolicy {
+    /// How long what a command started may go on running in its process group once the
+    /// command itself exited (a `&` it did not wait for); then it gets SIGTERM, and SIGKILL
+    /// this long after. The attempt's record says what was ended. A process meant to outlive
+    /// the command must leave its group (`setsid`).
+    pub orphan_grace: Dur,
+}
+
+impl Default for RunPolicy {
+    fn default() -> Self {
+        RunPolicy {
+            orphan_grace: Dur::millis(100),
         }
     }
 }

@@ -249,6 +249,7 @@ pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value
             on_spawn: wiring.on_spawn,
             // A caller that takes the final stdout (a phase) reads it whole: keep it in memory.
             in_memory: wiring.stdout.is_some(),
+            orphan_grace: Some(policy.run.orphan_grace.0),
         };
         let attempt = child::run(&spec, interrupts)
             .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;
@@ -267,6 +268,12 @@ pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value
             "end": attempt.end.describe(),
             "kind": attempt.end.kind(),
         });
+        if let Some(left) = &attempt.leftovers {
+            entry["leftovers"] = json!(left.describe());
+            if !args.quiet {
+                eprintln!("triage run: attempt {attempt_no}: {}", left.describe());
+            }
+        }
         let (error, rejected) = if !attempt.end.success() {
             let e = effects::classify_failure(
                 cx,

@@ -7,8 +7,14 @@
 //! `triage run` is forwarded to the group; after `grace` the group is killed; a second signal
 //! kills it at once. Signals are sent with rustix's safe `kill_process_group` and caught with
 //! signal-hook's flags, since this crate denies `unsafe`.
+//!
+//! When the command exits on its own, what it left running in its group is given
+//! `orphan_grace`, then ended ([`reap::end_leftovers`]): nothing an attempt started outlives
+//! it, and the attempt's record says what was ended. Orphans reparented to `triage` (the
+//! subreaper of what it starts) are reaped as they exit.
 
 use super::plan::End;
+use super::reap::{self, Leftovers};
 use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal};
 use std::ffi::OsString;
 use std::fs::File;
@@ -59,6 +65,11 @@ impl Interrupts {
             &self.term
         };
         flag.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether a signal was received since the last [`Interrupts::take`] (left for it).
+    pub fn pending(&self) -> bool {
+        self.int.load(Ordering::SeqCst) || self.term.load(Ordering::SeqCst)
     }
 
     /// The signal received since the last call, if any.
@@ -113,6 +124,9 @@ pub struct Spec<'a> {
     /// reads the output whole anyway (a phase's item), a file on disk only adds an inode to
     /// allocate and free through the journal.
     pub in_memory: bool,
+    /// When the command exits on its own, end what it left running in its group this long
+    /// after; `None` leaves it running.
+    pub orphan_grace: Option<Duration>,
 }
 
 /// One attempt's result.
@@ -125,6 +139,8 @@ pub struct Attempt {
     pub stderr_tail: Vec<u8>,
     /// How long it ran.
     pub elapsed: Duration,
+    /// What it left running in its group and was ended after it exited.
+    pub leftovers: Option<Leftovers>,
 }
 
 /// Runs one attempt. `Err` only when the stdout temp file cannot be made.
@@ -160,7 +176,7 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
     if let Some(dir) = spec.cwd {
         cmd.current_dir(dir);
     }
-    let mut child = match cmd.spawn() {
+    let (mut child, registered) = match reap::spawn(&mut cmd) {
         Ok(c) => c,
         Err(e) => {
             let status = if e.kind() == io::ErrorKind::NotFound {
@@ -241,14 +257,25 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
             }
         }
     };
+    // The leader's status is taken: its group may now be waited on (orphans of it that were
+    // reparented to us, zombies no PID 1 may ever reap).
+    drop(registered);
+    let stopped = watch.timed_out || watch.interrupted.is_some();
     // The leader is gone; members it left behind after a timeout or interrupt are not.
-    while (watch.timed_out || watch.interrupted.is_some())
-        && !watch.killed
-        && test_kill_process_group(group).is_ok()
-    {
+    while stopped && !watch.killed && reap::group_alive(group) {
         std::thread::sleep(POLL);
         watch.tick(group, deadline, spec, interrupts);
     }
+    let leftovers = match spec.orphan_grace {
+        Some(grace) if !stopped && status.is_some() => {
+            reap::end_leftovers(group, grace, &|| interrupts.pending())
+        }
+        _ => {
+            reap::reap_group(group);
+            None
+        }
+    };
+    reap::sweep();
     // A background process may keep stderr open: take the tail without waiting for it.
     let stderr_tail = match (direct, stderr_from) {
         (Some(f), Some(from)) => read_tail(f, from).unwrap_or_default(),
@@ -275,6 +302,7 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
         stdout,
         stderr_tail,
         elapsed: started.elapsed(),
+        leftovers,
     })
 }
 
@@ -326,6 +354,7 @@ impl Watch {
         spec: &Spec<'_>,
         interrupts: &Interrupts,
     ) {
+        reap::sweep();
         let now = Instant::now();
         if let Some(sig) = interrupts.take() {
             if self.interrupted.is_none() {
@@ -362,6 +391,7 @@ fn cannot_run(status: u8, detail: String, stdout: File, started: Instant) -> Att
         stdout,
         stderr_tail: Vec::new(),
         elapsed: started.elapsed(),
+        leftovers: None,
     }
 }
 

@@ -1,8 +1,11 @@
 //! `triage run`'s machinery: [`plan`] is the pure part (what an attempt's end means, how long
 //! to wait before the next one), [`child`] runs one attempt in its own process group with a
-//! timeout, signal forwarding, stdin replay and captured stdout; [`wiring`] attaches the attempt
-//! loop to a process (`triage run`) or to one work item of a phase (`triage phase`).
+//! timeout, signal forwarding, stdin replay and captured stdout; [`reap`] ends what an attempt
+//! left running in its group and reaps the orphans reparented to `triage`; [`wiring`]
+//! attaches the attempt loop to a process (`triage run`) or to one work item of a phase
+//! (`triage phase`).
 
 pub mod child;
 pub mod plan;
+pub mod reap;
 pub mod wiring;

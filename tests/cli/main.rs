@@ -39,6 +39,7 @@ mod fuzz;
 mod hook;
 mod hostile;
 mod hostile_cache;
+mod hostile_children;
 mod hostile_root;
 mod init;
 mod manual;

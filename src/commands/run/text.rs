@@ -44,6 +44,9 @@ pub fn report(doc: &Value) -> String {
             str_of(a, "end"),
             ms("elapsed_ms")
         );
+        if let Some(left) = a["leftovers"].as_str() {
+            line.push_str(&format!("; {left}"));
+        }
         if let Some(why) = a["stopped"].as_str() {
             line.push_str(&format!("; not retried: {why}"));
         }
@@ -75,7 +78,8 @@ mod tests {
             "name": "fetch", "outcome": "failed", "exit_status": 1,
             "attempts": [
                 {"attempt": 1, "delay_before_ms": 0, "elapsed_ms": 12, "end": "exited with status 1",
-                 "kind": "tool_failure", "error_id": "err-1"},
+                 "kind": "tool_failure", "error_id": "err-1",
+                 "leftovers": "ended 1 process left running in its group after it exited"},
                 {"attempt": 2, "delay_before_ms": 30000, "elapsed_ms": 1500, "end": "exited with status 1",
                  "kind": "tool_failure", "stopped": "all 2 attempts failed"}
             ],
@@ -84,7 +88,7 @@ mod tests {
         assert_eq!(
             report(&doc),
             "triage run: fetch failed after 2 attempts (exit status 1)\n  \
-             attempt 1: exited with status 1 (tool_failure) in 12ms [err-1]\n  \
+             attempt 1: exited with status 1 (tool_failure) in 12ms; ended 1 process left running in its group after it exited [err-1]\n  \
              attempt 2 after a 30s wait: exited with status 1 (tool_failure) in 1s500ms; not retried: all 2 attempts failed\n  \
              kept: p/fetch-1_partial"
         );
