@@ -1,4 +1,4 @@
-//! The policy file (SPEC §7): its schema, the seeds' built-in defaults, loading with errors
+//! The policy file (SPEC §7): its schema, the built-in defaults, loading with errors
 //! that name the line and key, and resolution of per-agent and per-key sections with globs.
 //!
 //! Every section is optional. Fields of `[agents.*]` and `[breaker.*]` sections merge from the
@@ -93,7 +93,7 @@ impl Default for RunPolicy {
     }
 }
 
-/// `[saga]`: how compensations run (seed 002).
+/// `[saga]`: how compensations run.
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SagaPolicy {
@@ -110,7 +110,7 @@ impl Default for SagaPolicy {
     }
 }
 
-/// `[retry]`: seed 001's schedule, or exponential backoff.
+/// `[retry]`: a fixed schedule, or exponential backoff.
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RetryPolicy {
@@ -259,11 +259,11 @@ pub struct BreakerOverrides {
 /// The breaker settings for one key, every field decided.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BreakerSettings {
-    /// Consecutive failures that open it (seed 000: 2).
+    /// Consecutive failures that open it.
     pub failure_threshold: u32,
-    /// Open period before a probe (seed 000: 60 s).
+    /// Open period before a probe.
     pub cooldown: Dur,
-    /// Probes granted while half-open (seed 000: 1).
+    /// Probes granted while half-open.
     pub half_open_probes: u32,
     /// Probe successes that close it.
     pub success_threshold: u32,
@@ -306,11 +306,11 @@ pub enum Scope {
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Thresholds {
-    /// Failures in one session that stop it (seed 000: 5).
+    /// Failures in one session that stop it.
     pub session_failures: u32,
-    /// Failed share of a phase's agents that stops it (seed 000: more than half).
+    /// Failed share of a phase's agents above which it stops.
     pub phase_failure_ratio: f64,
-    /// Failing agents in one workflow beyond which it pauses (seed 001: more than 2).
+    /// Failing agents in one workflow beyond which it pauses.
     pub cascade_agents: u32,
     /// Whether `triage hook`'s records of tools no breaker guards (`Bash`, `Read`, …) count
     /// toward these thresholds. Off by default: a `grep` that finds nothing is ordinary work,
@@ -348,13 +348,13 @@ pub struct PhasePolicy {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentPolicy {
-    /// `critical` or `optional` (seed 000).
+    /// `critical` (out of retries: escalate) or `optional` (out of retries: go on without it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub criticality: Option<Criticality>,
     /// The agent's timeout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<Dur>,
-    /// True: never retried automatically (seed 001).
+    /// True: never retried automatically (a failure asks the user).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub side_effects: Option<bool>,
     /// The breaker key of each run of this agent, a template over `{agent}`, `{task_id}`,
@@ -367,7 +367,7 @@ pub struct AgentPolicy {
     pub output: OutputRules,
 }
 
-/// `[agents.NAME.output]`: what a good output of this agent looks like (seeds 001, 004).
+/// `[agents.NAME.output]`: what a good output of this agent looks like.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutputRules {
@@ -395,7 +395,7 @@ pub struct OutputRules {
     /// Globs, relative to the project, that must name non-empty files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub files_exist: Option<Vec<String>>,
-    /// Stop-hook blocks before the agent is let go (seed 002: 3).
+    /// Stop-hook blocks before the agent is let go.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_rejections: Option<u32>,
 }
@@ -534,7 +534,7 @@ macro_rules! merge_fields {
 }
 
 impl Policy {
-    /// The settings of breaker `key`: the seed 000 defaults, `[breaker]`, then matching
+    /// The settings of breaker `key`: the built-in defaults, `[breaker]`, then matching
     /// `[breaker."GLOB"]` tables, least specific first.
     pub fn breaker_for(&self, key: &str) -> BreakerSettings {
         let mut o = self.breaker.defaults.clone();

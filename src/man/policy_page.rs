@@ -518,7 +518,7 @@ pub fn policy_page() -> String {
     ));
     out.push_str(".SH SYNOPSIS\n\\fI.triage.toml\\fR in $CLAUDE_PROJECT_DIR, else in the current folder; or the file named by \\fB\\-\\-config\\fR or \\fBTRIAGE_CONFIG\\fR.\n");
     out.push_str(&format!(".SH DESCRIPTION\n{}\n.PP\n{}\n.PP\n{}\n",
-        r("The policy is TOML. Every table and key is optional: what is left out takes the built-in default, the numbers of the seed protocols shown below. Durations are written 500ms, 30s, 2m, 1h30m, 7d."),
+        r("The policy is TOML. Every table and key is optional: what is left out takes the built-in default shown below. Durations are written 500ms, 30s, 2m, 1h30m, 7d."),
         r("Tables named by an agent or a breaker key accept globs (\"*-consultant\", \"*\"); fields merge from the least specific match to the most specific, the exact name last. An agent the policy does not name is critical."),
         r("triage config check FILE reports every unknown key and bad value with its line (exit 1); at run time a bad entry is dropped with a warning and every good entry still applies. triage config show prints the effective policy as JSON."),
     ));

@@ -542,14 +542,16 @@ fn a_bash_exit_without_a_message_gets_calm_advice() {
     assert!(!ctx.contains("report this to the user"), "{ctx}");
 }
 
+/// The table of kinds in `docs/classify.md` is the one `classify --help` and its man page give.
 #[test]
-fn the_readmes_kinds_table_is_the_man_pages() {
+fn the_docs_kinds_table_is_the_man_pages() {
     let s = Sandbox::new();
     let out = s.cmd(&["classify", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout).into_owned();
-    let readme =
-        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-            .unwrap();
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/classify.md"),
+    )
+    .unwrap();
     let rows: Vec<&str> = help
         .lines()
         .skip_while(|l| !l.starts_with(" kind "))
@@ -567,6 +569,6 @@ fn the_readmes_kinds_table_is_the_man_pages() {
             f[3],
             f[4..].join(" ")
         );
-        assert!(readme.contains(&md), "README lacks the row {md}");
+        assert!(readme.contains(&md), "docs/classify.md lacks the row {md}");
     }
 }

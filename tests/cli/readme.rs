@@ -1,6 +1,7 @@
-//! The README's examples run as written: every command of every `sh` block, in order, in one
-//! project folder with the files the examples name. A usage error, a crash or an unexpected
-//! warning means the README no longer tells the truth.
+//! The examples of the README and of `docs/*.md` run as written: every command of every `sh`
+//! block of a file, in order, in one project folder (a fresh one per file) with the files the
+//! examples name. A usage error, a crash or an unexpected warning means the page no longer
+//! tells the truth.
 
 use crate::common::{bin, Sandbox};
 use std::path::PathBuf;
@@ -124,9 +125,9 @@ fn on_path(program: &str) -> bool {
         .any(|d| d.join(program).is_file())
 }
 
-#[test]
-fn every_readme_example_runs() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+/// Runs every example of one page in a fresh project: how many ran, and what failed.
+fn run_examples(page: &str) -> (usize, Vec<String>) {
+    let text = std::fs::read_to_string(repo().join(page)).unwrap();
     let s = Sandbox::new();
     project(&s);
     let path = {
@@ -138,7 +139,7 @@ fn every_readme_example_runs() {
     };
     let mut ran = 0;
     let mut failures = Vec::new();
-    for block in blocks(&readme) {
+    for block in blocks(&text) {
         let mut script = String::new();
         let mut examples = Vec::new();
         for ex in block {
@@ -160,9 +161,10 @@ fn every_readme_example_runs() {
             } else {
                 text.to_string()
             };
+            // Outputs go to the project's root even after an example's `cd`.
             let n = examples.len();
             script.push_str(&format!(
-                "{{ {text}\n}} >out.{n} 2>err.{n}\necho \"{n} $?\" >&3\n"
+                "{{ {text}\n}} >\"$root/out.{n}\" 2>\"$root/err.{n}\"\necho \"{n} $?\" >&3\n"
             ));
             examples.push((ex.line, text.trim().to_string()));
         }
@@ -170,7 +172,7 @@ fn every_readme_example_runs() {
             continue;
         }
         let status = std::process::Command::new("sh")
-            .args(["-c", &format!("exec 3>status.log\n{script}")])
+            .args(["-c", &format!("root=$PWD\nexec 3>status.log\n{script}")])
             .current_dir(s.path())
             .env("PATH", &path)
             .env("HOME", s.path().join("home"))
@@ -186,7 +188,7 @@ fn every_readme_example_runs() {
         assert_eq!(
             log.lines().count(),
             examples.len(),
-            "the block stopped early: {}",
+            "{page}: the block stopped early: {}",
             String::from_utf8_lossy(&status.stderr)
         );
         for line in log.lines() {
@@ -202,7 +204,7 @@ fn every_readme_example_runs() {
                 || (!warnings && err.contains(": warning: "));
             if bad {
                 failures.push(format!(
-                    "README.md:{at}: `{text}` exited {code}\n{}{}",
+                    "{page}:{at}: `{text}` exited {code}\n{}{}",
                     s.read(&format!("out.{n}")),
                     err
                 ));
@@ -210,6 +212,38 @@ fn every_readme_example_runs() {
             ran += 1;
         }
     }
-    assert!(ran >= 40, "only {ran} examples found");
+    (ran, failures)
+}
+
+/// The pages of `docs/` whose examples run, in name order.
+fn doc_pages() -> Vec<String> {
+    let mut pages: Vec<String> = std::fs::read_dir(repo().join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .map(|n| format!("docs/{n}"))
+        .collect();
+    pages.sort();
+    pages
+}
+
+#[test]
+fn every_readme_example_runs() {
+    let (ran, failures) = run_examples("README.md");
+    assert!(ran >= 40, "only {ran} examples found in README.md");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn every_example_of_the_docs_runs() {
+    let mut ran = 0;
+    let mut failures = Vec::new();
+    for page in doc_pages() {
+        let (n, f) = run_examples(&page);
+        ran += n;
+        failures.extend(f);
+    }
+    assert!(ran >= 40, "only {ran} examples found in docs/");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -815,13 +815,14 @@ fn item9_no_design_words_in_the_programs_strings() {
     assert!(found.is_empty(), "{found:#?}");
 }
 
-/// The README's table of what `-e` turns into exit 1, row by row: each negative verdict is 1
-/// with `-e` and 0 without; every subcommand has its row.
+/// The table of what `-e` turns into exit 1 (`docs/exit-status.md`), row by row: each negative
+/// verdict is 1 with `-e` and 0 without; every subcommand has its row.
 #[test]
-fn item5_each_verdict_in_the_readmes_table() {
-    let readme =
-        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-            .unwrap();
+fn item5_each_verdict_in_the_exit_status_table() {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exit-status.md"),
+    )
+    .unwrap();
     let table: Vec<&str> = readme
         .lines()
         .skip_while(|l| !l.starts_with("| subcommand | `-e` exits 1 when |"))
@@ -838,7 +839,7 @@ fn item5_each_verdict_in_the_readmes_table() {
                 .split('|')
                 .nth(1)
                 .is_some_and(|c| c.contains(&whole) || c.contains(&first_word))),
-            "the README's -e table has no row for {whole}"
+            "the -e table of docs/exit-status.md has no row for {whole}"
         );
     }
     let s = Sandbox::new();
