@@ -39,6 +39,7 @@ mod fuzz;
 mod hook;
 mod hostile;
 mod hostile_root;
+mod hostile_stdin;
 mod init;
 mod manual;
 mod parsers;
