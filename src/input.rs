@@ -115,7 +115,7 @@ impl<F: AsFd, P: FnOnce() -> Duration> Patient<F, P> {
     }
 
     /// Waits until the descriptor is readable (bytes, the end, or an error to report); `Err`
-    /// when the time is up. A failing `poll` leaves the read to say what is wrong.
+    /// when the time is up. A failing `poll` is an I/O error (a read could block).
     fn wait(&mut self) -> io::Result<()> {
         loop {
             let left = match self.limit {
@@ -138,7 +138,7 @@ impl<F: AsFd, P: FnOnce() -> Duration> Patient<F, P> {
                 Ok(0) => {}
                 Ok(_) => return Ok(()),
                 Err(rustix::io::Errno::INTR) => continue,
-                Err(_) => return Ok(()),
+                Err(e) => return Err(e.into()),
             }
             match (self.limit, self.patience.take()) {
                 (None, Some(patience)) => self.limit = Some(patience()),
