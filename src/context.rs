@@ -371,14 +371,20 @@ impl Context {
     /// Reads stdin to its end when it is not a terminal: `None` when empty. Only a command
     /// that uses stdin calls this. Input over the limit is refused as soon as the limit is
     /// passed; what follows is never read (nor waited for). Stdin that cannot be read (a
-    /// folder, `< /`) is a warning and no input, unless `--strict`.
+    /// folder, `< /`) is a warning and no input, unless `--strict`. A writer that keeps the
+    /// pipe open without ending it is waited for at most the policy's `[stdin]` time, then
+    /// the command goes on with what arrived (see [`Context::stdin_cut_short`]).
     pub fn read_stdin(&self) -> Result<Option<Vec<u8>>, Failure> {
         let stdin = std::io::stdin();
         if stdin.is_terminal() {
             return Ok(None);
         }
-        let bytes = match input::read_bounded(stdin.lock(), self.max_input) {
+        let bytes = match input::read_bounded(self.stdin_input(&stdin), self.max_input) {
             Ok(b) => b,
+            Err(input::InputError::TimedOut { got, .. }) => {
+                self.stdin_cut_short(&got)?;
+                got
+            }
             Err(e) => return self.stdin_failed(e).map(|()| None),
         };
         if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -389,19 +395,88 @@ impl Context {
 
     /// Reads one JSON value from stdin and stops as soon as it is complete, so a writer that
     /// keeps the pipe open (`(payload; sleep 30) | triage hook`) is not waited for; `None`
-    /// when stdin is empty or a terminal. Lone UTF-16 surrogates are read as U+FFFD.
+    /// when stdin is empty or a terminal. Lone UTF-16 surrogates are read as U+FFFD. A value
+    /// not complete when the writer's time is up (the policy's `[stdin]`) is bad data, or an
+    /// I/O failure under `--strict`.
     pub fn read_json(&self) -> Result<Option<Value>, Failure> {
         let stdin = std::io::stdin();
         if stdin.is_terminal() {
             return Ok(None);
         }
-        match input::read_one_json(stdin.lock(), self.max_input) {
+        match input::read_one_json(self.stdin_input(&stdin), self.max_input) {
             Ok(v) => Ok(v),
             Err(input::InputError::Syntax(why)) => Err(Failure::data(format!(
                 "stdin is not valid JSON: {why}; send one JSON document"
             ))),
+            Err(input::InputError::TimedOut { got, .. }) => match input::value_so_far(&got) {
+                Ok(v) => self.stdin_cut_short(&got).map(|()| v),
+                Err(_) if self.global.strict => Err(Failure::io(self.late(&got))),
+                Err(_) => Err(Failure::data(format!(
+                    "{}; what arrived is not a complete JSON value",
+                    self.late(&got)
+                ))),
+            },
             Err(e) => self.stdin_failed(e).map(|()| None),
         }
+    }
+
+    /// Stdin as a reader that waits for its writer at most the policy's `[stdin]` time, all
+    /// waits together ([`input::Patient`]); the policy is read only if a read would wait.
+    pub fn stdin_input<'a>(
+        &'a self,
+        stdin: &'a std::io::Stdin,
+    ) -> input::Patient<std::os::fd::BorrowedFd<'a>, impl FnOnce() -> Duration + 'a> {
+        use std::os::fd::AsFd;
+        input::Patient::new(stdin.as_fd(), move || self.stdin_timeout().0)
+    }
+
+    /// How long stdin may keep this call waiting, and the policy key that says so: `[stdin]
+    /// hook_timeout` when the call answers a hook (`triage hook`, or a `--hook` form of
+    /// another command, whose stdin is a hook payload), else `[stdin] timeout`.
+    fn stdin_timeout(&self) -> (Duration, &'static str) {
+        let hook = self.name == "hook"
+            || std::env::args_os()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--hook");
+        let fallback = policy::StdinPolicy::default();
+        let p = self.policy().map_or(&fallback, |p| &p.stdin);
+        if hook {
+            (p.hook_timeout.0, "hook_timeout")
+        } else {
+            (p.timeout.map_or(Duration::MAX, |t| t.0), "timeout")
+        }
+    }
+
+    /// What a writer that kept the pipe open past its time did, in words.
+    fn late(&self, got: &[u8]) -> String {
+        let (limit, key) = self.stdin_timeout();
+        let sent = match got.len() {
+            0 => "nothing arrived".to_string(),
+            1 => "1 byte arrived".to_string(),
+            n => format!("{n} bytes arrived"),
+        };
+        format!(
+            "stdin: {sent} and no end within {} ([stdin] {key}): the writer kept the pipe open",
+            crate::duration::Dur(limit)
+        )
+    }
+
+    /// Stdin whose writer kept the pipe open past its time, with `got` read: a warning (on
+    /// stderr and in `logs/triage.log`), and the command goes on with what arrived; under
+    /// `--strict`, an I/O failure. The call never waits longer on its writer.
+    pub fn stdin_cut_short(&self, got: &[u8]) -> Result<(), Failure> {
+        let late = self.late(got);
+        if self.global.strict {
+            return Err(Failure::io(late));
+        }
+        let going_on = if got.iter().all(u8::is_ascii_whitespace) {
+            "going on without input"
+        } else {
+            "going on with what arrived"
+        };
+        self.warn(&format!("{late}; {going_on}"));
+        Ok(())
     }
 
     /// Stdin over the limit is bad data; stdin that cannot be read is no input, with a
@@ -421,6 +496,7 @@ impl Context {
             input::InputError::Syntax(why) => Err(Failure::data(format!(
                 "stdin is not valid JSON: {why}; send one JSON document"
             ))),
+            input::InputError::TimedOut { got, .. } => self.stdin_cut_short(&got),
         }
     }
 

@@ -1,6 +1,8 @@
 //! Reading untrusted input: at most a limit of bytes, never more; one JSON value parsed as
-//! soon as it is complete (a hook must not wait for a writer that keeps its pipe open); and
-//! JSON read leniently where senders are known to be sloppy.
+//! soon as it is complete (a hook must not wait for a writer that keeps its pipe open); a
+//! pipe waited on for a bounded time in all ([`Patient`]), so a writer that sends part of a
+//! value, or nothing, and keeps its end open never holds a call past its deadline; and JSON
+//! read leniently where senders are known to be sloppy.
 //!
 //! Lone UTF-16 surrogates (`"\ud83d"`) are what Node's `JSON.stringify` emits when a string
 //! is cut inside an emoji; strict JSON parsers (serde_json among them) reject the whole
@@ -10,6 +12,8 @@
 use serde::Deserialize;
 use serde_json::Value;
 use std::io::{self, Read};
+use std::os::fd::AsFd;
+use std::time::{Duration, Instant};
 
 /// Why input could not be read as one JSON value.
 #[derive(Debug)]
@@ -23,6 +27,14 @@ pub enum InputError {
     Io(io::Error),
     /// Not JSON (serde_json's words), and whether the bytes were valid UTF-8.
     Syntax(String),
+    /// The writer kept the pipe open and sent no end (nor, for one JSON value, its end)
+    /// within the time it was given.
+    TimedOut {
+        /// How long the reader waited in all.
+        waited: Duration,
+        /// What had arrived.
+        got: Vec<u8>,
+    },
 }
 
 impl std::fmt::Display for InputError {
@@ -31,6 +43,132 @@ impl std::fmt::Display for InputError {
             InputError::TooLarge { limit } => write!(f, "more than the limit of {limit} bytes"),
             InputError::Io(e) => write!(f, "{e}"),
             InputError::Syntax(why) => write!(f, "not valid JSON: {why}"),
+            InputError::TimedOut { waited, got } => write!(
+                f,
+                "{} bytes and no end within {}",
+                got.len(),
+                crate::duration::Dur(*waited)
+            ),
+        }
+    }
+}
+
+/// The error a [`Patient`] reader returns when its time is up (kind `TimedOut`, and this
+/// inside, so a socket's own `ETIMEDOUT` is not taken for it).
+#[derive(Debug)]
+pub struct OutOfPatience {
+    /// How long the reader waited in all.
+    pub waited: Duration,
+}
+
+impl std::fmt::Display for OutOfPatience {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "no input within {}", crate::duration::Dur(self.waited))
+    }
+}
+
+impl std::error::Error for OutOfPatience {}
+
+/// How long [`OutOfPatience`] says was waited, when `e` is one.
+fn out_of_patience(e: &io::Error) -> Option<Duration> {
+    e.get_ref()
+        .and_then(|inner| inner.downcast_ref::<OutOfPatience>())
+        .map(|p| p.waited)
+}
+
+/// A reader of a file descriptor (stdin) that waits for its writer a bounded time in all: the
+/// time spent blocked waiting for bytes is added up over every read, and a read that would
+/// take it past the limit fails with [`OutOfPatience`] instead. Only the waits count: the
+/// reader's own work between reads (parsing a large payload in a debug build) does not, so
+/// a writer that sends at pipe speed never runs out.
+///
+/// Only a pipe or a socket is waited on with `poll(2)`; a regular file, `/dev/null` or any
+/// other descriptor is read directly (they never block on a writer), at no extra cost. The
+/// limit is asked for (`patience`, which may load the policy) only the first time a read
+/// would block, so a writer that has already sent everything costs nothing more.
+pub struct Patient<F: AsFd, P: FnOnce() -> Duration> {
+    fd: F,
+    /// Whether the descriptor is a pipe or a socket, i.e. whether a read can wait on a writer.
+    pollable: bool,
+    patience: Option<P>,
+    /// The limit, once asked for.
+    limit: Option<Duration>,
+    waited: Duration,
+}
+
+impl<F: AsFd, P: FnOnce() -> Duration> Patient<F, P> {
+    /// Reads `fd`, waiting at most what `patience` returns for bytes, in all.
+    pub fn new(fd: F, patience: P) -> Patient<F, P> {
+        let pollable = rustix::fs::fstat(&fd).is_ok_and(|st| {
+            matches!(
+                rustix::fs::FileType::from_raw_mode(st.st_mode),
+                rustix::fs::FileType::Fifo | rustix::fs::FileType::Socket
+            )
+        });
+        Patient {
+            fd,
+            pollable,
+            patience: Some(patience),
+            limit: None,
+            waited: Duration::ZERO,
+        }
+    }
+
+    /// Waits until the descriptor is readable (bytes, the end, or an error to report); `Err`
+    /// when the time is up. A failing `poll` is an I/O error (a read could block).
+    fn wait(&mut self) -> io::Result<()> {
+        loop {
+            let left = match self.limit {
+                Some(limit) => limit.saturating_sub(self.waited),
+                // Not asked yet: a look without waiting first, then the limit.
+                None => Duration::ZERO,
+            };
+            // An hour at most per call (a macOS `poll` takes an `int` of milliseconds); a
+            // longer limit is waited for in turns.
+            let turn = left.min(Duration::from_secs(3600));
+            let timeout = rustix::event::Timespec::try_from(turn).unwrap_or_default();
+            let mut fds = [rustix::event::PollFd::new(
+                &self.fd,
+                rustix::event::PollFlags::IN,
+            )];
+            let started = Instant::now();
+            let ready = rustix::event::poll(&mut fds, Some(&timeout));
+            self.waited = self.waited.saturating_add(started.elapsed());
+            match ready {
+                Ok(0) => {}
+                Ok(_) => return Ok(()),
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
+            }
+            match (self.limit, self.patience.take()) {
+                (None, Some(patience)) => self.limit = Some(patience()),
+                (None, None) => self.limit = Some(Duration::ZERO),
+                (Some(limit), _) if self.waited < limit => {}
+                (Some(_), _) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        OutOfPatience {
+                            waited: self.waited,
+                        },
+                    ))
+                }
+            }
+        }
+    }
+}
+
+impl<F: AsFd, P: FnOnce() -> Duration> Read for Patient<F, P> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.pollable {
+            self.wait()?;
+        }
+        match rustix::io::read(&self.fd, buf) {
+            // A closed stdin (`<&-`) reads as empty, as the standard library's own does.
+            Err(rustix::io::Errno::BADF) => Ok(0),
+            r => r.map_err(io::Error::from),
         }
     }
 }
@@ -215,7 +353,13 @@ pub fn read_one_json(mut input: impl Read, limit: usize) -> Result<Option<Value>
                 buf.truncate(at);
                 continue;
             }
-            Err(e) => return Err(InputError::Io(e)),
+            Err(e) => {
+                buf.truncate(at);
+                return Err(match out_of_patience(&e) {
+                    Some(waited) => InputError::TimedOut { waited, got: buf },
+                    None => InputError::Io(e),
+                });
+            }
         }
         shape.scan(&buf);
         let over = buf.len() > limit;
@@ -337,16 +481,28 @@ fn has_surrogate_escape(bytes: &[u8]) -> bool {
 
 /// Reads at most `limit` bytes of `input`: `Ok(bytes)`, or `TooLarge` as soon as one more
 /// arrives. Never reads (or waits for) anything past the limit.
+/// A reader that runs out of patience ([`Patient`]) is [`InputError::TimedOut`] with what had
+/// arrived.
 pub fn read_bounded(input: impl Read, limit: usize) -> Result<Vec<u8>, InputError> {
     let mut bytes = Vec::new();
-    input
-        .take(limit as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(InputError::Io)?;
+    // `read_to_end` keeps what it read before an error.
+    if let Err(e) = input.take(limit as u64 + 1).read_to_end(&mut bytes) {
+        return Err(match out_of_patience(&e) {
+            Some(waited) if bytes.len() <= limit => InputError::TimedOut { waited, got: bytes },
+            Some(_) => InputError::TooLarge { limit },
+            None => InputError::Io(e),
+        });
+    }
     if bytes.len() > limit {
         return Err(InputError::TooLarge { limit });
     }
     Ok(bytes)
+}
+
+/// The one JSON value in what arrived before a writer's time ran out, read as if that were
+/// the end (a number at the end is taken as it is): `Ok(None)` for whitespace only.
+pub fn value_so_far(bytes: &[u8]) -> Result<Option<Value>, InputError> {
+    read_one_json(bytes, bytes.len())
 }
 
 #[cfg(test)]
@@ -517,6 +673,91 @@ mod tests {
                 .map_err(|e| format!("not valid JSON: {e}"));
             proptest::prop_assert_eq!(ours, theirs, "{:?}", text);
         }
+    }
+
+    /// A socket pair: the writer's end (held open by the caller) and a reader of the other end
+    /// that may wait `patience` in all, counting how often the patience was asked for.
+    fn open_pipe<'a>(
+        first: &[u8],
+        patience: Duration,
+        asked: &'a std::cell::Cell<u32>,
+    ) -> (
+        std::os::unix::net::UnixStream,
+        Patient<std::os::unix::net::UnixStream, impl FnOnce() -> Duration + 'a>,
+    ) {
+        use std::io::Write;
+        let (mut writer, reader) = std::os::unix::net::UnixStream::pair().expect("pair");
+        writer.write_all(first).expect("write");
+        let reader = Patient::new(reader, move || {
+            asked.set(asked.get() + 1);
+            patience
+        });
+        (writer, reader)
+    }
+
+    #[test]
+    fn a_silent_writer_is_waited_for_only_as_long_as_the_patience() {
+        let asked = std::cell::Cell::new(0);
+        let (_writer, reader) = open_pipe(
+            br#"{"hook_event_name": "Pre"#,
+            Duration::from_millis(50),
+            &asked,
+        );
+        let started = Instant::now();
+        let read = read_one_json(reader, 1 << 20);
+        assert!(
+            matches!(&read, Err(InputError::TimedOut { waited, got })
+                if got == br#"{"hook_event_name": "Pre"# && *waited >= Duration::from_millis(50)),
+            "{read:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert_eq!(asked.get(), 1, "the patience is asked for once");
+
+        let asked = std::cell::Cell::new(0);
+        let (_writer, reader) = open_pipe(b"", Duration::from_millis(20), &asked);
+        assert!(matches!(
+            read_bounded(reader, 100),
+            Err(InputError::TimedOut { got, .. }) if got.is_empty()
+        ));
+        let (_writer, reader) = open_pipe(b"connection reset", Duration::ZERO, &asked);
+        assert!(matches!(
+            read_bounded(reader, 100),
+            Err(InputError::TimedOut { got, .. }) if got == b"connection reset"
+        ));
+    }
+
+    #[test]
+    fn a_complete_value_or_a_closed_pipe_never_asks_for_patience() {
+        let asked = std::cell::Cell::new(0);
+        let (_writer, reader) = open_pipe(br#"{"a": [1, 2]} "#, Duration::from_secs(3600), &asked);
+        let v = read_one_json(reader, 1000).expect("complete");
+        assert_eq!(v, Some(json!({"a": [1, 2]})));
+        let (writer, reader) = open_pipe(b"some text", Duration::from_secs(3600), &asked);
+        drop(writer);
+        assert_eq!(read_bounded(reader, 100).expect("to the end"), b"some text");
+        assert_eq!(asked.get(), 0);
+        // A regular file is read directly, never polled.
+        let mut f = tempfile::tempfile().expect("file");
+        std::io::Write::write_all(&mut f, b"[1]").expect("write");
+        std::io::Seek::rewind(&mut f).expect("rewind");
+        let r = Patient::new(f, || {
+            asked.set(asked.get() + 1);
+            Duration::ZERO
+        });
+        assert!(!r.pollable);
+        assert_eq!(read_bounded(r, 100).expect("file"), b"[1]");
+        assert_eq!(asked.get(), 0, "a file is never waited on");
+    }
+
+    #[test]
+    fn what_arrived_before_the_time_ran_out_is_read_as_if_it_ended() {
+        assert_eq!(value_so_far(b"12345").expect("number"), Some(json!(12345)));
+        assert_eq!(value_so_far(b" \n").expect("blank"), None);
+        assert_eq!(value_so_far(b"").expect("nothing"), None);
+        assert!(matches!(
+            value_so_far(br#"{"a": "#),
+            Err(InputError::Syntax(_))
+        ));
     }
 
     #[test]

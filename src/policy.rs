@@ -39,6 +39,38 @@ pub struct Policy {
     pub saga: SagaPolicy,
     /// Where shared state is kept: the local files (default), or a fleet's Redis.
     pub store: StorePolicy,
+    /// How long a writer that keeps its end of stdin open, sending part of its input or
+    /// nothing, may keep a call waiting, all its silences together; then the call goes on
+    /// with what arrived, with a warning in logs/triage.log. A file or /dev/null on stdin is
+    /// never waited on.
+    pub stdin: StdinPolicy,
+}
+
+/// `[stdin]`: how long a writer that keeps its end of the pipe open, sending a partial value
+/// or nothing, may keep a call waiting; then the call goes on with what arrived, with a
+/// warning (SPEC §6). A file or `/dev/null` on stdin is never waited for.
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct StdinPolicy {
+    /// `triage hook` and every `--hook` form: how long stdin may keep the call waiting, all
+    /// its silences together. A payload not complete by then is answered with nothing (exit
+    /// 0). A small part of the hook's budget (its lock waits share 1 s).
+    pub hook_timeout: Dur,
+    /// Every other command that reads stdin (`classify`, `record-error`, `check-output`,
+    /// `state-write`, `run`, ...): the same, for a writer in a pipeline. Unset (the default),
+    /// they read to the end of input like any filter, so `make 2>&1 | triage record-error`
+    /// never cuts a slow build short (nor kills it with SIGPIPE); set it where a writer that
+    /// never closes the pipe must not keep a script waiting.
+    pub timeout: Option<Dur>,
+}
+
+impl Default for StdinPolicy {
+    fn default() -> Self {
+        StdinPolicy {
+            hook_timeout: Dur::millis(500),
+            timeout: None,
+        }
+    }
 }
 
 /// `[store]`: the local files (the default), or a Redis (or Valkey) shared by a fleet of hosts

@@ -514,14 +514,20 @@ fn breaker_key(
 }
 
 /// Stdin, read whole when it is not a terminal, to replay to every attempt; reading stops
-/// at the limit (`yes | triage run ...` ends).
+/// at the limit (`yes | triage run ...` ends), and at the policy's `[stdin] timeout` when
+/// the writer keeps the pipe open without ending it: then what arrived is replayed, with a
+/// warning (an I/O failure under `--strict`).
 fn read_stdin(cx: &Context) -> Result<Option<Vec<u8>>, Failure> {
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         return Ok(None);
     }
-    match crate::input::read_bounded(stdin.lock(), cx.max_input) {
+    match crate::input::read_bounded(cx.stdin_input(&stdin), cx.max_input) {
         Ok(bytes) => Ok(Some(bytes)),
+        Err(crate::input::InputError::TimedOut { got, .. }) => {
+            cx.stdin_cut_short(&got)?;
+            Ok(Some(got))
+        }
         Err(crate::input::InputError::TooLarge { limit }) => Err(Failure::data(format!(
             "stdin is more than the {limit} bytes that can be replayed (TRIAGE_MAX_INPUT); raise it or send less"
         ))),

@@ -157,6 +157,8 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("store", "connect_timeout", r#""50ms""#),
     ("store", "command_timeout", r#""50ms""#),
     ("store", "log_max_len", "1000000"),
+    ("stdin", "hook_timeout", r#""300ms""#),
+    ("stdin", "timeout", r#""1m""#),
     ("[classify.rules]", "name", r#""corpus-missing""#),
     (
         "[classify.rules]",
@@ -573,6 +575,7 @@ mod tests {
             "run",
             "saga",
             "store",
+            "stdin",
             "[classify.rules]",
         ] {
             assert!(names.contains(&want), "{want} in {names:?}");
@@ -641,5 +644,7 @@ mod tests {
             Some("3")
         );
         assert_eq!(key("thresholds", "session_failures").as_deref(), Some("5"));
+        assert_eq!(key("stdin", "hook_timeout").as_deref(), Some(r#""500ms""#));
+        assert_eq!(key("stdin", "timeout").as_deref(), Some("unset"));
     }
 }
