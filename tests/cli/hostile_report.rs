@@ -1,0 +1,102 @@
+//! The operator's views against hostile input: bidirectional controls in every field of the
+//! HTML report, a state root whose path holds a newline in the text views, and a log cut in
+//! place and grown again under `errors --follow`. (How a long token lays out in a real
+//! browser is in `report_html.rs`, beside the other Chromium checks.)
+
+use crate::common::Sandbox;
+use crate::text_output::NOW;
+use serde_json::json;
+
+/// The bidirectional embeddings, overrides and isolates (the "Trojan Source" set).
+fn bidi_controls() -> Vec<char> {
+    ('\u{202a}'..='\u{202e}')
+        .chain('\u{2066}'..='\u{2069}')
+        .collect()
+}
+
+#[test]
+fn html_report_shows_bidirectional_controls_instead_of_obeying_them() {
+    let all: String = bidi_controls().into_iter().collect();
+    // "evil" behind a right-to-left override reads "live" where the control is obeyed.
+    let name = |what: &str| format!("{what}-\u{202e}evil\u{202c}-{all}-x");
+    let s = Sandbox::new();
+    // The state root's path too: it is shown as the log's path.
+    let root = s.path().join(format!("state{all}"));
+    std::fs::create_dir_all(root.join("logs")).unwrap();
+    let mut log = String::new();
+    for i in 0..6 {
+        let line = json!({
+            "error_id": name(&format!("err-{i}")),
+            "timestamp": format!("2026-02-04T14:{i:02}:00Z"),
+            "session_id": name("session"),
+            "workflow_id": name("workflow"),
+            "phase": name("phase"),
+            "agent": name("agent"),
+            "kind": name("kind"),
+            "severity": name("severity"),
+            "detail": name("detail"),
+            "duration_ms": 1500,
+        });
+        log.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(root.join("logs/errors.jsonl"), log).unwrap();
+    let breaker = s
+        .cmd(&[
+            "breaker",
+            "record",
+            &name("key"),
+            "--outcome",
+            "failure",
+            "--kind",
+            "timeout",
+            "--detail",
+            &name("breaker-detail"),
+        ])
+        .env("TRIAGE_DIR", &root)
+        .env("TRIAGE_NOW", "2026-02-04T14:30:00Z")
+        .output()
+        .unwrap();
+    assert!(
+        breaker.status.success(),
+        "{}",
+        String::from_utf8_lossy(&breaker.stderr)
+    );
+    let out = s
+        .cmd(&["report", "--html", "-", "--agent", &name("agent")])
+        .env("TRIAGE_DIR", &root)
+        .env("TRIAGE_NOW", NOW)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = String::from_utf8(out.stdout).unwrap();
+    // No control is left to obey, in the page, its SVG text or any title ...
+    for c in bidi_controls() {
+        let before = html.find(c).map(|i| {
+            let from = (0..=i.saturating_sub(80))
+                .rev()
+                .find(|j| html.is_char_boundary(*j))
+                .unwrap_or(0);
+            &html[from..i]
+        });
+        assert!(
+            before.is_none(),
+            "U+{:04X} raw in the page after {before:?}",
+            c as u32
+        );
+    }
+    // ... and every field reached the page, shown rather than dropped.
+    for what in [
+        "err-0", "agent", "kind", "severity", "detail", "key", "session",
+    ] {
+        assert!(
+            html.contains(&format!("{what}-\\u{{202e}}evil\\u{{202c}}-")),
+            "{what} is not shown on the page"
+        );
+    }
+    assert!(html.contains("state\\u{202a}\\u{202b}"), "the log's path");
+}
