@@ -6,6 +6,7 @@
 use crate::common::Sandbox;
 use crate::text_output::NOW;
 use serde_json::json;
+use std::path::Path;
 
 /// The bidirectional embeddings, overrides and isolates (the "Trojan Source" set).
 fn bidi_controls() -> Vec<char> {
@@ -99,4 +100,62 @@ fn html_report_shows_bidirectional_controls_instead_of_obeying_them() {
         );
     }
     assert!(html.contains("state\\u{202a}\\u{202b}"), "the log's path");
+}
+
+/// A state root whose folder name holds a newline, with one record.
+fn root_with_a_newline(s: &Sandbox) -> std::path::PathBuf {
+    let root = s.path().join("state\nroot");
+    let out = s
+        .cmd(&["record-error", "--agent", "researcher"])
+        .env("TRIAGE_DIR", &root)
+        .env("TRIAGE_NOW", NOW)
+        .write_stdin(r#"{"kind": "timeout", "detail": "no answer"}"#)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    root
+}
+
+fn text(s: &Sandbox, root: &Path, args: &[&str]) -> String {
+    let out = s
+        .cmd(args)
+        .env("TRIAGE_DIR", root)
+        .env("TRIAGE_NOW", NOW)
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn text_views_show_a_newline_in_the_state_roots_path_in_caret_notation() {
+    let s = Sandbox::new();
+    let root = root_with_a_newline(&s);
+    let missing = s.path().join("gone\nroot");
+    for (args, root, want) in [
+        (&["--text", "report"][..], &root, "error log "),
+        (&["--text", "report"][..], &missing, "no state root at "),
+        (&["--text", "errors"][..], &root, "1 error record in "),
+        (&["--text", "errors"][..], &missing, "no state root at "),
+    ] {
+        let out = text(&s, root, args);
+        let name = root
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .replace('\n', "^J");
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(want))
+            .unwrap_or_else(|| panic!("{args:?}: no line starting {want:?} in\n{out}"));
+        assert!(
+            line.contains(&format!("{}/{name}", s.path().display())),
+            "{args:?}: the path on one line, the newline as ^J: {line:?}\n{out}"
+        );
+    }
 }
