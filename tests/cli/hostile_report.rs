@@ -5,8 +5,12 @@
 
 use crate::common::Sandbox;
 use crate::text_output::NOW;
-use serde_json::json;
+use serde_json::{json, Value};
+use std::io::BufRead;
 use std::path::Path;
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 /// The bidirectional embeddings, overrides and isolates (the "Trojan Source" set).
 fn bidi_controls() -> Vec<char> {
@@ -158,4 +162,123 @@ fn text_views_show_a_newline_in_the_state_roots_path_in_caret_notation() {
             "{args:?}: the path on one line, the newline as ^J: {line:?}\n{out}"
         );
     }
+}
+
+/// Reads `errors --follow`'s lines on a thread, so the test waits on a channel.
+struct Follow {
+    child: std::process::Child,
+    rx: mpsc::Receiver<String>,
+}
+
+impl Follow {
+    fn start(s: &Sandbox) -> Follow {
+        let mut child = s
+            .std_cmd(&["errors", "--follow", "-n", "1"])
+            .env("TRIAGE_NOW", NOW)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Follow { child, rx }
+    }
+
+    /// The ids of the lines printed until `last` (or 20 s pass).
+    fn ids_until(&self, last: &str) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut ids = Vec::new();
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            let Ok(line) = self.rx.recv_timeout(left) else {
+                break;
+            };
+            let v: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+            let id = v["error_id"]
+                .as_str()
+                .unwrap_or("(not a record)")
+                .to_string();
+            ids.push(id.clone());
+            if id == last {
+                break;
+            }
+        }
+        ids
+    }
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Log lines of the same length, one per id.
+fn records(ids: &[&str]) -> String {
+    ids.iter()
+        .map(|id| {
+            format!(
+                "{}\n",
+                json!({"error_id": id, "timestamp": NOW, "agent": "researcher",
+                    "kind": "timeout", "detail": "the search API did not answer"})
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn errors_follow_reads_a_log_cut_and_grown_past_its_offset_from_the_start() {
+    let s = Sandbox::new();
+    let log = s.root().join("logs/errors.jsonl");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(&log, records(&["err-old-1", "err-old-2"])).unwrap();
+    let f = Follow::start(&s);
+    assert_eq!(f.ids_until("err-old-2"), ["err-old-2"]);
+    // An append is seen: the follower is polling, at the end of the file.
+    append(&log, &records(&["err-old-3"]));
+    assert_eq!(f.ids_until("err-old-3"), ["err-old-3"]);
+    let before = std::fs::metadata(&log).unwrap().len();
+    // Cut and written again in one write, longer than before: the same file (inode), and
+    // past the follower's offset before it polls again.
+    let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&log).unwrap());
+    let fresh = [
+        "err-new-1",
+        "err-new-2",
+        "err-new-3",
+        "err-new-4",
+        "err-new-5",
+    ];
+    std::fs::write(&log, records(&fresh)).unwrap();
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&log).unwrap()),
+        ino
+    );
+    assert!(std::fs::metadata(&log).unwrap().len() > before);
+    assert_eq!(
+        f.ids_until("err-new-5"),
+        fresh,
+        "every record of the new log, from its start"
+    );
+    // And it goes on following the new log.
+    append(&log, &records(&["err-new-6"]));
+    assert_eq!(f.ids_until("err-new-6"), ["err-new-6"]);
+}
+
+fn append(path: &Path, text: &str) {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .unwrap();
 }
