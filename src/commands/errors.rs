@@ -9,6 +9,7 @@ use crate::error_log;
 use crate::error_log::log_path;
 use crate::error_record::LogLine;
 use crate::exit::Failure;
+use crate::report::text::shown_path;
 use crate::report::{time_flag, Filter};
 use crate::term::{count, cut, when_text, Term, Tone};
 use chrono::{DateTime, Utc};
@@ -364,18 +365,18 @@ fn table(
         let why = if !root.is_dir() {
             format!(
                 "no state root at {}: nothing has been recorded there.\nPass --dir or set TRIAGE_DIR to the state root (default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage).",
-                root.display()
+                shown_path(root)
             )
         } else if !error_log::local_exists(root) {
             format!(
                 "no error log at {}: no error has been recorded under {} yet.",
-                log.display(),
-                root.display()
+                shown_path(log),
+                shown_path(root)
             )
         } else {
             format!(
                 "{}: no error record matches {} ({} in the log).",
-                log.display(),
+                shown_path(log),
                 query.describe(cx.now),
                 count(in_log, "record", "records")
             )
@@ -385,7 +386,7 @@ fn table(
     let mut out = term.wrap(&format!(
         "{} in {} ({}), newest first",
         count(listed.len() as u64, "error record", "error records"),
-        log.display(),
+        shown_path(log),
         query.describe(cx.now)
     ));
     if term.width < 110 {

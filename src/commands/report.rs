@@ -277,7 +277,12 @@ fn template(
         records: recs,
         policy: cx.policy()?,
         now: cx.now,
-        state_root: cx.state_root().display().to_string(),
+        // In text, a control character of the root's path is shown, not sent; JSON escapes it.
+        state_root: if cx.global.text {
+            text::shown_path(&cx.state_root())
+        } else {
+            cx.state_root().display().to_string()
+        },
         session: filter.session.clone(),
         workflow: filter.workflow.clone(),
         agent: filter.agent.clone(),

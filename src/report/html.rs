@@ -7,7 +7,11 @@
 //! for anyone in a hurry); colours follow the reader's light or dark scheme.
 //!
 //! Pure: it renders what [`super::dashboard`] gathered, the [`Summary`] and the breakers it is
-//! handed. Its size is bounded by the caps below, whatever the log's.
+//! handed. Its size is bounded by the caps below, whatever the log's; its width by the window,
+//! whatever the log holds: a word longer than its room wraps anywhere, names are cut with the
+//! whole name in a `title`, and the columns a reader scans (ids, times, numbers) keep their
+//! width so that a long detail beside them cannot squeeze them to a letter a line. Every text
+//! goes through [`esc`], which also shows bidirectional controls rather than obeying them.
 
 use super::dashboard::{bin_start_ms, Drawn, DURATION_BINS};
 use super::svg::{self, esc, Lane, Stack};
@@ -110,7 +114,7 @@ const STYLE: &str = r#"
 @media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--panel:#151b23;
 --k0:#4493f8;--k1:#f85149;--k2:#d29922;--k3:#ab7df8;--k4:#3fb950;--k5:#f0883e;--k6:#db61a2;--k7:#79c0ff;--k8:#9198a1;--k9:#656c76;
 --closed:#3fb950;--open:#f85149;--half:#d29922;--forced:#ab7df8;--disabled:#656c76;--bar:#4493f8;--marker:#f85149}}
-*{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif}
+*{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;overflow-wrap:anywhere}
 header,main,footer{max-width:1100px;margin:0 auto;padding:0 20px}header{padding-top:18px}
 h1{font-size:1.5em;margin:0 0 4px}h2{font-size:1.2em;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
 h3{font-size:1em;margin:12px 0 2px}.meta,.note,footer{color:var(--muted);font-size:.9em}
@@ -130,7 +134,9 @@ figure{margin:6px 0 10px}figcaption{font-size:.9em;font-weight:600}.chart{width:
 .s-half_open{fill:var(--half);background:var(--half)}.s-forced_open{fill:var(--forced);background:var(--forced)}
 .s-disabled{fill:var(--disabled);background:var(--disabled)}
 table{border-collapse:collapse;width:100%;font-size:.9em}th,td{text-align:left;padding:4px 8px;border-bottom:1px solid var(--line);vertical-align:top}
-th{color:var(--muted);font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}
+th{color:var(--muted);font-weight:600;overflow-wrap:normal}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.nw{white-space:nowrap}td.name{min-width:8em}td.id{min-width:14em}
+@media (max-width:880px){.nw{white-space:normal}td.name,td.id{min-width:0}}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
 .meter{background:var(--bar);height:8px;border-radius:2px;min-width:2px}
 .sev-critical{color:var(--open);font-weight:700}.sev-error{color:var(--open)}.sev-warning{color:var(--half)}
@@ -156,6 +162,23 @@ fn short(secs: i64, span: i64) -> String {
         t.format("%b %d").to_string()
     }
 }
+
+/// A name from the log (an agent, a kind) as a label: escaped, and cut to `max` characters
+/// with the whole name in a `title`, for a pointer, when longer — a 300-character name would
+/// otherwise fill a caption or a cell with one unbroken word.
+fn label(text: &str, max: usize) -> String {
+    let shown = crate::term::cut(text, max);
+    if shown == text {
+        return esc(text);
+    }
+    format!("<span title=\"{}\">{}</span>", esc(text), esc(&shown))
+}
+
+/// Names cut in a caption, a cell and a legend; ids are never cut (they are copied whole into
+/// `--resolve`) but wrap when they are longer than an id can be.
+const CAPTION_NAME: usize = 80;
+const CELL_NAME: usize = 40;
+const ID_WHOLE: usize = 48;
 
 fn kind_class(rank: usize) -> String {
     format!("k{}", rank.min(KIND_COLOURS))
@@ -242,15 +265,19 @@ fn summary(out: &mut String, p: &Page) {
                 .max_by_key(|(_, n)| *n)
                 .and_then(|(k, _)| d.kinds.get(k).map(|k| k.0.clone()));
             text.push(format!(
-                "The agent that fails most is {name} ({}{}).",
+                "The agent that fails most is {} ({}{}).",
+                crate::term::cut(name, CAPTION_NAME),
                 count(*n, "record", "records"),
                 top_kind
-                    .map(|k| format!(", mostly {k}"))
+                    .map(|k| format!(", mostly {}", crate::term::cut(&k, CELL_NAME)))
                     .unwrap_or_default()
             ));
         }
         if let Some((kind, n)) = d.kinds.first() {
-            text.push(format!("The most frequent kind is {kind} ({n})."));
+            text.push(format!(
+                "The most frequent kind is {} ({n}).",
+                crate::term::cut(kind, CELL_NAME)
+            ));
         }
         let (day, before) = last_days(d, p.now.timestamp());
         let trend = match day.cmp(&before) {
@@ -281,7 +308,13 @@ fn summary(out: &mut String, p: &Page) {
     } else {
         let names: Vec<String> = open
             .iter()
-            .map(|b| format!("{} ({})", b.key, b.state.replace('_', "-")))
+            .map(|b| {
+                format!(
+                    "{} ({})",
+                    crate::term::cut(&b.key, CAPTION_NAME),
+                    b.state.replace('_', "-")
+                )
+            })
             .collect();
         text.push(format!(
             "Not closed: {} — {}.",
@@ -399,7 +432,7 @@ fn over_time(out: &mut String, p: &Page) {
             out,
             "<li><i class=\"{}\"></i>{} ({c})</li>",
             kind_class(i),
-            esc(&name)
+            label(&name, CELL_NAME)
         );
     }
     out.push_str("</ul>\n");
@@ -461,7 +494,7 @@ fn over_time(out: &mut String, p: &Page) {
         let _ = writeln!(
             out,
             "<figure><figcaption>{} <span class=\"note\">({total})</span></figcaption>{}</figure>",
-            esc(&name),
+            label(&name, CAPTION_NAME),
             svg::stacked_bars(
                 &format!("time-{chart}"),
                 &format!("Failures of {name} over time"),
@@ -609,7 +642,7 @@ fn breakers(out: &mut String, p: &Page) {
         for n in b.now.iter().take(200) {
             let _ = writeln!(
                 out,
-                "<tr><td><code>{}</code></td><td><i class=\"{}\" style=\"display:inline-block;width:9px;height:9px;border-radius:2px;margin-right:5px\"></i>{}</td><td class=\"n\">{}/{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td class=\"name\"><code>{}</code></td><td class=\"nw\"><i class=\"{}\" style=\"display:inline-block;width:9px;height:9px;border-radius:2px;margin-right:5px\"></i>{}</td><td class=\"n\">{}/{}</td><td class=\"nw\">{}</td><td>{}</td></tr>",
                 esc(&n.key),
                 state_class(&n.state),
                 esc(&n.state.replace('_', "-")),
@@ -681,7 +714,7 @@ fn durations(out: &mut String, p: &Page) {
         let _ = writeln!(
             out,
             "<figure><figcaption>{} <span class=\"note\">{}</span></figcaption>{}</figure>",
-            esc(name),
+            label(name, CAPTION_NAME),
             esc(&desc),
             svg::histogram(
                 &format!("durations-{i}"),
@@ -706,7 +739,7 @@ fn thresholds(out: &mut String, p: &Page) {
     for c in &s.thresholds {
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            "<tr><td class=\"nw\">{}</td><td class=\"name\"><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
             esc(&c.name),
             esc(&c.scope),
             c.count,
@@ -765,17 +798,23 @@ fn unresolved(out: &mut String, p: &Page) {
     for r in &d.unresolved {
         let sev = r.severity.as_deref().unwrap_or("");
         let class = match sev {
-            "critical" | "error" | "warning" => format!(" class=\"sev-{sev}\""),
-            _ => String::new(),
+            "critical" | "error" | "warning" => format!(" class=\"name sev-{sev}\""),
+            _ => " class=\"name\"".to_string(),
         };
         let _ = writeln!(
             out,
-            "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td{class}>{}</td><td>{}</td></tr>",
+            "<tr><td class=\"id{}\"><code>{}</code></td><td class=\"nw\">{}</td><td class=\"name\">{}</td><td class=\"name\">{}</td><td{class}>{}</td><td>{}</td></tr>",
+            // A real id stays on one line; a longer one is no id of ours and wraps.
+            if r.error_id.chars().count() <= ID_WHOLE {
+                " nw"
+            } else {
+                ""
+            },
             esc(&r.error_id),
             utc(r.at),
-            esc(&r.agent),
-            esc(&r.kind),
-            esc(if sev.is_empty() { "-" } else { sev }),
+            label(&r.agent, CELL_NAME),
+            label(&r.kind, CELL_NAME),
+            label(if sev.is_empty() { "-" } else { sev }, CELL_NAME),
             esc(&r.detail)
         );
     }

@@ -23,7 +23,33 @@ fn anchor(f: f64) -> &'static str {
     }
 }
 
-/// Text made safe for HTML and SVG content and attributes.
+/// The bidirectional embeddings, overrides and isolates (LRE, RLE, PDF, LRO, RLO, LRI, RLI,
+/// FSI, PDI): invisible, and able to make a name read reversed ("Trojan Source").
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+fn show_bidi(out: &mut String, c: char) {
+    let _ = write!(out, "\\u{{{:x}}}", c as u32);
+}
+
+/// `text` with its bidirectional controls shown as [`esc`] shows them.
+fn visible_bidi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_bidi_control(c) {
+            show_bidi(&mut out, c);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Text made safe for HTML and SVG content and attributes: markup characters escaped,
+/// control characters replaced, and bidirectional controls shown as `\u{202e}` (as
+/// [`crate::context::printable`] shows a C1 control), so that no text reads reversed — in a
+/// cell, an SVG label or a `<title>` alike, where no markup could isolate it.
 pub fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -34,9 +60,43 @@ pub fn esc(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             c if c.is_control() && c != '\n' && c != '\t' => out.push('\u{fffd}'),
+            c if is_bidi_control(c) => show_bidi(&mut out, c),
             c => out.push(c),
         }
     }
+    out
+}
+
+/// The first line of `text`, cut with an ellipsis to what fits in `width` px of 11 px text.
+/// The page runs no script and so cannot measure: each character counts as wide as it may
+/// be (a capital W, a CJK ideograph), so a cut label never runs past its room. Bidirectional
+/// controls are measured as [`esc`] shows them.
+fn fit(text: &str, width: f64) -> String {
+    let text = &visible_bidi(text);
+    let em = |c: char| match c {
+        'i' | 'j' | 'l' | 't' | 'f' | 'r' | 'I' | '.' | ',' | ':' | ';' | '|' | '!' | '\''
+        | ' ' => 0.35,
+        'W' | 'M' | 'm' | 'w' | '@' | '%' => 1.0,
+        'A'..='Z' => 0.75,
+        c if c.is_ascii() => 0.62,
+        // Accented, CJK, emoji: as wide as the widest.
+        _ => 1.1,
+    };
+    let line = text.lines().next().unwrap_or("");
+    let room = width / 11.0;
+    if line.chars().map(em).sum::<f64>() <= room && line.len() == text.len() {
+        return line.to_string();
+    }
+    let mut used = em('…');
+    let mut out = String::new();
+    for c in line.chars() {
+        used += em(c);
+        if used > room {
+            break;
+        }
+        out.push(c);
+    }
+    out.push('…');
     out
 }
 
@@ -138,10 +198,17 @@ pub fn lanes(id: &str, title: &str, desc: &str, rows: &[Lane], ticks: &[(f64, St
     let plot_w = WIDTH - label_w - RIGHT;
     for (r, lane) in rows.iter().enumerate() {
         let y = r as f64 * (lane_h + 4.0) + 2.0;
+        // Cut to what fits left of the bands; when cut, the whole key is the label's title.
+        let shown = fit(&lane.label, label_w - 10.0);
+        let title = if shown == lane.label {
+            String::new()
+        } else {
+            format!("<title>{}</title>", esc(&lane.label))
+        };
         let _ = write!(
             out,
-            r#"<text class="label" x="{x}" y="{ty:.1}" text-anchor="end">{}</text>"#,
-            esc(&crate::term::cut(&lane.label, 28)),
+            r#"<text class="label" x="{x}" y="{ty:.1}" text-anchor="end">{title}{}</text>"#,
+            esc(&shown),
             x = label_w - 6.0,
             ty = y + 13.0
         );
@@ -263,5 +330,31 @@ mod tests {
         );
         assert!(!svg.contains("<script>") && !svg.contains("<b>"), "{svg}");
         assert!(svg.contains(r#"role="img""#));
+    }
+
+    #[test]
+    fn lane_labels_are_cut_to_their_room() {
+        assert_eq!(
+            fit("statistician-consultant", 170.0),
+            "statistician-consultant"
+        );
+        let wide = fit(&"W".repeat(300), 170.0);
+        assert!(wide.ends_with('…') && wide.chars().count() < 20, "{wide}");
+        assert!(fit("two\nlines", 170.0).ends_with('…'));
+        let cjk = fit(&"漢".repeat(40), 170.0);
+        assert!(cjk.chars().count() < 16, "{cjk}");
+    }
+
+    #[test]
+    fn bidirectional_controls_are_shown_not_obeyed() {
+        let all: String = ('\u{202a}'..='\u{202e}')
+            .chain('\u{2066}'..='\u{2069}')
+            .collect();
+        let out = esc(&format!("agent{all}x"));
+        assert!(!out.chars().any(is_bidi_control), "{out}");
+        assert!(out.starts_with("agent\\u{202a}\\u{202b}"), "{out}");
+        assert!(out.ends_with("\\u{2069}x"), "{out}");
+        // Right-to-left text itself stays as written.
+        assert_eq!(esc("שלום"), "שלום");
     }
 }

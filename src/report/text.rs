@@ -93,26 +93,42 @@ pub fn filters(f: &Filter, now: DateTime<Utc>) -> String {
     }
 }
 
+/// A path on one line: its control characters in caret notation (`^J` for a newline, `^I`
+/// for a tab, `^[` for ESC), as [`crate::context::printable`] shows the rest of the text — a
+/// state root named with a newline must not print as two lines that look like two messages.
+pub fn shown_path(path: &Path) -> String {
+    let text = path.display().to_string();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("^J"),
+            '\t' => out.push_str("^I"),
+            c => out.push(c),
+        }
+    }
+    crate::context::printable(&out)
+}
+
 /// Why there is nothing to show, when there is nothing: a missing root or log is named with
 /// what to do, so a wrong `--dir` never reads as a clean bill of health.
 fn nothing_to_show(src: &Source, s: &Summary, f: &Filter, now: DateTime<Utc>) -> Option<String> {
     if !src.root_exists {
         return Some(format!(
             "no state root at {}: nothing has been recorded there.\nPass --dir or set TRIAGE_DIR to the state root (default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage).",
-            src.root.display()
+            shown_path(src.root)
         ));
     }
     if !src.log_exists {
         return Some(format!(
             "no error log at {}: no error has been recorded under {} yet.",
-            src.log.display(),
-            src.root.display()
+            shown_path(src.log),
+            shown_path(src.root)
         ));
     }
     if s.records == 0 {
         return Some(format!(
             "{}: no error record matches {} ({} in the log).",
-            src.log.display(),
+            shown_path(src.log),
             filters(f, now),
             count(src.records_in_log, "record", "records")
         ));
@@ -136,7 +152,7 @@ pub fn render(
     let mut head = format!(
         "{} {} ({})\n",
         term.paint("error log", Tone::Strong),
-        src.log.display(),
+        shown_path(src.log),
         filters(f, now)
     );
     let mut line = format!(

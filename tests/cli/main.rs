@@ -40,6 +40,7 @@ mod hook;
 mod hostile;
 mod hostile_cache;
 mod hostile_children;
+mod hostile_report;
 mod hostile_root;
 mod hostile_stdin;
 mod init;

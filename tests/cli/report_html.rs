@@ -419,3 +419,98 @@ fn renders_in_headless_chromium_without_console_messages() {
         );
     }
 }
+
+/// Lays `page` out in headless Chromium in a window `width` px wide and measures it: the
+/// page's scroll width, the window's inner width, and on how many lines the first id of the
+/// unresolved table sits. The page admits no script, so a copy is measured whose policy lets
+/// one inline script run; the script writes the numbers into the DOM that `--dump-dom` prints.
+fn measure(browser: &Path, page: &str, dir: &Path, width: u32) -> (f64, f64, usize) {
+    let policy = "default-src 'none'";
+    assert!(page.contains(policy), "the page's policy changed");
+    let page = page
+        .replacen(policy, "default-src 'none'; script-src 'unsafe-inline'", 1)
+        .replacen(
+            "</body>",
+            "<script>var id = document.querySelector('#unresolved tbody code');\
+             var m = document.createElement('pre'); m.id = 'measured';\
+             m.textContent = 'scroll=' + document.documentElement.scrollWidth + ' inner=' + innerWidth\
+             + ' idlines=' + (id ? id.getClientRects().length : 0);\
+             document.body.appendChild(m);</script></body>",
+            1,
+        );
+    let file = dir.join("measure.html");
+    std::fs::write(&file, page).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--window-size={width},900"))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", file.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    let m = Regex::new(r"scroll=(\d+(?:\.\d+)?) inner=(\d+(?:\.\d+)?) idlines=(\d+)")
+        .unwrap()
+        .captures(&dom)
+        .unwrap_or_else(|| {
+            panic!(
+                "no measure in the DOM: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    (
+        m[1].parse().unwrap(),
+        m[2].parse().unwrap(),
+        m[3].parse().unwrap(),
+    )
+}
+
+#[test]
+fn a_long_unbroken_name_or_detail_stays_within_the_window_in_chromium() {
+    let Some(browser) = chromium() else {
+        if std::env::var_os("TRIAGE_REQUIRE_CHROMIUM").is_some() {
+            panic!("TRIAGE_REQUIRE_CHROMIUM is set but chromium is not installed");
+        }
+        eprintln!("skipped: chromium is not installed (.ci/run installs Debian's chromium)");
+        return;
+    };
+    // One 300-character token as an agent's name, a detail, a kind and a session (the scope
+    // of a crossed threshold), beside ordinary records.
+    let token = "A".repeat(300);
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.root().join("logs")).unwrap();
+    let mut log = String::new();
+    for i in 0..8 {
+        let long = i % 2 == 0;
+        let line = serde_json::json!({
+            "error_id": format!("err-20260204T14{i:02}00000Z-{i:06}"),
+            "timestamp": format!("2026-02-04T14:{i:02}:00Z"),
+            "session_id": if long { token.clone() } else { "s1".into() },
+            "agent": if long { token.clone() } else { "researcher".into() },
+            "kind": if i == 0 { token.clone() } else { "timeout".into() },
+            "detail": if long { token.clone() } else { "the search API did not answer".into() },
+            "duration_ms": 1500 + i,
+        });
+        log.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(s.root().join("logs/errors.jsonl"), log).unwrap();
+    let html = page(&s, &[]);
+    assert!(html.contains(&token), "the whole token is on the page");
+    let (scroll, inner, id_lines) = measure(&browser, &html, s.path(), 1280);
+    assert_eq!(inner, 1280.0, "the window is 1280 px wide");
+    assert!(
+        scroll <= 1.1 * inner,
+        "the page is {scroll} px wide in a {inner} px window"
+    );
+    assert_eq!(id_lines, 1, "an error id stays on one line");
+}
