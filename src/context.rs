@@ -701,11 +701,19 @@ pub fn printable(text: &str) -> String {
                 out.push('^');
                 out.push(char::from(b'@' + c as u8));
             }
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c if c.is_control() || is_bidi_control(c) => {
+                out.push_str(&format!("\\u{{{:x}}}", c as u32))
+            }
             c => out.push(c),
         }
     }
     out
+}
+
+/// The bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069): on a
+/// terminal they would make a cell read reversed, so [`printable`] shows them as `\u{202e}`.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// [`printable`], keeping SGR sequences (`ESC [` digits and `;` `m`) whole.
@@ -793,6 +801,15 @@ mod tests {
             "a^[]0;owned^Gb^Mc^?\\u{9b}31m\td\n"
         );
         assert_eq!(printable("plain é ✓"), "plain é ✓");
+    }
+
+    #[test]
+    fn text_shows_bidi_overrides_instead_of_obeying_them() {
+        assert_eq!(
+            printable("agent-\u{202e}gnp.exe\u{2066}x\u{2069}"),
+            "agent-\\u{202e}gnp.exe\\u{2066}x\\u{2069}"
+        );
+        assert_eq!(printable("\u{200f}rtl mark"), "\u{200f}rtl mark");
     }
 
     #[test]

@@ -282,3 +282,31 @@ fn append(path: &Path, text: &str) {
         .and_then(|mut f| f.write_all(text.as_bytes()))
         .unwrap();
 }
+
+/// The text views show bidi controls as `\u{…}` too, so no cell on a terminal reads reversed.
+/// Failed on 9aa153f (`printable` kept them).
+#[test]
+fn text_views_show_bidirectional_controls_instead_of_obeying_them() {
+    let s = Sandbox::new();
+    let agent = "agent-\u{202e}evil\u{202c}";
+    let out = s
+        .cmd(&["record-error", "--agent", agent, "--session", "s1"])
+        .write_stdin("connection reset by peer")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for args in [&["report", "--text"][..], &["errors", "--text"][..]] {
+        let out = s.cmd(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{args:?}: {text}");
+        assert!(
+            !bidi_controls().iter().any(|c| text.contains(*c)),
+            "{args:?} printed a bidi control raw:\n{text}"
+        );
+        assert!(text.contains("\\u{202e}"), "{args:?}:\n{text}");
+    }
+}
