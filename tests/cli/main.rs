@@ -38,6 +38,7 @@ mod errors;
 mod fuzz;
 mod hook;
 mod hostile;
+mod hostile_resume;
 mod hostile_root;
 mod init;
 mod manual;
