@@ -680,13 +680,14 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
     }
     m.updated_at = crate::saga::stamp(cx.now);
     write_manifest(&path, &m)?;
-    let next = match action {
-        "retry" => Some(format!(
+    // Retry runs through resume; so does going on without items that waited for a decision
+    // (the phase stayed paused for them: resume decides it).
+    let next = (action == "retry" || skips && m.status == PhaseStatus::Paused).then(|| {
+        format!(
             "triage phase resume --workflow {} --phase {}",
             a.which.workflow, a.which.phase
-        )),
-        _ => None,
-    };
+        )
+    });
     let doc = json!({
         "workflow_id": a.which.workflow, "phase": a.which.phase,
         "choice": letter, "action": action,
@@ -711,7 +712,11 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
             ));
         }
         if let Some(n) = next {
-            t.push_str(&format!("\nRetry the failed items with: {n}"));
+            let what = match action {
+                "retry" => "Retry the failed items",
+                _ => "Go on with the phase",
+            };
+            t.push_str(&format!("\n{what} with: {n}"));
         }
         return Ok(Outcome::text(t));
     }

@@ -365,3 +365,60 @@ fn a_second_runner_of_a_phase_is_refused_as_busy_with_its_json_line() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(json_out(&out)["decision"], "proceed");
 }
+
+#[test]
+fn decide_b_goes_on_without_a_held_item_and_never_runs_it() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    s.write(
+        "plan.toml",
+        format!("{}{}side_effects = true\n", quick("a"), quick("mailer")),
+    );
+    let out = s
+        .cmd(&[
+            "phase",
+            "run",
+            "plan.toml",
+            "--workflow",
+            "wd",
+            "--phase",
+            "4",
+        ])
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // The manifest as an interrupted run leaves it: mailer partial, the phase paused.
+    let mut m = manifest(&s, "wd", "4");
+    m["status"] = json!("paused");
+    for i in m["items"].as_array_mut().unwrap() {
+        if i["id"] == "mailer" {
+            i["state"] = json!("partial");
+        }
+    }
+    std::fs::write(manifest_path(&s, "wd", "4"), m.to_string()).unwrap();
+    let (code, out, err) = phase(&s, &["resume"], "wd", "4");
+    assert_eq!(
+        runs(&s, "mailer"),
+        1,
+        "resume ran the side-effecting item again"
+    );
+    assert_eq!(code, 1, "{out} {err}");
+    assert_eq!(json(&out)["needs_decision"], json!(["mailer"]));
+
+    let (code, out, err) = phase(&s, &["decide", "--choice", "B"], "wd", "4");
+    assert_eq!(code, 0, "{err}");
+    let doc = json(&out);
+    assert_eq!(doc["skipped"], json!(["mailer"]));
+    assert_eq!(
+        doc["next"], "triage phase resume --workflow wd --phase 4",
+        "{doc}"
+    );
+    let (code, out, err) = phase(&s, &["resume"], "wd", "4");
+    let doc = json(&out);
+    assert_eq!(code, 0, "{doc:#} {err}");
+    assert_eq!(doc["decision"], "proceed");
+    assert_eq!(state_of(&doc, "mailer"), "skipped");
+    assert_eq!(manifest(&s, "wd", "4")["status"], "decided");
+    assert_eq!(runs(&s, "mailer"), 1);
+}
