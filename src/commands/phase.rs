@@ -4,8 +4,11 @@
 //! decision on every open error of the phase at once.
 //!
 //! `run` and `resume` hold the manifest's lock while they work: a second runner of the same
-//! phase is refused, and a manifest that says `running` while its lock is free was left by a
-//! runner that died — `resume` re-checks its items instead of trusting that word.
+//! phase is refused (75, a busy resource, with its JSON line), and a manifest that says
+//! `running` while its lock is free was left by a runner that died — `resume` re-checks its
+//! items instead of trusting that word. An item with side effects that may have begun its work
+//! is never started again by `resume` without a person's decision (seed 001): it waits as
+//! `needs_decision` until `phase decide` or `phase resume --rerun ID`.
 
 mod answer;
 mod progress;
@@ -26,6 +29,8 @@ use std::time::Duration;
 
 /// `phase run`/`resume` could not do their job (like `triage run`'s 125).
 const OWN_FAILURE: u8 = 125;
+/// Another process holds the phase (EX_TEMPFAIL: try again later).
+const BUSY: u8 = 75;
 
 /// Arguments of `triage phase`.
 #[derive(clap::Args, Debug)]
@@ -37,8 +42,9 @@ const OWN_FAILURE: u8 = 125;
 Exit status of run and resume: 0 every item completed, or the phase may go on (optional items\n\
 failed, not more than the abort ratio: proceed_degraded; a conditional phase that failed:\n\
 skip); 1 stop: more than the abort ratio failed, or a critical item failed (the answer\n\
-carries the escalation text); 130 interrupted (the manifest says paused); 125 triage itself\n\
-failed; 64 usage error or an invalid plan.")]
+carries the escalation text), or an item with side effects waits for a decision\n\
+(needs_decision); 130 interrupted (the manifest says paused); 75 another runner holds the\n\
+phase (a JSON line says so); 125 triage itself failed; 64 usage error or an invalid plan.")]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]
@@ -50,7 +56,8 @@ pub struct Args {
 pub enum Action {
     /// Run a plan's items in parallel, wait for all, decide once
     Run(RunArgs),
-    /// Run again what a paused or killed run left unfinished, keeping completed outputs
+    /// Run again what a paused or killed run left unfinished, keeping completed outputs; an
+    /// item with side effects that may have run waits for a decision (needs_decision)
     Resume(ResumeArgs),
     /// Print the manifest: every item's state
     Status(Which),
@@ -105,6 +112,11 @@ pub struct ResumeArgs {
     pub which: Which,
     #[command(flatten)]
     pub stopping: Stopping,
+    /// Run item ID again although it has side effects and may have run in part (it is
+    /// needs_decision, or would be); repeat for several. Without it such an item is never
+    /// started again
+    #[arg(long, value_name = "ID")]
+    pub rerun: Vec<String>,
 }
 
 /// Arguments of `triage phase decide`.
@@ -112,9 +124,9 @@ pub struct ResumeArgs {
 pub struct DecideArgs {
     #[command(flatten)]
     pub which: Which,
-    /// The option chosen in the escalation text: A retry, B proceed without the failed items,
-    /// C abort the phase (after one item failed: give its output by hand), D abort the
-    /// workflow; or its word
+    /// The option chosen in the escalation text: A retry (items with side effects included),
+    /// B proceed without the failed and needs_decision items, C abort the phase (after one
+    /// item failed: give its output by hand), D abort the workflow; or its word
     /// (retry, proceed_without, abort_phase, manual_input, abort_workflow)
     #[arg(long, value_name = "CHOICE")]
     pub choice: String,
@@ -214,8 +226,11 @@ fn run_phase(a: &RunArgs, cx: &Context) -> Result<Outcome, Failure> {
     a.which.check()?;
     let plan = read_plan(a, cx)?;
     let path = a.which.manifest(cx);
-    let _lock = hold(cx, &path, &a.which)?;
-    if let (Some(old), false) = (read_manifest(&path)?, a.fresh) {
+    let _lock = match hold(cx, &path, &a.which)? {
+        Held::Lock(l) => l,
+        Held::Busy(refusal) => return Ok(refusal),
+    };
+    if let (Some((old, _)), false) = (read_manifest(&path)?, a.fresh) {
         if old.status != PhaseStatus::Decided {
             return Err(Failure::usage(format!(
                 "phase {} of workflow {} was left {} ({}); continue it with `triage phase resume --workflow {} --phase {}`, or start over with --fresh",
@@ -233,7 +248,12 @@ fn run_phase(a: &RunArgs, cx: &Context) -> Result<Outcome, Failure> {
         &a.which.workflow,
         &a.which.phase,
         plan.clone(),
-        |agent| policy.agent(agent).criticality,
+        |item| {
+            (
+                policy.agent(item.agent()).criticality,
+                plan::side_effects(&policy, item),
+            )
+        },
         &crate::saga::stamp(cx.now),
     );
     let todo: Vec<usize> = (0..plan.items.len()).collect();
@@ -253,16 +273,20 @@ fn run_phase(a: &RunArgs, cx: &Context) -> Result<Outcome, Failure> {
 fn resume(a: &ResumeArgs, cx: &Context) -> Result<Outcome, Failure> {
     a.which.check()?;
     let path = a.which.manifest(cx);
-    let _lock = hold(cx, &path, &a.which)?;
-    let mut m = read_manifest(&path)?.ok_or_else(|| {
+    let _lock = match hold(cx, &path, &a.which)? {
+        Held::Lock(l) => l,
+        Held::Busy(refusal) => return Ok(refusal),
+    };
+    let (mut m, from_backup) = read_manifest(&path)?.ok_or_else(|| {
         Failure::usage(format!(
             "no manifest for phase {} of workflow {} ({}); start it with `triage phase run PLAN --workflow {} --phase {}`",
             a.which.phase, a.which.workflow, path.display(), a.which.workflow, a.which.phase
         ))
     })?;
+    let rerun = leave_to_rerun(&mut m, &a.rerun, &crate::saga::stamp(cx.now))?;
     let died = m.status == PhaseStatus::Running;
-    // Items a dead runner left running: their groups may live on. Stop what is left, and run
-    // them again (their result was never filed).
+    // Items a dead runner left running: their groups may live on. Stop what is left; they run
+    // again (their result was never filed), unless they have side effects (held below).
     for e in m
         .items
         .iter_mut()
@@ -271,21 +295,29 @@ fn resume(a: &ResumeArgs, cx: &Context) -> Result<Outcome, Failure> {
         let left = e.pgid.map(|g| stop_group(g, a.stopping.grace.0));
         e.note = Some(match left {
             Some(true) => "was running when the runner died; its process group was still alive and was stopped".into(),
-            _ => "was running when the runner died; its result is unknown, so it runs again".into(),
+            _ => "was running when the runner died; its result is unknown".into(),
         });
         e.state = Some(ItemState::Partial);
         e.pgid = None;
     }
+    let plan = m.plan.clone();
+    let policy = phase_settings(cx.policy()?, &plan, &a.which.phase);
+    // The policy of the day may say side effects where the manifest did not: either holds.
+    for (e, item) in m.items.iter_mut().zip(&plan.items) {
+        e.side_effects |= plan::side_effects(&policy, item);
+    }
+    let held = m.hold(from_backup);
     let summary = json!({
         "runner_died": died,
+        "read_from_backup": from_backup,
         "complete": m.ids(ItemState::Complete),
         "partial": m.ids(ItemState::Partial),
         "not_started": m.ids(ItemState::NotStarted),
         "failed": m.ids(ItemState::Failed),
         "skipped": m.ids(ItemState::Skipped),
+        "needs_decision": held,
+        "rerun": rerun,
     });
-    let plan = m.plan.clone();
-    let policy = phase_settings(cx.policy()?, &plan, &a.which.phase);
     let todo: Vec<usize> = m
         .items
         .iter()
@@ -307,6 +339,35 @@ fn resume(a: &ResumeArgs, cx: &Context) -> Result<Outcome, Failure> {
         todo,
         Some(summary),
     )
+}
+
+/// `--rerun ID...`: a person's leave to start those items again (recorded on each, used up
+/// when it starts). An id the phase does not have, or an item that is complete or skipped,
+/// is a usage error before anything runs.
+fn leave_to_rerun(m: &mut Manifest, ids: &[String], at: &str) -> Result<Vec<String>, Failure> {
+    let mut given = Vec::new();
+    for id in ids {
+        let Some(e) = m.items.iter_mut().find(|e| &e.id == id) else {
+            let known: Vec<&str> = m.items.iter().map(|e| e.id.as_str()).collect();
+            return Err(Failure::usage(format!(
+                "--rerun `{id}`: phase {} of workflow {} has no such item (its items: {})",
+                m.phase,
+                m.workflow_id,
+                known.join(", ")
+            )));
+        };
+        if matches!(e.state(), ItemState::Complete | ItemState::Skipped) {
+            return Err(Failure::usage(format!(
+                "--rerun `{id}`: the item is {}; resume runs only what is unfinished",
+                e.state().as_str()
+            )));
+        }
+        e.rerun = Some(format!("`phase resume --rerun` at {at}"));
+        if !given.contains(id) {
+            given.push(id.clone());
+        }
+    }
+    Ok(given)
 }
 
 /// Runs `todo`, decides, writes the manifest and answers.
@@ -354,13 +415,19 @@ fn go(
     let ran = runner::run(&job, m, todo)?;
     let d = core::decide(&m.items, abort_ratio, plan.mandatory);
     m.runner_pid = None;
-    if d.decision == core::Verdict::Paused {
-        m.status = PhaseStatus::Paused;
-        m.message = Some(m.resume_line());
+    // Items waiting for a decision keep the phase open: `phase run` without --fresh refuses to
+    // start it over (which would run them again), and `resume --rerun` continues it.
+    let waiting = m.decision_line();
+    let paused = (d.decision == core::Verdict::Paused).then(|| m.resume_line());
+    m.message = match (paused, waiting) {
+        (Some(p), Some(w)) => Some(format!("{p}\n{w}")),
+        (p, w) => p.or(w),
+    };
+    m.status = if m.message.is_some() {
+        PhaseStatus::Paused
     } else {
-        m.status = PhaseStatus::Decided;
-        m.message = None;
-    }
+        PhaseStatus::Decided
+    };
     let texts = answer::texts(&job, m, &d)?;
     m.decision = Some(json!({
         "decision": d.decision,
@@ -396,26 +463,56 @@ fn phase_settings(base: &Policy, plan: &PhasePlan, phase: &str) -> Policy {
     p
 }
 
-/// Takes the manifest's lock for the whole run: a second runner is refused.
-fn hold(cx: &Context, path: &Path, which: &Which) -> Result<store::Lock, Failure> {
+/// The manifest's lock, or the answer of a process that could not take it.
+enum Held {
+    /// Held for the whole run.
+    Lock(store::Lock),
+    /// Another process holds it: the refusal to print (exit 75).
+    Busy(Outcome),
+}
+
+/// Takes the manifest's lock for the whole run. A second runner (or a `decide` while one
+/// runs) is refused as a busy resource: exit 75 (EX_TEMPFAIL: try again later), its one JSON
+/// line on stdout, the reason on stderr.
+fn hold(cx: &Context, path: &Path, which: &Which) -> Result<Held, Failure> {
     if let Some(dir) = path.parent() {
         store::create_dirs(dir)?;
     }
-    store::lock(path, cx.lock_wait()).map_err(|e| {
-        if e.is_lock_timeout() {
-            let pid = read_manifest(path)
-                .ok()
-                .flatten()
-                .and_then(|m| m.runner_pid)
-                .map_or(String::new(), |p| format!(" (pid {p})"));
-            Failure::usage(format!(
-                "phase {} of workflow {} is being run by another process{pid}; wait for it, or interrupt it and resume",
-                which.phase, which.workflow
-            ))
-        } else {
-            e.into()
-        }
-    })
+    match store::lock(path, cx.lock_wait()) {
+        Ok(lock) => Ok(Held::Lock(lock)),
+        Err(e) if e.is_lock_timeout() => Ok(Held::Busy(busy(cx, path, which))),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The refusal of a process that found the phase's lock held.
+fn busy(cx: &Context, path: &Path, which: &Which) -> Outcome {
+    // For people only: the pid is what the manifest says, and the manifest is not trusted.
+    let pid = read_manifest(path)
+        .ok()
+        .flatten()
+        .and_then(|(m, _)| m.runner_pid);
+    let reason = format!(
+        "phase {} of workflow {} is being run by another process{}; wait for it, or interrupt it and resume",
+        which.phase,
+        which.workflow,
+        pid.map_or(String::new(), |p| format!(" (pid {p})"))
+    );
+    cx.trace("lock", &reason);
+    let out = if cx.global.text {
+        Outcome::text(reason)
+    } else {
+        eprintln!("triage phase: {}", crate::context::printable(&reason));
+        Outcome::json(&json!({
+            "workflow_id": which.workflow,
+            "phase": which.phase,
+            "refused": "busy",
+            "reason": reason,
+            "runner_pid": pid,
+            "exit_status": BUSY,
+        }))
+    };
+    out.exit(BUSY)
 }
 
 /// Stops what is left of a process group a dead runner started: SIGTERM, SIGKILL after
@@ -440,19 +537,20 @@ fn stop_group(pgid: u32, grace: Duration) -> bool {
     true
 }
 
-/// Reads the manifest; a torn or corrupt one falls back to its `.bak`.
-fn read_manifest(path: &Path) -> Result<Option<Manifest>, Failure> {
+/// Reads the manifest; a torn or corrupt one falls back to its `.bak` (then `true`: a version
+/// that may predate the last write).
+fn read_manifest(path: &Path) -> Result<Option<(Manifest, bool)>, Failure> {
     let Some(bytes) = store::read_optional(path)? else {
         return Ok(None);
     };
     match serde_json::from_slice::<Manifest>(&bytes) {
-        Ok(m) => Ok(Some(m)),
+        Ok(m) => Ok(Some((m, false))),
         Err(e) => {
             let bak = store::with_suffix(path, ".bak");
             if let Some(m) = store::read_optional(&bak)?
                 .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok())
             {
-                return Ok(Some(m));
+                return Ok(Some((m, true)));
             }
             Err(Failure::data(format!(
                 "the manifest {} is not readable ({e}) and has no readable .bak",
@@ -486,7 +584,7 @@ pub fn write_manifest_as(path: &Path, m: &Manifest, durable: bool) -> Result<(),
 fn status(w: &Which, cx: &Context) -> Result<Outcome, Failure> {
     w.check()?;
     let path = w.manifest(cx);
-    let m = read_manifest(&path)?.ok_or_else(|| {
+    let (m, _) = read_manifest(&path)?.ok_or_else(|| {
         Failure::usage(format!(
             "no manifest for phase {} of workflow {} ({})",
             w.phase,
@@ -517,8 +615,11 @@ fn choice(word: &str, template: Option<&str>) -> Option<(&'static str, &'static 
 fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
     a.which.check()?;
     let path = a.which.manifest(cx);
-    let _lock = hold(cx, &path, &a.which)?;
-    let mut m = read_manifest(&path)?.ok_or_else(|| {
+    let _lock = match hold(cx, &path, &a.which)? {
+        Held::Lock(l) => l,
+        Held::Busy(refusal) => return Ok(refusal),
+    };
+    let (mut m, _) = read_manifest(&path)?.ok_or_else(|| {
         Failure::usage(format!(
             "no manifest for phase {} of workflow {} ({}); run the phase first",
             a.which.phase,
@@ -548,22 +649,29 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
     };
     let done = error_log::resolve(cx, &sel, resolution)?;
     let skips = matches!(action, "proceed_without" | "manual_input");
+    let at = crate::saga::stamp(cx.now);
     let mut skipped = Vec::new();
-    if skips {
-        for e in m
-            .items
-            .iter_mut()
-            .filter(|e| matches!(e.state(), ItemState::Failed))
-        {
+    let mut rerun = Vec::new();
+    for e in m.items.iter_mut() {
+        let open = matches!(e.state(), ItemState::Failed | ItemState::NeedsDecision);
+        if open && skips {
             e.state = Some(ItemState::Skipped);
             e.note = Some(format!("skipped by decision {letter} ({action})"));
+            e.rerun = None;
             skipped.push(e.id.clone());
+        } else if open
+            && action == "retry"
+            && (e.state() == ItemState::NeedsDecision || e.side_effects && e.may_have_run())
+        {
+            // Retry is a person's leave to start them again, side effects and all.
+            e.rerun = Some(format!("decision {letter} ({action}) at {at}"));
+            rerun.push(e.id.clone());
         }
     }
     let resolved: Vec<String> = done.lines.iter().map(|l| l.resolves.clone()).collect();
     let record = json!({
-        "choice": letter, "action": action, "at": crate::saga::stamp(cx.now),
-        "resolved": resolved, "skipped": skipped,
+        "choice": letter, "action": action, "at": at,
+        "resolved": resolved, "skipped": skipped, "rerun": rerun,
     });
     if let Some(d) = m.decision.as_mut().and_then(Value::as_object_mut) {
         d.insert("choice".into(), record.clone());
@@ -572,18 +680,19 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
     }
     m.updated_at = crate::saga::stamp(cx.now);
     write_manifest(&path, &m)?;
-    let next = match action {
-        "retry" => Some(format!(
+    // Retry runs through resume; so does going on without items that waited for a decision
+    // (the phase stayed paused for them: resume decides it).
+    let next = (action == "retry" || skips && m.status == PhaseStatus::Paused).then(|| {
+        format!(
             "triage phase resume --workflow {} --phase {}",
             a.which.workflow, a.which.phase
-        )),
-        _ => None,
-    };
+        )
+    });
     let doc = json!({
         "workflow_id": a.which.workflow, "phase": a.which.phase,
         "choice": letter, "action": action,
         "resolved": resolved, "already_resolved": done.already_resolved,
-        "skipped": skipped, "next": next,
+        "skipped": skipped, "rerun": rerun, "next": next,
     });
     if cx.global.text {
         let mut t = format!(
@@ -596,8 +705,18 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
         if !skipped.is_empty() {
             t.push_str(&format!("; skipped: {}", skipped.join(", ")));
         }
+        if !rerun.is_empty() {
+            t.push_str(&format!(
+                "; may run again, side effects and all: {}",
+                rerun.join(", ")
+            ));
+        }
         if let Some(n) = next {
-            t.push_str(&format!("\nRetry the failed items with: {n}"));
+            let what = match action {
+                "retry" => "Retry the failed items",
+                _ => "Go on with the phase",
+            };
+            t.push_str(&format!("\n{what} with: {n}"));
         }
         return Ok(Outcome::text(t));
     }

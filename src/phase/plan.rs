@@ -255,6 +255,13 @@ pub fn item_policy(base: &Policy, plan: &PhasePlan, item: &Item) -> Policy {
     p
 }
 
+/// Whether `item` has side effects: its own `side_effects`, else its agent's in `base` (what
+/// [`item_policy`] gives the item's run).
+pub fn side_effects(base: &Policy, item: &Item) -> bool {
+    item.side_effects
+        .unwrap_or_else(|| base.agent(item.agent()).side_effects)
+}
+
 /// The policy the phase's texts are rendered with: every item's criticality and settings.
 pub fn phase_policy(base: &Policy, plan: &PhasePlan) -> Policy {
     let mut p = base.clone();

@@ -133,7 +133,10 @@ pub enum Next {
 
 /// Decides what follows a failed attempt from the classifier's verdict: retry after its
 /// advised delay, or stop. An interrupt, a command that cannot run and an agent with side
-/// effects always stop, whatever the verdict (seed 001: never retried automatically).
+/// effects always stop, whatever the verdict (seed 001: never retried automatically) and
+/// whatever `--retries` or the policy allow: this is the only place `triage run` (and each
+/// item of `triage phase`) decides on another attempt, and nothing persists between runs to
+/// restart one from; `phase resume` holds such an item for a person's decision instead.
 pub fn next(end: &End, e: &ErrorObject, side_effects: bool) -> Next {
     if matches!(end, End::Interrupted(_)) {
         return Next::Stop("interrupted".into());
@@ -246,5 +249,43 @@ mod tests {
         let i = End::Interrupted(2);
         let e = classified(&i, "", 1, &p);
         assert_eq!(next(&i, &e, false), Next::Stop("interrupted".into()));
+    }
+
+    #[test]
+    fn side_effects_are_never_retried_whatever_the_end_the_verdict_or_the_allowance() {
+        // Ten attempts allowed for every kind, no wait: only side effects can say stop.
+        let mut p: Policy =
+            toml::from_str("[retry]\nschedule = [\"0s\"]\nmax_attempts = 10\n").unwrap();
+        for k in Kind::ALL {
+            p.retry.kinds.entry(*k).or_default().max_attempts = Some(10);
+        }
+        let ends = [
+            End::Exited(1),
+            End::Signaled(9),
+            End::TimedOut { killed: false },
+            End::TimedOut { killed: true },
+            End::Interrupted(2),
+            End::Interrupted(15),
+        ];
+        let stderr = [
+            "",
+            "fail",
+            "connection reset by peer",
+            "429 Too Many Requests",
+            "overloaded_error",
+        ];
+        for end in &ends {
+            for text in stderr {
+                let e = classified(end, text, 1, &p);
+                assert!(
+                    matches!(next(end, &e, true), Next::Stop(_)),
+                    "{end:?} {text:?}"
+                );
+            }
+        }
+        // The same verdicts without side effects do retry (the test can fail).
+        let x = End::Exited(1);
+        let e = classified(&x, "connection reset by peer", 1, &p);
+        assert!(matches!(next(&x, &e, false), Next::Retry(_)));
     }
 }

@@ -41,6 +41,7 @@ mod hostile;
 mod hostile_cache;
 mod hostile_children;
 mod hostile_report;
+mod hostile_resume;
 mod hostile_root;
 mod hostile_stdin;
 mod init;

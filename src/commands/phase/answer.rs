@@ -138,6 +138,7 @@ pub fn document(
         ItemState::Partial,
         ItemState::NotStarted,
         ItemState::Skipped,
+        ItemState::NeedsDecision,
     ] {
         counts.insert(s.as_str().into(), m.ids(s).len().into());
     }
@@ -155,6 +156,7 @@ pub fn document(
         "failed": d.failed,
         "critical_failed": d.critical_failed,
         "complete": d.complete,
+        "needs_decision": d.needs_decision,
         "items": items,
         "template": texts.template,
         "text": texts.text,
@@ -183,7 +185,15 @@ pub fn text(doc: &Value) -> String {
     out.push_str(&table(doc["items"].as_array().map_or(&[][..], |v| v)));
     if let Some(r) = doc["resumed"].as_object() {
         out.push_str("\nResumed:\n");
-        for k in ["complete", "partial", "not_started", "failed", "skipped"] {
+        for k in [
+            "complete",
+            "partial",
+            "not_started",
+            "failed",
+            "skipped",
+            "needs_decision",
+            "rerun",
+        ] {
             let ids: Vec<String> = r
                 .get(k)
                 .and_then(Value::as_array)

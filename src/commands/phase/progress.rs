@@ -60,7 +60,7 @@ pub fn lines(rows: &[Row], height: usize, width: usize, term: &Term) -> Vec<Stri
                 ItemState::Complete => Tone::Good,
                 ItemState::Failed => Tone::Bad,
                 ItemState::Running => Tone::Strong,
-                ItemState::Partial => Tone::Warn,
+                ItemState::Partial | ItemState::NeedsDecision => Tone::Warn,
                 ItemState::NotStarted | ItemState::Skipped => Tone::Dim,
             };
             let attempt = if r.attempt > 0 {
@@ -94,7 +94,7 @@ pub fn lines(rows: &[Row], height: usize, width: usize, term: &Term) -> Vec<Stri
             rows.len() - shown.len(),
             n(ItemState::Complete),
             n(ItemState::Failed),
-            n(ItemState::NotStarted) + n(ItemState::Partial)
+            n(ItemState::NotStarted) + n(ItemState::Partial) + n(ItemState::NeedsDecision)
         );
         out.push(cut(&summary, width.saturating_sub(1).max(10)));
     }

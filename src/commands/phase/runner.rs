@@ -7,6 +7,11 @@
 //! SIGINT/SIGTERM: each item watches flags of its own, and the runner raises them all, so
 //! every running item's process group gets the signal (and SIGKILL after the grace period);
 //! items not started yet stay not started. A second signal kills the groups at once.
+//!
+//! An item with side effects starts only once a durable write has filed it as running (a
+//! person's leave to run it again used up in the same write), and its end is written at once:
+//! whatever kills the runner, `resume` can tell it may have run, and asks before running it
+//! again (seed 001).
 
 use super::{progress, Job};
 use crate::commands::run::{self as run_cmd, Args as RunArgs};
@@ -109,8 +114,9 @@ pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure
                 e.state = Some(ItemState::Running);
                 e.started_at = Some(job.stamp());
                 e.ended_at = None;
-                e.note = None;
-                starting.push(i);
+                let leave = e.rerun.take();
+                e.note = leave.as_ref().map(|l| format!("run again by {l}"));
+                starting.push((i, leave));
             }
             if !starting.is_empty() {
                 if book.written.is_none() {
@@ -121,11 +127,18 @@ pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure
                     super::write_manifest(job.manifest, m)?;
                     book.written = Some(Instant::now());
                     book.dirty = false;
+                } else if starting.iter().any(|(i, _)| m.items[*i].side_effects) {
+                    if let Err(f) = book.save_durably(job, m) {
+                        book.dirty = true;
+                        starting.retain_mut(|(i, leave)| {
+                            !m.items[*i].side_effects || !unfiled(job, m, *i, leave.take(), &f)
+                        });
+                    }
                 } else {
                     book.save(job, m);
                 }
             }
-            for i in starting {
+            for (i, _) in starting {
                 let Some(item) = job.plan.items.get(i) else {
                     continue;
                 };
@@ -170,6 +183,9 @@ pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure
                     Msg::Done(i, r) => {
                         running.remove(&i);
                         book.unsaved_groups.remove(&i);
+                        // Filed as ended at once: left as running, it would wait for a
+                        // decision after a runner killed now.
+                        book.urgent |= m.items[i].side_effects;
                         book.files_unsynced |= r.out.is_some() || r.err.is_some();
                         if let Some(p) = progress.as_mut() {
                             p.ended(i);
@@ -194,7 +210,7 @@ pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure
                 .unsaved_groups
                 .values()
                 .any(|t| t.elapsed() >= GROUP_GRACE);
-            if book.dirty && !ending && (group_due || due) {
+            if book.dirty && !ending && (group_due || due || book.urgent) {
                 book.save(job, m);
             }
             if let Some(p) = progress.as_mut() {
@@ -236,6 +252,8 @@ struct Book {
     unsaved_groups: HashMap<usize, Instant>,
     /// Items' files were kept since the folder's last fsync.
     files_unsynced: bool,
+    /// An item with side effects ended since the last write.
+    urgent: bool,
 }
 
 impl Book {
@@ -261,8 +279,40 @@ impl Book {
         }
         self.written = Some(Instant::now());
         self.dirty = false;
+        self.urgent = false;
         self.unsaved_groups.clear();
     }
+
+    /// Writes the manifest durably (the folder fsynced too: not even a power cut loses it),
+    /// before an item with side effects starts; a failure is the caller's to handle.
+    fn save_durably(&mut self, job: &Job, m: &mut Manifest) -> Result<(), Failure> {
+        self.sync_files(job)?;
+        m.updated_at = job.stamp();
+        super::write_manifest(job.manifest, m)?;
+        self.written = Some(Instant::now());
+        self.dirty = false;
+        self.urgent = false;
+        self.unsaved_groups.clear();
+        Ok(())
+    }
+}
+
+/// An item with side effects that could not be filed as running (`why`) is not started: a
+/// runner killed while it ran would leave `resume` no trace of it, and it would run twice.
+/// Filed as a failure that never ran (a `leave` it had is kept). Returns true.
+fn unfiled(job: &Job, m: &mut Manifest, i: usize, leave: Option<String>, why: &Failure) -> bool {
+    let e = &mut m.items[i];
+    e.rerun = leave;
+    e.state = Some(ItemState::Failed);
+    e.outcome = Some("not_started".into());
+    e.kind = Some("tool_failure".into());
+    let note = format!(
+        "not started: it has side effects, and the manifest could not record it as running ({})",
+        why.message
+    );
+    record_unrun(job, e, "tool_failure", &note);
+    e.note = Some(note);
+    true
 }
 
 /// What every item's thread reads of the job (the job's context stays on the runner's thread:

@@ -1,0 +1,424 @@
+//! `phase resume` after a runner killed outright or interrupted: an item with side effects
+//! that may have begun its work is never started again without a person's decision (seed
+//! 001, SPEC §6); it waits as `needs_decision` while everything else runs, and `phase resume
+//! --rerun ID` or `phase decide --choice A` lets it run again. A second runner of a phase is
+//! a busy resource: exit 75 with its JSON line.
+//!
+//! Each item appends a line to `ID.runs` every time it starts, so the tests count runs; an
+//! item that must stay running blocks until the test creates `ID.release` (or it is
+//! signalled), never on a long sleep.
+
+use crate::common::{json_out, Sandbox};
+use serde_json::{json, Value};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+/// No wait between retries, so nothing here waits on the retry schedule.
+const POLICY: &str = "[retry]\nschedule = [\"0s\"]\nmax_attempts = 2\n";
+
+/// How long any one command of these tests may take before the test fails instead of hanging.
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// An item that counts its runs; on its first run it says it started and blocks until
+/// `ID.release` exists (at most about 30 s), on later runs it ends at once. Sent SIGINT it
+/// exits 130.
+fn blocking(id: &str, extra: &str) -> String {
+    format!(
+        "[[items]]\nid = \"{id}\"\n{extra}command = \"echo run >> {id}.runs; trap 'exit 130' INT; if [ -e {id}.started ]; then echo {id}-again; else touch {id}.started; i=0; while [ ! -e {id}.release ] && [ $i -lt 1500 ]; do sleep 0.02; i=$((i+1)); done; echo {id}-out; fi\"\n"
+    )
+}
+
+/// An item that counts its runs and ends at once.
+fn quick(id: &str) -> String {
+    format!("[[items]]\nid = \"{id}\"\ncommand = \"echo run >> {id}.runs; echo {id}-out\"\n")
+}
+
+fn runs(s: &Sandbox, id: &str) -> usize {
+    std::fs::read_to_string(s.path().join(format!("{id}.runs")))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+fn manifest_path(s: &Sandbox, w: &str, n: &str) -> std::path::PathBuf {
+    s.root().join(format!("workflows/{w}/phase-{n}.json"))
+}
+
+fn manifest(s: &Sandbox, w: &str, n: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(manifest_path(s, w, n)).unwrap()).unwrap()
+}
+
+fn state_of(m: &Value, id: &str) -> String {
+    m["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == id)
+        .map(|i| i["state"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default()
+}
+
+fn item<'a>(m: &'a Value, id: &str) -> &'a Value {
+    m["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == id)
+        .unwrap()
+}
+
+/// Polls the manifest (and the sandbox) until `ready` says so.
+fn wait_until(s: &Sandbox, w: &str, n: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    let t0 = Instant::now();
+    loop {
+        assert!(t0.elapsed() < LIMIT, "the phase never got there");
+        if let Ok(text) = std::fs::read_to_string(manifest_path(s, w, n)) {
+            if let Ok(m) = serde_json::from_str::<Value>(&text) {
+                if ready(&m) {
+                    return m;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// `phase run plan.toml --workflow W --phase N`, in the background.
+fn spawn_run(s: &Sandbox, w: &str, n: &str) -> Child {
+    s.std_cmd(&["phase", "run", "plan.toml", "--workflow", w, "--phase", n])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// `phase ARGS --workflow W --phase N` (and `--grace 2s` for a resume): exit status, stdout
+/// and stderr.
+fn phase(s: &Sandbox, args: &[&str], w: &str, n: &str) -> (i32, String, String) {
+    let mut all: Vec<&str> = vec!["phase"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--workflow", w, "--phase", n]);
+    if args.contains(&"resume") {
+        all.extend_from_slice(&["--grace", "2s"]);
+    }
+    let out = s.cmd(&all).timeout(LIMIT).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(text: &str) -> Value {
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("not one JSON line ({e}): {text}"))
+}
+
+#[test]
+fn kill_9_of_the_runner_holds_a_side_effecting_item_until_rerun_and_runs_everything_else() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    let plan = [
+        quick("a"),
+        blocking("mailer", "side_effects = true\n"),
+        blocking("d", ""),
+        quick("c"),
+    ]
+    .concat();
+    s.write("plan.toml", &plan);
+    let mut child = spawn_run(&s, "wk", "2");
+    // Until a and c are complete and mailer and d run in their groups, on file.
+    wait_until(&s, "wk", "2", |m| {
+        state_of(m, "a") == "complete"
+            && state_of(m, "c") == "complete"
+            && ["mailer", "d"]
+                .iter()
+                .all(|id| state_of(m, id) == "running" && item(m, id)["pgid"].is_u64())
+            && s.exists("mailer.started")
+            && s.exists("d.started")
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(runs(&s, "mailer"), 1);
+
+    let (code, out, err) = phase(&s, &["resume"], "wk", "2");
+    let doc = json(&out);
+    assert_eq!(
+        runs(&s, "mailer"),
+        1,
+        "resume ran the side-effecting item again"
+    );
+    assert_eq!(code, 1, "{doc:#} {err}");
+    assert_eq!(doc["decision"], "stop");
+    assert_eq!(doc["needs_decision"], json!(["mailer"]));
+    assert_eq!(doc["resumed"]["runner_died"], true);
+    assert_eq!(doc["resumed"]["needs_decision"], json!(["mailer"]));
+    assert_eq!(doc["counts"]["needs_decision"], 1);
+    assert_eq!(state_of(&doc, "mailer"), "needs_decision");
+    let note = item(&doc, "mailer")["note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("was running when the runner died") && note.contains("--rerun mailer"),
+        "{note}"
+    );
+    // Everything else finished: d (interrupted, no side effects) ran again, a and c kept.
+    for id in ["a", "c", "d"] {
+        assert_eq!(state_of(&doc, id), "complete", "{doc:#}");
+    }
+    assert_eq!((runs(&s, "a"), runs(&s, "c"), runs(&s, "d")), (1, 1, 2));
+    assert!(
+        err.contains("triage phase resume --workflow wk --phase 2 --rerun mailer"),
+        "{err}"
+    );
+    let m = manifest(&s, "wk", "2");
+    assert_eq!(state_of(&m, "mailer"), "needs_decision");
+    assert_eq!(
+        m["status"], "paused",
+        "a phase with a question open is not decided"
+    );
+
+    // Asked again, it holds again; --text shows it.
+    let (code, out, _) = phase(&s, &["--text", "resume"], "wk", "2");
+    assert_eq!(code, 1);
+    assert!(
+        out.lines()
+            .any(|l| l.trim_start().starts_with("mailer") && l.contains("needs_decision")),
+        "{out}"
+    );
+    assert!(out.contains("--rerun mailer"), "{out}");
+    assert_eq!(runs(&s, "mailer"), 1);
+
+    // An id the phase does not have is refused before anything runs.
+    let (code, _, err) = phase(&s, &["resume", "--rerun", "nobody"], "wk", "2");
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("--rerun `nobody`"), "{err}");
+
+    // A person's leave: it runs again, once, and the phase goes on.
+    let (code, out, err) = phase(&s, &["resume", "--rerun", "mailer"], "wk", "2");
+    let doc = json(&out);
+    assert_eq!(code, 0, "{doc:#} {err}");
+    assert_eq!(doc["decision"], "proceed");
+    assert_eq!(runs(&s, "mailer"), 2);
+    assert_eq!(state_of(&doc, "mailer"), "complete");
+    assert_eq!(doc["resumed"]["rerun"], json!(["mailer"]));
+    let m = manifest(&s, "wk", "2");
+    assert_eq!(m["status"], "decided");
+    assert!(item(&m, "mailer")["note"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("run again by `phase resume --rerun`"));
+    assert!(
+        item(&m, "mailer").get("rerun").is_none(),
+        "the leave was used up"
+    );
+}
+
+#[test]
+fn sigint_holds_a_side_effecting_item_until_decide_says_retry() {
+    let s = Sandbox::new();
+    // Side effects from the agent's policy, not the plan.
+    s.write(
+        ".triage.toml",
+        format!("{POLICY}\n[agents.mailer]\nside_effects = true\n"),
+    );
+    let plan = [
+        "concurrency = 2\n".to_string(),
+        blocking("mailer", ""),
+        blocking("d", ""),
+        quick("c"),
+    ]
+    .concat();
+    s.write("plan.toml", &plan);
+    let child = spawn_run(&s, "wi", "5");
+    wait_until(&s, "wi", "5", |_| {
+        s.exists("mailer.started") && s.exists("d.started")
+    });
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let m = manifest(&s, "wi", "5");
+    assert_eq!(m["status"], "paused");
+    assert_eq!(state_of(&m, "c"), "not_started");
+
+    let (code, out, err) = phase(&s, &["resume"], "wi", "5");
+    let doc = json(&out);
+    assert_eq!(
+        runs(&s, "mailer"),
+        1,
+        "resume ran the side-effecting item again"
+    );
+    assert_eq!(code, 1, "{doc:#} {err}");
+    assert_eq!(doc["needs_decision"], json!(["mailer"]));
+    assert_eq!(state_of(&doc, "mailer"), "needs_decision");
+    assert!(item(&doc, "mailer")["note"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("it was interrupted; it has side effects"));
+    for id in ["c", "d"] {
+        assert_eq!(state_of(&doc, id), "complete", "{doc:#}");
+    }
+    assert_eq!((runs(&s, "c"), runs(&s, "d")), (1, 2));
+    assert_eq!(
+        state_of(&manifest(&s, "wi", "5"), "mailer"),
+        "needs_decision"
+    );
+
+    // `phase decide --choice A` is a person's leave too.
+    let (code, out, err) = phase(&s, &["decide", "--choice", "A"], "wi", "5");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["rerun"], json!(["mailer"]));
+    assert_eq!(runs(&s, "mailer"), 1);
+    let (code, out, err) = phase(&s, &["resume"], "wi", "5");
+    let doc = json(&out);
+    assert_eq!(code, 0, "{doc:#} {err}");
+    assert_eq!(runs(&s, "mailer"), 2);
+    assert_eq!(state_of(&doc, "mailer"), "complete");
+}
+
+#[test]
+fn a_manifest_read_from_its_bak_holds_side_effecting_items_it_says_never_started() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    s.write(
+        "plan.toml",
+        [quick("a"), blocking("mailer", "side_effects = true\n")].concat(),
+    );
+    let mut child = spawn_run(&s, "wb", "1");
+    let m = wait_until(&s, "wb", "1", |m| {
+        state_of(m, "mailer") == "running"
+            && item(m, "mailer")["pgid"].is_u64()
+            && s.exists("mailer.started")
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The newest version is torn; its .bak predates the write that filed mailer as running.
+    let mut old = m.clone();
+    for i in old["items"].as_array_mut().unwrap() {
+        if i["id"] == "mailer" {
+            i["state"] = json!("not_started");
+        }
+    }
+    let path = manifest_path(&s, "wb", "1");
+    std::fs::write(path.with_extension("json.bak"), old.to_string()).unwrap();
+    std::fs::write(&path, "{\"workflow_id\": ").unwrap();
+    let (code, out, err) = phase(&s, &["resume"], "wb", "1");
+    let doc = json(&out);
+    assert_eq!(
+        runs(&s, "mailer"),
+        1,
+        "resume ran the side-effecting item again"
+    );
+    assert_eq!(code, 1, "{doc:#} {err}");
+    assert_eq!(doc["resumed"]["read_from_backup"], true);
+    assert_eq!(state_of(&doc, "mailer"), "needs_decision");
+    // Its group outlived the runner and nobody recorded it: release it.
+    s.write("mailer.release", "");
+}
+
+#[test]
+fn a_second_runner_of_a_phase_is_refused_as_busy_with_its_json_line() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    s.write("plan.toml", blocking("slow", ""));
+    let first = spawn_run(&s, "wr", "1");
+    wait_until(&s, "wr", "1", |m| {
+        state_of(m, "slow") == "running" && s.exists("slow.started")
+    });
+    for args in [
+        &[
+            "phase",
+            "run",
+            "plan.toml",
+            "--workflow",
+            "wr",
+            "--phase",
+            "1",
+        ][..],
+        &["phase", "resume", "--workflow", "wr", "--phase", "1"][..],
+    ] {
+        let out = s
+            .cmd(args)
+            .env("TRIAGE_LOCK_TIMEOUT", "100ms")
+            .timeout(LIMIT)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(75), "{args:?}: {out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+        let doc = json_out(&out);
+        assert_eq!(doc["refused"], "busy", "{doc}");
+        assert_eq!(doc["exit_status"], 75);
+        assert_eq!(doc["runner_pid"], first.id());
+        assert_eq!(
+            (&doc["workflow_id"], &doc["phase"]),
+            (&json!("wr"), &json!("1"))
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr)
+                .contains("triage phase: phase 1 of workflow wr is being run by another process"),
+            "{out:?}"
+        );
+    }
+    assert_eq!(runs(&s, "slow"), 1);
+    s.write("slow.release", "");
+    let out = first.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(json_out(&out)["decision"], "proceed");
+}
+
+#[test]
+fn decide_b_goes_on_without_a_held_item_and_never_runs_it() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    s.write(
+        "plan.toml",
+        format!("{}{}side_effects = true\n", quick("a"), quick("mailer")),
+    );
+    let out = s
+        .cmd(&[
+            "phase",
+            "run",
+            "plan.toml",
+            "--workflow",
+            "wd",
+            "--phase",
+            "4",
+        ])
+        .timeout(LIMIT)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    // The manifest as an interrupted run leaves it: mailer partial, the phase paused.
+    let mut m = manifest(&s, "wd", "4");
+    m["status"] = json!("paused");
+    for i in m["items"].as_array_mut().unwrap() {
+        if i["id"] == "mailer" {
+            i["state"] = json!("partial");
+        }
+    }
+    std::fs::write(manifest_path(&s, "wd", "4"), m.to_string()).unwrap();
+    let (code, out, err) = phase(&s, &["resume"], "wd", "4");
+    assert_eq!(
+        runs(&s, "mailer"),
+        1,
+        "resume ran the side-effecting item again"
+    );
+    assert_eq!(code, 1, "{out} {err}");
+    assert_eq!(json(&out)["needs_decision"], json!(["mailer"]));
+
+    let (code, out, err) = phase(&s, &["decide", "--choice", "B"], "wd", "4");
+    assert_eq!(code, 0, "{err}");
+    let doc = json(&out);
+    assert_eq!(doc["skipped"], json!(["mailer"]));
+    assert_eq!(
+        doc["next"], "triage phase resume --workflow wd --phase 4",
+        "{doc}"
+    );
+    let (code, out, err) = phase(&s, &["resume"], "wd", "4");
+    let doc = json(&out);
+    assert_eq!(code, 0, "{doc:#} {err}");
+    assert_eq!(doc["decision"], "proceed");
+    assert_eq!(state_of(&doc, "mailer"), "skipped");
+    assert_eq!(manifest(&s, "wd", "4")["status"], "decided");
+    assert_eq!(runs(&s, "mailer"), 1);
+}
