@@ -240,7 +240,7 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
     let args = match dispatch_args(argv) {
         Ok(a) => help_as_flag(a),
         Err(msg) => {
-            eprintln!("{msg}");
+            say!("{msg}");
             return ExitStatus::Usage.into();
         }
     };
@@ -372,7 +372,7 @@ fn failed(
     global: &GlobalArgs,
     refusal: Option<&str>,
 ) -> ExitCode {
-    eprintln!("triage {name}: {}", f.message);
+    say!("triage {name}: {}", f.message);
     if f.class == FailureClass::Usage {
         return ExitStatus::Usage.into();
     }
@@ -414,9 +414,9 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> ExitCode {
     };
     let text = e.render().to_string();
     let text = text.strip_prefix("error: ").unwrap_or(&text);
-    eprint!("{prefix}{text}");
+    say_more!("{prefix}{text}");
     if e.kind() == ErrorKind::InvalidSubcommand {
-        eprintln!("valid subcommands: {}", names.join(", "));
+        say!("valid subcommands: {}", names.join(", "));
     }
     ExitStatus::Usage.into()
 }

@@ -502,7 +502,7 @@ impl Context {
 
     /// A warning that does not stop the command: on stderr, and in `logs/triage.log`.
     pub fn warn(&self, message: &str) {
-        eprintln!("triage {}: warning: {message}", self.name);
+        say!("triage {}: warning: {message}", self.name);
         self.trace("warning", message);
     }
 
@@ -557,7 +557,7 @@ impl Context {
         use std::sync::atomic::{AtomicBool, Ordering};
         static SAID: AtomicBool = AtomicBool::new(false);
         if e.is_refused() && !SAID.swap(true, Ordering::Relaxed) {
-            eprintln!("triage {}: warning: no trace kept: {e}", self.name);
+            say!("triage {}: warning: no trace kept: {e}", self.name);
         }
     }
 

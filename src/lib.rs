@@ -22,6 +22,25 @@
 //! choose the backend (the files, or a fleet's Redis through [`fleet`]); no command calls
 //! another's persistence (`tests/cli/seam.rs` checks).
 
+/// `say!` that never panics: a closed or full stderr (`2>/dev/full`, a reader gone) loses
+/// the line, never the call (a panic on a phase item's thread once left its runner hanging).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `say_more!` that never panics (see `say!`).
+macro_rules! say_more {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut e = std::io::stderr();
+        let _ = write!(e, $($arg)*);
+        let _ = e.flush();
+    }};
+}
+
 pub mod automaton;
 pub mod breaker;
 pub mod classify;

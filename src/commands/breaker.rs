@@ -239,7 +239,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             let id = resolve(cx, key, session.as_deref(), false)?;
             if !store::exists(cx, &id) {
                 // Tripping a key before its first call is how an operator fences it off.
-                eprintln!(
+                say!(
                     "triage breaker: note: {}",
                     no_breaker(cx, &id, "tripping a new one")
                 );

@@ -105,7 +105,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         let payload = Payload::new(cx.read_json()?.unwrap_or(Value::Null));
         let response = judge_hook_with(cx, &payload, &flags)?;
         if args.block_with_exit_2 && response.decision.as_deref() == Some("block") {
-            eprintln!("{}", response.reason.as_deref().unwrap_or_default());
+            say!("{}", response.reason.as_deref().unwrap_or_default());
             return Ok(Outcome {
                 block: true,
                 ..Outcome::nothing()

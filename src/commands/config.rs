@@ -101,7 +101,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
                 return Ok(Outcome::text(text).exit(status));
             }
             for line in &lines {
-                eprintln!("{}", crate::context::printable(line));
+                say!("{}", crate::context::printable(line));
             }
             Ok(Outcome::json(&json!({"file": file, "ok": ok, "problems": problems})).exit(status))
         }

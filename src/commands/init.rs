@@ -133,7 +133,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     if !args.uninstall && !on_path("triage") {
         // Said, not traced: the trace would land in this folder's .triage/, which need not be
         // the project's.
-        eprintln!(
+        say!(
             "triage init: warning: `triage` is not on this shell's PATH: the hooks skip themselves until it is (put the binary's folder on PATH, e.g. ~/.cargo/bin)"
         );
     }

@@ -60,7 +60,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
                     None => "not a link triage made".into(),
                 };
                 // Warnings go to stderr only: no trace file in (or beside) the bin folder.
-                eprintln!(
+                say!(
                     "triage install-links: warning: {} exists and is {what}; left it alone",
                     link.display()
                 );

@@ -144,7 +144,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         Ok(o) => Ok(o),
         Err(f) if f.class == FailureClass::Usage => Err(f),
         Err(f) => {
-            eprintln!("triage phase: {}", f.message);
+            say!("triage phase: {}", f.message);
             cx.trace(f.class_name(), &f.message);
             Ok(Outcome::nothing().exit(OWN_FAILURE))
         }
@@ -437,7 +437,7 @@ fn go(
     }));
     job.save(m);
     if let Some(msg) = &m.message {
-        eprintln!("{msg}");
+        say!("{msg}");
     }
     let doc = answer::document(&job, m, &d, &ran, texts, abort_ratio, resumed);
     let status = d.decision.exit_status();
@@ -502,7 +502,7 @@ fn busy(cx: &Context, path: &Path, which: &Which) -> Outcome {
     let out = if cx.global.text {
         Outcome::text(reason)
     } else {
-        eprintln!("triage phase: {}", crate::context::printable(&reason));
+        say!("triage phase: {}", crate::context::printable(&reason));
         Outcome::json(&json!({
             "workflow_id": which.workflow,
             "phase": which.phase,

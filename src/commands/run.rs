@@ -131,7 +131,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         Ok(status) => Ok(Outcome::nothing().exit(status)),
         Err(f) if f.class == crate::exit::FailureClass::Usage => Err(f),
         Err(f) => {
-            eprintln!("triage run: {}", f.message);
+            say!("triage run: {}", f.message);
             cx.trace(f.class_name(), &f.message);
             Ok(Outcome::nothing().exit(OWN_FAILURE))
         }
@@ -210,7 +210,7 @@ pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value
             Gate::Own(ticket) => {
                 // A per-attempt line: --quiet drops it.
                 if !args.quiet {
-                    eprintln!(
+                    say!(
                         "triage run: breaker {} is open from this run's own failure; attempt {attempt_no} goes ahead (within one run the retry decision comes first)",
                         key.unwrap_or_default()
                     );
@@ -220,7 +220,7 @@ pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value
             Gate::Refused { message, facts } => {
                 report.breaker = Some(facts);
                 let Some(last) = previous else {
-                    eprintln!("{message}");
+                    say!("{message}");
                     report.outcome = "breaker_open";
                     return finish(cx, &report, BREAKER_OPEN);
                 };
@@ -231,7 +231,7 @@ pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value
                     attempt_no - 1
                 ));
                 if !args.quiet {
-                    eprintln!("{message}");
+                    say!("{message}");
                 }
                 pass_stdout(last.stdout, wiring.stdout)?;
                 return finish(cx, &report, last.end.exit_status());
@@ -271,7 +271,7 @@ pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value
         if let Some(left) = &attempt.leftovers {
             entry["leftovers"] = json!(left.describe());
             if !args.quiet {
-                eprintln!("triage run: attempt {attempt_no}: {}", left.describe());
+                say!("triage run: attempt {attempt_no}: {}", left.describe());
             }
         }
         let (error, rejected) = if !attempt.end.success() {
@@ -383,7 +383,7 @@ pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value
             Next::Retry(delay) => {
                 report.attempts.push(entry);
                 if !args.quiet {
-                    eprintln!(
+                    say!(
                         "triage run: attempt {attempt_no} {} ({}); retrying in {}",
                         attempt.end.describe(),
                         error.kind,
@@ -419,7 +419,7 @@ pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value
                 entry["stopped"] = json!(why);
                 report.attempts.push(entry);
                 if !interrupted && !args.quiet {
-                    eprintln!(
+                    say!(
                         "triage run: attempt {attempt_no} {} ({}); not retried: {why}",
                         if rejected {
                             "printed an output that failed its check".to_string()
@@ -580,15 +580,15 @@ fn wait(interrupts: &Interrupts, delay: Duration, quiet: bool) -> Option<i32> {
     }
     let mut left = delay;
     while !left.is_zero() {
-        eprint!("\rtriage run: retrying in {:>4}s ", left.as_secs().max(1));
+        say_more!("\rtriage run: retrying in {:>4}s ", left.as_secs().max(1));
         let step = left.min(Duration::from_secs(1));
         if let Some(sig) = interrupts.sleep(step) {
-            eprintln!();
+            say!();
             return Some(sig);
         }
         left -= step;
     }
-    eprintln!();
+    say!();
     None
 }
 
@@ -719,11 +719,11 @@ fn emit(args: &Args, cx: &Context, doc: &Value) -> Result<(), Failure> {
                 cx.warn(&format!("cannot write the report: {e}"));
             }
         }
-        None if !cx.global.text => eprintln!("{line}"),
+        None if !cx.global.text => say!("{line}"),
         None => {}
     }
     if cx.global.text {
-        eprintln!("{}", crate::context::printable(&text::report(doc)));
+        say!("{}", crate::context::printable(&text::report(doc)));
     }
     Ok(())
 }

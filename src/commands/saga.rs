@@ -207,7 +207,7 @@ fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Outcome, Failure> {
         let Some(s) = saga.steps.get(i).cloned() else {
             continue;
         };
-        eprintln!(
+        say!(
             "triage saga: rolling back step {}{}. Reason: {}",
             s.name,
             s.stage

@@ -599,3 +599,64 @@ fn hook_forms_of_other_commands_answer_as_soon_as_the_payload_has_arrived() {
         assert_eq!(out.status.code(), Some(0), "{args:?}");
     }
 }
+
+/// A stderr nobody can write to (`2>/dev/full`, a reader gone) loses triage's messages, never
+/// the call: `run` ends with its command's status, and a phase whose items warn still
+/// decides. Failed on 9aa153f: `eprintln!` panicked (exit 101; a phase item's thread left its
+/// runner hanging).
+#[test]
+fn an_unwritable_stderr_loses_messages_never_the_call() {
+    use std::time::{Duration, Instant};
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full");
+    if full().is_err() {
+        eprintln!("skipped: an_unwritable_stderr_loses_messages_never_the_call: no /dev/full");
+        return;
+    }
+    let s = Sandbox::new();
+    let out = s
+        .std_cmd(&[
+            "run",
+            "--retries",
+            "1",
+            "--delay",
+            "0s",
+            "--",
+            "sh",
+            "-c",
+            "echo boom >&2; exit 3",
+        ])
+        .stderr(full().unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    s.write(
+        "plan.toml",
+        "[[items]]\nid = \"a\"\nside_effects = true\ncommand = \"echo oops >&2; exit 1\"\n[[items]]\nid = \"b\"\ncommand = \"echo fine\"\n",
+    );
+    let mut child = s
+        .std_cmd(&[
+            "phase",
+            "run",
+            "plan.toml",
+            "--workflow",
+            "w",
+            "--phase",
+            "1",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(full().unwrap())
+        .spawn()
+        .unwrap();
+    let began = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if began.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("the phase runner hung with stderr unwritable");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(matches!(status.code(), Some(0 | 1)), "{status:?}");
+}
