@@ -4,7 +4,10 @@
 #![allow(dead_code)]
 
 use assert_cmd::Command;
+use std::ffi::{OsStr, OsString};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 
 /// The `triage` binary under test: this build's, or `TRIAGE_TEST_BIN` to run the suite
 /// against another build (an older commit, to see a new test fail there).
@@ -156,30 +159,40 @@ impl Sandbox {
         self.path().join(".triage")
     }
 
-    /// `triage ARGS` in the sandbox, with a clean environment and no stdin.
-    pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(bin());
-        clean_env(&mut c);
-        c.current_dir(self.path()).args(args);
+    /// `triage ARGS` in the sandbox: a [`TestCommand`] to add to (`.env`, `.stdin`) and
+    /// `.run()`.
+    pub fn triage<I, S>(&self, args: I) -> TestCommand
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut c = self.command(bin());
+        c.args(args);
+        c
+    }
+
+    /// Any program (`sh`, a link to `triage`) in the sandbox, with the same clean environment
+    /// (and `TRIAGE_STORE` in a fleet sandbox) as [`Sandbox::triage`].
+    pub fn command(&self, program: impl AsRef<OsStr>) -> TestCommand {
+        let mut cmd = std::process::Command::new(program);
+        clean_std_env(&mut cmd);
+        cmd.current_dir(self.path());
+        let mut c = TestCommand::from_std(cmd);
         if let Some(url) = &self.store {
             c.env("TRIAGE_STORE", url);
         }
         c
     }
 
+    /// `triage ARGS` in the sandbox, with a clean environment and no stdin, as an
+    /// `assert_cmd` command (the builder is [`Sandbox::triage`]).
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        Command::from_std(self.std_cmd(args))
+    }
+
     /// A std command for process-level tests (spawned in parallel).
     pub fn std_cmd(&self, args: &[&str]) -> std::process::Command {
-        let mut c = std::process::Command::new(bin());
-        for (k, _) in std::env::vars() {
-            if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") {
-                c.env_remove(k);
-            }
-        }
-        c.current_dir(self.path()).args(args);
-        if let Some(url) = &self.store {
-            c.env("TRIAGE_STORE", url);
-        }
-        c
+        self.triage(args).into_std()
     }
 
     pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
@@ -207,12 +220,29 @@ impl Sandbox {
     }
 }
 
+/// The tool's variables in this process's environment (every `TRIAGE_*` and `CLAUDE_*`):
+/// what every command of the suites runs without, so the caller's environment never leaks in.
+pub fn tool_vars() -> Vec<OsString> {
+    std::env::vars_os()
+        .map(|(k, _)| k)
+        .filter(|k| {
+            let k = k.to_string_lossy();
+            k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_")
+        })
+        .collect()
+}
+
 /// Clears the tool's variables from a command's environment.
 pub fn clean_env(c: &mut Command) {
-    for (k, _) in std::env::vars() {
-        if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") {
-            c.env_remove(k);
-        }
+    for k in tool_vars() {
+        c.env_remove(k);
+    }
+}
+
+/// Clears the tool's variables from a std command's environment.
+pub fn clean_std_env(c: &mut std::process::Command) {
+    for k in tool_vars() {
+        c.env_remove(k);
     }
 }
 
@@ -221,6 +251,259 @@ pub fn json_out(out: &std::process::Output) -> serde_json::Value {
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.trim())
         .unwrap_or_else(|e| panic!("stdout is not one JSON value ({e}): {text:?}"))
+}
+
+/// A command to run and look at (after ripgrep's `TestCommand` and just's `Test`): made by
+/// [`Sandbox::triage`] or [`Sandbox::command`], added to, then `.run()`:
+///
+/// ```ignore
+/// let v = s.triage(["breaker", "check", "k"]).env("TRIAGE_NOW", "0").run().status(0).stdout_json();
+/// ```
+pub struct TestCommand {
+    cmd: std::process::Command,
+    stdin: Option<Vec<u8>>,
+    /// The variables set on it, for failure messages.
+    set: Vec<(OsString, OsString)>,
+}
+
+impl TestCommand {
+    /// A command as it is (no environment cleared: [`Sandbox::command`] clears it).
+    pub fn from_std(cmd: std::process::Command) -> TestCommand {
+        TestCommand {
+            cmd,
+            stdin: None,
+            set: Vec::new(),
+        }
+    }
+
+    pub fn arg(&mut self, arg: impl AsRef<OsStr>) -> &mut Self {
+        self.cmd.arg(arg);
+        self
+    }
+
+    pub fn args<I, S>(&mut self, args: I) -> &mut Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd.args(args);
+        self
+    }
+
+    pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
+        let (key, value) = (key.as_ref().to_owned(), value.as_ref().to_owned());
+        self.set.retain(|(k, _)| *k != key);
+        self.cmd.env(&key, &value);
+        self.set.push((key, value));
+        self
+    }
+
+    pub fn env_remove(&mut self, key: impl AsRef<OsStr>) -> &mut Self {
+        self.set.retain(|(k, _)| k.as_os_str() != key.as_ref());
+        self.cmd.env_remove(key);
+        self
+    }
+
+    pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Self {
+        self.cmd.current_dir(dir);
+        self
+    }
+
+    /// What the command reads on stdin (without it, stdin is empty).
+    pub fn stdin(&mut self, input: impl Into<Vec<u8>>) -> &mut Self {
+        self.stdin = Some(input.into());
+        self
+    }
+
+    /// The std command, to spawn it (stdin, stdout and stderr as the caller sets them).
+    pub fn std(&mut self) -> &mut std::process::Command {
+        &mut self.cmd
+    }
+
+    pub fn into_std(self) -> std::process::Command {
+        self.cmd
+    }
+
+    /// Runs it to the end, stdout and stderr captured, stdin written from a thread (so a
+    /// large input never deadlocks against a full stdout pipe).
+    pub fn run(&mut self) -> Run {
+        let what = self.describe();
+        let mut child = self
+            .cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+        let input = self.stdin.clone().unwrap_or_default();
+        let pipe = child.stdin.take();
+        // A command that exits without reading its input closes the pipe: not an error here.
+        let writer = std::thread::spawn(move || {
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.write_all(&input);
+            }
+        });
+        let output = child
+            .wait_with_output()
+            .unwrap_or_else(|e| panic!("cannot wait for {what}: {e}"));
+        let _ = writer.join();
+        Run { output, what }
+    }
+
+    /// `triage breaker check k` (TRIAGE_NOW=5; 42 bytes on stdin: "..."), for messages.
+    fn describe(&self) -> String {
+        let program = Path::new(self.cmd.get_program());
+        let name = if program == bin() {
+            "triage".to_string()
+        } else {
+            program.to_string_lossy().into_owned()
+        };
+        let words: Vec<String> = std::iter::once(name)
+            .chain(self.cmd.get_args().map(|a| {
+                let a = a.to_string_lossy();
+                if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'') {
+                    format!("{a:?}")
+                } else {
+                    a.into_owned()
+                }
+            }))
+            .collect();
+        let mut notes: Vec<String> = self
+            .set
+            .iter()
+            .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
+            .collect();
+        if let Some(input) = &self.stdin {
+            let text = String::from_utf8_lossy(input);
+            let head: String = text.chars().take(200).collect();
+            let more = if head.len() < text.len() { "..." } else { "" };
+            notes.push(format!("{} bytes on stdin: {head:?}{more}", input.len()));
+        }
+        if notes.is_empty() {
+            format!("`{}`", words.join(" "))
+        } else {
+            format!("`{}` ({})", words.join(" "), notes.join("; "))
+        }
+    }
+}
+
+/// What a [`TestCommand`] did: its exit status, stdout and stderr (`Deref` gives the
+/// `std::process::Output`, so `out.stdout` and `json_out(&out)` work as before).
+pub struct Run {
+    pub output: std::process::Output,
+    /// The command, for failure messages.
+    pub what: String,
+}
+
+impl std::ops::Deref for Run {
+    type Target = std::process::Output;
+
+    fn deref(&self) -> &std::process::Output {
+        &self.output
+    }
+}
+
+impl Run {
+    /// Asserts the exit status is `code`; on a mismatch the message shows the command, its
+    /// stderr and its stdout.
+    #[track_caller]
+    pub fn status(self, code: i32) -> Run {
+        if self.output.status.code() != Some(code) {
+            panic!(
+                "{} exited with {}, expected {code}\n--- stderr\n{}\n--- stdout\n{}",
+                self.what,
+                self.output.status,
+                self.stderr(),
+                self.stdout()
+            );
+        }
+        self
+    }
+
+    /// The exit code (`None`: killed by a signal).
+    pub fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    /// The lines of stdout.
+    pub fn lines(&self) -> Vec<String> {
+        self.stdout().lines().map(String::from).collect()
+    }
+
+    /// Stdout as one JSON value (surrounding whitespace aside).
+    #[track_caller]
+    pub fn stdout_json(&self) -> serde_json::Value {
+        let text = self.stdout();
+        serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+            panic!(
+                "{}: stdout is not one JSON value ({e}): {text:?}\n--- stderr\n{}",
+                self.what,
+                self.stderr()
+            )
+        })
+    }
+
+    /// Stdout as JSON lines, one value each.
+    #[track_caller]
+    pub fn json_lines(&self) -> Vec<serde_json::Value> {
+        self.stdout()
+            .lines()
+            .map(|l| {
+                serde_json::from_str(l)
+                    .unwrap_or_else(|e| panic!("{}: not a JSON line ({e}): {l:?}", self.what))
+            })
+            .collect()
+    }
+
+    pub fn into_output(self) -> std::process::Output {
+        self.output
+    }
+}
+
+/// Whether a test that needs `tool` can run: true when it is on PATH. Otherwise it says so on
+/// stderr (`skipped: <test>: <tool> is not installed`) and returns false for the test to
+/// return, or, when the variable `require` is set (`.ci/run` sets it where it installed the
+/// tool), fails the test.
+#[track_caller]
+pub fn skip_unless_tool(tool: &str, require: &str) -> bool {
+    skip_unless(on_path(tool), &format!("{tool} is not installed"), require)
+}
+
+/// As [`skip_unless_tool`], for any condition a test needs (`why`: what is missing).
+#[track_caller]
+pub fn skip_unless(ok: bool, why: &str, require: &str) -> bool {
+    if ok {
+        return true;
+    }
+    let test = std::thread::current()
+        .name()
+        .filter(|n| *n != "main")
+        .unwrap_or("a test")
+        .to_string();
+    if std::env::var_os(require).is_some_and(|v| !v.is_empty()) {
+        panic!("{test}: {why}, and {require} is set");
+    }
+    eprintln!("skipped: {test}: {why}");
+    false
+}
+
+/// True when an executable file named `tool` is in one of PATH's folders.
+pub fn on_path(tool: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| {
+            std::fs::metadata(dir.join(tool))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
 }
 
 /// Runs this test binary's ignored test `child` inside `unshare -Urm` with a 64 KiB tmpfs
