@@ -174,10 +174,8 @@ impl Sandbox {
     /// Any program (`sh`, a link to `triage`) in the sandbox, with the same clean environment
     /// (and `TRIAGE_STORE` in a fleet sandbox) as [`Sandbox::triage`].
     pub fn command(&self, program: impl AsRef<OsStr>) -> TestCommand {
-        let mut cmd = std::process::Command::new(program);
-        clean_std_env(&mut cmd);
-        cmd.current_dir(self.path());
-        let mut c = TestCommand::from_std(cmd);
+        let mut c = command(program);
+        c.current_dir(self.path());
         if let Some(url) = &self.store {
             c.env("TRIAGE_STORE", url);
         }
@@ -232,6 +230,14 @@ pub fn tool_vars() -> Vec<OsString> {
         .collect()
 }
 
+/// `program` with the tool's variables cleared, in the test's folder (a tool the test needs,
+/// outside any sandbox).
+pub fn command(program: impl AsRef<OsStr>) -> TestCommand {
+    let mut cmd = std::process::Command::new(program);
+    clean_std_env(&mut cmd);
+    TestCommand::from_std(cmd)
+}
+
 /// Clears the tool's variables from a command's environment.
 pub fn clean_env(c: &mut Command) {
     for k in tool_vars() {
@@ -261,9 +267,17 @@ pub fn json_out(out: &std::process::Output) -> serde_json::Value {
 /// ```
 pub struct TestCommand {
     cmd: std::process::Command,
-    stdin: Option<Vec<u8>>,
-    /// The variables set on it, for failure messages.
-    set: Vec<(OsString, OsString)>,
+    stdin: Input,
+}
+
+/// What a [`TestCommand`] reads on stdin.
+enum Input {
+    /// Bytes written to a pipe, then closed (none: empty).
+    Bytes(Vec<u8>),
+    /// `/dev/null`.
+    Null,
+    /// A file (a folder, a FIFO) opened by the test.
+    File(std::fs::File),
 }
 
 impl TestCommand {
@@ -271,8 +285,7 @@ impl TestCommand {
     pub fn from_std(cmd: std::process::Command) -> TestCommand {
         TestCommand {
             cmd,
-            stdin: None,
-            set: Vec::new(),
+            stdin: Input::Bytes(Vec::new()),
         }
     }
 
@@ -291,15 +304,11 @@ impl TestCommand {
     }
 
     pub fn env(&mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> &mut Self {
-        let (key, value) = (key.as_ref().to_owned(), value.as_ref().to_owned());
-        self.set.retain(|(k, _)| *k != key);
-        self.cmd.env(&key, &value);
-        self.set.push((key, value));
+        self.cmd.env(key, value);
         self
     }
 
     pub fn env_remove(&mut self, key: impl AsRef<OsStr>) -> &mut Self {
-        self.set.retain(|(k, _)| k.as_os_str() != key.as_ref());
         self.cmd.env_remove(key);
         self
     }
@@ -309,9 +318,21 @@ impl TestCommand {
         self
     }
 
-    /// What the command reads on stdin (without it, stdin is empty).
+    /// What the command reads on stdin, from a pipe (without it, stdin is an empty pipe).
     pub fn stdin(&mut self, input: impl Into<Vec<u8>>) -> &mut Self {
-        self.stdin = Some(input.into());
+        self.stdin = Input::Bytes(input.into());
+        self
+    }
+
+    /// Stdin is `/dev/null`.
+    pub fn stdin_null(&mut self) -> &mut Self {
+        self.stdin = Input::Null;
+        self
+    }
+
+    /// Stdin is `file` (a folder, a FIFO: what a hostile caller may hand over).
+    pub fn stdin_file(&mut self, file: std::fs::File) -> &mut Self {
+        self.stdin = Input::File(file);
         self
     }
 
@@ -327,15 +348,29 @@ impl TestCommand {
     /// Runs it to the end, stdout and stderr captured, stdin written from a thread (so a
     /// large input never deadlocks against a full stdout pipe).
     pub fn run(&mut self) -> Run {
-        let what = self.describe();
+        self.spawn().wait()
+    }
+
+    /// Starts it as [`TestCommand::run`] does, for a test that runs several at once or
+    /// signals one; `.wait()` gives its [`Run`].
+    pub fn spawn(&mut self) -> Running {
+        let (stdin, input, note) = match &self.stdin {
+            Input::Bytes(b) => (Stdio::piped(), b.clone(), Some(b.as_slice())),
+            Input::Null => (Stdio::null(), Vec::new(), None),
+            Input::File(f) => (
+                Stdio::from(f.try_clone().expect("a copy of the stdin file")),
+                Vec::new(),
+                None,
+            ),
+        };
+        let what = describe_with(&self.cmd, note.filter(|b| !b.is_empty()));
         let mut child = self
             .cmd
-            .stdin(Stdio::piped())
+            .stdin(stdin)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
-        let input = self.stdin.clone().unwrap_or_default();
         let pipe = child.stdin.take();
         // A command that exits without reading its input closes the pipe: not an error here.
         let writer = std::thread::spawn(move || {
@@ -343,52 +378,84 @@ impl TestCommand {
                 let _ = pipe.write_all(&input);
             }
         });
-        let output = child
+        Running {
+            child,
+            what,
+            writer,
+        }
+    }
+}
+
+/// A [`TestCommand`] started by `.spawn()`.
+pub struct Running {
+    pub child: std::process::Child,
+    what: String,
+    writer: std::thread::JoinHandle<()>,
+}
+
+impl Running {
+    /// Waits for it to end; what it did.
+    pub fn wait(self) -> Run {
+        let output = self
+            .child
             .wait_with_output()
-            .unwrap_or_else(|e| panic!("cannot wait for {what}: {e}"));
-        let _ = writer.join();
-        Run { output, what }
+            .unwrap_or_else(|e| panic!("cannot wait for {}: {e}", self.what));
+        let _ = self.writer.join();
+        Run {
+            output,
+            what: self.what,
+        }
     }
 
-    /// `triage breaker check k` (TRIAGE_NOW=5; 42 bytes on stdin: "..."), for messages.
-    fn describe(&self) -> String {
-        let program = Path::new(self.cmd.get_program());
-        let name = if program == bin() {
-            "triage".to_string()
-        } else {
-            program.to_string_lossy().into_owned()
-        };
-        let words: Vec<String> = std::iter::once(name)
-            .chain(self.cmd.get_args().map(|a| {
-                let a = a.to_string_lossy();
-                if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'') {
-                    format!("{a:?}")
-                } else {
-                    a.into_owned()
-                }
-            }))
-            .collect();
-        let mut notes: Vec<String> = self
-            .set
-            .iter()
-            .map(|(k, v)| format!("{}={}", k.to_string_lossy(), v.to_string_lossy()))
-            .collect();
-        if let Some(input) = &self.stdin {
-            let text = String::from_utf8_lossy(input);
-            let head: String = text.chars().take(200).collect();
-            let more = if head.len() < text.len() { "..." } else { "" };
-            notes.push(format!("{} bytes on stdin: {head:?}{more}", input.len()));
-        }
-        if notes.is_empty() {
-            format!("`{}`", words.join(" "))
-        } else {
-            format!("`{}` ({})", words.join(" "), notes.join("; "))
-        }
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+/// A command as failure messages show it: `triage breaker check k` (TRIAGE_NOW=5), with the
+/// variables set on it (not the ones cleared).
+pub fn describe(cmd: &std::process::Command) -> String {
+    describe_with(cmd, None)
+}
+
+/// As [`describe`], with the start of what it read on stdin.
+fn describe_with(cmd: &std::process::Command, stdin: Option<&[u8]>) -> String {
+    let program = Path::new(cmd.get_program());
+    let name = if program == bin() {
+        "triage".to_string()
+    } else {
+        program.to_string_lossy().into_owned()
+    };
+    let words: Vec<String> = std::iter::once(name)
+        .chain(cmd.get_args().map(|a| {
+            let a = a.to_string_lossy();
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'' || c == '"') {
+                format!("{a:?}")
+            } else {
+                a.into_owned()
+            }
+        }))
+        .collect();
+    let mut notes: Vec<String> = cmd
+        .get_envs()
+        .filter_map(|(k, v)| Some(format!("{}={}", k.to_string_lossy(), v?.to_string_lossy())))
+        .collect();
+    if let Some(input) = stdin {
+        let text = String::from_utf8_lossy(&input[..input.len().min(800)]);
+        let head: String = text.chars().take(200).collect();
+        let more = if head.len() < input.len() { "..." } else { "" };
+        notes.push(format!("{} bytes on stdin: {head:?}{more}", input.len()));
+    }
+    if notes.is_empty() {
+        format!("`{}`", words.join(" "))
+    } else {
+        format!("`{}` ({})", words.join(" "), notes.join("; "))
     }
 }
 
 /// What a [`TestCommand`] did: its exit status, stdout and stderr (`Deref` gives the
 /// `std::process::Output`, so `out.stdout` and `json_out(&out)` work as before).
+#[derive(Debug)]
 pub struct Run {
     pub output: std::process::Output,
     /// The command, for failure messages.
@@ -404,6 +471,14 @@ impl std::ops::Deref for Run {
 }
 
 impl Run {
+    /// The output of `cmd` run some other way (spawned beside others, a special stdin).
+    pub fn of(cmd: &std::process::Command, output: std::process::Output) -> Run {
+        Run {
+            output,
+            what: describe(cmd),
+        }
+    }
+
     /// Asserts the exit status is `code`; on a mismatch the message shows the command, its
     /// stderr and its stdout.
     #[track_caller]
@@ -417,6 +492,12 @@ impl Run {
                 self.stdout()
             );
         }
+        self
+    }
+
+    /// Adds `note` (a loop's case) to what failure messages say the command was.
+    pub fn context(mut self, note: impl std::fmt::Display) -> Run {
+        self.what = format!("{}, {note}", self.what);
         self
     }
 
