@@ -40,18 +40,11 @@ const POLICY: &str = "[store]\nnamespace = \"clock\"\nconnect_timeout = \"10s\"\
 fn breaker(s: &Sandbox, lib: &PathBuf, skew: Option<&str>, args: &[&str]) -> Value {
     let mut a = vec!["breaker"];
     a.extend_from_slice(args);
-    let mut c = s.cmd(&a);
+    let mut c = s.triage(&a);
     if let Some(skew) = skew {
         c.env("LD_PRELOAD", lib).env("FAKETIME", skew);
     }
-    let out = c.output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_out(&out)
+    c.run().status(0).stdout_json()
 }
 
 #[test]
@@ -69,12 +62,11 @@ fn a_host_a_day_behind_trips_and_takes_a_probe_by_the_fleets_clock() {
     right.write(".triage.toml", POLICY);
     // The skew reaches the process: its own clock is a day behind.
     let d = behind
-        .cmd(&["record-error", "--kind", "timeout"])
+        .triage(["record-error", "--kind", "timeout"])
         .env("LD_PRELOAD", &lib)
         .env("FAKETIME", "-1d")
         .env("TRIAGE_STORE", "file")
-        .output()
-        .unwrap();
+        .run();
     let stamp = json_out(&d)["timestamp"].as_str().unwrap().to_string();
     let host = chrono::DateTime::parse_from_rfc3339(&stamp).unwrap();
     let lag = chrono::Utc::now().signed_duration_since(host);
