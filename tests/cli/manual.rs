@@ -26,10 +26,7 @@ fn install_links_puts_the_pages_where_man_finds_them() {
     let s = Sandbox::new();
     let bin = s.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
-    let out = s
-        .cmd(&["install-links", bin.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = s.triage(["install-links", bin.to_str().unwrap()]).run();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let pages = triage::man::pages();
     assert_eq!(v["man_pages"], pages.len());
@@ -107,14 +104,14 @@ fn install_links_puts_the_pages_where_man_finds_them() {
 #[test]
 fn man_prints_one_page_or_names_them_all() {
     let s = Sandbox::new();
-    let out = s.cmd(&["man", "breaker", "check"]).output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
+    let out = s.triage(["man", "breaker", "check"]).run();
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(text.starts_with(".ie") || text.starts_with(".TH"), "{text}");
     assert!(
         text.contains(".TH \"triage\\-breaker\\-check\" 1"),
         "{text}"
     );
-    let out = s.cmd(&["man", "triage.toml"]).output().unwrap();
+    let out = s.triage(["man", "triage.toml"]).run();
     assert!(String::from_utf8_lossy(&out.stdout).contains(".TH triage.toml 5 \"\" "));
     s.cmd(&["man", "nope"])
         .assert()
@@ -132,11 +129,10 @@ fn man_prints_one_page_or_names_them_all() {
 
 fn completion(shell: &str) -> String {
     let out = Sandbox::new()
-        .cmd(&["completions", shell])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{shell}");
-    let text = String::from_utf8(out.stdout).unwrap();
+        .triage(["completions", shell])
+        .run()
+        .status(0);
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(
         text.contains("errors") && text.contains("unresolved"),
         "{shell}"
@@ -182,12 +178,11 @@ fn zsh_and_fish_scripts_load() {
     let s = Sandbox::new();
     let zsh = s.write("_triage", completion("zsh"));
     if have("zsh") {
-        let out = Command::new("zsh").arg("-n").arg(&zsh).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        crate::common::command("zsh")
+            .arg("-n")
+            .arg(&zsh)
+            .run()
+            .status(0);
     } else {
         eprintln!("skipped the zsh check: zsh is not installed");
     }

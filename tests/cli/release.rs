@@ -10,9 +10,8 @@ fn repo() -> PathBuf {
 
 #[test]
 fn version_names_the_commit_and_the_build_date() {
-    let out = Sandbox::new().cmd(&["--version"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let line = String::from_utf8(out.stdout).unwrap();
+    let out = Sandbox::new().triage(["--version"]).run().status(0);
+    let line = String::from_utf8(out.stdout.clone()).unwrap();
     let re = regex::Regex::new(
         r"^triage \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}|unknown), built \d{4}-\d{2}-\d{2}\)\n$",
     )
@@ -31,7 +30,7 @@ fn version_names_the_commit_and_the_build_date() {
         _ => eprintln!("skipped the commit check: no git checkout here"),
     }
     // -V stays short, so the man pages do not change with every commit.
-    let short = Sandbox::new().cmd(&["-V"]).output().unwrap();
+    let short = Sandbox::new().triage(["-V"]).run();
     assert!(!String::from_utf8_lossy(&short.stdout).contains("commit"));
 }
 

@@ -19,22 +19,19 @@ fn stderr(out: &std::process::Output) -> String {
 fn item1_triage_strict_takes_every_boolean_spelling() {
     let s = Sandbox::new();
     let run = |v: &str| {
-        s.cmd(&["state-write", "s.json"])
+        s.triage(["state-write", "s.json"])
             .env("TRIAGE_STRICT", v)
-            .write_stdin("not json")
-            .output()
-            .unwrap()
+            .stdin("not json")
+            .run()
     };
     for yes in ["1", "true", "TRUE", "yes", "Yes", "on", "ON"] {
-        assert_eq!(run(yes).status.code(), Some(65), "TRIAGE_STRICT={yes}");
+        run(yes).status(65);
     }
     for no in ["0", "false", "False", "no", "NO", "off", ""] {
-        let out = run(no);
-        assert_eq!(out.status.code(), Some(0), "TRIAGE_STRICT={no:?}");
+        let out = run(no).status(0);
         assert!(!stderr(&out).contains("TRIAGE_STRICT"), "{}", stderr(&out));
     }
-    let out = run("maybe");
-    assert_eq!(out.status.code(), Some(0));
+    let out = run("maybe").status(0);
     assert!(
         stderr(&out).contains("warning: TRIAGE_STRICT=`maybe` is not a yes or no"),
         "{}",
@@ -49,14 +46,13 @@ fn item1_empty_values_are_unset() {
     let s = Sandbox::new();
     s.write(".triage.toml", "[breaker]\nfailure_threshold = 4\n");
     let out = s
-        .cmd(&["config", "show"])
+        .triage(["config", "show"])
         .env("TRIAGE_DIR", "")
         .env("TRIAGE_CONFIG", "")
         .env("TRIAGE_STRICT", "")
         .env("TRIAGE_NOW", "")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .run()
+        .status(0);
     assert_eq!(json_out(&out)["breaker"]["failure_threshold"], 4);
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
     s.cmd(&["breaker", "check", "k"])
@@ -81,12 +77,11 @@ fn item1_hook_exits_0_whatever_its_environment_holds() {
         ("TRIAGE_SEED", "x"),
         ("TRIAGE_CONFIG", "no-such-policy.toml"),
     ];
-    let mut c = s.cmd(&["hook"]);
+    let mut c = s.triage(["hook"]);
     for (k, v) in bad {
         c.env(k, v);
     }
-    let out = c.write_stdin(payload).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = c.stdin(payload).run().status(0);
     let v = json_out(&out);
     assert_eq!(
         v["hookSpecificOutput"]["permissionDecision"], "deny",
@@ -153,8 +148,7 @@ fn item5_refusals_print_their_json_line_and_exit_1_with_e() {
             if e {
                 a.insert(0, "-e");
             }
-            let out = s.cmd(&a).write_stdin(*stdin).output().unwrap();
-            assert_eq!(out.status.code(), Some(i32::from(e)), "{a:?}");
+            let out = s.triage(&a).stdin(*stdin).run().status(i32::from(e));
             let v = json_out(&out);
             assert_eq!(v[key], false, "{a:?}: {v}");
             assert!(
@@ -174,9 +168,8 @@ fn item5_refusals_print_their_json_line_and_exit_1_with_e() {
 #[test]
 fn item9_help_sub_prints_the_subcommands_help() {
     let s = Sandbox::new();
-    let via_help = s.cmd(&["help", "run"]).output().unwrap();
-    assert_eq!(via_help.status.code(), Some(0));
-    let via_flag = s.cmd(&["run", "--help"]).output().unwrap();
+    let via_help = s.triage(["help", "run"]).run().status(0);
+    let via_flag = s.triage(["run", "--help"]).run();
     assert_eq!(via_help.stdout, via_flag.stdout);
     s.cmd(&["help", "breaker", "check"])
         .assert()
@@ -204,11 +197,10 @@ fn item6_install_links_never_replaces_what_triage_did_not_make() {
     std::fs::write(bin.join("classify"), "#!/bin/sh\n").unwrap();
     std::os::unix::fs::symlink("/old/place/triage", bin.join("state-read")).unwrap();
     let out = s
-        .cmd(&["install-links", bin.to_str().unwrap()])
+        .triage(["install-links", bin.to_str().unwrap()])
         .current_dir(&bin)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .run()
+        .status(0);
     assert_eq!(
         std::fs::read_link(bin.join("breaker")).unwrap(),
         std::path::Path::new("/bin/true")
@@ -255,22 +247,17 @@ fn item6_git_style_names_run_their_subcommand() {
     for name in ["triage-classify", "classify"] {
         let link = s.path().join(name);
         std::os::unix::fs::symlink(crate::common::bin(), &link).unwrap();
-        let out = std::process::Command::new(&link)
+        let out = s
+            .command(&link)
             .args(["--message", "HTTP 429 Too Many Requests"])
-            .current_dir(s.path())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+            .run()
+            .status(0);
         assert_eq!(json_out(&out)["kind"], "rate_limited", "{name}");
     }
     let link = s.path().join("triage-state-read");
     std::os::unix::fs::symlink(crate::common::bin(), &link).unwrap();
     s.write("f.json", "{\"a\":3}");
-    let out = std::process::Command::new(&link)
-        .arg("f.json")
-        .current_dir(s.path())
-        .output()
-        .unwrap();
+    let out = s.command(&link).arg("f.json").run();
     assert_eq!(json_out(&out)["data"]["a"], 3);
 }
 
@@ -297,8 +284,7 @@ fn item7_operator_commands_on_a_missing_key_suggest_and_create_nothing() {
     };
     let before = files();
     for action in ["reset", "disable", "half-open"] {
-        let out = s.cmd(&["breaker", action, "reseacher"]).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{action}");
+        let out = s.triage(["breaker", action, "reseacher"]).run().status(0);
         assert!(
             stderr(&out).contains("no breaker `reseacher`")
                 && stderr(&out).contains("did you mean `researcher`?"),
@@ -310,17 +296,14 @@ fn item7_operator_commands_on_a_missing_key_suggest_and_create_nothing() {
             .assert()
             .code(1);
     }
-    let out = s
-        .cmd(&["breaker", "status", "reseacher", "--text"])
-        .output()
-        .unwrap();
+    let out = s.triage(["breaker", "status", "reseacher", "--text"]).run();
     assert!(stderr(&out).contains("did you mean `researcher`?"));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("reseacher"));
     s.cmd(&["-e", "breaker", "status", "reseacher"])
         .assert()
         .code(1);
     assert_eq!(files(), before, "nothing was created");
-    let out = s.cmd(&["breaker", "trip", "fresh"]).output().unwrap();
+    let out = s.triage(["breaker", "trip", "fresh"]).run();
     assert_eq!(json_out(&out)["state"], "forced_open");
     assert!(
         stderr(&out).contains("note: no breaker `fresh` (tripping a new one)"),
@@ -336,11 +319,11 @@ fn item7_operator_commands_on_a_missing_key_suggest_and_create_nothing() {
 #[test]
 fn item8_a_ticket_from_before_a_reset_is_stale() {
     let s = Sandbox::new();
-    let v = json_out(&s.cmd(&["breaker", "check", "k"]).output().unwrap());
+    let v = s.triage(["breaker", "check", "k"]).run().stdout_json();
     let ticket = v["ticket"].as_str().unwrap().to_string();
     s.cmd(&["breaker", "reset", "k"]).assert().code(0);
-    let v = json_out(
-        &s.cmd(&[
+    let v = s
+        .triage([
             "breaker",
             "record",
             "k",
@@ -349,9 +332,8 @@ fn item8_a_ticket_from_before_a_reset_is_stale() {
             "--ticket",
             &ticket,
         ])
-        .output()
-        .unwrap(),
-    );
+        .run()
+        .stdout_json();
     assert_eq!(v["effect"], "stale", "{v}");
     assert_eq!(v["consecutive_failures"], 0);
 }
@@ -362,17 +344,12 @@ fn item8_breaker_check_hook_works_as_breaker_hook() {
     let s = Sandbox::new();
     s.cmd(&["breaker", "trip", "researcher"]).assert().code(0);
     let pre = r#"{"hook_event_name":"PreToolUse","tool_name":"Agent","tool_input":{"subagent_type":"researcher"}}"#;
-    let plain = s
-        .cmd(&["breaker", "--hook"])
-        .write_stdin(pre)
-        .output()
-        .unwrap();
+    let plain = s.triage(["breaker", "--hook"]).stdin(pre).run();
     for args in [
         &["breaker", "check", "--hook"][..],
         &["breaker", "record", "--hook"],
     ] {
-        let out = s.cmd(args).write_stdin(pre).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let out = s.triage(args).stdin(pre).run().status(0);
         assert_eq!(out.stdout, plain.stdout, "{args:?}");
     }
     assert_eq!(
@@ -401,20 +378,18 @@ fn report_of(out: &std::process::Output) -> serde_json::Value {
 fn item4_an_unknown_option_before_the_command_is_a_usage_error() {
     let s = Sandbox::new();
     let out = s
-        .cmd(&["run", "--agent", "x", "--timout", "5m", "--", "echo", "hi"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(64));
+        .triage(["run", "--agent", "x", "--timout", "5m", "--", "echo", "hi"])
+        .run()
+        .status(64);
     assert!(stderr(&out).starts_with("triage run: "), "{}", stderr(&out));
     assert!(stderr(&out).contains("--timeout"), "did-you-mean");
     assert!(out.stdout.is_empty());
     assert!(!s.root().exists(), "nothing recorded, no breaker touched");
     s.cmd(&["run", "--bogus", "echo", "hi"]).assert().code(64);
     let out = s
-        .cmd(&["run", "--no-retry", "echo", "--timout", "-x"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .triage(["run", "--no-retry", "echo", "--timout", "-x"])
+        .run()
+        .status(0);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "--timout -x\n");
 }
 
@@ -428,10 +403,9 @@ fn item4_retries_no_retry_delay_quiet_and_text() {
         let mut a = vec!["run"];
         a.extend_from_slice(flags);
         a.extend_from_slice(&fail);
-        s.cmd(&a).output().unwrap()
+        s.triage(&a).run()
     };
-    let out = run(&["--retries", "3", "--delay", "1ms"]);
-    assert_eq!(out.status.code(), Some(3));
+    let out = run(&["--retries", "3", "--delay", "1ms"]).status(3);
     let r = report_of(&out);
     assert_eq!(r["attempts"].as_array().unwrap().len(), 4, "{r}");
     // A plain non-zero exit is a tool_failure, whose own cap (one retry) --retries replaces.
@@ -497,7 +471,7 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
         bin.display()
     );
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--agent",
             "flaky",
@@ -510,9 +484,8 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
             "-c",
             &script,
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        .run()
+        .status(3);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "partial\n");
     let r = report_of(&out);
     assert_eq!(r["outcome"], "breaker_opened", "{r}");
@@ -526,17 +499,16 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
     );
     // Now it is open: the command is never run, and that alone is 75.
     let out = s
-        .cmd(&["run", "--agent", "flaky", "--", "sh", "-c", "echo ran"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(75));
+        .triage(["run", "--agent", "flaky", "--", "sh", "-c", "echo ran"])
+        .run()
+        .status(75);
     assert!(out.stdout.is_empty());
     assert_eq!(report_of(&out)["outcome"], "breaker_open");
 
     // The run's own failures open a breaker after two attempts: its retries go on (the
     // count says so), and the status is the last attempt's, never 75.
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--agent",
             "own",
@@ -550,9 +522,8 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
             "-c",
             "echo again; exit 4",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+        .run()
+        .status(4);
     // --quiet: no line per attempt, the breaker's "goes ahead" included; only the report.
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "again\n");
@@ -567,7 +538,7 @@ fn item4_timeout_0_is_no_timeout() {
     let s = Sandbox::new();
     s.write(".triage.toml", "[retry]\nschedule = [\"1ms\"]\n");
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--timeout",
             "0",
@@ -576,9 +547,8 @@ fn item4_timeout_0_is_no_timeout() {
             "-c",
             "sleep 0.2; echo done",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .run()
+        .status(0);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
     assert_eq!(report_of(&out)["timeout_ms"], serde_json::Value::Null);
 }
@@ -598,11 +568,10 @@ fn item2_one_bad_entry_never_drops_the_whole_policy() {
         "[breaker]\nfailure_treshold = 3\n\n[agents.researcher.output]\nmin_chars = 10\nrequire_all = ['(unclosed']\n",
     );
     let out = s
-        .cmd(&["check-output", "--raw", "--agent", "researcher"])
-        .write_stdin("hello")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .triage(["check-output", "--raw", "--agent", "researcher"])
+        .stdin("hello")
+        .run()
+        .status(0);
     let v = json_out(&out);
     assert_eq!(v["ok"], false, "min_chars = 10 still applies: {v}");
     let err = stderr(&out);
@@ -630,8 +599,7 @@ fn item2_one_bad_entry_never_drops_the_whole_policy() {
 fn item3_config_check_lists_every_problem_and_exits_1() {
     let s = Sandbox::new();
     s.write("eight.toml", EIGHT);
-    let out = s.cmd(&["config", "check", "eight.toml"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    let out = s.triage(["config", "check", "eight.toml"]).run().status(1);
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
     let expected = [
@@ -654,10 +622,9 @@ fn item3_config_check_lists_every_problem_and_exits_1() {
     assert_eq!(v["problems"][2]["line"], 13);
     assert_eq!(v["problems"][2]["column"], 12);
     let text = s
-        .cmd(&["config", "check", "eight.toml", "--text"])
-        .output()
-        .unwrap();
-    assert_eq!(text.status.code(), Some(1));
+        .triage(["config", "check", "eight.toml", "--text"])
+        .run()
+        .status(1);
     let stdout = String::from_utf8_lossy(&text.stdout);
     assert!(stdout.ends_with("8 problems\n"), "{stdout}");
     assert_eq!(stdout.lines().count(), 9);
@@ -665,10 +632,9 @@ fn item3_config_check_lists_every_problem_and_exits_1() {
     s.write("good.toml", include_str!("../fixtures/spec-policy.toml"));
     s.cmd(&["config", "check", "good.toml"]).assert().code(0);
     let out = s
-        .cmd(&["config", "check", "nonexist.toml"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+        .triage(["config", "check", "nonexist.toml"])
+        .run()
+        .status(1);
     assert!(
         stderr(&out).starts_with("nonexist.toml: cannot read it: "),
         "{}",
@@ -679,7 +645,7 @@ fn item3_config_check_lists_every_problem_and_exits_1() {
         "more.toml",
         "[agents.a.output]\njq = ['.a |']\nforbid = ['\\w{1000}\\w{1000}\\w{1000}']\n",
     );
-    let out = s.cmd(&["config", "check", "more.toml"]).output().unwrap();
+    let out = s.triage(["config", "check", "more.toml"]).run();
     let err = stderr(&out);
     assert!(
         err.contains("more.toml:2:7: agents.a.output.jq: jq filter `.a |`"),
@@ -696,8 +662,7 @@ fn item3_config_check_lists_every_problem_and_exits_1() {
 fn acceptance_eight_mistakes_at_run_time() {
     let s = Sandbox::new();
     s.write(".triage.toml", EIGHT);
-    let out = s.cmd(&["config", "show"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = s.triage(["config", "show"]).run().status(0);
     let err = stderr(&out);
     assert_eq!(
         err.matches("warning: policy .triage.toml:").count(),
@@ -724,22 +689,19 @@ fn acceptance_eight_mistakes_at_run_time() {
     assert_eq!(v["classify"]["rules"][0]["name"], "quota");
     // The good entries act: the rule classifies, the output rules judge.
     let out = s
-        .cmd(&["classify", "--message", "Quota exceeded for today"])
-        .output()
-        .unwrap();
+        .triage(["classify", "--message", "Quota exceeded for today"])
+        .run();
     assert_eq!(json_out(&out)["matched_rule"], "config:quota");
     assert_eq!(stderr(&out).matches("warning: policy").count(), 8);
     let out = s
-        .cmd(&["check-output", "--raw", "--agent", "researcher"])
-        .write_stdin("hello")
-        .output()
-        .unwrap();
+        .triage(["check-output", "--raw", "--agent", "researcher"])
+        .stdin("hello")
+        .run();
     assert_eq!(json_out(&out)["ok"], false, "min_chars = 10");
     let out = s
-        .cmd(&["check-output", "--raw", "--agent", "researcher"])
-        .write_stdin("hello, and long enough")
-        .output()
-        .unwrap();
+        .triage(["check-output", "--raw", "--agent", "researcher"])
+        .stdin("hello, and long enough")
+        .run();
     assert_eq!(json_out(&out)["ok"], true);
 }
 
@@ -774,7 +736,7 @@ fn item9_help_says_what_things_are() {
     let mut found = Vec::new();
     walk(&mut cmd, "triage".into(), &mut found);
     assert!(found.is_empty(), "{found:#?}");
-    let top = Sandbox::new().cmd(&["--help"]).output().unwrap();
+    let top = Sandbox::new().triage(["--help"]).run();
     let top = String::from_utf8_lossy(&top.stdout);
     assert!(!top.contains("Every subcommand"), "{top}");
     assert!(
@@ -871,12 +833,10 @@ fn item5_each_verdict_in_the_readmes_table() {
         ),
     ];
     for (args, stdin, field) in cases {
-        let plain = s.cmd(args).write_stdin(*stdin).output().unwrap();
-        assert_eq!(plain.status.code(), Some(0), "{args:?}: {}", stderr(&plain));
+        s.triage(*args).stdin(*stdin).run().status(0);
         let mut a = vec!["-e"];
         a.extend_from_slice(args);
-        let out = s.cmd(&a).write_stdin(*stdin).output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "-e {args:?}: {}", stderr(&out));
+        let out = s.triage(&a).stdin(*stdin).run().status(1);
         let v = json_out(&out);
         assert!(
             matches!(
@@ -888,8 +848,9 @@ fn item5_each_verdict_in_the_readmes_table() {
     }
     // record-error: a record that crosses a threshold.
     for i in 1..=5 {
+        let crossed = i == 5;
         let out = s
-            .cmd(&[
+            .triage([
                 "-e",
                 "record-error",
                 "--session",
@@ -899,10 +860,9 @@ fn item5_each_verdict_in_the_readmes_table() {
                 "--agent",
                 "a",
             ])
-            .output()
-            .unwrap();
-        let crossed = i == 5;
-        assert_eq!(out.status.code(), Some(i32::from(crossed)), "record {i}");
+            .run()
+            .context(format!("record {i}"))
+            .status(i32::from(crossed));
         assert_eq!(
             json_out(&out)["warnings"].as_array().unwrap().is_empty(),
             !crossed
@@ -923,8 +883,7 @@ fn item5_each_verdict_in_the_readmes_table() {
     s.cmd(&["config", "check", "p.toml"]).assert().code(1);
     // hook: never.
     let pre = r#"{"hook_event_name":"PreToolUse","tool_name":"Agent","tool_input":{"subagent_type":"open-one"}}"#;
-    let out = s.cmd(&["-e", "hook"]).write_stdin(pre).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = s.triage(["-e", "hook"]).stdin(pre).run().status(0);
     assert_eq!(
         json_out(&out)["hookSpecificOutput"]["permissionDecision"],
         "deny"

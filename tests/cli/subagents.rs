@@ -26,10 +26,9 @@ fn records(s: &Sandbox) -> Vec<Value> {
 
 fn breaker(s: &Sandbox, now: &str, key: &str) -> Value {
     let out = s
-        .cmd(&["breaker", "status", key])
+        .triage(["breaker", "status", key])
         .env("TRIAGE_NOW", now)
-        .output()
-        .unwrap();
+        .run();
     json_out(&out)["breakers"][0].clone()
 }
 
@@ -400,7 +399,7 @@ fn model_facing_texts_carry_no_prompt_and_session_start_tells_the_truth_about_ha
     assert!(!msg.contains("Enter choice"), "{msg}");
     // report --template --text to a pipe (no terminal): no prompt line.
     let out = s
-        .cmd(&[
+        .triage([
             "report",
             "--template",
             "breaker-open",
@@ -409,8 +408,7 @@ fn model_facing_texts_carry_no_prompt_and_session_start_tells_the_truth_about_ha
             "--text",
         ])
         .env("TRIAGE_NOW", T0)
-        .output()
-        .unwrap();
+        .run();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("(A) "), "{text}");
     assert!(!text.contains("Enter choice"), "{text}");
@@ -488,16 +486,15 @@ fn stop_failure_is_recorded_with_what_classify_needs_and_never_waits_past_its_de
     assert_eq!(line.trim(), "held");
     let began = std::time::Instant::now();
     let out = s
-        .cmd(&["hook"])
+        .triage(["hook"])
         .env("TRIAGE_NOW", T0)
         .env("TRIAGE_LOCK_TIMEOUT", "20s")
-        .write_stdin(stop_failure("unknown", "API Error: 400 bad request").to_string())
-        .output()
-        .unwrap();
+        .stdin(stop_failure("unknown", "API Error: 400 bad request").to_string())
+        .run();
     let waited = began.elapsed();
     holder.kill().ok();
     holder.wait().ok();
-    assert_eq!(out.status.code(), Some(0));
+    let out = out.status(0);
     assert!(out.stdout.is_empty());
     // Far from the 20 s the environment allows (generous for a loaded machine).
     assert!(waited < std::time::Duration::from_secs(10), "{waited:?}");
