@@ -16,6 +16,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+/// The command builder of the CLI suite (`Project::triage` runs through it).
+#[path = "../cli/common.rs"]
+mod common;
+
 mod client;
 mod scenarios;
 mod server;
