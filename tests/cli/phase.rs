@@ -800,21 +800,16 @@ fn on_a_terminal(s: &Sandbox, env: &[(&str, &str)]) -> Option<String> {
         "'{}' phase run plan.toml --workflow w --phase 1 --fresh > answer.json",
         crate::common::bin().display()
     );
-    let mut c = std::process::Command::new("script");
-    for (k, _) in std::env::vars() {
-        if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") || k == "NO_COLOR" {
-            c.env_remove(k);
-        }
-    }
-    let out = c
-        .args(["-qec", &line, "/dev/null"])
+    let mut c = s.command("script");
+    c.args(["-qec", &line, "/dev/null"])
+        .env_remove("NO_COLOR")
         .env("SHELL", "/bin/sh")
         .env("TERM", "xterm")
-        .envs(env.iter().copied())
-        .current_dir(s.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+        .stdin_null();
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.run();
     let answer: Value = serde_json::from_str(&s.read("answer.json")).unwrap();
     assert_eq!(answer["counts"]["complete"], 1, "{answer:#}");
     Some(String::from_utf8_lossy(&out.stdout).replace('\r', ""))
