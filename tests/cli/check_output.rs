@@ -69,7 +69,7 @@ fn the_example_policy_stays_valid() {
 
 /// Seed 001's "Minimum Output Lengths" table, end to end: each row's bad and good output.
 #[test]
-fn seed_001_table_end_to_end() {
+fn the_example_policys_minimum_output_rules_fail_each_agents_bad_output_and_pass_its_good_one() {
     let s = Sandbox::new();
     let cfg = example();
     let cfg = cfg.to_str().unwrap();
@@ -173,7 +173,8 @@ fn the_detail_says_expected_and_found() {
 /// Seed 004's post-step validation through the example policy: YAML L1 index with mandatory
 /// keys, evidence count, L2 file present and not empty, not BLOCKED.
 #[test]
-fn seed_004_checks_end_to_end() {
+fn the_example_policys_post_step_checks_want_the_index_keys_evidence_a_written_l2_file_and_no_blocked_status(
+) {
     let s = Sandbox::new();
     let cfg = example();
     let cfg = cfg.to_str().unwrap();

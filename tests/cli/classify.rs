@@ -315,7 +315,7 @@ fn classify_never_writes_a_file() {
 }
 
 #[test]
-fn text_output_is_in_seed_001s_style() {
+fn text_output_leads_with_severity_tier_and_retryability_and_spells_out_what_to_do() {
     let s = Sandbox::new();
     let text = |message: &str| {
         let out = s.triage(["classify", "--text", "--message", message]).run();

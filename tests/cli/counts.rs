@@ -109,7 +109,7 @@ fn flaky(s: &Sandbox, name: &str, n: u32) -> String {
 // 1. Failures that recover are not failures any more.
 
 #[test]
-fn item1_an_agent_that_recovers_on_retry_is_not_counted_as_failed() {
+fn an_agent_that_recovers_on_retry_is_not_counted_as_failed() {
     let Some(s) = sandbox() else { return };
     let script = flaky(&s, "stat", 2);
     let out = s
@@ -189,7 +189,7 @@ fn item1_an_agent_that_recovers_on_retry_is_not_counted_as_failed() {
 }
 
 #[test]
-fn item1_a_run_that_does_not_say_who_it_is_resolves_nothing() {
+fn a_run_that_does_not_say_who_it_is_resolves_nothing() {
     let Some(s) = sandbox() else { return };
     let run = |script: &str| {
         s.triage(["run", "--workflow", "w1", "--", "sh", "-c", script])
@@ -203,7 +203,7 @@ fn item1_a_run_that_does_not_say_who_it_is_resolves_nothing() {
 }
 
 #[test]
-fn item1_a_hook_success_and_a_passing_subagent_stop_resolve_the_agents_failures() {
+fn a_hook_success_and_a_passing_subagent_stop_resolve_the_agents_failures() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -313,7 +313,7 @@ fn item1_a_hook_success_and_a_passing_subagent_stop_resolve_the_agents_failures(
 }
 
 #[test]
-fn item1_an_explicit_resolution_that_says_a_retry_worked_resolves_the_earlier_failures() {
+fn an_explicit_resolution_that_says_a_retry_worked_resolves_the_earlier_failures() {
     let Some(s) = sandbox() else { return };
     let a = fail(&s, "statistician-consultant", "timeout");
     let b = fail(&s, "statistician-consultant", "timeout");
@@ -351,7 +351,7 @@ fn item1_an_explicit_resolution_that_says_a_retry_worked_resolves_the_earlier_fa
 // 2. One user decision covers many errors; a resolution is never counted twice.
 
 #[test]
-fn item2_one_decision_resolves_every_open_error_it_selects_and_never_twice() {
+fn one_decision_resolves_every_open_error_it_selects_and_never_twice() {
     let Some(s) = sandbox() else { return };
     let a = fail(&s, "statistician-consultant", "timeout");
     fail(&s, "mathematician-consultant", "timeout");
@@ -438,7 +438,7 @@ fn item2_one_decision_resolves_every_open_error_it_selects_and_never_twice() {
 }
 
 #[test]
-fn item2_an_agent_with_one_of_two_errors_resolved_is_half_resolved() {
+fn an_agent_with_one_of_two_errors_resolved_is_half_resolved() {
     let Some(s) = sandbox() else { return };
     let a = fail(&s, "researcher", "timeout");
     fail(&s, "researcher", "timeout");
@@ -466,7 +466,7 @@ fn item2_an_agent_with_one_of_two_errors_resolved_is_half_resolved() {
 // 3. Interrupts are recorded but count toward nothing.
 
 #[test]
-fn item3_interrupts_count_toward_no_threshold_and_no_failure_rate() {
+fn interrupts_count_toward_no_threshold_and_no_failure_rate() {
     let Some(s) = sandbox() else { return };
     for _ in 0..19 {
         let v = fail(&s, "researcher", "interrupted");
@@ -504,7 +504,7 @@ fn item3_interrupts_count_toward_no_threshold_and_no_failure_rate() {
 // 4. Records keep what they were given (each seed's example, verbatim).
 
 #[test]
-fn item4_seed_000s_log_line_keeps_its_message_and_kind() {
+fn a_flat_log_line_keeps_its_error_message_and_error_type() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -532,7 +532,7 @@ fn item4_seed_000s_log_line_keeps_its_message_and_kind() {
 }
 
 #[test]
-fn item4_seed_001s_error_context_and_log_entry_keep_every_field() {
+fn a_yaml_error_context_and_log_entry_keep_every_field_and_their_error_types_map_to_kinds() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -648,7 +648,7 @@ fn item4_seed_001s_error_context_and_log_entry_keep_every_field() {
 }
 
 #[test]
-fn item4_seed_002s_error_log_keeps_its_context_and_lifts_the_agent() {
+fn a_nested_error_log_keeps_its_context_and_lifts_the_agent_and_stage() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -687,7 +687,7 @@ fn item4_seed_002s_error_log_keeps_its_context_and_lifts_the_agent() {
 // 5. The report's breakers are the real ones, with how often each opened.
 
 #[test]
-fn item5_report_lists_open_half_open_and_forced_open_breakers_with_their_openings() {
+fn report_lists_open_half_open_and_forced_open_breakers_with_their_openings() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -783,7 +783,7 @@ fn item5_report_lists_open_half_open_and_forced_open_breakers_with_their_opening
 // 6. run reports the thresholds it crossed, and stops retrying on a cascade.
 
 #[test]
-fn item6_run_puts_warnings_in_its_report_and_stops_retrying_on_a_cascade() {
+fn run_puts_warnings_in_its_report_and_stops_retrying_on_a_cascade() {
     let Some(s) = sandbox() else { return };
     fail(&s, "statistician-consultant", "timeout");
     fail(&s, "mathematician-consultant", "timeout");
@@ -830,7 +830,7 @@ fn item6_run_puts_warnings_in_its_report_and_stops_retrying_on_a_cascade() {
 // 7. --preserve-partial: a failed attempt's output goes only to its marked partial file.
 
 #[test]
-fn item7_failed_attempts_output_goes_only_to_the_partial_file_and_empty_ones_are_not_kept() {
+fn a_failed_attempts_output_goes_only_to_its_partial_file_and_empty_ones_are_not_kept() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -877,7 +877,7 @@ fn item7_failed_attempts_output_goes_only_to_the_partial_file_and_empty_ones_are
 // 8. Templates state only facts.
 
 #[test]
-fn item8_templates_state_only_what_the_log_and_the_breakers_show() {
+fn templates_state_only_what_the_log_and_the_breakers_show() {
     let Some(s) = sandbox() else { return };
     // Phase 1 had a failure; phase 2 fails.
     triage(
@@ -1021,7 +1021,7 @@ fn item8_templates_state_only_what_the_log_and_the_breakers_show() {
 // 9. Seed texts that had no template.
 
 #[test]
-fn item9_parallel_status_cascade_and_stage_failed_render_from_the_log() {
+fn parallel_status_cascade_and_stage_failed_texts_render_from_the_log() {
     let Some(s) = sandbox() else { return };
     fail(&s, "calculator", "timeout");
     let p = text(
@@ -1081,7 +1081,7 @@ fn item9_parallel_status_cascade_and_stage_failed_render_from_the_log() {
 // 10. Defaults that agree: the retry decision first within a run, the breaker for the next.
 
 #[test]
-fn item10_an_optional_agent_ends_degraded_after_its_attempts_and_the_breaker_stops_the_next_run() {
+fn an_optional_agent_ends_degraded_after_its_attempts_and_the_breaker_stops_the_next_run() {
     let Some(s) = sandbox() else { return };
     s.write(
         "down.sh",
@@ -1126,7 +1126,7 @@ fn item10_an_optional_agent_ends_degraded_after_its_attempts_and_the_breaker_sto
 }
 
 #[test]
-fn item10_a_tool_failure_is_retried_once_by_default() {
+fn a_tool_failure_is_retried_once_by_default() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -1146,7 +1146,7 @@ fn item10_a_tool_failure_is_retried_once_by_default() {
 // 11. Work items with breakers of their own.
 
 #[test]
-fn item11_chapters_under_one_agent_have_breakers_of_their_own() {
+fn chapters_under_one_agent_have_breakers_of_their_own() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };

@@ -271,7 +271,7 @@ fn counters_are_rebuilt_when_they_do_not_match_the_log() {
 }
 
 #[test]
-fn hook_payloads_and_seed_lines_are_recorded() {
+fn hook_payloads_and_workflow_log_lines_are_recorded() {
     let s = Sandbox::new();
     let v = record(
         &s,

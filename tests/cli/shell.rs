@@ -1,6 +1,7 @@
 //! The shell contract (issue 16): forgiving environment values, refusals that print their one
 //! JSON line, `run`'s own options, `install-links`, operator commands on unknown keys, resets
-//! that make old tickets stale, and help. Each test names the item it pins.
+//! that make old tickets stale, and help. Each section names the item it pins; each test is
+//! named after the behaviour.
 
 use crate::common::{json_out, Sandbox};
 use predicates::str::contains;
@@ -16,7 +17,7 @@ fn stderr(out: &std::process::Output) -> String {
 /// non-zero; every spelling of no, an empty value and a malformed one leave it off. Before,
 /// `TRIAGE_STRICT=1` made every command exit 64.
 #[test]
-fn item1_triage_strict_takes_every_boolean_spelling() {
+fn triage_strict_takes_every_boolean_spelling() {
     let s = Sandbox::new();
     let run = |v: &str| {
         s.triage(["state-write", "s.json"])
@@ -42,7 +43,7 @@ fn item1_triage_strict_takes_every_boolean_spelling() {
 /// An empty `TRIAGE_DIR=` or `TRIAGE_CONFIG=` is unset: the defaults apply (before: exit 64,
 /// "a value is required").
 #[test]
-fn item1_empty_values_are_unset() {
+fn empty_environment_values_are_unset() {
     let s = Sandbox::new();
     s.write(".triage.toml", "[breaker]\nfailure_threshold = 4\n");
     let out = s
@@ -65,7 +66,7 @@ fn item1_empty_values_are_unset() {
 /// `triage hook` exits 0 and still does its job whatever its environment holds; a bad value
 /// is a warning naming the variable and the default used.
 #[test]
-fn item1_hook_exits_0_whatever_its_environment_holds() {
+fn hook_exits_0_whatever_its_environment_holds() {
     let s = Sandbox::new();
     s.cmd(&["breaker", "trip", "researcher"]).assert().code(0);
     let payload = r#"{"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"Agent","tool_input":{"subagent_type":"researcher"}}"#;
@@ -122,7 +123,7 @@ fn item1_hook_exits_0_whatever_its_environment_holds() {
 /// The refusals the issue found silent: each prints one JSON line saying it was not done, and
 /// exits 1 with `-e` (0 without).
 #[test]
-fn item5_refusals_print_their_json_line_and_exit_1_with_e() {
+fn refusals_print_their_json_line_and_exit_1_with_e() {
     let s = Sandbox::new();
     let cases: &[(&[&str], &str, &str, &str)] = &[
         (
@@ -166,7 +167,7 @@ fn item5_refusals_print_their_json_line_and_exit_1_with_e() {
 
 /// `triage help SUB` prints SUB's help (before: "unrecognized subcommand 'help'", exit 64).
 #[test]
-fn item9_help_sub_prints_the_subcommands_help() {
+fn help_sub_prints_the_subcommands_help() {
     let s = Sandbox::new();
     let via_help = s.triage(["help", "run"]).run().status(0);
     let via_flag = s.triage(["run", "--help"]).run();
@@ -189,7 +190,7 @@ fn item9_help_sub_prints_the_subcommands_help() {
 /// warning on stderr; no trace file appears in or under the bin folder; a link to an earlier
 /// triage is replaced.
 #[test]
-fn item6_install_links_never_replaces_what_triage_did_not_make() {
+fn install_links_never_replaces_what_triage_did_not_make() {
     let s = Sandbox::new();
     let bin = s.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
@@ -242,7 +243,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 /// A link named `triage-classify` runs `triage classify`, as git runs `git-foo`.
 #[test]
-fn item6_git_style_names_run_their_subcommand() {
+fn git_style_names_run_their_subcommand() {
     let s = Sandbox::new();
     for name in ["triage-classify", "classify"] {
         let link = s.path().join(name);
@@ -268,7 +269,7 @@ fn item6_git_style_names_run_their_subcommand() {
 /// and create a phantom `reseacher.json`. Now each operator command on a missing key says so
 /// with the closest existing key and creates nothing; `trip` of a new key still works.
 #[test]
-fn item7_operator_commands_on_a_missing_key_suggest_and_create_nothing() {
+fn operator_commands_on_a_missing_key_suggest_and_create_nothing() {
     let s = Sandbox::new();
     s.cmd(&["breaker", "record", "researcher", "--outcome", "success"])
         .assert()
@@ -317,7 +318,7 @@ fn item7_operator_commands_on_a_missing_key_suggest_and_create_nothing() {
 
 /// A ticket taken before `breaker reset` of a closed breaker was still counted afterwards.
 #[test]
-fn item8_a_ticket_from_before_a_reset_is_stale() {
+fn a_ticket_from_before_a_reset_is_stale() {
     let s = Sandbox::new();
     let v = s.triage(["breaker", "check", "k"]).run().stdout_json();
     let ticket = v["ticket"].as_str().unwrap().to_string();
@@ -340,7 +341,7 @@ fn item8_a_ticket_from_before_a_reset_is_stale() {
 
 /// `breaker check --hook` (and `record --hook`) answer the hook like `breaker --hook`.
 #[test]
-fn item8_breaker_check_hook_works_as_breaker_hook() {
+fn breaker_check_hook_works_as_breaker_hook() {
     let s = Sandbox::new();
     s.cmd(&["breaker", "trip", "researcher"]).assert().code(0);
     let pre = r#"{"hook_event_name":"PreToolUse","tool_name":"Agent","tool_input":{"subagent_type":"researcher"}}"#;
@@ -375,7 +376,7 @@ fn report_of(out: &std::process::Output) -> serde_json::Value {
 /// error record, a breaker failure). An unknown option before the command is a usage error
 /// that runs nothing; after the command's name, everything is the command's.
 #[test]
-fn item4_an_unknown_option_before_the_command_is_a_usage_error() {
+fn run_refuses_an_unknown_option_before_the_command_as_a_usage_error() {
     let s = Sandbox::new();
     let out = s
         .triage(["run", "--agent", "x", "--timout", "5m", "--", "echo", "hi"])
@@ -396,7 +397,7 @@ fn item4_an_unknown_option_before_the_command_is_a_usage_error() {
 /// --retries N, --no-retry and --delay set the attempts and the wait; --quiet drops the
 /// per-attempt lines; --report FILE still takes the JSON report; --text is for a person.
 #[test]
-fn item4_retries_no_retry_delay_quiet_and_text() {
+fn run_takes_retries_no_retry_delay_quiet_and_text() {
     let s = Sandbox::new();
     let fail = ["sh", "-c", "echo oops >&2; exit 3"];
     let run = |flags: &[&str]| {
@@ -449,7 +450,7 @@ fn item4_retries_no_retry_delay_quiet_and_text() {
 
 /// --help says how long the worst case takes with the built-in schedule.
 #[test]
-fn item4_help_says_how_long_the_worst_case_takes() {
+fn run_help_says_how_long_the_worst_case_takes() {
     let s = Sandbox::new();
     s.cmd(&["run", "--help"])
         .assert()
@@ -463,7 +464,7 @@ fn item4_help_says_how_long_the_worst_case_takes() {
 /// the retries but leaves the last attempt's status and output, and the report says why.
 /// A breaker the run's own failures opened does not stop its retries at all.
 #[test]
-fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
+fn run_keeps_the_last_status_when_a_breaker_opens_after_its_attempts() {
     let s = Sandbox::new();
     let bin = crate::common::bin();
     let script = format!(
@@ -534,7 +535,7 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
 
 /// `--timeout 0` is no timeout, as in timeout(1) (it was 10 ms).
 #[test]
-fn item4_timeout_0_is_no_timeout() {
+fn run_timeout_0_is_no_timeout() {
     let s = Sandbox::new();
     s.write(".triage.toml", "[retry]\nschedule = [\"1ms\"]\n");
     let out = s
@@ -561,7 +562,7 @@ const EIGHT: &str = include_str!("../fixtures/eight-mistakes.toml");
 /// The issue's example: one bad regex (or a typo) made triage ignore the whole policy, so
 /// `min_chars = 10` was not applied and `hello` passed.
 #[test]
-fn item2_one_bad_entry_never_drops_the_whole_policy() {
+fn one_bad_entry_never_drops_the_whole_policy() {
     let s = Sandbox::new();
     s.write(
         ".triage.toml",
@@ -596,7 +597,7 @@ fn item2_one_bad_entry_never_drops_the_whole_policy() {
 /// `config check` lists every problem in file order as FILE:LINE:COL, in the policy's words,
 /// and exits 1 (0 only for a clean file); a file that does not exist is an error.
 #[test]
-fn item3_config_check_lists_every_problem_and_exits_1() {
+fn config_check_lists_every_problem_and_exits_1() {
     let s = Sandbox::new();
     s.write("eight.toml", EIGHT);
     let out = s.triage(["config", "check", "eight.toml"]).run().status(1);
@@ -659,7 +660,7 @@ fn item3_config_check_lists_every_problem_and_exits_1() {
 
 /// The same eight-mistake file at run time: every good entry applies, one warning per bad one.
 #[test]
-fn acceptance_eight_mistakes_at_run_time() {
+fn a_policy_with_eight_mistakes_applies_every_good_entry_and_warns_once_per_bad_one() {
     let s = Sandbox::new();
     s.write(".triage.toml", EIGHT);
     let out = s.triage(["config", "show"]).run().status(0);
@@ -719,7 +720,7 @@ fn design_words(text: &str) -> Vec<String> {
 /// No help text at any depth says "seed 000", "Template 4" or "SPEC §5"; the top-level help
 /// does not claim that every subcommand prints one JSON line.
 #[test]
-fn item9_help_says_what_things_are() {
+fn help_at_any_depth_says_what_things_are_without_design_note_words() {
     use clap::CommandFactory;
     fn walk(cmd: &mut clap::Command, name: String, found: &mut Vec<String>) {
         let help = cmd.render_long_help().to_string();
@@ -748,7 +749,7 @@ fn item9_help_says_what_things_are() {
 /// Model-facing texts (hook answers, classify's advice, check-output's suggestions) come from
 /// string literals in the source: none carries a design-note word. Comments may.
 #[test]
-fn item9_no_design_words_in_the_programs_strings() {
+fn no_design_note_words_in_the_programs_strings() {
     let mut found = Vec::new();
     let mut stack = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
     while let Some(dir) = stack.pop() {
@@ -780,7 +781,7 @@ fn item9_no_design_words_in_the_programs_strings() {
 /// The README's table of what `-e` turns into exit 1, row by row: each negative verdict is 1
 /// with `-e` and 0 without; every subcommand has its row.
 #[test]
-fn item5_each_verdict_in_the_readmes_table() {
+fn each_negative_verdict_in_the_readmes_table_exits_1_with_e_and_0_without() {
     let readme =
         std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
             .unwrap();
