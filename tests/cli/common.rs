@@ -561,9 +561,16 @@ pub fn skip_unless_tool(tool: &str, require: &str) -> bool {
 /// As [`skip_unless_tool`], for any condition a test needs (`why`: what is missing).
 #[track_caller]
 pub fn skip_unless(ok: bool, why: &str, require: &str) -> bool {
-    if ok {
-        return true;
+    if !ok {
+        skip(why, require);
     }
+    ok
+}
+
+/// Says on stderr that the running test skips (`skipped: <test>: <why>`), or fails it when
+/// the variable `require` is set.
+#[track_caller]
+pub fn skip(why: &str, require: &str) {
     let test = std::thread::current()
         .name()
         .filter(|n| *n != "main")
@@ -573,7 +580,23 @@ pub fn skip_unless(ok: bool, why: &str, require: &str) -> bool {
         panic!("{test}: {why}, and {require} is set");
     }
     eprintln!("skipped: {test}: {why}");
-    false
+}
+
+/// Whether util-linux `script(1)` can give a command a terminal here; skips as
+/// [`skip_unless_tool`] does (`TRIAGE_REQUIRE_SCRIPT`).
+#[track_caller]
+pub fn skip_unless_script() -> bool {
+    skip_unless_tool("script", "TRIAGE_REQUIRE_SCRIPT")
+        && skip_unless(
+            command("script")
+                .args(["-qec", "true", "/dev/null"])
+                .stdin_null()
+                .run()
+                .code()
+                == Some(0),
+            "`script -qec` does not run here (util-linux's script is needed)",
+            "TRIAGE_REQUIRE_SCRIPT",
+        )
 }
 
 /// True when an executable file named `tool` is in one of PATH's folders.
@@ -589,38 +612,38 @@ pub fn on_path(tool: &str) -> bool {
 
 /// Runs this test binary's ignored test `child` inside `unshare -Urm` with a 64 KiB tmpfs
 /// mounted on a fresh folder, whose path it gets in the variable `var`; fails when the child
-/// fails. Skips (with the reason on stderr) where user namespaces are not allowed.
+/// fails. Skips (with the reason on stderr) where unshare is missing or user namespaces are
+/// not allowed, unless `TRIAGE_REQUIRE_UNSHARE` is set.
 pub fn in_small_tmpfs(child: &str, var: &str) {
-    let probe = std::process::Command::new("unshare")
-        .args(["-Urm", "true"])
-        .output();
-    if !probe.map(|o| o.status.success()).unwrap_or(false) {
-        eprintln!("skipped: `unshare -Urm` is not allowed here, so no small tmpfs can be mounted");
+    if !skip_unless_tool("unshare", "TRIAGE_REQUIRE_UNSHARE") {
+        return;
+    }
+    let allowed = command("unshare").args(["-Urm", "true"]).run().code() == Some(0);
+    if !skip_unless(
+        allowed,
+        "`unshare -Urm` is not allowed here, so no small tmpfs can be mounted",
+        "TRIAGE_REQUIRE_UNSHARE",
+    ) {
         return;
     }
     let s = Sandbox::new();
     let mnt = s.path().join("mnt");
     std::fs::create_dir(&mnt).expect("mkdir");
-    let out = std::process::Command::new("unshare")
-        .args([
-            "-Urm",
-            "sh",
-            "-c",
-            "mount -t tmpfs -o size=64k,mode=0700 tmpfs \"$1\" && shift && exec \"$@\"",
-            "sh",
-        ])
-        .arg(&mnt)
-        .arg(std::env::current_exe().expect("exe"))
-        .args(["--exact", child, "--ignored", "--nocapture"])
-        .env(var, &mnt)
-        .output()
-        .expect("unshare");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(out.status.success(), "{text}");
+    // The environment as it is: the child runs the same binary (TRIAGE_TEST_BIN included).
+    let mut c = std::process::Command::new("unshare");
+    c.args([
+        "-Urm",
+        "sh",
+        "-c",
+        "mount -t tmpfs -o size=64k,mode=0700 tmpfs \"$1\" && shift && exec \"$@\"",
+        "sh",
+    ])
+    .arg(&mnt)
+    .arg(std::env::current_exe().expect("exe"))
+    .args(["--exact", child, "--ignored", "--nocapture"])
+    .env(var, &mnt);
+    let out = TestCommand::from_std(c).run().status(0);
+    let text = format!("{}{}", out.stdout(), out.stderr());
     assert!(
         text.contains("1 passed"),
         "the child test did not run: {text}"

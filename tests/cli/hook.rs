@@ -2,10 +2,9 @@
 //! answers, the error log, the breaker and the counters after it; timeouts; Template 5 once per
 //! crossing; 16 hooks at once; failing open; and the `hooks/` scripts.
 
-use crate::common::{bin, json_out, Run, Sandbox};
+use crate::common::{bin, json_out, skip_unless_tool, Run, Sandbox};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 const T0: &str = "2026-11-23T10:00:00Z";
 
@@ -506,15 +505,12 @@ fn the_hook_scripts_are_shellcheck_clean_and_the_snippet_names_each_script() {
             assert!(text.contains(name), "settings.json does not run {name}");
         }
     }
-    match Command::new("shellcheck").arg("--version").output() {
-        Ok(o) if o.status.success() => {
-            crate::common::command("shellcheck")
-                .args(["--shell=sh", "--severity=style"])
-                .args(&scripts)
-                .run()
-                .status(0);
-        }
-        _ => eprintln!("skipped shellcheck: it is not installed (apt install shellcheck)"),
+    if skip_unless_tool("shellcheck", "TRIAGE_REQUIRE_SHELLCHECK") {
+        crate::common::command("shellcheck")
+            .args(["--shell=sh", "--severity=style"])
+            .args(&scripts)
+            .run()
+            .status(0);
     }
 }
 

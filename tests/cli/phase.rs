@@ -786,12 +786,7 @@ fn the_example_phase_runs_with_its_stub_agents() {
 /// `phase run` of `plan` through util-linux `script(1)`, so its stderr is a terminal (stdout
 /// goes to `answer.json`): what the terminal showed, or None where `script` cannot run.
 fn on_a_terminal(s: &Sandbox, env: &[(&str, &str)]) -> Option<String> {
-    let probe = std::process::Command::new("script")
-        .args(["-qec", "true", "/dev/null"])
-        .stdin(std::process::Stdio::null())
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: util-linux `script` is not here to give the command a terminal");
+    if !crate::common::skip_unless_script() {
         return None;
     }
     // Each run starts from closed breakers (the failing item's opens after its 2 failures).

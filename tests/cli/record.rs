@@ -1,7 +1,7 @@
 //! `record-error` and `report` (issue 5): concurrent writers, torn lines, thresholds,
 //! resolutions, pruning, templates.
 
-use crate::common::{json_out, Sandbox};
+use crate::common::{json_out, skip_unless_script, Sandbox};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::process::Stdio;
@@ -516,12 +516,7 @@ fn the_choice_prompt_line_is_printed_only_to_a_terminal() {
     let piped = s.triage(args).run();
     let piped = String::from_utf8_lossy(&piped.stdout);
     assert!(!piped.contains("Enter choice"), "{piped}");
-    let probe = std::process::Command::new("script")
-        .args(["-qec", "true", "/dev/null"])
-        .stdin(Stdio::null())
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: util-linux `script` is not here to give the command a terminal");
+    if !skip_unless_script() {
         return;
     }
     let line = std::iter::once(crate::common::bin().display().to_string())

@@ -341,10 +341,7 @@ fn look(png_path: &Path) -> (usize, f64, f64) {
 #[test]
 fn renders_in_headless_chromium_without_console_messages() {
     let Some(browser) = chromium() else {
-        if std::env::var_os("TRIAGE_REQUIRE_CHROMIUM").is_some() {
-            panic!("TRIAGE_REQUIRE_CHROMIUM is set but chromium is not installed");
-        }
-        eprintln!("skipped: chromium is not installed (.ci/run installs Debian's chromium)");
+        crate::common::skip("chromium is not installed", "TRIAGE_REQUIRE_CHROMIUM");
         return;
     };
     let s = fixture();

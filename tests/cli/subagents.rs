@@ -4,7 +4,7 @@
 //! output). The payloads have the shapes the real client sends (see
 //! `shared/reference/claude-code-e2e.md`); `tests/e2e` runs the client itself.
 
-use crate::common::{json_out, Sandbox};
+use crate::common::{json_out, skip_unless_tool, Sandbox};
 use serde_json::{json, Value};
 
 const T0: &str = "2026-11-23T10:00:00Z";
@@ -457,12 +457,7 @@ fn stop_failure_is_recorded_with_what_classify_needs_and_never_waits_past_its_de
     // Another holder keeps the log's lock: Claude Code kills the hook ~60 ms after it starts,
     // so it gives up on the lock after STOP_FAILURE_LOCK_WAIT (not TRIAGE_LOCK_TIMEOUT) and
     // spools the record.
-    if std::process::Command::new("flock")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped the held-lock half: flock(1) is not installed");
+    if !skip_unless_tool("flock", "TRIAGE_REQUIRE_FLOCK") {
         return;
     }
     let lock = s.root().join("logs/errors.jsonl.lock");

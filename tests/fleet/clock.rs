@@ -19,13 +19,9 @@ fn faketime() -> Option<PathBuf> {
     .map(PathBuf::from)
     .find(|p| p.is_file());
     if found.is_none() {
-        let require = std::env::var("TRIAGE_REQUIRE_FAKETIME").is_ok_and(|v| v == "1");
-        assert!(
-            !require,
-            "TRIAGE_REQUIRE_FAKETIME=1 but libfaketime is not installed"
-        );
-        eprintln!(
-            "skipped: libfaketime is not installed (apt-get install faketime; .ci/run does), so no host clock can be skewed"
+        crate::common::skip(
+            "libfaketime is not installed, so no host clock can be skewed",
+            "TRIAGE_REQUIRE_FAKETIME",
         );
     }
     found
