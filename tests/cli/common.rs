@@ -1,5 +1,11 @@
 //! The test sandbox: a temp folder, and `triage` commands that run in it with every
 //! `TRIAGE_*` and `CLAUDE_*` variable cleared, so the caller's environment never leaks in.
+//!
+//! A test builds a command, runs it and looks at what it did:
+//! `s.triage(["breaker", "check", "k"]).env("TRIAGE_NOW", "0").stdin("..").run().status(0)`
+//! then `.stdout_json()`, `.stdout()`, `.stderr()`, `.lines()`; `.status(n)` fails showing the
+//! command, its stderr and its stdout. A test that needs a tool starts with
+//! `if !skip_unless_tool("fish", "TRIAGE_REQUIRE_FISH") { return; }`.
 
 #![allow(dead_code)]
 
@@ -188,7 +194,8 @@ impl Sandbox {
         Command::from_std(self.std_cmd(args))
     }
 
-    /// A std command for process-level tests (spawned in parallel).
+    /// A std command for process-level tests (`.triage(..).spawn()` does the same and keeps
+    /// the failure messages).
     pub fn std_cmd(&self, args: &[&str]) -> std::process::Command {
         self.triage(args).into_std()
     }
