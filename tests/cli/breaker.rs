@@ -6,9 +6,8 @@
 //! `fleet` target (which includes this file). What only the file store has (its files, its
 //! locks) is tested in `breaker_files.rs`.
 
-use crate::common::{json_out, Sandbox};
+use crate::common::{json_out, Run, Sandbox};
 use serde_json::Value;
-use std::process::Stdio;
 
 pub(crate) const T0: i64 = 1_767_323_045;
 
@@ -20,13 +19,7 @@ pub(crate) fn at(t: i64) -> String {
 pub(crate) fn run(s: &Sandbox, t: i64, args: &[&str]) -> Value {
     let mut a = vec!["breaker"];
     a.extend_from_slice(args);
-    let out = s.cmd(&a).env("TRIAGE_NOW", at(t)).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{a:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = s.triage(&a).env("TRIAGE_NOW", at(t)).run().status(0);
     json_out(&out)
 }
 
@@ -87,11 +80,10 @@ fn check_answers_the_contract_fields_and_exits_1_with_e_when_refused() {
     );
     open_it(s, "researcher");
     let out = s
-        .cmd(&["breaker", "-e", "check", "researcher"])
+        .triage(["breaker", "-e", "check", "researcher"])
         .env("TRIAGE_NOW", at(T0 + 10))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+        .run()
+        .status(1);
     let v = json_out(&out);
     assert_eq!(v["reason"], "open");
     assert_eq!(v["retry_after_s"], 50);
@@ -136,7 +128,7 @@ fn probe_cycle_through_the_cli_with_tickets() {
         ]
     );
     let bad = s
-        .cmd(&[
+        .triage([
             "breaker",
             "record",
             "a",
@@ -145,9 +137,8 @@ fn probe_cycle_through_the_cli_with_tickets() {
             "--ticket",
             "nope",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(bad.status.code(), Some(64));
+        .run()
+        .status(64);
     assert!(String::from_utf8_lossy(&bad.stderr).starts_with("triage breaker: ticket `nope`"));
 }
 
@@ -158,13 +149,10 @@ fn record_reads_stdin_and_flags_override_it() {
     };
     let s = &b.sandbox;
     let out = s
-        .cmd(&["breaker", "record", "--outcome", "failure"])
+        .triage(["breaker", "record", "--outcome", "failure"])
         .env("TRIAGE_NOW", at(T0))
-        .write_stdin(
-            r#"{"key": "k", "outcome": "success", "kind": "rate_limited", "detail": "429"}"#,
-        )
-        .output()
-        .unwrap();
+        .stdin(r#"{"key": "k", "outcome": "success", "kind": "rate_limited", "detail": "429"}"#)
+        .run();
     let v = json_out(&out);
     assert_eq!(
         (v["key"].as_str(), v["counted_as"].as_str()),
@@ -173,8 +161,8 @@ fn record_reads_stdin_and_flags_override_it() {
     let st = run(s, T0, &["status", "k"]);
     assert_eq!(st["breakers"][0]["last_error"]["kind"], "rate_limited");
     assert_eq!(st["breakers"][0]["last_error"]["detail"], "429");
-    let out = s.cmd(&["breaker", "record", "k"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(64), "no outcome anywhere");
+    // No outcome anywhere: a usage error.
+    s.triage(["breaker", "record", "k"]).run().status(64);
 }
 
 #[test]
@@ -193,10 +181,9 @@ fn status_lists_every_breaker_and_prints_a_table() {
     assert_eq!(list[0]["opened_at"], "2026-01-02T03:04:05.000Z");
     assert_eq!(list[1]["since_last_success_s"], 15);
     let out = s
-        .cmd(&["breaker", "status", "--text"])
+        .triage(["breaker", "status", "--text"])
         .env("TRIAGE_NOW", at(T0 + 15))
-        .output()
-        .unwrap();
+        .run();
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     // Where they are: the folder, or the fleet's Redis and namespace.
@@ -242,8 +229,7 @@ fn reset_trip_disable_and_refused_transitions() {
     assert_eq!(run(s, T0, &["check", "k"])["reason"], "disabled");
     let n = events(s).len();
     run(s, T0, &["check", "other"]);
-    let out = s.cmd(&["breaker", "half-open", "other"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(64));
+    let out = s.triage(["breaker", "half-open", "other"]).run().status(64);
     assert!(String::from_utf8_lossy(&out.stderr).contains("is closed; only an open"));
     assert_eq!(events(s).len(), n, "a refused transition logs nothing");
     open_it(s, "x");
@@ -283,10 +269,9 @@ fn policy_globs_and_session_scope() {
     assert_eq!(run(s, T0, &["check", "stat-consultant"])["state"], "open");
 
     let out = s
-        .cmd(&["breaker", "check", "per-session"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(64));
+        .triage(["breaker", "check", "per-session"])
+        .run()
+        .status(64);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--session"));
     for _ in 0..2 {
         run(
@@ -313,12 +298,11 @@ fn policy_globs_and_session_scope() {
     );
 }
 
-fn hook(s: &Sandbox, t: i64, payload: Value) -> std::process::Output {
-    s.cmd(&["breaker", "--hook"])
+fn hook(s: &Sandbox, t: i64, payload: Value) -> Run {
+    s.triage(["breaker", "--hook"])
         .env("TRIAGE_NOW", at(t))
-        .write_stdin(payload.to_string())
-        .output()
-        .unwrap()
+        .stdin(payload.to_string())
+        .run()
 }
 
 #[test]
@@ -331,8 +315,7 @@ fn hook_denies_with_template_4_and_records_outcomes() {
         let fail = serde_json::json!({"hook_event_name": "PostToolUseFailure", "session_id": "s",
             "tool_name": name, "tool_input": {"subagent_type": "researcher"},
             "error": "API timeout after 300s"});
-        let out = hook(s, T0, fail);
-        assert_eq!(out.status.code(), Some(0));
+        let out = hook(s, T0, fail).status(0);
         assert!(out.stdout.is_empty());
     }
     let pre = serde_json::json!({"hook_event_name": "PreToolUse", "tool_name": "Agent",
@@ -380,25 +363,15 @@ fn concurrent_checks_on_a_half_open_breaker_grant_exactly_one_probe() {
     open_it(s, "k");
     let children: Vec<_> = (0..32)
         .map(|_| {
-            s.std_cmd(&["breaker", "check", "k"])
+            s.triage(["breaker", "check", "k"])
                 .env("TRIAGE_NOW", at(T0 + 60))
                 .env("TRIAGE_LOCK_TIMEOUT", "60s")
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
                 .spawn()
-                .unwrap()
         })
         .collect();
     let mut granted = 0;
     for c in children {
-        let out = c.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = c.wait().status(0);
         let v = json_out(&out);
         match v["reason"].as_str().unwrap() {
             "probe_granted" => granted += 1,
@@ -424,14 +397,13 @@ fn concurrent_failures_count_exactly_and_trip_once() {
     s.write(".triage.toml", "[breaker]\nfailure_threshold = 400\n");
     let workers: Vec<_> = (0..16)
         .map(|_| {
-            let mut c = s.std_cmd(&["breaker", "record", "k", "--outcome", "failure"]);
+            let mut c = s.triage(["breaker", "record", "k", "--outcome", "failure"]);
             c.env("TRIAGE_NOW", at(T0))
                 .env("TRIAGE_LOCK_TIMEOUT", "60s")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null());
+                .stdin_null();
             std::thread::spawn(move || {
                 for _ in 0..50 {
-                    assert_eq!(c.status().unwrap().code(), Some(0));
+                    c.run().status(0);
                 }
             })
         })

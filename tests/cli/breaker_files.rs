@@ -49,11 +49,10 @@ fn a_corrupt_or_unreadable_state_fails_open_and_is_rebuilt() {
         "{\"state\": \"open\", \"generation\": ",
     );
     let out = s
-        .cmd(&["breaker", "-e", "check", "k"])
+        .triage(["breaker", "-e", "check", "k"])
         .env("TRIAGE_NOW", at(T0))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .run()
+        .status(0);
     assert_eq!(json_out(&out)["allowed"], true);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -88,23 +87,20 @@ fn a_held_lock_fails_open_unless_strict() {
         .unwrap();
     lock.lock().unwrap();
     let out = s
-        .cmd(&["breaker", "-e", "check", "k"])
+        .triage(["breaker", "-e", "check", "k"])
         .env("TRIAGE_LOCK_TIMEOUT", "50ms")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .run()
+        .status(0);
     let v = json_out(&out);
     assert_eq!(
         (v["allowed"].as_bool(), v["reason"].as_str()),
         (Some(true), Some("unavailable"))
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("allowing the call"));
-    let out = s
-        .cmd(&["breaker", "--strict", "check", "k"])
+    s.triage(["breaker", "--strict", "check", "k"])
         .env("TRIAGE_LOCK_TIMEOUT", "50ms")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(75));
+        .run()
+        .status(75);
     drop(lock);
 }
 
@@ -117,27 +113,20 @@ fn breaker_state_is_replaced_atomically_without_fsync() {
     let s = Sandbox::new();
     run(&s, T0, &["record", "researcher", "--outcome", "failure"]);
     let out = s
-        .cmd(&["breaker", "record", "researcher", "--outcome", "failure"])
+        .triage(["breaker", "record", "researcher", "--outcome", "failure"])
         .args(["--strict"])
         .env("TRIAGE_NOW", at(T0 + 1))
         .env("TRIAGE_FAULT", "fsync:eio")
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .run()
+        .status(0);
     assert_eq!(json_out(&out)["consecutive_failures"], 2);
     let state = ".triage/breakers/researcher.json";
     let before = s.read(state);
     let killed = s
-        .cmd(&["breaker", "record", "researcher", "--outcome", "failure"])
+        .triage(["breaker", "record", "researcher", "--outcome", "failure"])
         .env("TRIAGE_NOW", at(T0 + 2))
         .env("TRIAGE_FAULT", "before-rename:abort")
-        .output()
-        .unwrap();
+        .run();
     assert!(!killed.status.success());
     assert_eq!(s.read(state), before);
     // The next record starts from that state (the second failure opened the breaker).
@@ -161,11 +150,10 @@ fn a_write_killed_after_the_exchange_leaves_the_new_state_and_no_litter() {
     let s = Sandbox::new();
     run(&s, T0, &["record", "researcher", "--outcome", "failure"]);
     let killed = s
-        .cmd(&["breaker", "record", "researcher", "--outcome", "failure"])
+        .triage(["breaker", "record", "researcher", "--outcome", "failure"])
         .env("TRIAGE_NOW", at(T0 + 1))
         .env("TRIAGE_FAULT", "after-exchange:abort")
-        .output()
-        .unwrap();
+        .run();
     assert!(!killed.status.success(), "the fault point was not reached");
     let state = ".triage/breakers/researcher.json";
     let failures =

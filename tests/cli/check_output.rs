@@ -14,19 +14,16 @@ fn example() -> PathBuf {
 fn check(s: &Sandbox, args: &[&str], stdin: &str) -> (Value, String) {
     let mut a = vec!["check-output"];
     a.extend_from_slice(args);
-    let out = s.cmd(&a).write_stdin(stdin).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    (json_out(&out), err)
+    let out = s.triage(&a).stdin(stdin).run().status(0);
+    (json_out(&out), out.stderr())
 }
 
 /// A hook call: stdout (maybe empty) as JSON or Null, and stderr.
 fn hook(s: &Sandbox, extra: &[&str], payload: &Value) -> (Value, String) {
     let mut a = vec!["check-output", "--hook"];
     a.extend_from_slice(extra);
-    let out = s.cmd(&a).write_stdin(payload.to_string()).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    let out = s.triage(&a).stdin(payload.to_string()).run().status(0);
+    let err = out.stderr();
     let text = String::from_utf8_lossy(&out.stdout);
     if text.trim().is_empty() {
         (Value::Null, err)
@@ -65,15 +62,14 @@ fn the_example_policy_stays_valid() {
     }
     let s = Sandbox::new();
     let out = s
-        .cmd(&["config", "check", example().to_str().unwrap()])
-        .output()
-        .unwrap();
+        .triage(["config", "check", example().to_str().unwrap()])
+        .run();
     assert_eq!(json_out(&out)["ok"], true);
 }
 
 /// Seed 001's "Minimum Output Lengths" table, end to end: each row's bad and good output.
 #[test]
-fn seed_001_table_end_to_end() {
+fn the_example_policys_minimum_output_rules_fail_each_agents_bad_output_and_pass_its_good_one() {
     let s = Sandbox::new();
     let cfg = example();
     let cfg = cfg.to_str().unwrap();
@@ -177,7 +173,8 @@ fn the_detail_says_expected_and_found() {
 /// Seed 004's post-step validation through the example policy: YAML L1 index with mandatory
 /// keys, evidence count, L2 file present and not empty, not BLOCKED.
 #[test]
-fn seed_004_checks_end_to_end() {
+fn the_example_policys_post_step_checks_want_the_index_keys_evidence_a_written_l2_file_and_no_blocked_status(
+) {
     let s = Sandbox::new();
     let cfg = example();
     let cfg = cfg.to_str().unwrap();
@@ -258,51 +255,35 @@ fn input_forms_and_flags() {
 fn exit_statuses() {
     let s = Sandbox::new();
     let bad = r#"{"output": ""}"#;
+    s.triage(["check-output", "-e"]).stdin(bad).run().status(1);
+    s.triage(["check-output", "-e"])
+        .stdin(r#"{"output": "fine"}"#)
+        .run()
+        .status(0);
     let out = s
-        .cmd(&["check-output", "-e"])
-        .write_stdin(bad)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let out = s
-        .cmd(&["check-output", "-e"])
-        .write_stdin(r#"{"output": "fine"}"#)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let out = s
-        .cmd(&["check-output", "--require-all", "(unclosed"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(64));
+        .triage(["check-output", "--require-all", "(unclosed"])
+        .run()
+        .status(64);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with("triage check-output: --require-all `(unclosed`"),
         "{err}"
     );
-    let out = s.cmd(&["check-output", "--jq", ".a |"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(64));
+    s.triage(["check-output", "--jq", ".a |"]).run().status(64);
     // Not an object: best effort (0 + warning), 65 under --strict.
-    let out = s
-        .cmd(&["check-output"])
-        .write_stdin("[1]")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = s.triage(["check-output"]).stdin("[1]").run().status(0);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--raw"));
-    let out = s
-        .cmd(&["check-output", "--strict"])
-        .write_stdin("[1]")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(65));
+    s.triage(["check-output", "--strict"])
+        .stdin("[1]")
+        .run()
+        .status(65);
 }
 
 #[test]
 fn text_output() {
     let s = Sandbox::new();
     let out = s
-        .cmd(&[
+        .triage([
             "check-output",
             "--text",
             "--raw",
@@ -310,9 +291,8 @@ fn text_output() {
             "devils-advocate",
         ])
         .args(["--require-all", "(?i)challenges"])
-        .write_stdin("Strong points only")
-        .output()
-        .unwrap();
+        .stdin("Strong points only")
+        .run();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.starts_with("devils-advocate: rejected (quality_failed)"),
@@ -328,10 +308,7 @@ fn bad_policy_rules_are_named_by_config_check_and_warned_at_run_time() {
         ".triage.toml",
         "[agents.researcher.output]\nmin_chars = 10\nrequire_all = ['(unclosed']\njq = ['.a |']\n",
     );
-    let out = s
-        .cmd(&["config", "check", ".triage.toml"])
-        .output()
-        .unwrap();
+    let out = s.triage(["config", "check", ".triage.toml"]).run();
     let v = json_out(&out);
     assert_eq!(v["ok"], false);
     let problems = v["problems"].to_string();
@@ -502,11 +479,10 @@ fn stop_without_agent_type_is_the_main_session() {
 fn block_with_exit_2() {
     let s = Sandbox::new();
     let out = s
-        .cmd(&["check-output", "--hook", "--block-with-exit-2"])
-        .write_stdin(stop("a", "", false).to_string())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+        .triage(["check-output", "--hook", "--block-with-exit-2"])
+        .stdin(stop("a", "", false).to_string())
+        .run()
+        .status(2);
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("output_present"));
 }
@@ -617,12 +593,11 @@ fn a_50_mb_transcript_is_read_from_its_end() {
     let p = json!({"hook_event_name": "SubagentStop", "session_id": "s", "agent_id": "b",
                    "agent_type": "researcher", "transcript_path": short});
     let out = s
-        .cmd(&["check-output", "--hook", "--config", "pol.toml"])
+        .triage(["check-output", "--hook", "--config", "pol.toml"])
         .env("TRIAGE_MAX_INPUT", "1048576")
-        .write_stdin(p.to_string())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .stdin(p.to_string())
+        .run()
+        .status(0);
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("no assistant message in its last 1048576 bytes"));
@@ -656,14 +631,11 @@ fn multicall_name() {
     let s = Sandbox::new();
     let link = s.path().join("check-output");
     std::os::unix::fs::symlink(bin(), &link).unwrap();
-    let mut c = assert_cmd::Command::new(&link);
-    crate::common::clean_env(&mut c);
-    let out = c
-        .current_dir(s.path())
+    let out = s
+        .command(&link)
         .args(["--raw", "--agent", "x"])
-        .write_stdin("hello")
-        .output()
-        .unwrap();
+        .stdin("hello")
+        .run();
     assert_eq!(json_out(&out)["ok"], true);
 }
 
@@ -678,7 +650,7 @@ fn help_examples_run() {
                "agent_type": "researcher", "last_assistant_message": ""})
         .to_string(),
     );
-    let help = s.cmd(&["check-output", "--help"]).output().unwrap();
+    let help = s.triage(["check-output", "--help"]).run();
     let help = String::from_utf8_lossy(&help.stdout).into_owned();
     let examples: Vec<&str> = help
         .split("Examples:")
@@ -696,18 +668,7 @@ fn help_examples_run() {
         std::env::var("PATH").unwrap_or_default()
     );
     for line in examples {
-        let mut c = std::process::Command::new("sh");
-        for (k, _) in std::env::vars() {
-            if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") {
-                c.env_remove(k);
-            }
-        }
-        let out = c
-            .args(["-c", line])
-            .current_dir(s.path())
-            .env("PATH", &path)
-            .output()
-            .unwrap();
+        let out = s.command("sh").args(["-c", line]).env("PATH", &path).run();
         assert!(matches!(out.status.code(), Some(0 | 1)), "{line}: {out:?}");
         assert!(
             serde_json::from_slice::<Value>(&out.stdout).is_ok(),
@@ -727,21 +688,13 @@ fn concurrent_rejections_are_all_counted() {
     let payload = stop("a1", "short", true).to_string();
     let children: Vec<_> = (0..8)
         .map(|_| {
-            let mut c = s.std_cmd(&["check-output", "--hook"]);
-            c.stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped());
-            let mut child = c.spawn().unwrap();
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(payload.as_bytes())
-                .unwrap();
-            child
+            s.triage(["check-output", "--hook"])
+                .stdin(payload.as_bytes())
+                .spawn()
         })
         .collect();
     for child in children {
-        let out = child.wait_with_output().unwrap();
+        let out = child.wait();
         assert_eq!(json_out(&out)["decision"], "block");
     }
     let (r, _) = hook(&s, &[], &stop("a1", "short", true));

@@ -1,13 +1,13 @@
 //! `triage classify` through the binary: input shapes, `--hook`, `-e`, `TRIAGE_SEED`, the
 //! policy's rules and agents, and that it never writes a file.
 
-use crate::common::{bin, json_out, Sandbox};
+use crate::common::{bin, json_out, Run, Sandbox};
 use serde_json::{json, Value};
 
-fn classify(s: &Sandbox, args: &[&str], stdin: &str) -> std::process::Output {
+fn classify(s: &Sandbox, args: &[&str], stdin: &str) -> Run {
     let mut a = vec!["classify"];
     a.extend_from_slice(args);
-    s.cmd(&a).write_stdin(stdin.to_string()).output().unwrap()
+    s.triage(&a).stdin(stdin.to_string()).run()
 }
 
 fn files_under(dir: &std::path::Path) -> Vec<String> {
@@ -28,8 +28,7 @@ fn a_hook_payload_gets_the_whole_error_object() {
     let payload = json!({"hook_event_name": "PostToolUseFailure", "session_id": "s1",
         "tool_name": "Bash", "tool_input": {"command": "sleep 300"},
         "error": "Exit code 143\nCommand timed out after 2m 0s", "duration_ms": 120000});
-    let out = classify(&s, &[], &payload.to_string());
-    assert_eq!(out.status.code(), Some(0));
+    let out = classify(&s, &[], &payload.to_string()).status(0);
     let e = json_out(&out);
     for key in [
         "status",
@@ -68,8 +67,7 @@ fn hook_mode_answers_with_additional_context() {
     let payload = json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
         "tool_input": {"command": "cargo build"},
         "error": "Exit code 101\nerror[E0308]: mismatched types\n --> src/main.rs:4:18"});
-    let out = classify(&s, &["--hook"], &payload.to_string());
-    assert_eq!(out.status.code(), Some(0));
+    let out = classify(&s, &["--hook"], &payload.to_string()).status(0);
     let r = json_out(&out);
     let hso = &r["hookSpecificOutput"];
     assert_eq!(hso["hookEventName"], "PostToolUseFailure");
@@ -93,15 +91,16 @@ fn hook_mode_says_nothing_when_there_is_nothing_to_say() {
     let s = Sandbox::new();
     let ok = json!({"hook_event_name": "PostToolUse", "tool_name": "Bash",
         "tool_response": {"stdout": "ok", "stderr": "", "interrupted": false}});
-    let out = classify(&s, &["--hook"], &ok.to_string());
-    assert_eq!((out.status.code(), out.stdout.len()), (Some(0), 0));
+    let out = classify(&s, &["--hook"], &ok.to_string()).status(0);
+    assert_eq!(out.stdout.len(), 0);
     // Claude Code ignores StopFailure's output.
     let out = classify(
         &s,
         &["--hook"],
         &json!({"hook_event_name": "StopFailure", "error": "rate_limit"}).to_string(),
-    );
-    assert_eq!((out.status.code(), out.stdout.len()), (Some(0), 0));
+    )
+    .status(0);
+    assert_eq!(out.stdout.len(), 0);
     // Without --hook, a successful tool is reported as such.
     let out = classify(&s, &[], &ok.to_string());
     assert_eq!(json_out(&out)["status"], "ok");
@@ -117,8 +116,7 @@ fn raw_text_and_text_that_is_not_json() {
     );
     assert_eq!(json_out(&out)["kind"], "network_error");
     assert!(out.stderr.is_empty());
-    let out = classify(&s, &[], "bash: line 1: jqq: command not found\n");
-    assert_eq!(out.status.code(), Some(0));
+    let out = classify(&s, &[], "bash: line 1: jqq: command not found\n").status(0);
     assert_eq!(json_out(&out)["kind"], "not_found");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -150,7 +148,7 @@ fn flags_override_the_input() {
         json!({"attempt": 3, "max_attempts": 3, "delay_s": 42})
     );
     assert_eq!(e["context"]["agent"], "researcher");
-    let out = s.cmd(&["classify", "--exit-code", "137"]).output().unwrap();
+    let out = s.triage(["classify", "--exit-code", "137"]).run();
     let e = json_out(&out);
     assert_eq!(
         (e["kind"].as_str(), e["retryable"].as_bool()),
@@ -209,7 +207,7 @@ fn triage_seed_makes_jitter_exact() {
     );
     let delay = |seed: &str| {
         let out = s
-            .cmd(&[
+            .triage([
                 "classify",
                 "--config",
                 "p.toml",
@@ -219,8 +217,7 @@ fn triage_seed_makes_jitter_exact() {
                 "Error: read ECONNRESET",
             ])
             .env("TRIAGE_SEED", seed)
-            .output()
-            .unwrap();
+            .run();
         json_out(&out)["retry"]["delay_s"].as_f64().unwrap()
     };
     let policy: triage::policy::Policy = toml::from_str(&s.read("p.toml")).unwrap();
@@ -267,19 +264,17 @@ fn the_policy_adds_rules_and_decides_agents() {
     );
     let timeout = "Command timed out after 2m 0s";
     let run = |agent: &str, attempt: &str| {
-        json_out(
-            &s.cmd(&[
-                "classify",
-                "--message",
-                timeout,
-                "--agent",
-                agent,
-                "--attempt",
-                attempt,
-            ])
-            .output()
-            .unwrap(),
-        )
+        s.triage([
+            "classify",
+            "--message",
+            timeout,
+            "--agent",
+            agent,
+            "--attempt",
+            attempt,
+        ])
+        .run()
+        .stdout_json()
     };
     assert_eq!(run("statistician-consultant", "3")["action"], "escalate");
     let m = run("mathematician-consultant", "3");
@@ -320,13 +315,10 @@ fn classify_never_writes_a_file() {
 }
 
 #[test]
-fn text_output_is_in_seed_001s_style() {
+fn text_output_leads_with_severity_tier_and_retryability_and_spells_out_what_to_do() {
     let s = Sandbox::new();
     let text = |message: &str| {
-        let out = s
-            .cmd(&["classify", "--text", "--message", message])
-            .output()
-            .unwrap();
+        let out = s.triage(["classify", "--text", "--message", message]).run();
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let t = text("Error: connect ECONNREFUSED 127.0.0.1:5432");
@@ -364,16 +356,15 @@ fn the_multicall_name_runs_classify() {
     let s = Sandbox::new();
     let link = s.path().join("classify");
     std::os::unix::fs::symlink(bin(), &link).unwrap();
-    let out = std::process::Command::new(&link)
+    let out = s
+        .command(&link)
         .args([
             "--message",
             "Segmentation fault (core dumped)",
             "--exit-code",
             "139",
         ])
-        .current_dir(s.path())
-        .output()
-        .unwrap();
+        .run();
     let e: Value = json_out(&out);
     assert_eq!(e["kind"], "crash");
     assert_eq!(e["retryable"], false);
@@ -382,7 +373,7 @@ fn the_multicall_name_runs_classify() {
 #[test]
 fn long_help_lists_every_kind_with_its_defaults() {
     let s = Sandbox::new();
-    let out = s.cmd(&["classify", "--help"]).output().unwrap();
+    let out = s.triage(["classify", "--help"]).run();
     let help = String::from_utf8_lossy(&out.stdout);
     for k in triage::vocab::Kind::ALL {
         assert!(
@@ -400,7 +391,7 @@ fn long_help_lists_every_kind_with_its_defaults() {
 #[test]
 fn help_examples_run() {
     let s = Sandbox::new();
-    let out = s.cmd(&["classify", "--help"]).output().unwrap();
+    let out = s.triage(["classify", "--help"]).run();
     let help = String::from_utf8_lossy(&out.stdout).into_owned();
     let examples: Vec<&str> = help
         .lines()
@@ -418,20 +409,12 @@ fn help_examples_run() {
     )))
     .unwrap();
     for ex in examples {
-        let out = std::process::Command::new("sh")
+        let out = s
+            .command("sh")
             .args(["-c", ex])
             .env("PATH", &path)
-            .env_remove("TRIAGE_CONFIG")
-            .env_remove("CLAUDE_PROJECT_DIR")
-            .current_dir(s.path())
-            .output()
-            .unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{ex}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .run()
+            .status(0);
         assert!(
             out.stderr.is_empty(),
             "{ex}: {}",
@@ -463,12 +446,11 @@ fn stop_failure_is_recorded_with_the_status_in_its_message() {
         let payload = json!({"hook_event_name": "StopFailure", "session_id": "s1",
             "error": word, "last_assistant_message": message});
         let out = s
-            .cmd(&["hook"])
+            .triage(["hook"])
             .env("TRIAGE_NOW", "2025-06-01T12:00:00Z")
-            .write_stdin(payload.to_string())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0));
+            .stdin(payload.to_string())
+            .run()
+            .status(0);
         assert!(
             out.stdout.is_empty(),
             "Claude Code ignores StopFailure's output"
@@ -487,11 +469,10 @@ fn a_usage_limit_waits_until_the_reset_by_triage_now() {
     let s = Sandbox::new();
     // 1753077600 is 2025-07-21T06:00:00Z; two hours after TRIAGE_NOW.
     let out = s
-        .cmd(&["classify", "--raw"])
+        .triage(["classify", "--raw"])
         .env("TRIAGE_NOW", "2025-07-21T04:00:00Z")
-        .write_stdin("Claude AI usage limit reached|1753077600")
-        .output()
-        .unwrap();
+        .stdin("Claude AI usage limit reached|1753077600")
+        .run();
     let e = json_out(&out);
     assert_eq!(e["kind"], "rate_limited");
     assert_eq!(e["matched_rule"], "builtin:usage-limit");
@@ -499,11 +480,10 @@ fn a_usage_limit_waits_until_the_reset_by_triage_now() {
     assert_eq!(e["retry"]["delay_s"], 7200);
     // "resets 9am (UTC)": 9 h after midnight.
     let out = s
-        .cmd(&["classify", "--raw", "--text"])
+        .triage(["classify", "--raw", "--text"])
         .env("TRIAGE_NOW", "2025-06-01T00:00:00Z")
-        .write_stdin("You've hit your limit · resets 9am (UTC)")
-        .output()
-        .unwrap();
+        .stdin("You've hit your limit · resets 9am (UTC)")
+        .run();
     let t = String::from_utf8_lossy(&out.stdout);
     assert!(t.contains("retry in 9 h 0 min (attempt 2 of 3)"), "{t}");
 }
@@ -516,7 +496,7 @@ fn priority_is_in_the_output() {
         ("error[E0308]: mismatched types", "P1"),
         ("Command timed out after 2m 0s", "P2"),
     ] {
-        let out = s.cmd(&["classify", "--message", message]).output().unwrap();
+        let out = s.triage(["classify", "--message", message]).run();
         assert_eq!(json_out(&out)["priority"], priority, "{message}");
     }
 }
@@ -546,7 +526,7 @@ fn a_bash_exit_without_a_message_gets_calm_advice() {
 #[test]
 fn the_docs_kinds_table_is_the_man_pages() {
     let s = Sandbox::new();
-    let out = s.cmd(&["classify", "--help"]).output().unwrap();
+    let out = s.triage(["classify", "--help"]).run();
     let help = String::from_utf8_lossy(&out.stdout).into_owned();
     let readme = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/classify.md"),

@@ -5,7 +5,7 @@ use crate::common::{json_out, Sandbox};
 #[test]
 fn show_prints_the_seed_defaults_without_a_policy_file() {
     let s = Sandbox::new();
-    let v = json_out(&s.cmd(&["config", "show"]).output().unwrap());
+    let v = s.triage(["config", "show"]).run().stdout_json();
     assert_eq!(v["retry"]["schedule"], serde_json::json!(["30s", "2m"]));
     assert_eq!(v["retry"]["max_attempts"], 3);
     assert_eq!(v["thresholds"]["session_failures"], 5);
@@ -20,15 +20,14 @@ fn show_prints_the_seed_defaults_without_a_policy_file() {
 fn show_reads_the_project_policy() {
     let s = Sandbox::new();
     s.write(".triage.toml", "[breaker]\nfailure_threshold = 4\n");
-    let v = json_out(&s.cmd(&["config", "show"]).output().unwrap());
+    let v = s.triage(["config", "show"]).run().stdout_json();
     assert_eq!(v["breaker"]["failure_threshold"], 4);
     let p = s.write("proj/.triage.toml", "[breaker]\nfailure_threshold = 7\n");
-    let v = json_out(
-        &s.cmd(&["config", "show"])
-            .env("CLAUDE_PROJECT_DIR", p.parent().unwrap())
-            .output()
-            .unwrap(),
-    );
+    let v = s
+        .triage(["config", "show"])
+        .env("CLAUDE_PROJECT_DIR", p.parent().unwrap())
+        .run()
+        .stdout_json();
     assert_eq!(v["breaker"]["failure_threshold"], 7);
     s.cmd(&["config", "show", "--text"])
         .assert()
@@ -40,8 +39,8 @@ fn show_reads_the_project_policy() {
 fn check_names_file_line_key_and_the_closest_valid_key() {
     let s = Sandbox::new();
     s.write("p.toml", "[retry]\nschedule = [\"1s\"]\nmax_atempts = 2\n");
-    let out = s.cmd(&["config", "check", "p.toml"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "a checker fails on a problem");
+    // A checker fails on a problem.
+    let out = s.triage(["config", "check", "p.toml"]).run().status(1);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("p.toml:3:1: unknown key `max_atempts` in [retry]"),
@@ -65,7 +64,7 @@ fn check_reports_bad_regexes_with_their_line() {
         "p.toml",
         "[[classify.rules]]\nname = \"x\"\nmatch = '(unclosed'\nkind = \"unknown\"\n",
     );
-    let out = s.cmd(&["config", "check", "p.toml"]).output().unwrap();
+    let out = s.triage(["config", "check", "p.toml"]).run();
     let v = json_out(&out);
     assert_eq!(v["problems"][0]["line"], 3);
     assert!(v["problems"][0]["message"]
@@ -81,8 +80,7 @@ fn a_bad_value_warns_and_its_default_applies() {
         ".triage.toml",
         "[breaker]\nfailure_threshold = \"many\"\ncooldown = \"5s\"\n",
     );
-    let out = s.cmd(&["config", "show"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = s.triage(["config", "show"]).run().status(0);
     assert!(String::from_utf8_lossy(&out.stderr).contains(
         "policy .triage.toml:2:21: breaker.failure_threshold must be a whole number (0 or more), not the string \"many\"; the rest of the policy applies"
     ));

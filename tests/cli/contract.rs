@@ -29,12 +29,7 @@ fn symlink_named_after_a_subcommand_runs_it() {
     let link = s.path().join("state-read");
     std::os::unix::fs::symlink(bin(), &link).unwrap();
     s.write("f.json", "{\"a\":1}");
-    let out = std::process::Command::new(&link)
-        .arg("f.json")
-        .current_dir(s.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = s.command(&link).arg("f.json").run().status(0);
     let v = crate::common::json_out(&out);
     assert_eq!(v["data"]["a"], 1);
     assert_eq!(v["recovered_from"], "primary");
@@ -45,8 +40,7 @@ fn symlink_with_another_name_exits_64() {
     let s = Sandbox::new();
     let link = s.path().join("frobnicate");
     std::os::unix::fs::symlink(bin(), &link).unwrap();
-    let out = std::process::Command::new(&link).output().unwrap();
-    assert_eq!(out.status.code(), Some(64));
+    let out = s.command(&link).run().status(64);
     assert!(String::from_utf8_lossy(&out.stderr).contains("state-write"));
 }
 
@@ -70,20 +64,10 @@ fn missing_arguments_exit_64_not_2() {
 fn broken_pipe_on_stdout_is_not_an_error() {
     let s = Sandbox::new();
     s.write("f.json", format!("{{\"a\":\"{}\"}}", "x".repeat(1 << 20)));
-    let mut child = s
-        .std_cmd(&["state-read", "f.json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut c = s.triage(["state-read", "f.json"]);
+    let mut running = c.spawn();
+    drop(running.child.stdout.take());
+    running.wait().status(0);
 }
 
 #[test]
@@ -121,11 +105,10 @@ fn no_input_makes_any_subcommand_exit_2_or_panic() {
                 let mut a = vec![name.as_str()];
                 a.extend_from_slice(args);
                 let out = s
-                    .cmd(&a)
+                    .triage(&a)
                     .env("TRIAGE_LOCK_TIMEOUT", "100ms")
-                    .write_stdin(input.clone())
-                    .output()
-                    .unwrap();
+                    .stdin(input.clone())
+                    .run();
                 let code = out.status.code();
                 assert!(
                     code != Some(2) && code != Some(101) && code.is_some(),

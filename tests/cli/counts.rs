@@ -35,17 +35,11 @@ fn sandbox() -> Option<Backend> {
 /// `triage ARGS` with `stdin`, at `NOW`; the JSON it printed (exit 0 required).
 fn triage(s: &Sandbox, args: &[&str], stdin: &str) -> Value {
     let out = s
-        .cmd(args)
+        .triage(args)
         .env("TRIAGE_NOW", NOW)
-        .write_stdin(stdin)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .stdin(stdin)
+        .run()
+        .status(0);
     json_out(&out)
 }
 
@@ -53,7 +47,7 @@ fn triage(s: &Sandbox, args: &[&str], stdin: &str) -> Value {
 fn text(s: &Sandbox, args: &[&str]) -> String {
     let mut a = args.to_vec();
     a.push("--text");
-    let out = s.cmd(&a).env("TRIAGE_NOW", NOW).output().unwrap();
+    let out = s.triage(&a).env("TRIAGE_NOW", NOW).run();
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -115,11 +109,11 @@ fn flaky(s: &Sandbox, name: &str, n: u32) -> String {
 // 1. Failures that recover are not failures any more.
 
 #[test]
-fn item1_an_agent_that_recovers_on_retry_is_not_counted_as_failed() {
+fn an_agent_that_recovers_on_retry_is_not_counted_as_failed() {
     let Some(s) = sandbox() else { return };
     let script = flaky(&s, "stat", 2);
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--agent",
             "statistician-consultant",
@@ -134,9 +128,8 @@ fn item1_an_agent_that_recovers_on_retry_is_not_counted_as_failed() {
             &script,
         ])
         .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .run()
+        .status(0);
     let r = run_report(&out.stderr);
     let first_id = r["attempts"][0]["error_id"].clone();
     assert_eq!(r["attempts"][1]["resolved"], json!([first_id]));
@@ -196,22 +189,21 @@ fn item1_an_agent_that_recovers_on_retry_is_not_counted_as_failed() {
 }
 
 #[test]
-fn item1_a_run_that_does_not_say_who_it_is_resolves_nothing() {
+fn a_run_that_does_not_say_who_it_is_resolves_nothing() {
     let Some(s) = sandbox() else { return };
     let run = |script: &str| {
-        s.cmd(&["run", "--workflow", "w1", "--", "sh", "-c", script])
+        s.triage(["run", "--workflow", "w1", "--", "sh", "-c", script])
             .env("TRIAGE_NOW", NOW)
-            .output()
-            .unwrap()
+            .run()
     };
     run("echo 'cannot parse the data' >&2; exit 2");
-    assert_eq!(run("echo fine").status.code(), Some(0));
+    run("echo fine").status(0);
     // Two different `sh -c` commands share only the program's name: nothing is resolved.
     assert!(lines(&s).iter().all(|l| l.get("resolves").is_none()));
 }
 
 #[test]
-fn item1_a_hook_success_and_a_passing_subagent_stop_resolve_the_agents_failures() {
+fn a_hook_success_and_a_passing_subagent_stop_resolve_the_agents_failures() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -321,7 +313,7 @@ fn item1_a_hook_success_and_a_passing_subagent_stop_resolve_the_agents_failures(
 }
 
 #[test]
-fn item1_an_explicit_resolution_that_says_a_retry_worked_resolves_the_earlier_failures() {
+fn an_explicit_resolution_that_says_a_retry_worked_resolves_the_earlier_failures() {
     let Some(s) = sandbox() else { return };
     let a = fail(&s, "statistician-consultant", "timeout");
     let b = fail(&s, "statistician-consultant", "timeout");
@@ -359,7 +351,7 @@ fn item1_an_explicit_resolution_that_says_a_retry_worked_resolves_the_earlier_fa
 // 2. One user decision covers many errors; a resolution is never counted twice.
 
 #[test]
-fn item2_one_decision_resolves_every_open_error_it_selects_and_never_twice() {
+fn one_decision_resolves_every_open_error_it_selects_and_never_twice() {
     let Some(s) = sandbox() else { return };
     let a = fail(&s, "statistician-consultant", "timeout");
     fail(&s, "mathematician-consultant", "timeout");
@@ -446,7 +438,7 @@ fn item2_one_decision_resolves_every_open_error_it_selects_and_never_twice() {
 }
 
 #[test]
-fn item2_an_agent_with_one_of_two_errors_resolved_is_half_resolved() {
+fn an_agent_with_one_of_two_errors_resolved_is_half_resolved() {
     let Some(s) = sandbox() else { return };
     let a = fail(&s, "researcher", "timeout");
     fail(&s, "researcher", "timeout");
@@ -474,7 +466,7 @@ fn item2_an_agent_with_one_of_two_errors_resolved_is_half_resolved() {
 // 3. Interrupts are recorded but count toward nothing.
 
 #[test]
-fn item3_interrupts_count_toward_no_threshold_and_no_failure_rate() {
+fn interrupts_count_toward_no_threshold_and_no_failure_rate() {
     let Some(s) = sandbox() else { return };
     for _ in 0..19 {
         let v = fail(&s, "researcher", "interrupted");
@@ -512,7 +504,7 @@ fn item3_interrupts_count_toward_no_threshold_and_no_failure_rate() {
 // 4. Records keep what they were given (each seed's example, verbatim).
 
 #[test]
-fn item4_seed_000s_log_line_keeps_its_message_and_kind() {
+fn a_flat_log_line_keeps_its_error_message_and_error_type() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -540,7 +532,7 @@ fn item4_seed_000s_log_line_keeps_its_message_and_kind() {
 }
 
 #[test]
-fn item4_seed_001s_error_context_and_log_entry_keep_every_field() {
+fn a_yaml_error_context_and_log_entry_keep_every_field_and_their_error_types_map_to_kinds() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -656,7 +648,7 @@ fn item4_seed_001s_error_context_and_log_entry_keep_every_field() {
 }
 
 #[test]
-fn item4_seed_002s_error_log_keeps_its_context_and_lifts_the_agent() {
+fn a_nested_error_log_keeps_its_context_and_lifts_the_agent_and_stage() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -695,7 +687,7 @@ fn item4_seed_002s_error_log_keeps_its_context_and_lifts_the_agent() {
 // 5. The report's breakers are the real ones, with how often each opened.
 
 #[test]
-fn item5_report_lists_open_half_open_and_forced_open_breakers_with_their_openings() {
+fn report_lists_open_half_open_and_forced_open_breakers_with_their_openings() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -716,12 +708,11 @@ fn item5_report_lists_open_half_open_and_forced_open_breakers_with_their_opening
         "2026-02-04T14:00:00Z",
         &["breaker", "record", "fact-checker", "--outcome", "success"],
     );
-    let rep = json_out(
-        &s.cmd(&["report"])
-            .env("TRIAGE_NOW", "2026-02-04T14:02:30Z")
-            .output()
-            .unwrap(),
-    );
+    let rep = s
+        .triage(["report"])
+        .env("TRIAGE_NOW", "2026-02-04T14:02:30Z")
+        .run()
+        .stdout_json();
     let open: Vec<(String, String, u64)> = rep["breakers_open"]
         .as_array()
         .unwrap()
@@ -748,30 +739,29 @@ fn item5_report_lists_open_half_open_and_forced_open_breakers_with_their_opening
         4,
         "closed ones too"
     );
-    let st = json_out(
-        &s.cmd(&["breaker", "status", "researcher"])
-            .env("TRIAGE_NOW", "2026-02-04T14:02:30Z")
-            .output()
-            .unwrap(),
-    );
+    let st = s
+        .triage(["breaker", "status", "researcher"])
+        .env("TRIAGE_NOW", "2026-02-04T14:02:30Z")
+        .run()
+        .stdout_json();
     assert_eq!(st["breakers"][0]["totals"]["opened"], 2);
     s.cmd(&["record-error", "--agent", "researcher", "--kind", "timeout"])
         .env("TRIAGE_NOW", "2026-02-04T14:02:30Z")
         .assert()
         .code(0);
     let t = String::from_utf8(
-        s.cmd(&["report", "--text"])
+        s.triage(["report", "--text"])
             .env("TRIAGE_NOW", "2026-02-04T14:02:30Z")
             .env("COLUMNS", "200")
-            .output()
-            .unwrap()
+            .run()
+            .into_output()
             .stdout,
     )
     .unwrap();
     assert!(t.contains("researcher (open, opened 2×)"), "{t}");
     // Template 4 from the breaker file.
     let t4 = String::from_utf8(
-        s.cmd(&[
+        s.triage([
             "report",
             "--agent",
             "researcher",
@@ -780,8 +770,8 @@ fn item5_report_lists_open_half_open_and_forced_open_breakers_with_their_opening
             "--text",
         ])
         .env("TRIAGE_NOW", "2026-02-04T14:02:30Z")
-        .output()
-        .unwrap()
+        .run()
+        .into_output()
         .stdout,
     )
     .unwrap();
@@ -793,13 +783,13 @@ fn item5_report_lists_open_half_open_and_forced_open_breakers_with_their_opening
 // 6. run reports the thresholds it crossed, and stops retrying on a cascade.
 
 #[test]
-fn item6_run_puts_warnings_in_its_report_and_stops_retrying_on_a_cascade() {
+fn run_puts_warnings_in_its_report_and_stops_retrying_on_a_cascade() {
     let Some(s) = sandbox() else { return };
     fail(&s, "statistician-consultant", "timeout");
     fail(&s, "mathematician-consultant", "timeout");
     let script = flaky(&s, "prog", 9);
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--agent",
             "programmer-consultant",
@@ -814,9 +804,8 @@ fn item6_run_puts_warnings_in_its_report_and_stops_retrying_on_a_cascade() {
             &script,
         ])
         .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+        .run()
+        .status(1);
     assert_eq!(s.read("count-prog").trim(), "1", "not retried");
     let r = run_report(&out.stderr);
     let w: Vec<&str> = r["warnings"]
@@ -833,11 +822,7 @@ fn item6_run_puts_warnings_in_its_report_and_stops_retrying_on_a_cascade() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not retried: the cascade rule fired"), "{err}");
     // Without a crossing the field is there and empty.
-    let out = s
-        .cmd(&["run", "--", "true"])
-        .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap();
+    let out = s.triage(["run", "--", "true"]).env("TRIAGE_NOW", NOW).run();
     assert_eq!(run_report(&out.stderr)["warnings"], json!([]));
 }
 
@@ -845,7 +830,7 @@ fn item6_run_puts_warnings_in_its_report_and_stops_retrying_on_a_cascade() {
 // 7. --preserve-partial: a failed attempt's output goes only to its marked partial file.
 
 #[test]
-fn item7_failed_attempts_output_goes_only_to_the_partial_file_and_empty_ones_are_not_kept() {
+fn a_failed_attempts_output_goes_only_to_its_partial_file_and_empty_ones_are_not_kept() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -856,7 +841,7 @@ fn item7_failed_attempts_output_goes_only_to_the_partial_file_and_empty_ones_are
          [ $c -eq 1 ] && exit 1\necho \"half $c\"; exit 1\n",
     );
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--preserve-partial",
             "scratch",
@@ -866,9 +851,8 @@ fn item7_failed_attempts_output_goes_only_to_the_partial_file_and_empty_ones_are
             "sh",
             "half.sh",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+        .run()
+        .status(1);
     assert!(
         out.stdout.is_empty(),
         "the caller's output gets nothing partial: {:?}",
@@ -883,10 +867,9 @@ fn item7_failed_attempts_output_goes_only_to_the_partial_file_and_empty_ones_are
     assert_eq!(r["preserved_outputs"], json!(["scratch/step-2_partial"]));
     // Without --preserve-partial, the output of the last attempt is passed on as before.
     let out = s
-        .cmd(&["run", "--", "sh", "-c", "echo partial; exit 3"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3));
+        .triage(["run", "--", "sh", "-c", "echo partial; exit 3"])
+        .run()
+        .status(3);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "partial\n");
 }
 
@@ -894,7 +877,7 @@ fn item7_failed_attempts_output_goes_only_to_the_partial_file_and_empty_ones_are
 // 8. Templates state only facts.
 
 #[test]
-fn item8_templates_state_only_what_the_log_and_the_breakers_show() {
+fn templates_state_only_what_the_log_and_the_breakers_show() {
     let Some(s) = sandbox() else { return };
     // Phase 1 had a failure; phase 2 fails.
     triage(
@@ -1002,16 +985,15 @@ fn item8_templates_state_only_what_the_log_and_the_breakers_show() {
 
     // No breakers in this root: no Template 4.
     let out = s
-        .cmd(&[
+        .triage([
             "report",
             "--agent",
             "statistician-consultant",
             "--template",
             "breaker-open",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .run()
+        .status(0);
     // A refusal is its one JSON line (and exit 1 with -e), never a template.
     let v = json_out(&out);
     assert_eq!(v["ok"], false, "{v}");
@@ -1039,7 +1021,7 @@ fn item8_templates_state_only_what_the_log_and_the_breakers_show() {
 // 9. Seed texts that had no template.
 
 #[test]
-fn item9_parallel_status_cascade_and_stage_failed_render_from_the_log() {
+fn parallel_status_cascade_and_stage_failed_texts_render_from_the_log() {
     let Some(s) = sandbox() else { return };
     fail(&s, "calculator", "timeout");
     let p = text(
@@ -1099,7 +1081,7 @@ fn item9_parallel_status_cascade_and_stage_failed_render_from_the_log() {
 // 10. Defaults that agree: the retry decision first within a run, the breaker for the next.
 
 #[test]
-fn item10_an_optional_agent_ends_degraded_after_its_attempts_and_the_breaker_stops_the_next_run() {
+fn an_optional_agent_ends_degraded_after_its_attempts_and_the_breaker_stops_the_next_run() {
     let Some(s) = sandbox() else { return };
     s.write(
         "down.sh",
@@ -1107,7 +1089,7 @@ fn item10_an_optional_agent_ends_degraded_after_its_attempts_and_the_breaker_sto
          echo 'Error: connect ECONNREFUSED 127.0.0.1:8080' >&2; exit 1\n",
     );
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--agent",
             "mathematician-consultant",
@@ -1116,27 +1098,24 @@ fn item10_an_optional_agent_ends_degraded_after_its_attempts_and_the_breaker_sto
             "down.sh",
         ])
         .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "its own status, not 75");
+        .run()
+        .status(1); // its own status, not 75
     assert_eq!(s.read("n").trim(), "3", "all 3 attempts ran");
     let r = run_report(&out.stderr);
     assert_eq!(r["action"], "proceed_degraded", "{r}");
     assert_eq!(r["outcome"], "failed");
     // The breaker opened during the run; it stops the next one.
-    let out = s
-        .cmd(&[
-            "run",
-            "--agent",
-            "mathematician-consultant",
-            "--",
-            "sh",
-            "down.sh",
-        ])
-        .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(75));
+    s.triage([
+        "run",
+        "--agent",
+        "mathematician-consultant",
+        "--",
+        "sh",
+        "down.sh",
+    ])
+    .env("TRIAGE_NOW", NOW)
+    .run()
+    .status(75);
     assert_eq!(s.read("n").trim(), "3", "not run");
     // Its failure is Template 1's to show, not Template 4's.
     let t1 = text(&s, &["report", "--template", "agent-failure"]);
@@ -1147,14 +1126,13 @@ fn item10_an_optional_agent_ends_degraded_after_its_attempts_and_the_breaker_sto
 }
 
 #[test]
-fn item10_a_tool_failure_is_retried_once_by_default() {
+fn a_tool_failure_is_retried_once_by_default() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
     s.write(".triage.toml", "[retry]\nschedule = [\"10ms\", \"10ms\"]\n");
     let script = flaky(&s, "tool", 9);
-    let out = s.cmd(&["run", "--", "sh", &script]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    let out = s.triage(["run", "--", "sh", &script]).run().status(1);
     assert_eq!(
         s.read("count-tool").trim(),
         "2",
@@ -1168,7 +1146,7 @@ fn item10_a_tool_failure_is_retried_once_by_default() {
 // 11. Work items with breakers of their own.
 
 #[test]
-fn item11_chapters_under_one_agent_have_breakers_of_their_own() {
+fn chapters_under_one_agent_have_breakers_of_their_own() {
     let Some(s) = crate::backend::sandbox() else {
         return;
     };
@@ -1177,7 +1155,7 @@ fn item11_chapters_under_one_agent_have_breakers_of_their_own() {
         "[retry]\nschedule = [\"10ms\"]\n\n[agents.notebook-generator]\nbreaker_key = \"{agent}:{task_id}\"\n",
     );
     let chapter = |ch: &str, ok: bool| {
-        s.cmd(&[
+        s.triage([
             "run",
             "--agent",
             "notebook-generator",
@@ -1195,17 +1173,15 @@ fn item11_chapters_under_one_agent_have_breakers_of_their_own() {
             },
         ])
         .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap()
+        .run()
     };
-    assert_eq!(chapter("ch1", false).status.code(), Some(1));
-    assert_eq!(chapter("ch2", false).status.code(), Some(1));
-    let st = json_out(
-        &s.cmd(&["breaker", "status"])
-            .env("TRIAGE_NOW", NOW)
-            .output()
-            .unwrap(),
-    );
+    chapter("ch1", false).status(1);
+    chapter("ch2", false).status(1);
+    let st = s
+        .triage(["breaker", "status"])
+        .env("TRIAGE_NOW", NOW)
+        .run()
+        .stdout_json();
     let keys: Vec<(&str, &str)> = st["breakers"]
         .as_array()
         .unwrap()
@@ -1220,14 +1196,10 @@ fn item11_chapters_under_one_agent_have_breakers_of_their_own() {
         ]
     );
     // The healthy fourth chapter starts, and its success resolves nothing of the others.
-    let out = chapter("ch4", true);
-    assert_eq!(out.status.code(), Some(0));
+    let out = chapter("ch4", true).status(0);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "notebook\n");
-    assert_eq!(
-        chapter("ch1", true).status.code(),
-        Some(75),
-        "ch1's breaker is open"
-    );
+    // ch1's breaker is open.
+    chapter("ch1", true).status(75);
     let recs = lines(&s);
     assert!(recs.iter().all(|l| l.get("resolves").is_none()), "{recs:?}");
     assert_eq!(recs[0]["breaker_key"], "notebook-generator:ch1");
@@ -1250,18 +1222,16 @@ fn item11_chapters_under_one_agent_have_breakers_of_their_own() {
     );
     assert_eq!(v["breaker"]["key"], "calc:units");
     assert_eq!(v["breaker_key"], "calc:units");
-    let st = json_out(
-        &s.cmd(&["breaker", "status", "calc:units"])
-            .output()
-            .unwrap(),
-    );
+    let st = s
+        .triage(["breaker", "status", "calc:units"])
+        .run()
+        .stdout_json();
     assert_eq!(st["breakers"][0]["totals"]["failures"], 1);
     let out = s
-        .cmd(&["run", "--breaker", "calc:units", "--", "true"])
+        .triage(["run", "--breaker", "calc:units", "--", "true"])
         .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .run()
+        .status(0);
     assert_eq!(
         run_report(&out.stderr)["attempts"][0]["breaker"]["key"],
         "calc:units"

@@ -19,14 +19,8 @@ fn with_log(n: usize) -> Sandbox {
 fn lines(s: &Sandbox, args: &[&str]) -> Vec<Value> {
     let mut all = vec!["errors"];
     all.extend_from_slice(args);
-    let out = s.cmd(&all).env("TRIAGE_NOW", NOW).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
+    let out = s.triage(&all).env("TRIAGE_NOW", NOW).run().status(0);
+    String::from_utf8(out.stdout.clone())
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -97,12 +91,11 @@ fn the_table_shows_the_ids_resolve_needs() {
     let s = with_log(5);
     for width in ["80", "200"] {
         let out = s
-            .cmd(&["errors", "--text", "--unresolved"])
+            .triage(["errors", "--text", "--unresolved"])
             .env("TRIAGE_NOW", NOW)
             .env("COLUMNS", width)
-            .output()
-            .unwrap();
-        let text = String::from_utf8(out.stdout).unwrap();
+            .run();
+        let text = String::from_utf8(out.stdout.clone()).unwrap();
         assert!(
             text.starts_with("4 error records in ./.triage/logs/errors.jsonl (unresolved)"),
             "{text}"
@@ -115,11 +108,10 @@ fn the_table_shows_the_ids_resolve_needs() {
             .all(|l| l.chars().count() <= width.parse().unwrap()));
     }
     let none = s
-        .cmd(&["errors", "--text", "--agent", "nobody"])
+        .triage(["errors", "--text", "--agent", "nobody"])
         .env("COLUMNS", "200")
-        .output()
-        .unwrap();
-    let text = String::from_utf8(none.stdout).unwrap();
+        .run();
+    let text = String::from_utf8(none.stdout.clone()).unwrap();
     assert!(
         text.contains("no error record matches agent nobody (5 records in the log)"),
         "{text}"
@@ -155,11 +147,10 @@ impl Drop for Follow {
 
 fn record(s: &Sandbox, at: &str, agent: &str) -> String {
     let out = s
-        .cmd(&["record-error", "--agent", agent, "--session", "live"])
+        .triage(["record-error", "--agent", agent, "--session", "live"])
         .env("TRIAGE_NOW", at)
-        .write_stdin(r#"{"kind": "timeout", "detail": "no answer"}"#)
-        .output()
-        .unwrap();
+        .stdin(r#"{"kind": "timeout", "detail": "no answer"}"#)
+        .run();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     v["error_id"].as_str().unwrap().to_string()
 }
@@ -202,12 +193,11 @@ fn follow_prints_new_records_as_a_writer_appends_and_survives_a_prune() {
                 .iter()
                 .map(|t| {
                     let out = w
-                        .cmd(&["record-error", "--agent", "writer", "--session", "live"])
+                        .triage(["record-error", "--agent", "writer", "--session", "live"])
                         .env("TRIAGE_DIR", &root)
                         .env("TRIAGE_NOW", t)
-                        .write_stdin(r#"{"kind": "crash", "detail": "boom"}"#)
-                        .output()
-                        .unwrap();
+                        .stdin(r#"{"kind": "crash", "detail": "boom"}"#)
+                        .run();
                     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
                     v["error_id"].as_str().unwrap().to_string()
                 })
@@ -221,10 +211,9 @@ fn follow_prints_new_records_as_a_writer_appends_and_survives_a_prune() {
     assert_eq!(seen, written, "every record once, in order");
     // A prune moves the fixture's old records away and renames the rest over the log.
     let out = s
-        .cmd(&["report", "prune", "--older-than", "30m"])
+        .triage(["report", "prune", "--older-than", "30m"])
         .env("TRIAGE_NOW", at(10))
-        .output()
-        .unwrap();
+        .run();
     let pruned: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(pruned["moved"].as_u64().unwrap() >= 5, "{pruned}");
     assert!(pruned["kept"].as_u64().unwrap() >= 10, "{pruned}");
@@ -281,10 +270,9 @@ fn unresolved_agrees_with_the_thresholds_on_what_a_decision_closes() {
     let mut recorded = Vec::new();
     for agent in ["a", "b", "c"] {
         let out = s
-            .cmd(&["record-error", "--kind", "timeout", "--agent", agent])
+            .triage(["record-error", "--kind", "timeout", "--agent", agent])
             .args(["--workflow", "w", "--session", "s"])
-            .output()
-            .unwrap();
+            .run();
         recorded.push(
             crate::common::json_out(&out)["error_id"]
                 .as_str()

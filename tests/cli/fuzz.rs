@@ -8,8 +8,6 @@
 use crate::common::{bin, Sandbox};
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use std::io::Write;
-use std::process::{Command, Stdio};
 use triage::duration::{Dur, MAX};
 use triage::output_check::{self, Subject};
 use triage::policy::{self, OutputFormat, OutputRules};
@@ -195,26 +193,15 @@ proptest! {
 /// exited 0 (or 1), did not panic, and printed at most one line of JSON — exactly one when
 /// `json_line`.
 fn run_hostile(s: &Sandbox, args: &[&str], input: &str, json_line: bool) {
-    let mut c = Command::new("timeout");
-    c.arg("5").arg(bin()).args(args);
-    for (k, _) in std::env::vars() {
-        if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") {
-            c.env_remove(k);
-        }
-    }
-    let mut child = c
-        .current_dir(s.path())
+    let out = s
+        .command("timeout")
+        .arg("5")
+        .arg(bin())
+        .args(args)
         .env("TRIAGE_NOW", "2026-01-02T03:04:05Z")
         .env("TRIAGE_MAX_INPUT", "65536")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut pipe = child.stdin.take().unwrap();
-    let _ = pipe.write_all(input.as_bytes());
-    drop(pipe);
-    let out = child.wait_with_output().unwrap();
+        .stdin(input)
+        .run();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_ne!(
         out.status.code(),

@@ -2,11 +2,9 @@
 //! answers, the error log, the breaker and the counters after it; timeouts; Template 5 once per
 //! crossing; 16 hooks at once; failing open; and the `hooks/` scripts.
 
-use crate::common::{bin, json_out, Sandbox};
+use crate::common::{bin, json_out, skip_unless_tool, Run, Sandbox};
 use serde_json::{json, Value};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 const T0: &str = "2026-11-23T10:00:00Z";
 
@@ -21,17 +19,11 @@ fn fixture(name: &str) -> String {
 /// nothing. Every hook call exits 0.
 pub fn hook(s: &Sandbox, now: &str, payload: &str) -> Option<Value> {
     let out = s
-        .cmd(&["hook"])
+        .triage(["hook"])
         .env("TRIAGE_NOW", now)
-        .write_stdin(payload.to_string())
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .stdin(payload.to_string())
+        .run()
+        .status(0);
     if out.stdout.is_empty() {
         None
     } else {
@@ -48,10 +40,9 @@ fn log(s: &Sandbox) -> Vec<Value> {
 
 fn breaker(s: &Sandbox, key: &str) -> Value {
     let out = s
-        .cmd(&["breaker", "status", key])
+        .triage(["breaker", "status", key])
         .env("TRIAGE_NOW", T0)
-        .output()
-        .unwrap();
+        .run();
     let v = json_out(&out);
     v["breakers"][0].clone()
 }
@@ -309,11 +300,10 @@ fn the_event_flag_names_a_payload_without_hook_event_name_and_unknown_events_say
                    "error": "Command timed out after 2m 0s"})
     .to_string();
     let out = s
-        .cmd(&["hook", "--event", "PostToolUseFailure"])
+        .triage(["hook", "--event", "PostToolUseFailure"])
         .env("TRIAGE_NOW", T0)
-        .write_stdin(p)
-        .output()
-        .unwrap();
+        .stdin(p)
+        .run();
     assert!(context(&json_out(&out)).contains("`timeout`"));
     assert_eq!(log(&s)[0]["kind"], "timeout");
     for event in ["Notification", "UserPromptSubmit", "SomethingNew"] {
@@ -334,8 +324,7 @@ fn a_hook_that_fails_exits_0_with_nothing_on_stdout_and_a_trace() {
         "this is not json",
         "{\"hook_event_name\": \"PostToolUseFailure\"",
     ] {
-        let out = s.cmd(&["hook"]).write_stdin(input).output().unwrap();
-        assert_eq!(out.status.code(), Some(0));
+        let out = s.triage(["hook"]).stdin(input).run().status(0);
         assert!(out.stdout.is_empty());
     }
     let trace = s.read(".triage/logs/triage.log");
@@ -347,12 +336,11 @@ fn a_hook_that_fails_exits_0_with_nothing_on_stdout_and_a_trace() {
     let blocked = Sandbox::new();
     blocked.write("not-a-dir", "a file");
     let out = blocked
-        .cmd(&["hook"])
+        .triage(["hook"])
         .env("TRIAGE_DIR", blocked.path().join("not-a-dir"))
-        .write_stdin(fixture("03-post-tool-use-failure"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .stdin(fixture("03-post-tool-use-failure"))
+        .run()
+        .status(0);
     let answer = json_out(&out);
     assert!(answer.get("decision").is_none(), "{answer}");
     assert!(context(&answer).contains("overloaded"), "{answer}");
@@ -376,29 +364,18 @@ fn sixteen_hooks_at_once_for_one_session_leave_consistent_state() {
                 "tool_name": "Agent", "tool_use_id": format!("toolu_{i:02}"),
                 "tool_input": {"subagent_type": "researcher"},
                 "error": "API Error: 529 overloaded"});
-            let mut c = s.std_cmd(&["hook"]);
             // What is tested is consistency, not the 1 s lock budget: on a loaded machine a
             // hook past its budget rightly gives up its breaker outcome and spools its record.
-            c.env("TRIAGE_NOW", T0)
+            s.triage(["hook"])
+                .env("TRIAGE_NOW", T0)
                 .env("TRIAGE_LOCK_TIMEOUT", "60s")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            let mut child = c.spawn().unwrap();
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(payload.to_string().as_bytes())
-                .unwrap();
-            child
+                .stdin(payload.to_string())
+                .spawn()
         })
         .collect();
     let mut warnings = 0;
     for c in children {
-        let out = c.wait_with_output().unwrap();
-        assert_eq!(out.status.code(), Some(0));
-        let v = json_out(&out);
+        let v = c.wait().status(0).stdout_json();
         assert!(context(&v).contains("`overloaded`"));
         if v.get("systemMessage").is_some() {
             warnings += 1;
@@ -421,29 +398,16 @@ fn sixteen_hooks_at_once_for_one_session_leave_consistent_state() {
 }
 
 /// A copy of `hooks/scripts` with `triage` reachable as TRIAGE_BIN.
-fn run_script(s: &Sandbox, script: &str, payload: &str, triage: &Path) -> std::process::Output {
+fn run_script(s: &Sandbox, script: &str, payload: &str, triage: &Path) -> Run {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("hooks/scripts")
         .join(script);
-    let mut child = Command::new("sh")
+    s.command("sh")
         .arg(&path)
-        .current_dir(s.path())
         .env("TRIAGE_BIN", triage)
         .env("TRIAGE_NOW", T0)
-        .env_remove("TRIAGE_DIR")
-        .env_remove("TRIAGE_POLICY")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(payload.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+        .stdin(payload)
+        .run()
 }
 
 #[test]
@@ -464,8 +428,8 @@ fn every_hook_script_runs_its_event_and_fails_open_without_the_binary() {
         "pre-tool-use.sh",
         &without_event("02-pre-tool-use-agent"),
         &bin(),
-    );
-    assert_eq!(out.status.code(), Some(0));
+    )
+    .status(0);
     assert_eq!(
         json_out(&out)["hookSpecificOutput"]["permissionDecision"],
         "deny"
@@ -484,13 +448,13 @@ fn every_hook_script_runs_its_event_and_fails_open_without_the_binary() {
         &bin(),
     );
     assert_eq!(json_out(&out)["decision"], "block");
-    let out = run_script(
+    run_script(
         &s,
         "subagent-stop.sh",
         &without_event("06-subagent-stop-short"),
         &bin(),
-    );
-    assert_eq!(out.status.code(), Some(0));
+    )
+    .status(0);
     let out = run_script(&s, "stop.sh", &without_event("08-stop"), &bin());
     assert!(out.stdout.is_empty());
     let before = log(&s).len();
@@ -517,8 +481,8 @@ fn every_hook_script_runs_its_event_and_fails_open_without_the_binary() {
         "pre-tool-use.sh",
         &fixture("02-pre-tool-use-agent"),
         &missing,
-    );
-    assert_eq!(out.status.code(), Some(0));
+    )
+    .status(0);
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not found"));
 }
@@ -541,20 +505,12 @@ fn the_hook_scripts_are_shellcheck_clean_and_the_snippet_names_each_script() {
             assert!(text.contains(name), "settings.json does not run {name}");
         }
     }
-    match Command::new("shellcheck").arg("--version").output() {
-        Ok(o) if o.status.success() => {
-            let out = Command::new("shellcheck")
-                .args(["--shell=sh", "--severity=style"])
-                .args(&scripts)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stdout)
-            );
-        }
-        _ => eprintln!("skipped shellcheck: it is not installed (apt install shellcheck)"),
+    if skip_unless_tool("shellcheck", "TRIAGE_REQUIRE_SHELLCHECK") {
+        crate::common::command("shellcheck")
+            .args(["--shell=sh", "--severity=style"])
+            .args(&scripts)
+            .run()
+            .status(0);
     }
 }
 

@@ -1,7 +1,7 @@
 //! `triage init`: settings.json gets the hook entries and keeps everything else; twice is
 //! idempotent; `--uninstall` restores the original byte for byte; `--dry-run` changes nothing.
 
-use crate::common::{json_out, Sandbox};
+use crate::common::{json_out, Run, Sandbox};
 
 /// A settings file as Claude Code writes it, with hooks and keys of the user's own.
 const EXISTING: &str = r#"{
@@ -49,8 +49,7 @@ fn keeps_existing_hooks_and_keys_is_idempotent_and_uninstalls_byte_for_byte() {
     sb.write(".gitignore", "target/\n");
     let before = snapshot(&sb);
 
-    let out = sb.cmd(&["init"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = sb.triage(["init"]).run().status(0);
     let report = json_out(&out);
     assert_eq!(report["events_added"].as_array().unwrap().len(), 7);
     let settings: serde_json::Value =
@@ -82,12 +81,11 @@ fn keeps_existing_hooks_and_keys_is_idempotent_and_uninstalls_byte_for_byte() {
         .success();
 
     let installed = snapshot(&sb);
-    let again = json_out(&sb.cmd(&["init"]).output().unwrap());
+    let again = sb.triage(["init"]).run().stdout_json();
     assert_eq!(again["files"].as_array().unwrap().len(), 0, "{again}");
     assert_eq!(snapshot(&sb), installed, "init twice changes nothing");
 
-    let out = sb.cmd(&["init", "--uninstall"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    sb.triage(["init", "--uninstall"]).run().status(0);
     assert_eq!(
         snapshot(&sb),
         before,
@@ -139,8 +137,7 @@ fn dry_run_prints_the_diff_and_changes_nothing() {
     let sb = Sandbox::new();
     sb.write(".claude/settings.json", EXISTING);
     let before = snapshot(&sb);
-    let out = sb.cmd(&["init", "--dry-run"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = sb.triage(["init", "--dry-run"]).run().status(0);
     let diff = String::from_utf8_lossy(&out.stdout);
     assert!(diff.contains("--- a/.claude/settings.json\n"), "{diff}");
     assert!(diff.contains("+++ b/.claude/settings.json\n"), "{diff}");
@@ -166,10 +163,9 @@ fn user_settings_live_under_home() {
     assert!(!sb.exists(".triage"), "no record in the current folder");
     assert!(home.join(".config/triage/init").is_dir());
     let out = sb
-        .cmd(&["init", "--user", "--dry-run"])
+        .triage(["init", "--user", "--dry-run"])
         .env("HOME", &home)
-        .output()
-        .unwrap();
+        .run();
     assert!(!String::from_utf8_lossy(&out.stdout).contains("a//"));
     sb.cmd(&["init", "--user", "--uninstall"])
         .env("HOME", &home)
@@ -182,8 +178,8 @@ fn user_settings_live_under_home() {
 fn broken_settings_are_left_alone_with_a_clear_message() {
     let sb = Sandbox::new();
     sb.write(".claude/settings.json", "{\"hooks\": [");
-    let out = sb.cmd(&["init"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "best effort");
+    // Best effort: 0, and a message.
+    let out = sb.triage(["init"]).run().status(0);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.starts_with("triage init: "), "{err}");
     assert!(err.contains("not valid JSON"), "{err}");
@@ -195,30 +191,25 @@ fn broken_settings_are_left_alone_with_a_clear_message() {
 }
 
 /// `sh -c COMMAND` as Claude Code runs a hook, with `payload` on stdin and PATH as given.
-fn run_hook_command(
-    cmd: &str,
-    path: &str,
-    dir: &std::path::Path,
-    payload: &str,
-) -> std::process::Output {
+fn run_hook_command(cmd: &str, path: &str, dir: &std::path::Path, payload: &str) -> Run {
     use std::io::Write;
-    let mut child = std::process::Command::new("sh")
-        .args(["-c", cmd])
+    let mut c = std::process::Command::new("sh");
+    c.args(["-c", cmd])
         .env_clear()
         .env("PATH", path)
         .current_dir(dir)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    // Written whole before the wait: a command that does not drain its stdin fails here.
     child
         .stdin
         .take()
         .unwrap()
         .write_all(payload.as_bytes())
         .unwrap();
-    child.wait_with_output().unwrap()
+    Run::of(&c, child.wait_with_output().unwrap())
 }
 
 #[test]
@@ -236,8 +227,7 @@ fn the_command_finds_triage_on_path_and_fails_open_without_it() {
     // With triage on PATH the hook runs it (SessionStart with nothing to report prints nothing,
     // and leaves a trace that it ran: the state root).
     let path = format!("{}:/usr/bin:/bin", bin_dir.display());
-    let out = run_hook_command(&cmd, &path, sb.path(), payload);
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    run_hook_command(&cmd, &path, sb.path(), payload).status(0);
     let out = run_hook_command(
         &cmd,
         &path,
@@ -249,8 +239,7 @@ fn the_command_finds_triage_on_path_and_fails_open_without_it() {
         "{out:?}"
     );
     // A teammate without triage: drained, a note for the debug log, exit 0, nothing on stdout.
-    let out = run_hook_command(&cmd, "/usr/bin:/bin", sb.path(), &"x".repeat(200_000));
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let out = run_hook_command(&cmd, "/usr/bin:/bin", sb.path(), &"x".repeat(200_000)).status(0);
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("not found on PATH"));
 }
@@ -295,12 +284,10 @@ fn in_a_subfolder_it_installs_at_the_project_root() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.path().join(".git")).unwrap();
     std::fs::create_dir_all(sb.path().join("src/deep")).unwrap();
-    let out = sb
-        .cmd(&["init"])
+    sb.triage(["init"])
         .current_dir(sb.path().join("src/deep"))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
+        .run()
+        .status(0);
     assert!(sb.exists(".claude/settings.json"));
     assert!(sb.exists(".triage.toml"));
     assert!(sb.exists(".gitignore"));

@@ -2,16 +2,8 @@
 //! `man` finds them through PATH, pages render with examples verbatim, `triage man` prints
 //! one, and the completion scripts work in bash, zsh and fish.
 
-use crate::common::Sandbox;
+use crate::common::{command, skip_unless_tool, Sandbox};
 use std::path::Path;
-use std::process::Command;
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 fn path_with(dir: &Path) -> std::ffi::OsString {
     let mut paths = vec![dir.to_path_buf()];
@@ -26,10 +18,7 @@ fn install_links_puts_the_pages_where_man_finds_them() {
     let s = Sandbox::new();
     let bin = s.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
-    let out = s
-        .cmd(&["install-links", bin.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = s.triage(["install-links", bin.to_str().unwrap()]).run();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let pages = triage::man::pages();
     assert_eq!(v["man_pages"], pages.len());
@@ -39,8 +28,8 @@ fn install_links_puts_the_pages_where_man_finds_them() {
             .join(format!("share/man/man{}/{}", p.section, p.file));
         assert_eq!(std::fs::read_to_string(&installed).unwrap(), p.body);
     }
-    if !have("man") {
-        eprintln!("skipped the man(1) lookup: man is not installed (apt-get install man-db)");
+    // The man(1) lookup.
+    if !skip_unless_tool("man", "TRIAGE_REQUIRE_MAN") {
         return;
     }
     for (page, file) in [
@@ -48,12 +37,11 @@ fn install_links_puts_the_pages_where_man_finds_them() {
         ("triage-breaker-check", "man1/triage-breaker-check.1"),
         ("triage.toml", "man5/triage.toml.5"),
     ] {
-        let out = Command::new("man")
+        let out = command("man")
             .args(["-w", page])
             .env_remove("MANPATH")
             .env("PATH", path_with(&bin))
-            .output()
-            .unwrap();
+            .run();
         let found = String::from_utf8_lossy(&out.stdout);
         assert!(
             found.trim().ends_with(&format!("share/man/{file}")),
@@ -62,7 +50,7 @@ fn install_links_puts_the_pages_where_man_finds_them() {
         );
     }
     // Rendered at 80 columns, a long example stays on one line, as typed.
-    let out = Command::new("man")
+    let out = command("man")
         .args([
             "-l",
             s.path()
@@ -73,8 +61,7 @@ fn install_links_puts_the_pages_where_man_finds_them() {
         .env("MANWIDTH", "80")
         .env("MAN_KEEP_FORMATTING", "0")
         .env("LC_ALL", "C.UTF-8")
-        .output()
-        .unwrap();
+        .run();
     // Bold and underline come as overstrikes (`X\bX`) without a terminal: keep the letters.
     let mut text = String::new();
     let raw = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -107,14 +94,14 @@ fn install_links_puts_the_pages_where_man_finds_them() {
 #[test]
 fn man_prints_one_page_or_names_them_all() {
     let s = Sandbox::new();
-    let out = s.cmd(&["man", "breaker", "check"]).output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
+    let out = s.triage(["man", "breaker", "check"]).run();
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(text.starts_with(".ie") || text.starts_with(".TH"), "{text}");
     assert!(
         text.contains(".TH \"triage\\-breaker\\-check\" 1"),
         "{text}"
     );
-    let out = s.cmd(&["man", "triage.toml"]).output().unwrap();
+    let out = s.triage(["man", "triage.toml"]).run();
     assert!(String::from_utf8_lossy(&out.stdout).contains(".TH triage.toml 5 \"\" "));
     s.cmd(&["man", "nope"])
         .assert()
@@ -132,11 +119,10 @@ fn man_prints_one_page_or_names_them_all() {
 
 fn completion(shell: &str) -> String {
     let out = Sandbox::new()
-        .cmd(&["completions", shell])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{shell}");
-    let text = String::from_utf8(out.stdout).unwrap();
+        .triage(["completions", shell])
+        .run()
+        .status(0);
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(
         text.contains("errors") && text.contains("unresolved"),
         "{shell}"
@@ -147,14 +133,13 @@ fn completion(shell: &str) -> String {
 #[test]
 fn bash_completes_subcommands_and_flags() {
     let script = completion("bash");
-    if !have("bash") {
-        eprintln!("skipped: bash is not installed");
+    if !skip_unless_tool("bash", "TRIAGE_REQUIRE_BASH") {
         return;
     }
     let s = Sandbox::new();
     let file = s.write("triage.bash", &script);
     let ask = |words: &str| {
-        let out = Command::new("bash")
+        let out = command("bash")
             .arg("-c")
             .arg(format!(
                 "source {}; COMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
@@ -162,9 +147,8 @@ fn bash_completes_subcommands_and_flags() {
                  printf '%s\\n' \"${{COMPREPLY[@]}}\"",
                 file.display()
             ))
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
+            .run();
+        out.stdout()
     };
     assert!(
         ask("triage rep").lines().any(|l| l == "report"),
@@ -181,29 +165,19 @@ fn bash_completes_subcommands_and_flags() {
 fn zsh_and_fish_scripts_load() {
     let s = Sandbox::new();
     let zsh = s.write("_triage", completion("zsh"));
-    if have("zsh") {
-        let out = Command::new("zsh").arg("-n").arg(&zsh).output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    } else {
-        eprintln!("skipped the zsh check: zsh is not installed");
+    if skip_unless_tool("zsh", "TRIAGE_REQUIRE_ZSH") {
+        command("zsh").arg("-n").arg(&zsh).run().status(0);
     }
     let fish = s.write("triage.fish", completion("fish"));
-    if have("fish") {
-        let out = Command::new("fish")
+    if skip_unless_tool("fish", "TRIAGE_REQUIRE_FISH") {
+        let out = command("fish")
             .arg("-c")
             .arg(format!(
                 "source {}; complete -C 'triage rep'",
                 fish.display()
             ))
-            .output()
-            .unwrap();
+            .run();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.lines().any(|l| l.starts_with("report")), "{text}");
-    } else {
-        eprintln!("skipped the fish check: fish is not installed");
     }
 }

@@ -25,10 +25,7 @@ fn overflowing_durations_are_usage_errors_naming_the_maximum() {
 fn an_overflowing_cooldown_is_named_by_config_check_and_never_panics_a_hook() {
     let s = Sandbox::new();
     s.write(".triage.toml", "[breaker]\ncooldown = \"100000000d\"\n");
-    let out = s
-        .cmd(&["config", "check", ".triage.toml"])
-        .output()
-        .unwrap();
+    let out = s.triage(["config", "check", ".triage.toml"]).run();
     let v = json_out(&out);
     assert_eq!(v["ok"], false);
     assert!(
@@ -36,8 +33,7 @@ fn an_overflowing_cooldown_is_named_by_config_check_and_never_panics_a_hook() {
         "{v}"
     );
     // At run time the bad policy is a warning, never a crash.
-    let out = s.cmd(&["breaker", "trip", "k"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = s.triage(["breaker", "trip", "k"]).run().status(0);
     json_out(&out);
 }
 
@@ -49,7 +45,7 @@ fn the_documented_duration_forms_stay_valid_and_print_one_way() {
         "[retry]\nschedule = [\"30s\", \"2m\", \"1h30m\", \"500ms\", \"7d\", \"1h 30m\"]\n\
          [breaker]\ncooldown = \"3600s\"\n",
     );
-    let v = json_out(&s.cmd(&["config", "show"]).output().unwrap());
+    let v = s.triage(["config", "show"]).run().stdout_json();
     assert_eq!(
         v["retry"]["schedule"],
         serde_json::json!(["30s", "2m", "1h30m", "500ms", "7d", "1h30m"])
@@ -63,7 +59,7 @@ fn did_you_mean_counts_swapped_letters_as_one_edit() {
     // Damerau–Levenshtein.
     let s = Sandbox::new();
     s.write(".triage.toml", "[breaker]\ncoolodnw = \"1m\"\n");
-    let v = json_out(&s.cmd(&["config", "check"]).output().unwrap());
+    let v = s.triage(["config", "check"]).run().stdout_json();
     assert!(
         v["problems"]
             .to_string()
@@ -77,8 +73,7 @@ fn files_check(s: &Sandbox, globs: &[&str]) -> serde_json::Value {
     for g in globs {
         args.extend(["--files-exist", g]);
     }
-    let out = s.cmd(&args).write_stdin("some output").output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = s.triage(&args).stdin("some output").run().status(0);
     json_out(&out)
 }
 
@@ -126,7 +121,7 @@ fn config_check_names_a_glob_that_reaches_outside_or_is_malformed() {
         ".triage.toml",
         "[agents.a.output]\nfiles_exist = ['/etc/passwd', 'docs/[', 'out/*.md']\n",
     );
-    let v = json_out(&s.cmd(&["config", "check"]).output().unwrap());
+    let v = s.triage(["config", "check"]).run().stdout_json();
     let problems = v["problems"].to_string();
     assert!(
         problems.contains("/etc/passwd") && problems.contains("docs/["),
@@ -140,10 +135,9 @@ fn markdown_is_read_by_a_commonmark_parser() {
     let s = Sandbox::new();
     let ok = |text: &str| {
         let out = s
-            .cmd(&["check-output", "--raw", "--format", "markdown"])
-            .write_stdin(text.to_string())
-            .output()
-            .unwrap();
+            .triage(["check-output", "--raw", "--format", "markdown"])
+            .stdin(text.to_string())
+            .run();
         json_out(&out)["ok"].as_bool().unwrap()
     };
     assert!(

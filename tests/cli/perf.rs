@@ -10,7 +10,7 @@ fn a_bad_classify_regex_drops_its_rule_alone_with_a_warning() {
         ".triage.toml",
         "[breaker]\nfailure_threshold = 7\n\n[[classify.rules]]\nname = \"x\"\nmatch = '(unclosed'\nkind = \"unknown\"\n",
     );
-    let out = s.cmd(&["classify", "--message", "boom"]).output().unwrap();
+    let out = s.triage(["classify", "--message", "boom"]).run();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("warning")
@@ -19,7 +19,7 @@ fn a_bad_classify_regex_drops_its_rule_alone_with_a_warning() {
         "{err}"
     );
     // Only the rule is set aside, not the whole policy.
-    let out = s.cmd(&["config", "show"]).output().unwrap();
+    let out = s.triage(["config", "show"]).run();
     assert_eq!(json_out(&out)["breaker"]["failure_threshold"], 7);
     assert_eq!(json_out(&out)["classify"]["rules"], serde_json::json!([]));
     s.cmd(&["breaker", "check", "k", "--strict"])
@@ -35,10 +35,7 @@ fn a_regex_too_big_to_compile_is_named_by_config_check_and_skipped_where_used() 
         ".triage.toml",
         format!("[agents.researcher.output]\nrequire_all = ['{huge}']\n"),
     );
-    let out = s
-        .cmd(&["config", "check", ".triage.toml"])
-        .output()
-        .unwrap();
+    let out = s.triage(["config", "check", ".triage.toml"]).run();
     let v = json_out(&out);
     assert_eq!(v["ok"], false);
     assert_eq!(v["problems"][0]["line"], 2);
@@ -51,10 +48,9 @@ fn a_regex_too_big_to_compile_is_named_by_config_check_and_skipped_where_used() 
     );
     // At run time it parses, so the policy loads; check-output cannot build it and says so.
     let out = s
-        .cmd(&["check-output", "--agent", "researcher"])
-        .write_stdin(r#"{"agent": "researcher", "output": "fine"}"#)
-        .output()
-        .unwrap();
+        .triage(["check-output", "--agent", "researcher"])
+        .stdin(r#"{"agent": "researcher", "output": "fine"}"#)
+        .run();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("skipped the bad regex") && err.contains("triage config check"),
@@ -77,16 +73,15 @@ fn jq_filters_with_and_without_the_standard_library() {
     ])
     .assert()
     .success();
-    let out = s.cmd(&["state-read", "s.json"]).output().unwrap();
+    let out = s.triage(["state-read", "s.json"]).run();
     let v = &json_out(&out)["data"];
     assert_eq!(v["n"], 1, "{v}");
     assert_eq!(v["tags"], serde_json::json!(["1", "2"]), "{v}");
     assert_eq!(v["ok"], true, "{v}");
     let out = s
-        .cmd(&["state-write", "s.json", "--update", "map(nosuchfn)"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(64));
+        .triage(["state-write", "s.json", "--update", "map(nosuchfn)"])
+        .run()
+        .status(64);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("undefined") && err.contains("nosuchfn"),

@@ -67,22 +67,10 @@ fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
 fn run_phase(s: &Sandbox, plan: &str, w: &str, n: &str) -> (i32, Value, String) {
     s.write("plan.toml", plan);
     let out = s
-        .cmd(&["phase", "run", "plan.toml", "--workflow", w, "--phase", n])
+        .triage(["phase", "run", "plan.toml", "--workflow", w, "--phase", n])
         .env("TRIAGE_NOW", "2026-02-04T14:30:00Z")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let doc = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
-        panic!(
-            "no answer ({e}): {stdout} / {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (
-        out.status.code().unwrap_or(-1),
-        doc,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .run();
+    (out.code().unwrap_or(-1), out.stdout_json(), out.stderr())
 }
 
 /// Seed 000's Phase 2: one succeeds, one recovers on retry, an optional one times out, a
@@ -353,7 +341,7 @@ fn sigint_signals_every_items_group_pauses_and_keeps_partials() {
     plan.push_str("[[items]]\nid = \"d\"\ncommand = \"echo d\"\n");
     s.write("plan.toml", &plan);
     let child = s
-        .std_cmd(&[
+        .triage([
             "phase",
             "run",
             "plan.toml",
@@ -364,17 +352,13 @@ fn sigint_signals_every_items_group_pauses_and_keeps_partials() {
             "--grace",
             "5s",
         ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     wait_for(&s, &["a.started", "b.started", "c.started"]);
     std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130));
+    let out = child.wait().status(130);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr
@@ -473,7 +457,7 @@ command = "echo run >> c.runs; echo c-out"
     };
     assert!(alive(pgid));
     let out = s
-        .cmd(&[
+        .triage([
             "phase",
             "resume",
             "--workflow",
@@ -483,10 +467,9 @@ command = "echo run >> c.runs; echo c-out"
             "--grace",
             "2s",
         ])
-        .output()
-        .unwrap();
+        .run()
+        .status(0);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{doc:#}");
     assert_eq!(doc["decision"], "proceed");
     assert_eq!(doc["resumed"]["runner_died"], true);
     assert_eq!(doc["resumed"]["complete"], json!(["a", "c"]));
@@ -544,7 +527,7 @@ fn decide_resolves_exactly_the_phases_open_errors_and_skips_its_failed_items() {
     open.sort();
     assert_eq!(open.len(), 4);
     let out = s
-        .cmd(&[
+        .triage([
             "phase",
             "decide",
             "--workflow",
@@ -554,9 +537,8 @@ fn decide_resolves_exactly_the_phases_open_errors_and_skips_its_failed_items() {
             "--choice",
             "B",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .run()
+        .status(0);
     let d: Value = serde_json::from_slice(&out.stdout).unwrap();
     let mut resolved: Vec<String> = d["resolved"]
         .as_array()
@@ -593,7 +575,7 @@ fn decide_resolves_exactly_the_phases_open_errors_and_skips_its_failed_items() {
     assert_eq!(m["decision"]["choice"]["choice"], "B");
     // A second decision finds nothing open.
     let again: Value = serde_json::from_slice(
-        &s.cmd(&[
+        &s.triage([
             "phase",
             "decide",
             "--workflow",
@@ -603,8 +585,7 @@ fn decide_resolves_exactly_the_phases_open_errors_and_skips_its_failed_items() {
             "--choice",
             "D",
         ])
-        .output()
-        .unwrap()
+        .run()
         .stdout,
     )
     .unwrap();
@@ -620,7 +601,7 @@ fn a_bad_plan_is_a_usage_error_naming_the_line() {
         "concurrency = 0\n[[items]]\nid = \"a\"\ncommand = \"true\"\ncriticalty = \"optional\"\n",
     );
     let out = s
-        .cmd(&[
+        .triage([
             "phase",
             "run",
             "plan.toml",
@@ -629,9 +610,8 @@ fn a_bad_plan_is_a_usage_error_naming_the_line() {
             "--phase",
             "1",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(64));
+        .run()
+        .status(64);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with("triage phase: plan.toml:5:1: unknown field `criticalty`"),
@@ -639,13 +619,10 @@ fn a_bad_plan_is_a_usage_error_naming_the_line() {
     );
     // A plan on stdin, as JSON.
     let out = s
-        .cmd(&["phase", "run", "--workflow", "w", "--phase", "1"])
-        .write_stdin(
-            r#"{"items": [{"id": "a", "command": ["true"]}, {"id": "a", "command": "true"}]}"#,
-        )
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(64));
+        .triage(["phase", "run", "--workflow", "w", "--phase", "1"])
+        .stdin(r#"{"items": [{"id": "a", "command": ["true"]}, {"id": "a", "command": "true"}]}"#)
+        .run()
+        .status(64);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.starts_with("triage phase: <stdin>:1: item 2 (`a`): the id is used twice"),
@@ -660,13 +637,12 @@ fn status_prints_the_manifest_and_a_second_run_of_an_unfinished_phase_is_refused
     let (code, _, _) = run_phase(&s, &optional_items(0, 2, true), "st", "1");
     assert_eq!(code, 0);
     let out = s
-        .cmd(&["phase", "status", "--workflow", "st", "--phase", "1"])
-        .output()
-        .unwrap();
+        .triage(["phase", "status", "--workflow", "st", "--phase", "1"])
+        .run();
     let m: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(m["status"], "decided");
     let text = s
-        .cmd(&[
+        .triage([
             "--text",
             "phase",
             "status",
@@ -675,8 +651,7 @@ fn status_prints_the_manifest_and_a_second_run_of_an_unfinished_phase_is_refused
             "--phase",
             "1",
         ])
-        .output()
-        .unwrap();
+        .run();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.starts_with("Phase 1 of workflow st: decided (proceed)"),
@@ -688,7 +663,7 @@ fn status_prints_the_manifest_and_a_second_run_of_an_unfinished_phase_is_refused
     m["status"] = json!("paused");
     s.write(".triage/workflows/st/phase-1.json", m.to_string());
     let out = s
-        .cmd(&[
+        .triage([
             "phase",
             "run",
             "plan.toml",
@@ -697,9 +672,8 @@ fn status_prints_the_manifest_and_a_second_run_of_an_unfinished_phase_is_refused
             "--phase",
             "1",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(64));
+        .run()
+        .status(64);
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("triage phase resume --workflow st --phase 1"));
 }
@@ -769,22 +743,15 @@ fn the_example_phase_runs_with_its_stub_agents() {
     );
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let check = s
-        .cmd(&[
-            "config",
-            "check",
-            &repo.join("policy.toml").display().to_string(),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        check.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&check.stdout)
-    );
+    s.triage([
+        "config",
+        "check",
+        &repo.join("policy.toml").display().to_string(),
+    ])
+    .run()
+    .status(0);
     let out = s
-        .cmd(&[
+        .triage([
             "--config",
             "policy.toml",
             "phase",
@@ -797,10 +764,9 @@ fn the_example_phase_runs_with_its_stub_agents() {
         ])
         .env("STUB_MATHEMATICIAN", "flaky")
         .env("STUB_PROGRAMMER", "fail")
-        .output()
-        .unwrap();
+        .run()
+        .status(0);
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{doc:#}");
     assert_eq!(doc["name"], "Subsection planning");
     assert_eq!(doc["decision"], "proceed_degraded");
     assert_eq!(doc["failed"], json!(["programmer-consultant"]));
@@ -820,12 +786,7 @@ fn the_example_phase_runs_with_its_stub_agents() {
 /// `phase run` of `plan` through util-linux `script(1)`, so its stderr is a terminal (stdout
 /// goes to `answer.json`): what the terminal showed, or None where `script` cannot run.
 fn on_a_terminal(s: &Sandbox, env: &[(&str, &str)]) -> Option<String> {
-    let probe = std::process::Command::new("script")
-        .args(["-qec", "true", "/dev/null"])
-        .stdin(std::process::Stdio::null())
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: util-linux `script` is not here to give the command a terminal");
+    if !crate::common::skip_unless_script() {
         return None;
     }
     // Each run starts from closed breakers (the failing item's opens after its 2 failures).
@@ -834,21 +795,16 @@ fn on_a_terminal(s: &Sandbox, env: &[(&str, &str)]) -> Option<String> {
         "'{}' phase run plan.toml --workflow w --phase 1 --fresh > answer.json",
         crate::common::bin().display()
     );
-    let mut c = std::process::Command::new("script");
-    for (k, _) in std::env::vars() {
-        if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") || k == "NO_COLOR" {
-            c.env_remove(k);
-        }
-    }
-    let out = c
-        .args(["-qec", &line, "/dev/null"])
+    let mut c = s.command("script");
+    c.args(["-qec", &line, "/dev/null"])
+        .env_remove("NO_COLOR")
         .env("SHELL", "/bin/sh")
         .env("TERM", "xterm")
-        .envs(env.iter().copied())
-        .current_dir(s.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+        .stdin_null();
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.run();
     let answer: Value = serde_json::from_str(&s.read("answer.json")).unwrap();
     assert_eq!(answer["counts"]["complete"], 1, "{answer:#}");
     Some(String::from_utf8_lossy(&out.stdout).replace('\r', ""))

@@ -32,10 +32,9 @@ fn cache_files(s: &Sandbox) -> Vec<PathBuf> {
 
 fn check(s: &Sandbox, output: &str) -> (serde_json::Value, String) {
     let out = s
-        .cmd(&["check-output", "--agent", "researcher"])
-        .write_stdin(output.to_string())
-        .output()
-        .unwrap();
+        .triage(["check-output", "--agent", "researcher"])
+        .stdin(output.to_string())
+        .run();
     (
         json_out(&out),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -142,7 +141,7 @@ fn a_cache_under_another_policys_name_is_stale() {
     let planted = triage::policy_cache::path(&s.cache_dir(), &digest);
     std::fs::copy(&other, &planted).unwrap();
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let out = s.cmd(&["classify", "--message", "boom"]).output().unwrap();
+    let out = s.triage(["classify", "--message", "boom"]).run();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("bad regex `(unclosed`") && err.contains("the whole rule is left out"),
@@ -178,13 +177,12 @@ fn classify_rules_use_the_cache_too() {
     s.write(".triage.toml", POLICY);
     let run = || {
         let out = s
-            .cmd(&[
+            .triage([
                 "classify",
                 "--message",
                 "Corpus index at docs/index.json NOT FOUND",
             ])
-            .output()
-            .unwrap();
+            .run();
         assert!(
             out.stderr.is_empty(),
             "{}",
@@ -305,11 +303,10 @@ fn a_cache_write_killed_before_its_rename_leaves_the_old_file_and_its_temp_is_cl
     let damaged = good[..good.len() / 2].to_vec();
     std::fs::write(&file, &damaged).unwrap();
     let killed = s
-        .cmd(&["check-output", "--agent", "researcher"])
+        .triage(["check-output", "--agent", "researcher"])
         .env("TRIAGE_FAULT", "cache-before-rename:abort")
-        .write_stdin(OUTPUT)
-        .output()
-        .unwrap();
+        .stdin(OUTPUT)
+        .run();
     assert!(!killed.status.success(), "{killed:?}");
     // The file is the old one, whole: a reader sees the old bytes or the new ones, never a mix.
     assert_eq!(std::fs::read(&file).unwrap(), damaged);

@@ -1,7 +1,7 @@
 //! `record-error` and `report` (issue 5): concurrent writers, torn lines, thresholds,
 //! resolutions, pruning, templates.
 
-use crate::common::{json_out, Sandbox};
+use crate::common::{json_out, skip_unless_script, Sandbox};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::process::Stdio;
@@ -12,17 +12,11 @@ fn record(s: &Sandbox, input: &str, args: &[&str]) -> Value {
     let mut a = vec!["record-error"];
     a.extend_from_slice(args);
     let out = s
-        .cmd(&a)
+        .triage(&a)
         .env("TRIAGE_NOW", NOW)
-        .write_stdin(input)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .stdin(input)
+        .run()
+        .status(0);
     json_out(&out)
 }
 
@@ -157,7 +151,7 @@ fn a_torn_last_line_is_cut_off_by_the_next_append() {
     let log = s.root().join("logs/errors.jsonl");
     let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
     std::io::Write::write_all(&mut f, br#"{"error_id":"torn","kind":"cra"#).unwrap();
-    let r = json_out(&s.cmd(&["report"]).output().unwrap());
+    let r = s.triage(["report"]).run().stdout_json();
     assert_eq!(r["skipped_lines"], 1, "a torn tail is skipped and counted");
     let v = record(&s, "connection reset by peer", &["--session", "s1"]);
     assert!(v["detail"]
@@ -173,7 +167,7 @@ fn a_torn_last_line_is_cut_off_by_the_next_append() {
         v.as_object_mut().unwrap().remove("warnings");
         v
     });
-    let out = s.cmd(&["report"]).output().unwrap();
+    let out = s.triage(["report"]).run();
     let r = json_out(&out);
     assert_eq!(r["records"], 2);
     assert_eq!(r["skipped_lines"], 0);
@@ -186,7 +180,7 @@ fn report_counts_a_torn_tail_as_one_skipped_line() {
     let log = s.root().join("logs/errors.jsonl");
     let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
     std::io::Write::write_all(&mut f, br#"{"error_id":"to"#).unwrap();
-    let r = json_out(&s.cmd(&["report"]).output().unwrap());
+    let r = s.triage(["report"]).run().stdout_json();
     assert_eq!(
         (r["records"].as_u64(), r["skipped_lines"].as_u64()),
         (Some(1), Some(1))
@@ -277,7 +271,7 @@ fn counters_are_rebuilt_when_they_do_not_match_the_log() {
 }
 
 #[test]
-fn hook_payloads_and_seed_lines_are_recorded() {
+fn hook_payloads_and_workflow_log_lines_are_recorded() {
     let s = Sandbox::new();
     let v = record(
         &s,
@@ -325,7 +319,7 @@ fn resolve_appends_a_line_and_report_counts_it() {
     let before = s.read(".triage/logs/errors.jsonl");
     let id = v["error_id"].as_str().unwrap();
     let out = s
-        .cmd(&[
+        .triage([
             "record-error",
             "--resolve",
             id,
@@ -334,8 +328,7 @@ fn resolve_appends_a_line_and_report_counts_it() {
             "--successful",
             "true",
         ])
-        .output()
-        .unwrap();
+        .run();
     let r = json_out(&out);
     assert_eq!(
         (r["resolves"].as_str(), r["agent"].as_str()),
@@ -345,7 +338,7 @@ fn resolve_appends_a_line_and_report_counts_it() {
         s.read(".triage/logs/errors.jsonl").starts_with(&before),
         "old lines untouched"
     );
-    let rep = json_out(&s.cmd(&["report", "--session", "s"]).output().unwrap());
+    let rep = s.triage(["report", "--session", "s"]).run().stdout_json();
     assert_eq!(rep["groups"][0]["resolution_rate"], 0.5);
     // An unknown id: a warning and exit 0, or 65 under --strict.
     s.cmd(&[
@@ -387,26 +380,24 @@ fn report_groups_filters_and_prints_tables() {
         let input = format!(r#"{{"kind":"{kind}","duration_ms":{ms},"session_id":"s"}}"#);
         record(&s, &input, &["--agent", agent]);
     }
-    let r = json_out(&s.cmd(&["report", "--by", "agent"]).output().unwrap());
+    let r = s.triage(["report", "--by", "agent"]).run().stdout_json();
     assert_eq!(r["groups"][0]["key"], "researcher");
     assert_eq!(r["groups"][0]["durations"]["max_ms"], 90_000);
     assert_eq!(r["groups"][0]["durations"]["past_timeout"], 1);
-    let r = json_out(
-        &s.cmd(&["report", "--by", "kind", "--agent", "editor"])
-            .output()
-            .unwrap(),
-    );
+    let r = s
+        .triage(["report", "--by", "kind", "--agent", "editor"])
+        .run()
+        .stdout_json();
     assert_eq!(r["records"], 1);
     assert_eq!(r["groups"][0]["key"], "timeout");
-    let r = json_out(
-        &s.cmd(&["report", "--since", "1h"])
-            .env("TRIAGE_NOW", "2026-02-04T16:00:00Z")
-            .output()
-            .unwrap(),
-    );
+    let r = s
+        .triage(["report", "--since", "1h"])
+        .env("TRIAGE_NOW", "2026-02-04T16:00:00Z")
+        .run()
+        .stdout_json();
     assert_eq!(r["records"], 0);
-    let out = s.cmd(&["report", "--text"]).output().unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
+    let out = s.triage(["report", "--text"]).run();
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(
         text.lines()
             .nth(1)
@@ -441,10 +432,9 @@ fn prune_moves_old_records_to_the_archive_and_loses_nothing() {
     }
     let before: HashSet<String> = log_lines(&s).into_iter().collect();
     let out = s
-        .cmd(&["report", "prune", "--older-than", "30d"])
+        .triage(["report", "prune", "--older-than", "30d"])
         .env("TRIAGE_NOW", "2026-02-05T00:00:00Z")
-        .output()
-        .unwrap();
+        .run();
     let r = json_out(&out);
     assert_eq!(
         (r["moved"].as_u64(), r["kept"].as_u64()),
@@ -473,7 +463,7 @@ fn templates_render_from_the_log_as_text_and_json() {
         );
     }
     let out = s
-        .cmd(&[
+        .triage([
             "report",
             "--session",
             "s",
@@ -481,18 +471,16 @@ fn templates_render_from_the_log_as_text_and_json() {
             "multiple-failures",
             "--text",
         ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8(out.stdout).unwrap();
+        .run();
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
     assert!(
         text.starts_with("[MULTIPLE FAILURES] 2 agents failed in Phase 2\n"),
         "{text}"
     );
-    let v = json_out(
-        &s.cmd(&["report", "--session", "s", "--template", "agent-failure"])
-            .output()
-            .unwrap(),
-    );
+    let v = s
+        .triage(["report", "--session", "s", "--template", "agent-failure"])
+        .run()
+        .stdout_json();
     assert_eq!(
         (v["template"].as_str(), v["agent_name"].as_str()),
         (Some("agent-failure"), Some("b"))
@@ -525,15 +513,10 @@ fn the_choice_prompt_line_is_printed_only_to_a_terminal() {
         "agent-failure",
         "--text",
     ];
-    let piped = s.cmd(&args).output().unwrap();
+    let piped = s.triage(args).run();
     let piped = String::from_utf8_lossy(&piped.stdout);
     assert!(!piped.contains("Enter choice"), "{piped}");
-    let probe = std::process::Command::new("script")
-        .args(["-qec", "true", "/dev/null"])
-        .stdin(Stdio::null())
-        .output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: util-linux `script` is not here to give the command a terminal");
+    if !skip_unless_script() {
         return;
     }
     let line = std::iter::once(crate::common::bin().display().to_string())
@@ -541,20 +524,13 @@ fn the_choice_prompt_line_is_printed_only_to_a_terminal() {
         .map(|a| format!("'{a}'"))
         .collect::<Vec<_>>()
         .join(" ");
-    let mut c = std::process::Command::new("script");
-    for (k, _) in std::env::vars() {
-        if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") {
-            c.env_remove(k);
-        }
-    }
-    let tty = c
+    let tty = s
+        .command("script")
         .args(["-qec", &line, "/dev/null"])
         .env("SHELL", "/bin/sh")
         .env("NO_COLOR", "1")
-        .current_dir(s.path())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+        .stdin_null()
+        .run();
     let tty = String::from_utf8_lossy(&tty.stdout);
     assert!(tty.contains("Enter choice [A/B/C/D]:"), "{tty}");
     assert!(
@@ -568,14 +544,11 @@ fn record_error_entry_point_in_bin_runs() {
     let s = Sandbox::new();
     let link = s.path().join("record-error");
     std::os::unix::fs::symlink(crate::common::bin(), &link).unwrap();
-    let out = std::process::Command::new(&link)
+    let out = s
+        .command(&link)
         .args(["--kind", "crash", "--agent", "x"])
-        .current_dir(s.path())
-        .env_remove("TRIAGE_DIR")
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+        .stdin_null()
+        .run();
     assert_eq!(json_out(&out)["agent"], "x");
 }
 
@@ -592,7 +565,7 @@ fn report_lists_the_highest_crossings_and_counts_the_rest() {
         }
     }
     s.write(".triage/logs/errors.jsonl", log);
-    let r = json_out(&s.cmd(&["report"]).output().unwrap());
+    let r = s.triage(["report"]).run().stdout_json();
     assert_eq!(r["thresholds_crossed"]["session_failure_threshold"], 30);
     let listed = r["thresholds"].as_array().unwrap();
     assert_eq!(listed.len(), 20);
@@ -602,7 +575,7 @@ fn report_lists_the_highest_crossings_and_counts_the_rest() {
         .collect();
     assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{counts:?}");
     assert_eq!(counts[0], 11);
-    let text = s.cmd(&["report", "--text"]).output().unwrap();
+    let text = s.triage(["report", "--text"]).run();
     assert!(String::from_utf8_lossy(&text.stdout)
         .contains("session_failure_threshold: 10 more not listed (the 20 highest are)"));
 }

@@ -14,18 +14,12 @@ fn page(s: &Sandbox, args: &[&str]) -> String {
     let mut all = vec!["report", "--html", "-"];
     all.extend_from_slice(args);
     let out = s
-        .cmd(&all)
+        .triage(&all)
         .env("TRIAGE_NOW", NOW)
         .env("TZ", "UTC")
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+        .run()
+        .status(0);
+    String::from_utf8(out.stdout.clone()).unwrap()
 }
 
 /// The page's outline: landmark, heading, figure, chart and table elements with their id,
@@ -201,16 +195,10 @@ fn html_is_self_contained_accessible_and_follows_the_colour_scheme() {
 fn html_to_a_file_answers_in_json() {
     let s = fixture();
     let out = s
-        .cmd(&["report", "--html", "out/page.html", "--agent", "researcher"])
+        .triage(["report", "--html", "out/page.html", "--agent", "researcher"])
         .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .run()
+        .status(0);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["records"], 12);
     assert_eq!(v["filter"]["agent"], "researcher");
@@ -353,10 +341,7 @@ fn look(png_path: &Path) -> (usize, f64, f64) {
 #[test]
 fn renders_in_headless_chromium_without_console_messages() {
     let Some(browser) = chromium() else {
-        if std::env::var_os("TRIAGE_REQUIRE_CHROMIUM").is_some() {
-            panic!("TRIAGE_REQUIRE_CHROMIUM is set but chromium is not installed");
-        }
-        eprintln!("skipped: chromium is not installed (.ci/run installs Debian's chromium)");
+        crate::common::skip("chromium is not installed", "TRIAGE_REQUIRE_CHROMIUM");
         return;
     };
     let s = fixture();

@@ -1,7 +1,7 @@
 //! `triage run`: retries on the policy's schedule, timeouts that kill the whole process group,
 //! `timeout(1)`'s exit statuses, interrupts forwarded with the partial output kept.
 
-use crate::common::{json_out, Sandbox};
+use crate::common::Sandbox;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
@@ -57,7 +57,7 @@ fn fails_twice_then_succeeds_with_the_third_attempts_stdout_only() {
     let s = sandbox();
     s.write("flaky.sh", FLAKY);
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--preserve-partial",
             "scratch",
@@ -67,10 +67,9 @@ fn fails_twice_then_succeeds_with_the_third_attempts_stdout_only() {
             "sh",
             "flaky.sh",
         ])
-        .write_stdin("input line\n")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .stdin("input line\n")
+        .run()
+        .status(0);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "out 3\ninput line\n");
     let r = report(&out.stderr);
     assert_eq!(r["outcome"], "succeeded");
@@ -98,7 +97,7 @@ fn a_hung_command_is_killed_with_its_children_and_exits_124() {
                   while [ ! -s child.pid ]; do :; done; echo started; sleep 60; wait";
     let t0 = Instant::now();
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--agent",
             "mailer",
@@ -111,10 +110,9 @@ fn a_hung_command_is_killed_with_its_children_and_exits_124() {
             "-c",
             script,
         ])
-        .output()
-        .unwrap();
+        .run();
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
-    assert_eq!(out.status.code(), Some(124));
+    let out = out.status(124);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "started\n");
     let r = report(&out.stderr);
     assert_eq!(r["outcome"], "timed_out");
@@ -150,7 +148,7 @@ fn a_group_that_obeys_sigterm_is_reported_as_stopped_not_killed() {
     // The leader and its child both die of SIGTERM; the child may linger as a zombie until
     // its new parent reaps it, which must not count as a survivor.
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--agent",
             "mailer",
@@ -163,9 +161,8 @@ fn a_group_that_obeys_sigterm_is_reported_as_stopped_not_killed() {
             "-c",
             "sleep 30 & sleep 30",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(124));
+        .run()
+        .status(124);
     let r = report(&out.stderr);
     assert_eq!(r["attempts"][0]["end"], "timed out (stopped by SIGTERM)");
 }
@@ -199,10 +196,9 @@ fn exit_statuses_follow_timeout_1() {
 fn the_report_can_go_to_a_file() {
     let s = sandbox();
     let out = s
-        .cmd(&["run", "--report", "r/report.json", "--", "echo", "hi"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .triage(["run", "--report", "r/report.json", "--", "echo", "hi"])
+        .run()
+        .status(0);
     assert!(
         out.stderr.is_empty(),
         "{}",
@@ -217,7 +213,7 @@ fn sigint_is_forwarded_and_the_partial_output_kept() {
     let s = sandbox();
     let script = "echo partial-line; touch started; while :; do sleep 0.05; done";
     let child = s
-        .std_cmd(&[
+        .triage([
             "run",
             "--grace",
             "2s",
@@ -228,10 +224,7 @@ fn sigint_is_forwarded_and_the_partial_output_kept() {
             "-c",
             script,
         ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     let t0 = Instant::now();
     while !s.exists("started") {
         assert!(
@@ -244,8 +237,7 @@ fn sigint_is_forwarded_and_the_partial_output_kept() {
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130));
+    let out = child.wait().status(130);
     let r = report(&out.stderr);
     assert_eq!(r["outcome"], "interrupted");
     assert_eq!(r["attempts"][0]["kind"], "interrupted");
@@ -265,24 +257,22 @@ fn sigint_is_forwarded_and_the_partial_output_kept() {
 fn failures_are_recorded_and_the_breaker_sees_the_success() {
     let s = sandbox();
     s.write("flaky.sh", FLAKY);
-    let out = s
-        .cmd(&[
-            "run",
-            "--agent",
-            "flaky",
-            "--session",
-            "s1",
-            "--workflow",
-            "w1",
-            "--phase",
-            "2",
-            "--",
-            "sh",
-            "flaky.sh",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    s.triage([
+        "run",
+        "--agent",
+        "flaky",
+        "--session",
+        "s1",
+        "--workflow",
+        "w1",
+        "--phase",
+        "2",
+        "--",
+        "sh",
+        "flaky.sh",
+    ])
+    .run()
+    .status(0);
     let recs = errors(&s);
     assert_eq!(recs.len(), 2, "one record per failed attempt: {recs:?}");
     for (i, r) in recs.iter().enumerate() {
@@ -311,7 +301,7 @@ fn failures_are_recorded_and_the_breaker_sees_the_success() {
             "{r}"
         );
     }
-    let status = json_out(&s.cmd(&["breaker", "status", "flaky"]).output().unwrap());
+    let status = s.triage(["breaker", "status", "flaky"]).run().stdout_json();
     let b = &status["breakers"][0];
     assert_eq!(b["state"], "closed");
     assert_eq!(b["consecutive_failures"], 0, "the success reset the count");
@@ -328,11 +318,10 @@ fn an_open_breaker_stops_run_before_the_command_starts() {
         .assert()
         .success();
     let out = s
-        .cmd(&["run", "--agent", "researcher", "--", "touch", "marker"])
+        .triage(["run", "--agent", "researcher", "--", "touch", "marker"])
         .env("TRIAGE_NOW", "2026-02-04T14:35:00Z")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(75));
+        .run()
+        .status(75);
     assert!(!s.exists("marker"), "the command must not have run");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -355,11 +344,10 @@ fn an_open_breaker_stops_run_before_the_command_starts() {
         .assert()
         .code(0);
     assert!(s.exists("marker"));
-    let status = json_out(
-        &s.cmd(&["breaker", "status", "researcher"])
-            .output()
-            .unwrap(),
-    );
+    let status = s
+        .triage(["breaker", "status", "researcher"])
+        .run()
+        .stdout_json();
     assert_eq!(status["breakers"][0]["state"], "closed");
 }
 
@@ -370,10 +358,9 @@ fn a_breaker_the_runs_own_failures_opened_lets_its_retry_run_and_closes_on_its_s
     // The default breaker opens after 2 consecutive failures, before the third attempt: within
     // one run the retry decision comes first (issue 17 item 10).
     let out = s
-        .cmd(&["run", "--agent", "researcher", "--", "sh", "flaky.sh"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .triage(["run", "--agent", "researcher", "--", "sh", "flaky.sh"])
+        .run()
+        .status(0);
     assert_eq!(s.read("count").trim(), "3");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "out 3\n");
     let r = report(&out.stderr);
@@ -381,11 +368,10 @@ fn a_breaker_the_runs_own_failures_opened_lets_its_retry_run_and_closes_on_its_s
     assert_eq!(r["attempts"][2]["breaker"]["state"], "closed");
     assert_eq!(errors(&s).len(), 2);
     assert_eq!(resolutions(&s).len(), 2, "both failures recovered");
-    let st = json_out(
-        &s.cmd(&["breaker", "status", "researcher"])
-            .output()
-            .unwrap(),
-    );
+    let st = s
+        .triage(["breaker", "status", "researcher"])
+        .run()
+        .stdout_json();
     assert_eq!(st["breakers"][0]["state"], "closed");
     assert_eq!(st["breakers"][0]["totals"]["opened"], 1);
 }
@@ -398,7 +384,7 @@ fn a_rejected_output_is_a_validation_failure_and_not_retried() {
         "n=$(cat count 2>/dev/null || echo 0); echo $((n+1)) > count\n",
     );
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--until-output-ok",
             "--agent",
@@ -407,9 +393,8 @@ fn a_rejected_output_is_a_validation_failure_and_not_retried() {
             "sh",
             "quiet.sh",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+        .run()
+        .status(1);
     assert_eq!(s.read("count").trim(), "1", "not retried");
     let recs = errors(&s);
     assert_eq!(recs.len(), 1, "{recs:?}");
@@ -418,7 +403,10 @@ fn a_rejected_output_is_a_validation_failure_and_not_retried() {
     assert_eq!(recs[0]["context"]["check_kind"], "output_missing");
     let r = report(&out.stderr);
     assert_eq!(r["outcome"], "output_rejected");
-    let status = json_out(&s.cmd(&["breaker", "status", "writer"]).output().unwrap());
+    let status = s
+        .triage(["breaker", "status", "writer"])
+        .run()
+        .stdout_json();
     assert_eq!(status["breakers"][0]["totals"]["failures"], 1);
     // A good output passes.
     s.cmd(&["run", "--until-output-ok", "--", "echo", "done"])
@@ -436,10 +424,9 @@ fn an_agent_with_side_effects_is_never_retried() {
          echo 'Error: connect ECONNREFUSED 10.0.0.5:25' >&2; exit 1\n",
     );
     let out = s
-        .cmd(&["run", "--agent", "mailer", "--", "sh", "send.sh"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+        .triage(["run", "--agent", "mailer", "--", "sh", "send.sh"])
+        .run()
+        .status(1);
     assert_eq!(s.read("count").trim(), "1");
     let recs = errors(&s);
     assert_eq!(recs.len(), 1);
@@ -505,10 +492,9 @@ fn an_unusable_breaker_fails_open_with_a_warning() {
     let s = sandbox();
     s.write(".triage/breakers", "not a folder");
     let out = s
-        .cmd(&["run", "--agent", "researcher", "--", "touch", "marker"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .triage(["run", "--agent", "researcher", "--", "touch", "marker"])
+        .run()
+        .status(0);
     assert!(s.exists("marker"));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(

@@ -7,12 +7,7 @@ use serde_json::Value;
 const NOW: &str = "2026-01-02T03:04:05Z";
 
 fn ok(s: &Sandbox, args: &[&str]) -> Value {
-    let out = s.cmd(args).env("TRIAGE_NOW", NOW).output().unwrap();
-    assert!(
-        out.status.success(),
-        "triage {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = s.triage(args).env("TRIAGE_NOW", NOW).run().status(0);
     json_out(&out)
 }
 
@@ -104,10 +99,9 @@ fn compensation_killed_mid_run_resumes_without_repeating_what_succeeded() {
         "if [ ! -e killed ]; then touch killed; kill -KILL $PPID; exit 1; fi; echo b >> log",
     );
     let out = s
-        .cmd(&["saga", "compensate", "w1"])
+        .triage(["saga", "compensate", "w1"])
         .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap();
+        .run();
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(out.status.signal(), Some(9), "triage was killed mid-run");
     assert_eq!(s.read("log"), "c\n");
@@ -134,11 +128,10 @@ fn a_failed_compensation_is_reported_passed_and_retried_next_time() {
     let s = Sandbox::new();
     three_steps(&s, "test -e fixed && echo b >> log");
     let out = s
-        .cmd(&["-e", "saga", "compensate", "w1"])
+        .triage(["-e", "saga", "compensate", "w1"])
         .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1), "negative verdict under -e");
+        .run()
+        .status(1); // a negative verdict under -e
     let report = json_out(&out);
     assert_eq!(report["status"], "compensation_failed");
     assert_eq!(report["failed"][0]["step"], "b");
@@ -169,7 +162,7 @@ fn the_saga_lives_in_an_existing_workflow_state_file() {
     let st = ok(&s, &["saga", "status", "w9", "--state", "run/state.json"]);
     assert_eq!(st["saga"]["steps"][0]["name"], "outline");
     let text = s
-        .cmd(&[
+        .triage([
             "saga",
             "status",
             "w9",
@@ -177,8 +170,7 @@ fn the_saga_lives_in_an_existing_workflow_state_file() {
             "run/state.json",
             "--text",
         ])
-        .output()
-        .unwrap();
+        .run();
     assert!(String::from_utf8_lossy(&text.stdout).contains("outline"));
     // Another workflow's id is refused.
     s.cmd(&[

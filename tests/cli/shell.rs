@@ -1,6 +1,7 @@
 //! The shell contract (issue 16): forgiving environment values, refusals that print their one
 //! JSON line, `run`'s own options, `install-links`, operator commands on unknown keys, resets
-//! that make old tickets stale, and help. Each test names the item it pins.
+//! that make old tickets stale, and help. Each section names the item it pins; each test is
+//! named after the behaviour.
 
 use crate::common::{json_out, Sandbox};
 use predicates::str::contains;
@@ -16,25 +17,22 @@ fn stderr(out: &std::process::Output) -> String {
 /// non-zero; every spelling of no, an empty value and a malformed one leave it off. Before,
 /// `TRIAGE_STRICT=1` made every command exit 64.
 #[test]
-fn item1_triage_strict_takes_every_boolean_spelling() {
+fn triage_strict_takes_every_boolean_spelling() {
     let s = Sandbox::new();
     let run = |v: &str| {
-        s.cmd(&["state-write", "s.json"])
+        s.triage(["state-write", "s.json"])
             .env("TRIAGE_STRICT", v)
-            .write_stdin("not json")
-            .output()
-            .unwrap()
+            .stdin("not json")
+            .run()
     };
     for yes in ["1", "true", "TRUE", "yes", "Yes", "on", "ON"] {
-        assert_eq!(run(yes).status.code(), Some(65), "TRIAGE_STRICT={yes}");
+        run(yes).status(65);
     }
     for no in ["0", "false", "False", "no", "NO", "off", ""] {
-        let out = run(no);
-        assert_eq!(out.status.code(), Some(0), "TRIAGE_STRICT={no:?}");
+        let out = run(no).status(0);
         assert!(!stderr(&out).contains("TRIAGE_STRICT"), "{}", stderr(&out));
     }
-    let out = run("maybe");
-    assert_eq!(out.status.code(), Some(0));
+    let out = run("maybe").status(0);
     assert!(
         stderr(&out).contains("warning: TRIAGE_STRICT=`maybe` is not a yes or no"),
         "{}",
@@ -45,18 +43,17 @@ fn item1_triage_strict_takes_every_boolean_spelling() {
 /// An empty `TRIAGE_DIR=` or `TRIAGE_CONFIG=` is unset: the defaults apply (before: exit 64,
 /// "a value is required").
 #[test]
-fn item1_empty_values_are_unset() {
+fn empty_environment_values_are_unset() {
     let s = Sandbox::new();
     s.write(".triage.toml", "[breaker]\nfailure_threshold = 4\n");
     let out = s
-        .cmd(&["config", "show"])
+        .triage(["config", "show"])
         .env("TRIAGE_DIR", "")
         .env("TRIAGE_CONFIG", "")
         .env("TRIAGE_STRICT", "")
         .env("TRIAGE_NOW", "")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .run()
+        .status(0);
     assert_eq!(json_out(&out)["breaker"]["failure_threshold"], 4);
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
     s.cmd(&["breaker", "check", "k"])
@@ -69,7 +66,7 @@ fn item1_empty_values_are_unset() {
 /// `triage hook` exits 0 and still does its job whatever its environment holds; a bad value
 /// is a warning naming the variable and the default used.
 #[test]
-fn item1_hook_exits_0_whatever_its_environment_holds() {
+fn hook_exits_0_whatever_its_environment_holds() {
     let s = Sandbox::new();
     s.cmd(&["breaker", "trip", "researcher"]).assert().code(0);
     let payload = r#"{"hook_event_name":"PreToolUse","session_id":"s1","tool_name":"Agent","tool_input":{"subagent_type":"researcher"}}"#;
@@ -81,12 +78,11 @@ fn item1_hook_exits_0_whatever_its_environment_holds() {
         ("TRIAGE_SEED", "x"),
         ("TRIAGE_CONFIG", "no-such-policy.toml"),
     ];
-    let mut c = s.cmd(&["hook"]);
+    let mut c = s.triage(["hook"]);
     for (k, v) in bad {
         c.env(k, v);
     }
-    let out = c.write_stdin(payload).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = c.stdin(payload).run().status(0);
     let v = json_out(&out);
     assert_eq!(
         v["hookSpecificOutput"]["permissionDecision"], "deny",
@@ -127,7 +123,7 @@ fn item1_hook_exits_0_whatever_its_environment_holds() {
 /// The refusals the issue found silent: each prints one JSON line saying it was not done, and
 /// exits 1 with `-e` (0 without).
 #[test]
-fn item5_refusals_print_their_json_line_and_exit_1_with_e() {
+fn refusals_print_their_json_line_and_exit_1_with_e() {
     let s = Sandbox::new();
     let cases: &[(&[&str], &str, &str, &str)] = &[
         (
@@ -153,8 +149,7 @@ fn item5_refusals_print_their_json_line_and_exit_1_with_e() {
             if e {
                 a.insert(0, "-e");
             }
-            let out = s.cmd(&a).write_stdin(*stdin).output().unwrap();
-            assert_eq!(out.status.code(), Some(i32::from(e)), "{a:?}");
+            let out = s.triage(&a).stdin(*stdin).run().status(i32::from(e));
             let v = json_out(&out);
             assert_eq!(v[key], false, "{a:?}: {v}");
             assert!(
@@ -172,11 +167,10 @@ fn item5_refusals_print_their_json_line_and_exit_1_with_e() {
 
 /// `triage help SUB` prints SUB's help (before: "unrecognized subcommand 'help'", exit 64).
 #[test]
-fn item9_help_sub_prints_the_subcommands_help() {
+fn help_sub_prints_the_subcommands_help() {
     let s = Sandbox::new();
-    let via_help = s.cmd(&["help", "run"]).output().unwrap();
-    assert_eq!(via_help.status.code(), Some(0));
-    let via_flag = s.cmd(&["run", "--help"]).output().unwrap();
+    let via_help = s.triage(["help", "run"]).run().status(0);
+    let via_flag = s.triage(["run", "--help"]).run();
     assert_eq!(via_help.stdout, via_flag.stdout);
     s.cmd(&["help", "breaker", "check"])
         .assert()
@@ -196,7 +190,7 @@ fn item9_help_sub_prints_the_subcommands_help() {
 /// warning on stderr; no trace file appears in or under the bin folder; a link to an earlier
 /// triage is replaced.
 #[test]
-fn item6_install_links_never_replaces_what_triage_did_not_make() {
+fn install_links_never_replaces_what_triage_did_not_make() {
     let s = Sandbox::new();
     let bin = s.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
@@ -204,11 +198,10 @@ fn item6_install_links_never_replaces_what_triage_did_not_make() {
     std::fs::write(bin.join("classify"), "#!/bin/sh\n").unwrap();
     std::os::unix::fs::symlink("/old/place/triage", bin.join("state-read")).unwrap();
     let out = s
-        .cmd(&["install-links", bin.to_str().unwrap()])
+        .triage(["install-links", bin.to_str().unwrap()])
         .current_dir(&bin)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .run()
+        .status(0);
     assert_eq!(
         std::fs::read_link(bin.join("breaker")).unwrap(),
         std::path::Path::new("/bin/true")
@@ -250,27 +243,22 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 /// A link named `triage-classify` runs `triage classify`, as git runs `git-foo`.
 #[test]
-fn item6_git_style_names_run_their_subcommand() {
+fn git_style_names_run_their_subcommand() {
     let s = Sandbox::new();
     for name in ["triage-classify", "classify"] {
         let link = s.path().join(name);
         std::os::unix::fs::symlink(crate::common::bin(), &link).unwrap();
-        let out = std::process::Command::new(&link)
+        let out = s
+            .command(&link)
             .args(["--message", "HTTP 429 Too Many Requests"])
-            .current_dir(s.path())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+            .run()
+            .status(0);
         assert_eq!(json_out(&out)["kind"], "rate_limited", "{name}");
     }
     let link = s.path().join("triage-state-read");
     std::os::unix::fs::symlink(crate::common::bin(), &link).unwrap();
     s.write("f.json", "{\"a\":3}");
-    let out = std::process::Command::new(&link)
-        .arg("f.json")
-        .current_dir(s.path())
-        .output()
-        .unwrap();
+    let out = s.command(&link).arg("f.json").run();
     assert_eq!(json_out(&out)["data"]["a"], 3);
 }
 
@@ -281,7 +269,7 @@ fn item6_git_style_names_run_their_subcommand() {
 /// and create a phantom `reseacher.json`. Now each operator command on a missing key says so
 /// with the closest existing key and creates nothing; `trip` of a new key still works.
 #[test]
-fn item7_operator_commands_on_a_missing_key_suggest_and_create_nothing() {
+fn operator_commands_on_a_missing_key_suggest_and_create_nothing() {
     let s = Sandbox::new();
     s.cmd(&["breaker", "record", "researcher", "--outcome", "success"])
         .assert()
@@ -297,8 +285,7 @@ fn item7_operator_commands_on_a_missing_key_suggest_and_create_nothing() {
     };
     let before = files();
     for action in ["reset", "disable", "half-open"] {
-        let out = s.cmd(&["breaker", action, "reseacher"]).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{action}");
+        let out = s.triage(["breaker", action, "reseacher"]).run().status(0);
         assert!(
             stderr(&out).contains("no breaker `reseacher`")
                 && stderr(&out).contains("did you mean `researcher`?"),
@@ -310,17 +297,14 @@ fn item7_operator_commands_on_a_missing_key_suggest_and_create_nothing() {
             .assert()
             .code(1);
     }
-    let out = s
-        .cmd(&["breaker", "status", "reseacher", "--text"])
-        .output()
-        .unwrap();
+    let out = s.triage(["breaker", "status", "reseacher", "--text"]).run();
     assert!(stderr(&out).contains("did you mean `researcher`?"));
     assert!(!String::from_utf8_lossy(&out.stdout).contains("reseacher"));
     s.cmd(&["-e", "breaker", "status", "reseacher"])
         .assert()
         .code(1);
     assert_eq!(files(), before, "nothing was created");
-    let out = s.cmd(&["breaker", "trip", "fresh"]).output().unwrap();
+    let out = s.triage(["breaker", "trip", "fresh"]).run();
     assert_eq!(json_out(&out)["state"], "forced_open");
     assert!(
         stderr(&out).contains("note: no breaker `fresh` (tripping a new one)"),
@@ -334,13 +318,13 @@ fn item7_operator_commands_on_a_missing_key_suggest_and_create_nothing() {
 
 /// A ticket taken before `breaker reset` of a closed breaker was still counted afterwards.
 #[test]
-fn item8_a_ticket_from_before_a_reset_is_stale() {
+fn a_ticket_from_before_a_reset_is_stale() {
     let s = Sandbox::new();
-    let v = json_out(&s.cmd(&["breaker", "check", "k"]).output().unwrap());
+    let v = s.triage(["breaker", "check", "k"]).run().stdout_json();
     let ticket = v["ticket"].as_str().unwrap().to_string();
     s.cmd(&["breaker", "reset", "k"]).assert().code(0);
-    let v = json_out(
-        &s.cmd(&[
+    let v = s
+        .triage([
             "breaker",
             "record",
             "k",
@@ -349,30 +333,24 @@ fn item8_a_ticket_from_before_a_reset_is_stale() {
             "--ticket",
             &ticket,
         ])
-        .output()
-        .unwrap(),
-    );
+        .run()
+        .stdout_json();
     assert_eq!(v["effect"], "stale", "{v}");
     assert_eq!(v["consecutive_failures"], 0);
 }
 
 /// `breaker check --hook` (and `record --hook`) answer the hook like `breaker --hook`.
 #[test]
-fn item8_breaker_check_hook_works_as_breaker_hook() {
+fn breaker_check_hook_works_as_breaker_hook() {
     let s = Sandbox::new();
     s.cmd(&["breaker", "trip", "researcher"]).assert().code(0);
     let pre = r#"{"hook_event_name":"PreToolUse","tool_name":"Agent","tool_input":{"subagent_type":"researcher"}}"#;
-    let plain = s
-        .cmd(&["breaker", "--hook"])
-        .write_stdin(pre)
-        .output()
-        .unwrap();
+    let plain = s.triage(["breaker", "--hook"]).stdin(pre).run();
     for args in [
         &["breaker", "check", "--hook"][..],
         &["breaker", "record", "--hook"],
     ] {
-        let out = s.cmd(args).write_stdin(pre).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let out = s.triage(args).stdin(pre).run().status(0);
         assert_eq!(out.stdout, plain.stdout, "{args:?}");
     }
     assert_eq!(
@@ -398,40 +376,37 @@ fn report_of(out: &std::process::Output) -> serde_json::Value {
 /// error record, a breaker failure). An unknown option before the command is a usage error
 /// that runs nothing; after the command's name, everything is the command's.
 #[test]
-fn item4_an_unknown_option_before_the_command_is_a_usage_error() {
+fn run_refuses_an_unknown_option_before_the_command_as_a_usage_error() {
     let s = Sandbox::new();
     let out = s
-        .cmd(&["run", "--agent", "x", "--timout", "5m", "--", "echo", "hi"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(64));
+        .triage(["run", "--agent", "x", "--timout", "5m", "--", "echo", "hi"])
+        .run()
+        .status(64);
     assert!(stderr(&out).starts_with("triage run: "), "{}", stderr(&out));
     assert!(stderr(&out).contains("--timeout"), "did-you-mean");
     assert!(out.stdout.is_empty());
     assert!(!s.root().exists(), "nothing recorded, no breaker touched");
     s.cmd(&["run", "--bogus", "echo", "hi"]).assert().code(64);
     let out = s
-        .cmd(&["run", "--no-retry", "echo", "--timout", "-x"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .triage(["run", "--no-retry", "echo", "--timout", "-x"])
+        .run()
+        .status(0);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "--timout -x\n");
 }
 
 /// --retries N, --no-retry and --delay set the attempts and the wait; --quiet drops the
 /// per-attempt lines; --report FILE still takes the JSON report; --text is for a person.
 #[test]
-fn item4_retries_no_retry_delay_quiet_and_text() {
+fn run_takes_retries_no_retry_delay_quiet_and_text() {
     let s = Sandbox::new();
     let fail = ["sh", "-c", "echo oops >&2; exit 3"];
     let run = |flags: &[&str]| {
         let mut a = vec!["run"];
         a.extend_from_slice(flags);
         a.extend_from_slice(&fail);
-        s.cmd(&a).output().unwrap()
+        s.triage(&a).run()
     };
-    let out = run(&["--retries", "3", "--delay", "1ms"]);
-    assert_eq!(out.status.code(), Some(3));
+    let out = run(&["--retries", "3", "--delay", "1ms"]).status(3);
     let r = report_of(&out);
     assert_eq!(r["attempts"].as_array().unwrap().len(), 4, "{r}");
     // A plain non-zero exit is a tool_failure, whose own cap (one retry) --retries replaces.
@@ -475,7 +450,7 @@ fn item4_retries_no_retry_delay_quiet_and_text() {
 
 /// --help says how long the worst case takes with the built-in schedule.
 #[test]
-fn item4_help_says_how_long_the_worst_case_takes() {
+fn run_help_says_how_long_the_worst_case_takes() {
     let s = Sandbox::new();
     s.cmd(&["run", "--help"])
         .assert()
@@ -489,7 +464,7 @@ fn item4_help_says_how_long_the_worst_case_takes() {
 /// the retries but leaves the last attempt's status and output, and the report says why.
 /// A breaker the run's own failures opened does not stop its retries at all.
 #[test]
-fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
+fn run_keeps_the_last_status_when_a_breaker_opens_after_its_attempts() {
     let s = Sandbox::new();
     let bin = crate::common::bin();
     let script = format!(
@@ -497,7 +472,7 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
         bin.display()
     );
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--agent",
             "flaky",
@@ -510,9 +485,8 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
             "-c",
             &script,
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+        .run()
+        .status(3);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "partial\n");
     let r = report_of(&out);
     assert_eq!(r["outcome"], "breaker_opened", "{r}");
@@ -526,17 +500,16 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
     );
     // Now it is open: the command is never run, and that alone is 75.
     let out = s
-        .cmd(&["run", "--agent", "flaky", "--", "sh", "-c", "echo ran"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(75));
+        .triage(["run", "--agent", "flaky", "--", "sh", "-c", "echo ran"])
+        .run()
+        .status(75);
     assert!(out.stdout.is_empty());
     assert_eq!(report_of(&out)["outcome"], "breaker_open");
 
     // The run's own failures open a breaker after two attempts: its retries go on (the
     // count says so), and the status is the last attempt's, never 75.
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--agent",
             "own",
@@ -550,9 +523,8 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
             "-c",
             "echo again; exit 4",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+        .run()
+        .status(4);
     // --quiet: no line per attempt, the breaker's "goes ahead" included; only the report.
     assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "again\n");
@@ -563,11 +535,11 @@ fn item4_a_breaker_that_opens_after_attempts_keeps_the_last_status() {
 
 /// `--timeout 0` is no timeout, as in timeout(1) (it was 10 ms).
 #[test]
-fn item4_timeout_0_is_no_timeout() {
+fn run_timeout_0_is_no_timeout() {
     let s = Sandbox::new();
     s.write(".triage.toml", "[retry]\nschedule = [\"1ms\"]\n");
     let out = s
-        .cmd(&[
+        .triage([
             "run",
             "--timeout",
             "0",
@@ -576,9 +548,8 @@ fn item4_timeout_0_is_no_timeout() {
             "-c",
             "sleep 0.2; echo done",
         ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .run()
+        .status(0);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
     assert_eq!(report_of(&out)["timeout_ms"], serde_json::Value::Null);
 }
@@ -591,18 +562,17 @@ const EIGHT: &str = include_str!("../fixtures/eight-mistakes.toml");
 /// The issue's example: one bad regex (or a typo) made triage ignore the whole policy, so
 /// `min_chars = 10` was not applied and `hello` passed.
 #[test]
-fn item2_one_bad_entry_never_drops_the_whole_policy() {
+fn one_bad_entry_never_drops_the_whole_policy() {
     let s = Sandbox::new();
     s.write(
         ".triage.toml",
         "[breaker]\nfailure_treshold = 3\n\n[agents.researcher.output]\nmin_chars = 10\nrequire_all = ['(unclosed']\n",
     );
     let out = s
-        .cmd(&["check-output", "--raw", "--agent", "researcher"])
-        .write_stdin("hello")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .triage(["check-output", "--raw", "--agent", "researcher"])
+        .stdin("hello")
+        .run()
+        .status(0);
     let v = json_out(&out);
     assert_eq!(v["ok"], false, "min_chars = 10 still applies: {v}");
     let err = stderr(&out);
@@ -627,11 +597,10 @@ fn item2_one_bad_entry_never_drops_the_whole_policy() {
 /// `config check` lists every problem in file order as FILE:LINE:COL, in the policy's words,
 /// and exits 1 (0 only for a clean file); a file that does not exist is an error.
 #[test]
-fn item3_config_check_lists_every_problem_and_exits_1() {
+fn config_check_lists_every_problem_and_exits_1() {
     let s = Sandbox::new();
     s.write("eight.toml", EIGHT);
-    let out = s.cmd(&["config", "check", "eight.toml"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    let out = s.triage(["config", "check", "eight.toml"]).run().status(1);
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().collect();
     let expected = [
@@ -654,10 +623,9 @@ fn item3_config_check_lists_every_problem_and_exits_1() {
     assert_eq!(v["problems"][2]["line"], 13);
     assert_eq!(v["problems"][2]["column"], 12);
     let text = s
-        .cmd(&["config", "check", "eight.toml", "--text"])
-        .output()
-        .unwrap();
-    assert_eq!(text.status.code(), Some(1));
+        .triage(["config", "check", "eight.toml", "--text"])
+        .run()
+        .status(1);
     let stdout = String::from_utf8_lossy(&text.stdout);
     assert!(stdout.ends_with("8 problems\n"), "{stdout}");
     assert_eq!(stdout.lines().count(), 9);
@@ -665,10 +633,9 @@ fn item3_config_check_lists_every_problem_and_exits_1() {
     s.write("good.toml", include_str!("../fixtures/spec-policy.toml"));
     s.cmd(&["config", "check", "good.toml"]).assert().code(0);
     let out = s
-        .cmd(&["config", "check", "nonexist.toml"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+        .triage(["config", "check", "nonexist.toml"])
+        .run()
+        .status(1);
     assert!(
         stderr(&out).starts_with("nonexist.toml: cannot read it: "),
         "{}",
@@ -679,7 +646,7 @@ fn item3_config_check_lists_every_problem_and_exits_1() {
         "more.toml",
         "[agents.a.output]\njq = ['.a |']\nforbid = ['\\w{1000}\\w{1000}\\w{1000}']\n",
     );
-    let out = s.cmd(&["config", "check", "more.toml"]).output().unwrap();
+    let out = s.triage(["config", "check", "more.toml"]).run();
     let err = stderr(&out);
     assert!(
         err.contains("more.toml:2:7: agents.a.output.jq: jq filter `.a |`"),
@@ -693,11 +660,10 @@ fn item3_config_check_lists_every_problem_and_exits_1() {
 
 /// The same eight-mistake file at run time: every good entry applies, one warning per bad one.
 #[test]
-fn acceptance_eight_mistakes_at_run_time() {
+fn a_policy_with_eight_mistakes_applies_every_good_entry_and_warns_once_per_bad_one() {
     let s = Sandbox::new();
     s.write(".triage.toml", EIGHT);
-    let out = s.cmd(&["config", "show"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = s.triage(["config", "show"]).run().status(0);
     let err = stderr(&out);
     assert_eq!(
         err.matches("warning: policy .triage.toml:").count(),
@@ -724,22 +690,19 @@ fn acceptance_eight_mistakes_at_run_time() {
     assert_eq!(v["classify"]["rules"][0]["name"], "quota");
     // The good entries act: the rule classifies, the output rules judge.
     let out = s
-        .cmd(&["classify", "--message", "Quota exceeded for today"])
-        .output()
-        .unwrap();
+        .triage(["classify", "--message", "Quota exceeded for today"])
+        .run();
     assert_eq!(json_out(&out)["matched_rule"], "config:quota");
     assert_eq!(stderr(&out).matches("warning: policy").count(), 8);
     let out = s
-        .cmd(&["check-output", "--raw", "--agent", "researcher"])
-        .write_stdin("hello")
-        .output()
-        .unwrap();
+        .triage(["check-output", "--raw", "--agent", "researcher"])
+        .stdin("hello")
+        .run();
     assert_eq!(json_out(&out)["ok"], false, "min_chars = 10");
     let out = s
-        .cmd(&["check-output", "--raw", "--agent", "researcher"])
-        .write_stdin("hello, and long enough")
-        .output()
-        .unwrap();
+        .triage(["check-output", "--raw", "--agent", "researcher"])
+        .stdin("hello, and long enough")
+        .run();
     assert_eq!(json_out(&out)["ok"], true);
 }
 
@@ -757,7 +720,7 @@ fn design_words(text: &str) -> Vec<String> {
 /// No help text at any depth says "seed 000", "Template 4" or "SPEC §5"; the top-level help
 /// does not claim that every subcommand prints one JSON line.
 #[test]
-fn item9_help_says_what_things_are() {
+fn help_at_any_depth_says_what_things_are_without_design_note_words() {
     use clap::CommandFactory;
     fn walk(cmd: &mut clap::Command, name: String, found: &mut Vec<String>) {
         let help = cmd.render_long_help().to_string();
@@ -774,7 +737,7 @@ fn item9_help_says_what_things_are() {
     let mut found = Vec::new();
     walk(&mut cmd, "triage".into(), &mut found);
     assert!(found.is_empty(), "{found:#?}");
-    let top = Sandbox::new().cmd(&["--help"]).output().unwrap();
+    let top = Sandbox::new().triage(["--help"]).run();
     let top = String::from_utf8_lossy(&top.stdout);
     assert!(!top.contains("Every subcommand"), "{top}");
     assert!(
@@ -786,7 +749,7 @@ fn item9_help_says_what_things_are() {
 /// Model-facing texts (hook answers, classify's advice, check-output's suggestions) come from
 /// string literals in the source: none carries a design-note word. Comments may.
 #[test]
-fn item9_no_design_words_in_the_programs_strings() {
+fn no_design_note_words_in_the_programs_strings() {
     let mut found = Vec::new();
     let mut stack = vec![std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")];
     while let Some(dir) = stack.pop() {
@@ -818,7 +781,7 @@ fn item9_no_design_words_in_the_programs_strings() {
 /// The table of what `-e` turns into exit 1 (`docs/exit-status.md`), row by row: each negative
 /// verdict is 1 with `-e` and 0 without; every subcommand has its row.
 #[test]
-fn item5_each_verdict_in_the_exit_status_table() {
+fn each_negative_verdict_in_the_exit_status_table_exits_1_with_e_and_0_without() {
     let readme = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/exit-status.md"),
     )
@@ -872,12 +835,10 @@ fn item5_each_verdict_in_the_exit_status_table() {
         ),
     ];
     for (args, stdin, field) in cases {
-        let plain = s.cmd(args).write_stdin(*stdin).output().unwrap();
-        assert_eq!(plain.status.code(), Some(0), "{args:?}: {}", stderr(&plain));
+        s.triage(*args).stdin(*stdin).run().status(0);
         let mut a = vec!["-e"];
         a.extend_from_slice(args);
-        let out = s.cmd(&a).write_stdin(*stdin).output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "-e {args:?}: {}", stderr(&out));
+        let out = s.triage(&a).stdin(*stdin).run().status(1);
         let v = json_out(&out);
         assert!(
             matches!(
@@ -889,8 +850,9 @@ fn item5_each_verdict_in_the_exit_status_table() {
     }
     // record-error: a record that crosses a threshold.
     for i in 1..=5 {
+        let crossed = i == 5;
         let out = s
-            .cmd(&[
+            .triage([
                 "-e",
                 "record-error",
                 "--session",
@@ -900,10 +862,9 @@ fn item5_each_verdict_in_the_exit_status_table() {
                 "--agent",
                 "a",
             ])
-            .output()
-            .unwrap();
-        let crossed = i == 5;
-        assert_eq!(out.status.code(), Some(i32::from(crossed)), "record {i}");
+            .run()
+            .context(format!("record {i}"))
+            .status(i32::from(crossed));
         assert_eq!(
             json_out(&out)["warnings"].as_array().unwrap().is_empty(),
             !crossed
@@ -924,8 +885,7 @@ fn item5_each_verdict_in_the_exit_status_table() {
     s.cmd(&["config", "check", "p.toml"]).assert().code(1);
     // hook: never.
     let pre = r#"{"hook_event_name":"PreToolUse","tool_name":"Agent","tool_input":{"subagent_type":"open-one"}}"#;
-    let out = s.cmd(&["-e", "hook"]).write_stdin(pre).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = s.triage(["-e", "hook"]).stdin(pre).run().status(0);
     assert_eq!(
         json_out(&out)["hookSpecificOutput"]["permissionDecision"],
         "deny"

@@ -7,30 +7,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Stdio;
 
 fn write(s: &Sandbox, file: &str, doc: &str) {
-    let out = s
-        .cmd(&["state-write", file])
-        .write_stdin(doc)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = s.triage(["state-write", file]).stdin(doc).run().status(0);
     assert_eq!(json_out(&out)["written"], true);
 }
 
 fn read(s: &Sandbox, args: &[&str]) -> serde_json::Value {
     let mut a = vec!["state-read"];
     a.extend_from_slice(args);
-    let out = s.cmd(&a).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = s.triage(&a).run().status(0);
     json_out(&out)
 }
 
@@ -47,10 +31,9 @@ fn corrupt_files(s: &Sandbox, dir: &str, prefix: &str) -> Vec<String> {
 fn write_reports_path_size_digest_and_backup() {
     let s = Sandbox::new();
     let out = s
-        .cmd(&["state-write", "run/s.json", "--require", "stage"])
-        .write_stdin("{\"stage\":2}")
-        .output()
-        .unwrap();
+        .triage(["state-write", "run/s.json", "--require", "stage"])
+        .stdin("{\"stage\":2}")
+        .run();
     let v = json_out(&out);
     assert_eq!(v["written"], true);
     assert_eq!(v["bytes"], 11);
@@ -72,19 +55,11 @@ fn concurrent_updates_never_lose_one() {
     write(&s, "s.json", "{\"n\":0}");
     let workers: Vec<_> = (0..8)
         .map(|_| {
-            let dir = s.path().to_path_buf();
+            let mut c = s.triage(["state-write", "s.json", "--update", ".n += 1", "--strict"]);
+            c.env("TRIAGE_LOCK_TIMEOUT", "60s").stdin_null();
             std::thread::spawn(move || {
                 for _ in 0..50 {
-                    let st = std::process::Command::new(bin())
-                        .args(["state-write", "s.json", "--update", ".n += 1", "--strict"])
-                        .env("TRIAGE_LOCK_TIMEOUT", "60s")
-                        .env_remove("TRIAGE_DIR")
-                        .current_dir(&dir)
-                        .stdin(Stdio::null())
-                        .stdout(Stdio::null())
-                        .status()
-                        .unwrap();
-                    assert_eq!(st.code(), Some(0));
+                    c.run().status(0);
                 }
             })
         })
@@ -99,9 +74,8 @@ fn concurrent_updates_never_lose_one() {
 fn update_starts_from_an_empty_object() {
     let s = Sandbox::new();
     let out = s
-        .cmd(&["state-write", "new.json", "--update", ".n += 1"])
-        .output()
-        .unwrap();
+        .triage(["state-write", "new.json", "--update", ".n += 1"])
+        .run();
     assert_eq!(json_out(&out)["written"], true);
     assert_eq!(read(&s, &["new.json"])["data"]["n"], 1);
 }
@@ -126,20 +100,19 @@ fn invalid_input_leaves_file_and_backup_byte_for_byte() {
     ];
     for (what, input) in cases {
         let out = s
-            .cmd(&["state-write", "s.json"])
-            .write_stdin(input.clone())
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{what}");
+            .triage(["state-write", "s.json"])
+            .stdin(input.clone())
+            .run()
+            .context(what)
+            .status(0);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.starts_with("triage state-write: "), "{what}: {err}");
         assert_eq!(json_out(&out)["written"], false, "{what}");
-        let strict = s
-            .cmd(&["state-write", "s.json", "--strict"])
-            .write_stdin(input)
-            .output()
-            .unwrap();
-        assert_eq!(strict.status.code(), Some(65), "{what}");
+        s.triage(["state-write", "s.json", "--strict"])
+            .stdin(input)
+            .run()
+            .context(what)
+            .status(65);
         assert_eq!((s.read("s.json"), s.read("s.json.bak")), before, "{what}");
     }
     // Every degradation leaves a trace.
@@ -152,24 +125,21 @@ fn failed_require_or_check_writes_nothing() {
     let s = Sandbox::new();
     write(&s, "s.json", "{\"stage\":1}");
     let out = s
-        .cmd(&[
+        .triage([
             "state-write",
             "s.json",
             "--require",
             "workflow_id",
             "--strict",
         ])
-        .write_stdin("{\"stage\":2}")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(65));
+        .stdin("{\"stage\":2}")
+        .run()
+        .status(65);
     assert!(String::from_utf8_lossy(&out.stderr).contains("workflow_id"));
-    let out = s
-        .cmd(&["state-write", "s.json", "--check", ".stage < 2", "--strict"])
-        .write_stdin("{\"stage\":2}")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(65));
+    s.triage(["state-write", "s.json", "--check", ".stage < 2", "--strict"])
+        .stdin("{\"stage\":2}")
+        .run()
+        .status(65);
     assert_eq!(s.read("s.json"), "{\"stage\":1}");
     // A filter that does not compile is a usage error.
     s.cmd(&["state-write", "s.json", "--check", ".a |"])
@@ -192,15 +162,14 @@ fn mode_of_an_existing_file_survives() {
 fn checkpoint_keeps_a_copy() {
     let s = Sandbox::new();
     let out = s
-        .cmd(&[
+        .triage([
             "state-write",
             "run/s.json",
             "--checkpoint",
             "stage_1_complete.json",
         ])
-        .write_stdin("{\"stage\":1}")
-        .output()
-        .unwrap();
+        .stdin("{\"stage\":1}")
+        .run();
     assert!(json_out(&out)["checkpoint"]
         .as_str()
         .unwrap()
@@ -237,7 +206,7 @@ fn corrupt_file_is_recovered_from_backup_and_kept() {
         assert_eq!(s.read(&kept[0]), garbage, "{what}");
         // Repaired: the next read finds the file itself, and warns of nothing.
         assert_eq!(s.read("s.json"), "{\"stage\":1}", "{what}");
-        let out = s.cmd(&["state-read", "s.json"]).output().unwrap();
+        let out = s.triage(["state-read", "s.json"]).run();
         assert_eq!(json_out(&out)["recovered_from"], "primary", "{what}");
         assert!(
             out.stderr.is_empty(),
@@ -286,8 +255,7 @@ fn recovery_falls_back_to_the_newest_checkpoint() {
 fn nothing_valid_lists_what_was_tried() {
     let s = Sandbox::new();
     s.write("s.json", "garbage");
-    let out = s.cmd(&["state-read", "s.json"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = s.triage(["state-read", "s.json"]).run().status(0);
     let v = json_out(&out);
     assert_eq!(v["recovered_from"], serde_json::Value::Null);
     assert_eq!(v["tried"].as_array().unwrap().len(), 2);
@@ -369,12 +337,11 @@ fn failed_fsync_is_never_a_success() {
     let s = Sandbox::new();
     write(&s, "s.json", "{\"v\":1}");
     let out = s
-        .cmd(&["state-write", "s.json", "--strict"])
+        .triage(["state-write", "s.json", "--strict"])
         .env("TRIAGE_FAULT", "fsync:eio")
-        .write_stdin("{\"v\":2}")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(74));
+        .stdin("{\"v\":2}")
+        .run()
+        .status(74);
     assert_eq!(json_out(&out)["written"], false);
     assert_eq!(s.read("s.json"), "{\"v\":1}");
     assert!(corrupt_files(&s, ".", ".s.json.tmp-").is_empty());
@@ -386,20 +353,17 @@ fn lock_held_elsewhere_times_out_without_hanging() {
     write(&s, "s.json", "{\"v\":1}");
     let lock = std::fs::File::create(s.path().join("s.json.lock")).unwrap();
     lock.lock().unwrap();
-    let out = s
-        .cmd(&["state-write", "s.json", "--strict"])
+    s.triage(["state-write", "s.json", "--strict"])
         .env("TRIAGE_LOCK_TIMEOUT", "50ms")
-        .write_stdin("{\"v\":2}")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(75));
+        .stdin("{\"v\":2}")
+        .run()
+        .status(75);
     let out = s
-        .cmd(&["state-write", "s.json"])
+        .triage(["state-write", "s.json"])
         .env("TRIAGE_LOCK_TIMEOUT", "50ms")
-        .write_stdin("{\"v\":2}")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .stdin("{\"v\":2}")
+        .run()
+        .status(0);
     assert!(String::from_utf8_lossy(&out.stderr).contains("TRIAGE_LOCK_TIMEOUT"));
     assert_eq!(s.read("s.json"), "{\"v\":1}");
 }
@@ -422,42 +386,25 @@ fn full_disk_child() {
     };
     let dir = std::path::PathBuf::from(dir);
     let run = |args: &[&str], input: &[u8]| {
-        let mut c = std::process::Command::new(bin());
-        c.args(args)
+        crate::common::command(bin())
+            .args(args)
             .current_dir(&dir)
-            .env("TRIAGE_DIR", dir.join(".triage"));
-        c.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        use std::io::Write;
-        let _ = child.stdin.take().unwrap().write_all(input);
-        child.wait_with_output().unwrap()
+            .env("TRIAGE_DIR", dir.join(".triage"))
+            .stdin(input)
+            .run()
     };
     // A small state and its backup fit.
-    assert!(run(&["state-write", "F"], b"{\"v\":1}").status.success());
-    assert!(run(&["state-write", "F"], b"{\"v\":2}").status.success());
+    run(&["state-write", "F"], b"{\"v\":1}").status(0);
+    run(&["state-write", "F"], b"{\"v\":2}").status(0);
     let before = (
         std::fs::read(dir.join("F")).unwrap(),
         std::fs::read(dir.join("F.bak")).unwrap(),
     );
     // A document larger than the disk does not.
     let big = format!("{{\"x\":\"{}\"}}", "a".repeat(100 * 1024));
-    let out = run(&["state-write", "F"], big.as_bytes());
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run(&["state-write", "F"], big.as_bytes()).status(0);
     assert!(String::from_utf8_lossy(&out.stderr).contains("warning") || !out.stderr.is_empty());
-    let out = run(&["state-write", "F", "--strict"], big.as_bytes());
-    assert_eq!(
-        out.status.code(),
-        Some(74),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run(&["state-write", "F", "--strict"], big.as_bytes()).status(74);
     let after = (
         std::fs::read(dir.join("F")).unwrap(),
         std::fs::read(dir.join("F.bak")).unwrap(),
@@ -495,7 +442,7 @@ fn full_disk_child() {
 fn write_args(s: &Sandbox, args: &[&str], doc: &str) {
     let mut a = vec!["state-write"];
     a.extend_from_slice(args);
-    let out = s.cmd(&a).write_stdin(doc.to_string()).output().unwrap();
+    let out = s.triage(&a).stdin(doc.to_string()).run();
     assert_eq!(
         json_out(&out)["written"],
         true,
@@ -530,7 +477,7 @@ fn recovery_never_takes_another_files_or_another_workflows_document() {
     );
     write_args(&s, &["run/s.json"], r#"{"workflow_id":"B","stage":1}"#);
     s.write("run/s.json", r#"{"workflow_id":"B","stage":"#);
-    let out = s.cmd(&["state-read", "run/s.json"]).output().unwrap();
+    let out = s.triage(["state-read", "run/s.json"]).run();
     let v = json_out(&out);
     assert!(v["data"].is_null(), "{v}");
     let tried = v["tried"].to_string();
@@ -608,25 +555,23 @@ fn update_refuses_a_document_deeper_than_the_reader_accepts() {
     // does not accept; and far deeper.
     for (levels, says) in [(126, "deeper than 127"), (200, "deep")] {
         let out = s
-            .cmd(&[
+            .triage([
                 "state-write",
                 "s.json",
                 "--update",
                 &deep(levels),
                 "--strict",
             ])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(65), "{levels}");
+            .run()
+            .status(65);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(says), "{levels}: {err}");
         assert_eq!(s.read("s.json"), "{\"n\":1}");
     }
     // Within the limit, the document is written and reads back as written.
     let out = s
-        .cmd(&["state-write", "s.json", "--update", &deep(120)])
-        .output()
-        .unwrap();
+        .triage(["state-write", "s.json", "--update", &deep(120)])
+        .run();
     assert_eq!(json_out(&out)["written"], true);
     let v = read(&s, &["s.json"]);
     assert_eq!(v["recovered_from"], "primary");

@@ -4,9 +4,9 @@
 //! phase 3's reviewer is interrupted and resumed. Every threshold, every template's text and
 //! the report's counts are checked against what happened.
 
-use crate::common::{json_out, Sandbox};
+use crate::common::{json_out, Sandbox, TestCommand};
 use serde_json::{json, Value};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 const NOW: &str = "2026-02-04T14:30:22Z";
@@ -37,7 +37,7 @@ const AFTER_RECOVERY: &str =
     "i=0; until grep -q recovered_by_retry .triage/logs/errors.jsonl 2>/dev/null; \
 do i=$((i+1)); [ $i -gt 400 ] && break; sleep 0.05; done; ";
 
-fn run_cmd(s: &Sandbox, agent: &str, phase: &str, extra: &[&str], script: &str) -> Command {
+fn run_cmd(s: &Sandbox, agent: &str, phase: &str, extra: &[&str], script: &str) -> TestCommand {
     let mut args = vec![
         "run",
         "--agent",
@@ -51,11 +51,8 @@ fn run_cmd(s: &Sandbox, agent: &str, phase: &str, extra: &[&str], script: &str) 
     ];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--", "sh", "-c", script]);
-    let mut c = s.std_cmd(&args);
-    c.env("TRIAGE_NOW", NOW)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut c = s.triage(&args);
+    c.env("TRIAGE_NOW", NOW).stdin_null();
     c
 }
 
@@ -67,22 +64,15 @@ fn report(out: &Output) -> Value {
 }
 
 fn triage(s: &Sandbox, args: &[&str]) -> Value {
-    let out = s.cmd(args).env("TRIAGE_NOW", NOW).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = s.triage(args).env("TRIAGE_NOW", NOW).run().status(0);
     json_out(&out)
 }
 
 fn text(s: &Sandbox, args: &[&str]) -> String {
     let mut a = args.to_vec();
     a.push("--text");
-    let out = s.cmd(&a).env("TRIAGE_NOW", NOW).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    String::from_utf8(out.stdout).unwrap()
+    let out = s.triage(&a).env("TRIAGE_NOW", NOW).run().status(0);
+    String::from_utf8(out.stdout.clone()).unwrap()
 }
 
 fn warning_names(r: &Value) -> Vec<String> {
@@ -109,8 +99,7 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
         "c=$(cat prog 2>/dev/null || echo 0); c=$((c+1)); echo $c > prog; \
          [ $c -ge 2 ] || { echo 'connection reset by peer' >&2; exit 1; }; echo code-plan",
     )
-    .spawn()
-    .unwrap();
+    .spawn();
     let statistician = run_cmd(
         &s,
         "statistician-consultant",
@@ -118,8 +107,7 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
         &[],
         &format!("{AFTER_RECOVERY} echo 'cannot fit the model' >&2; exit 1"),
     )
-    .spawn()
-    .unwrap();
+    .spawn();
     let mathematician = run_cmd(
         &s,
         "mathematician-consultant",
@@ -127,14 +115,12 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
         &["--timeout", "1s", "--kill-after", "1s"],
         &format!("{AFTER_RECOVERY} exec sleep 30"),
     )
-    .spawn()
-    .unwrap();
-    let prog = programmer.wait_with_output().unwrap();
-    let stat = statistician.wait_with_output().unwrap();
-    let math = mathematician.wait_with_output().unwrap();
+    .spawn();
+    let prog = programmer.wait().status(0);
+    let stat = statistician.wait().status(1);
+    let math = mathematician.wait().status(124);
 
     // The programmer failed once and recovered on its retry: its failure is resolved.
-    assert_eq!(prog.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&prog.stdout), "code-plan\n");
     let rp = report(&prog);
     assert_eq!(rp["outcome"], "succeeded");
@@ -146,7 +132,6 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
 
     // The statistician (critical) failed for good: a tool failure is retried once, then it
     // escalates (Template 1). Its breaker opened on the second failure.
-    assert_eq!(stat.status.code(), Some(1));
     let rs = report(&stat);
     assert_eq!(rs["outcome"], "failed");
     assert_eq!(rs["action"], "escalate");
@@ -157,7 +142,6 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
     // The mathematician (optional) timed out on all 3 attempts: its breaker opened after the
     // second, and the third still ran (within one run the retry decision comes first); it
     // ends degraded, not refused.
-    assert_eq!(math.status.code(), Some(124));
     let rm = report(&math);
     assert_eq!(rm["outcome"], "timed_out");
     assert_eq!(rm["action"], "proceed_degraded");
@@ -188,15 +172,14 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
     assert_eq!(session_warning["count"], 5);
 
     // ---- Phase 3: the reviewer is interrupted, then resumed. ----
-    let mut reviewer = run_cmd(
+    let reviewer = run_cmd(
         &s,
         "structure-reviewer",
         "3",
         &["--preserve-partial", "scratch"],
         "echo 'reviewed 2 of 4 sections'; touch started; exec sleep 30",
     )
-    .spawn()
-    .unwrap();
+    .spawn();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !s.exists("started") {
         assert!(Instant::now() < deadline, "the reviewer never started");
@@ -206,14 +189,8 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
         .args(["-INT", &reviewer.id().to_string()])
         .status()
         .unwrap();
-    let out = {
-        let mut err = String::new();
-        std::io::Read::read_to_string(reviewer.stderr.as_mut().unwrap(), &mut err).unwrap();
-        let status = reviewer.wait().unwrap();
-        (status, err)
-    };
-    assert_eq!(out.0.code(), Some(130));
-    let ri: Value = serde_json::from_str(out.1.lines().last().unwrap()).unwrap();
+    let out = reviewer.wait().status(130);
+    let ri: Value = serde_json::from_str(out.stderr().lines().last().unwrap()).unwrap();
     assert_eq!(ri["outcome"], "interrupted");
     assert_eq!(ri["warnings"], json!([]), "an interrupt crosses nothing");
     let interrupt_id = ri["attempts"][0]["error_id"].clone();
@@ -222,9 +199,8 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
         "reviewed 2 of 4 sections\n"
     );
     let resumed = run_cmd(&s, "structure-reviewer", "3", &[], "echo 'review done'")
-        .output()
-        .unwrap();
-    assert_eq!(resumed.status.code(), Some(0));
+        .run()
+        .status(0);
     assert_eq!(
         report(&resumed)["attempts"][0]["resolved"],
         json!([interrupt_id])
@@ -232,9 +208,8 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
 
     // The statistician's breaker stops its next run: not run, exit 75.
     let again = run_cmd(&s, "statistician-consultant", "2", &[], "touch ran-again")
-        .output()
-        .unwrap();
-    assert_eq!(again.status.code(), Some(75));
+        .run()
+        .status(75);
     assert!(!s.exists("ran-again"));
     assert_eq!(report(&again)["outcome"], "breaker_open");
 
@@ -387,7 +362,7 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
     assert!(t4.contains("(A) Wait 60 seconds and retry"), "{t4}");
     // The programmer's breaker is closed: no Template 4 for it.
     let refused = s
-        .cmd(&[
+        .triage([
             "report",
             "--agent",
             "programmer-consultant",
@@ -395,8 +370,7 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
             "breaker-open",
         ])
         .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap();
+        .run();
     // A refusal is its one JSON line, never a template.
     assert_eq!(json_out(&refused)["ok"], false);
     assert!(!String::from_utf8_lossy(&refused.stdout).contains("CIRCUIT BREAKER"));
@@ -477,10 +451,9 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
     assert!(par.contains("- [x] programmer-consultant\n"), "{par}");
 
     let cascade = s
-        .cmd(&["report", "--workflow", W, "--template", "cascade"])
+        .triage(["report", "--workflow", W, "--template", "cascade"])
         .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap();
+        .run();
     assert_eq!(json_out(&cascade)["ok"], false, "no cascade happened");
     assert!(String::from_utf8_lossy(&cascade.stderr).contains("2 agents are failing"));
 

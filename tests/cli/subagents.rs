@@ -4,7 +4,7 @@
 //! output). The payloads have the shapes the real client sends (see
 //! `shared/reference/claude-code-e2e.md`); `tests/e2e` runs the client itself.
 
-use crate::common::{json_out, Sandbox};
+use crate::common::{json_out, skip_unless_tool, Sandbox};
 use serde_json::{json, Value};
 
 const T0: &str = "2026-11-23T10:00:00Z";
@@ -26,10 +26,9 @@ fn records(s: &Sandbox) -> Vec<Value> {
 
 fn breaker(s: &Sandbox, now: &str, key: &str) -> Value {
     let out = s
-        .cmd(&["breaker", "status", key])
+        .triage(["breaker", "status", key])
         .env("TRIAGE_NOW", now)
-        .output()
-        .unwrap();
+        .run();
     json_out(&out)["breakers"][0].clone()
 }
 
@@ -400,7 +399,7 @@ fn model_facing_texts_carry_no_prompt_and_session_start_tells_the_truth_about_ha
     assert!(!msg.contains("Enter choice"), "{msg}");
     // report --template --text to a pipe (no terminal): no prompt line.
     let out = s
-        .cmd(&[
+        .triage([
             "report",
             "--template",
             "breaker-open",
@@ -409,8 +408,7 @@ fn model_facing_texts_carry_no_prompt_and_session_start_tells_the_truth_about_ha
             "--text",
         ])
         .env("TRIAGE_NOW", T0)
-        .output()
-        .unwrap();
+        .run();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("(A) "), "{text}");
     assert!(!text.contains("Enter choice"), "{text}");
@@ -459,12 +457,7 @@ fn stop_failure_is_recorded_with_what_classify_needs_and_never_waits_past_its_de
     // Another holder keeps the log's lock: Claude Code kills the hook ~60 ms after it starts,
     // so it gives up on the lock after STOP_FAILURE_LOCK_WAIT (not TRIAGE_LOCK_TIMEOUT) and
     // spools the record.
-    if std::process::Command::new("flock")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped the held-lock half: flock(1) is not installed");
+    if !skip_unless_tool("flock", "TRIAGE_REQUIRE_FLOCK") {
         return;
     }
     let lock = s.root().join("logs/errors.jsonl.lock");
@@ -488,16 +481,15 @@ fn stop_failure_is_recorded_with_what_classify_needs_and_never_waits_past_its_de
     assert_eq!(line.trim(), "held");
     let began = std::time::Instant::now();
     let out = s
-        .cmd(&["hook"])
+        .triage(["hook"])
         .env("TRIAGE_NOW", T0)
         .env("TRIAGE_LOCK_TIMEOUT", "20s")
-        .write_stdin(stop_failure("unknown", "API Error: 400 bad request").to_string())
-        .output()
-        .unwrap();
+        .stdin(stop_failure("unknown", "API Error: 400 bad request").to_string())
+        .run();
     let waited = began.elapsed();
     holder.kill().ok();
     holder.wait().ok();
-    assert_eq!(out.status.code(), Some(0));
+    let out = out.status(0);
     assert!(out.stdout.is_empty());
     // Far from the 20 s the environment allows (generous for a loaded machine).
     assert!(waited < std::time::Duration::from_secs(10), "{waited:?}");

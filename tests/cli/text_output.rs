@@ -2,7 +2,7 @@
 //! columns, through a pipe and through a real pseudo-terminal (colour), with and without
 //! `NO_COLOR`; every line fits the width; an empty or wrong root says so.
 
-use crate::common::Sandbox;
+use crate::common::{Sandbox, TestCommand};
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
@@ -33,12 +33,7 @@ pub fn fixture() -> Sandbox {
         "[agents.statistician-consultant]\ntimeout = \"5m\"\n[agents.researcher]\ntimeout = \"3m\"\n",
     );
     let record = |at: &str, args: &[&str]| {
-        let out = s
-            .cmd(args)
-            .env("TRIAGE_NOW", at)
-            .output()
-            .expect("breaker record");
-        assert!(out.status.success(), "{args:?}");
+        s.triage(args).env("TRIAGE_NOW", at).run().status(0);
     };
     for at in ["2026-02-04T14:58:00Z", "2026-02-04T14:59:30Z"] {
         record(
@@ -153,9 +148,8 @@ fn command(s: &Sandbox, args: &[&str], columns: Option<usize>, out: Out) -> Comm
 fn run(s: &Sandbox, args: &[&str], columns: Option<usize>, out: Out, tty_cols: u16) -> String {
     let mut c = command(s, args, columns, out);
     let text = if out == Out::Pipe {
-        let o = c.output().unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8(o.stdout).unwrap()
+        let o = TestCommand::from_std(c).stdin_null().run().status(0);
+        String::from_utf8(o.into_output().stdout).unwrap()
     } else {
         use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
@@ -326,20 +320,18 @@ fn on_a_terminal_only_our_colours_pass_not_escapes_from_input() {
     let line = serde_json::json!({"error_id": "e1", "timestamp": NOW, "agent": evil,
         "kind": "timeout", "severity": "critical", "detail": evil, "session_id": evil});
     std::fs::write(s.root().join("logs/errors.jsonl"), format!("{line}\n")).unwrap();
-    let out = s
-        .cmd(&[
-            "breaker",
-            "record",
-            evil,
-            "--outcome",
-            "failure",
-            "--detail",
-            evil,
-        ])
-        .env("TRIAGE_NOW", NOW)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    s.triage([
+        "breaker",
+        "record",
+        evil,
+        "--outcome",
+        "failure",
+        "--detail",
+        evil,
+    ])
+    .env("TRIAGE_NOW", NOW)
+    .run()
+    .status(0);
     let sgr = regex::Regex::new("\u{1b}\\[[0-9;]+m").unwrap();
     for args in [
         &["report", "--text"][..],

@@ -1,9 +1,10 @@
 //! A fresh project set up with `triage init`, the real client run in it, and what it left.
 
+use crate::common::TestCommand;
 use crate::server::FakeApi;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The `triage` binary under test: `TRIAGE_E2E_BIN` (`.ci/run` points it at the installed
@@ -52,8 +53,7 @@ impl Project {
             home,
             runs: std::cell::Cell::new(0),
         };
-        let out = p.triage(&["init"], None);
-        assert!(out.status.success(), "triage init: {out:?}");
+        p.triage(&["init"], None).status(0);
         if keep {
             let kept = p.tmp.as_ref().map(|t| t.path().to_path_buf());
             eprintln!("e2e: {name}: kept in {kept:?}");
@@ -70,19 +70,21 @@ impl Project {
         std::fs::write(&path, text).expect("write .triage.toml");
     }
 
-    /// `triage ARGS` in the project, at `now` (`TRIAGE_NOW`) when given.
-    pub fn triage(&self, args: &[&str], now: Option<&str>) -> Output {
-        let mut c = Command::new(triage_bin());
+    /// `triage ARGS` in the project, at `now` (`TRIAGE_NOW`) when given, with nothing of the
+    /// caller's environment but PATH.
+    pub fn triage(&self, args: &[&str], now: Option<&str>) -> crate::common::Run {
+        let mut std = Command::new(triage_bin());
+        std.env_clear();
+        let mut c = TestCommand::from_std(std);
         c.args(args)
             .current_dir(&self.dir)
-            .env_clear()
             .env("PATH", path_env())
             .env("HOME", &self.home)
-            .stdin(Stdio::null());
+            .stdin_null();
         if let Some(now) = now {
             c.env("TRIAGE_NOW", now);
         }
-        c.output().expect("run triage")
+        c.run()
     }
 
     /// The error records in `.triage/logs/errors.jsonl`.

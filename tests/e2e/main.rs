@@ -11,10 +11,16 @@
 //! Environment: `TRIAGE_E2E_CLAUDE` (a claude binary to use instead of installing one),
 //! `TRIAGE_E2E_BIN` (the triage binary the hooks run; default: the test build),
 //! `TRIAGE_E2E_CACHE` (where the package is installed; default `~/.cache/triage-e2e`),
-//! `TRIAGE_E2E_KEEP=1` (keep each scenario's folder and print where it is). Arguments
+//! `TRIAGE_E2E_KEEP=1` (keep each scenario's folder and print where it is);
+//! `TRIAGE_REQUIRE_NPM`, `TRIAGE_REQUIRE_IP`, `TRIAGE_REQUIRE_UNSHARE` (set by `.ci/run` once
+//! the tool is installed: its absence fails the suite instead of skipping it). Arguments
 //! filter scenarios by name.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+/// The command builder of the CLI suite (`Project::triage` runs through it).
+#[path = "../cli/common.rs"]
+mod common;
 
 mod client;
 mod scenarios;
@@ -39,10 +45,10 @@ fn main() {
     }
     let claude = match find_or_install_client() {
         Ok(p) => p,
-        Err(why) => return skip(&why),
+        Err((why, require)) => return skip(&why, require),
     };
-    if let Err(why) = namespace_works() {
-        return skip(&why);
+    if let Err((why, require)) = namespace_works() {
+        return skip(&why, require);
     }
     // Run again inside a user and network namespace with only loopback, brought up first.
     let me = std::env::current_exe().expect("the test binary");
@@ -62,29 +68,47 @@ fn main() {
     }
 }
 
-fn skip(why: &str) {
+/// Why a run cannot happen here, and the variable that makes that a failure (`.ci/run` sets
+/// it once the tool is installed).
+type Missing = (String, Option<&'static str>);
+
+fn skip(why: &str, require: Option<&str>) {
+    if let Some(var) = require.filter(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty())) {
+        eprintln!("e2e: {why}, and {var} is set");
+        std::process::exit(1);
+    }
     println!("e2e: skipped: {why}");
     println!("0 passed, 0 failed, 1 skipped");
 }
 
+/// `tool` on PATH, or what is missing.
+fn installed(tool: &str, require: &'static str) -> Result<(), Missing> {
+    if common::on_path(tool) {
+        Ok(())
+    } else {
+        Err((format!("{tool} is not installed"), Some(require)))
+    }
+}
+
 /// The claude binary: `TRIAGE_E2E_CLAUDE`, else the pinned package in the cache folder,
 /// installed with npm when missing.
-fn find_or_install_client() -> Result<PathBuf, String> {
+fn find_or_install_client() -> Result<PathBuf, Missing> {
     if let Some(p) = std::env::var_os("TRIAGE_E2E_CLAUDE").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
     let cache = match std::env::var_os("TRIAGE_E2E_CACHE").filter(|p| !p.is_empty()) {
         Some(c) => PathBuf::from(c),
         None => {
-            let home = std::env::var_os("HOME").ok_or("HOME is not set")?;
+            let home = std::env::var_os("HOME").ok_or(("HOME is not set".to_string(), None))?;
             PathBuf::from(home).join(".cache").join("triage-e2e")
         }
     };
     let dir = cache.join(format!("claude-code-{CLIENT_VERSION}"));
     let bin = dir.join("node_modules/@anthropic-ai/claude-code/bin/claude.exe");
     if !works(&bin) {
+        installed("npm", "TRIAGE_REQUIRE_NPM")?;
         std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            .map_err(|e| (format!("cannot create {}: {e}", dir.display()), None))?;
         eprintln!(
             "e2e: installing {PACKAGE}@{CLIENT_VERSION} into {}",
             dir.display()
@@ -100,18 +124,29 @@ fn find_or_install_client() -> Result<PathBuf, String> {
             .arg(&dir)
             .arg(format!("{PACKAGE}@{CLIENT_VERSION}"))
             .output()
-            .map_err(|e| format!("npm is not available ({e}); install node and npm"))?;
+            .map_err(|e| {
+                (
+                    format!("npm is not available ({e}); install node and npm"),
+                    Some("TRIAGE_REQUIRE_NPM"),
+                )
+            })?;
         if !out.status.success() {
-            return Err(format!(
-                "npm could not install {PACKAGE}@{CLIENT_VERSION}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
+            return Err((
+                format!(
+                    "npm could not install {PACKAGE}@{CLIENT_VERSION}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ),
+                None,
             ));
         }
     }
     if !works(&bin) {
-        return Err(format!(
-            "{PACKAGE}@{CLIENT_VERSION} installed, but {} does not run",
-            bin.display()
+        return Err((
+            format!(
+                "{PACKAGE}@{CLIENT_VERSION} installed, but {} does not run",
+                bin.display()
+            ),
+            None,
         ));
     }
     Ok(bin)
@@ -129,17 +164,27 @@ fn works(bin: &std::path::Path) -> bool {
         })
 }
 
-fn namespace_works() -> Result<(), String> {
+fn namespace_works() -> Result<(), Missing> {
+    installed("unshare", "TRIAGE_REQUIRE_UNSHARE")?;
+    installed("ip", "TRIAGE_REQUIRE_IP")?;
     let out = Command::new("unshare")
         .args(["-rn", "sh", "-c", "ip link set lo up"])
         .output()
-        .map_err(|e| format!("unshare(1) is not available ({e}); install util-linux"))?;
+        .map_err(|e| {
+            (
+                format!("unshare(1) is not available ({e}); install util-linux"),
+                Some("TRIAGE_REQUIRE_UNSHARE"),
+            )
+        })?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!(
-            "cannot make a loopback-only network namespace with `unshare -rn` and `ip link set lo up` (install iproute2; user namespaces must be allowed): {}",
-            String::from_utf8_lossy(&out.stderr).trim()
+        Err((
+            format!(
+                "cannot make a loopback-only network namespace with `unshare -rn` and `ip link set lo up` (user namespaces must be allowed): {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+            Some("TRIAGE_REQUIRE_UNSHARE"),
         ))
     }
 }

@@ -19,13 +19,9 @@ fn faketime() -> Option<PathBuf> {
     .map(PathBuf::from)
     .find(|p| p.is_file());
     if found.is_none() {
-        let require = std::env::var("TRIAGE_REQUIRE_FAKETIME").is_ok_and(|v| v == "1");
-        assert!(
-            !require,
-            "TRIAGE_REQUIRE_FAKETIME=1 but libfaketime is not installed"
-        );
-        eprintln!(
-            "skipped: libfaketime is not installed (apt-get install faketime; .ci/run does), so no host clock can be skewed"
+        crate::common::skip(
+            "libfaketime is not installed, so no host clock can be skewed",
+            "TRIAGE_REQUIRE_FAKETIME",
         );
     }
     found
@@ -40,18 +36,11 @@ const POLICY: &str = "[store]\nnamespace = \"clock\"\nconnect_timeout = \"10s\"\
 fn breaker(s: &Sandbox, lib: &PathBuf, skew: Option<&str>, args: &[&str]) -> Value {
     let mut a = vec!["breaker"];
     a.extend_from_slice(args);
-    let mut c = s.cmd(&a);
+    let mut c = s.triage(&a);
     if let Some(skew) = skew {
         c.env("LD_PRELOAD", lib).env("FAKETIME", skew);
     }
-    let out = c.output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    json_out(&out)
+    c.run().status(0).stdout_json()
 }
 
 #[test]
@@ -69,12 +58,11 @@ fn a_host_a_day_behind_trips_and_takes_a_probe_by_the_fleets_clock() {
     right.write(".triage.toml", POLICY);
     // The skew reaches the process: its own clock is a day behind.
     let d = behind
-        .cmd(&["record-error", "--kind", "timeout"])
+        .triage(["record-error", "--kind", "timeout"])
         .env("LD_PRELOAD", &lib)
         .env("FAKETIME", "-1d")
         .env("TRIAGE_STORE", "file")
-        .output()
-        .unwrap();
+        .run();
     let stamp = json_out(&d)["timestamp"].as_str().unwrap().to_string();
     let host = chrono::DateTime::parse_from_rfc3339(&stamp).unwrap();
     let lag = chrono::Utc::now().signed_duration_since(host);

@@ -3,12 +3,10 @@
 //! as they would, nothing is lost once `store sync` has run, and calls go back to Redis.
 
 use crate::breaker::{at, T0};
-use crate::common::{json_out, Sandbox};
+use crate::common::{json_out, Run, Sandbox};
 use crate::server::{Server, Silent};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use std::io::Write;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 /// Hook-like timeouts, a little wider than the defaults for a loaded machine.
@@ -26,8 +24,8 @@ fn fleet_ids(s: &Sandbox) -> Vec<String> {
         .collect()
 }
 
-fn record(s: &Sandbox, detail: &str) -> std::process::Output {
-    s.cmd(&[
+fn record(s: &Sandbox, detail: &str) -> Run {
+    s.triage([
         "record-error",
         "--session",
         "s1",
@@ -39,28 +37,19 @@ fn record(s: &Sandbox, detail: &str) -> std::process::Output {
         detail,
     ])
     .env("TRIAGE_NOW", at(T0))
-    .output()
-    .unwrap()
+    .run()
 }
 
-fn hook(s: &Sandbox, payload: &Value) -> (std::process::Output, Duration) {
+/// `triage hook` on `payload`, which must exit 0; what it did and how long it took.
+fn hook(s: &Sandbox, payload: &Value) -> (Run, Duration) {
     let start = Instant::now();
-    let mut c = s
-        .std_cmd(&["hook"])
-        .env("TRIAGE_STORE", s.store.as_ref().unwrap())
+    let out = s
+        .triage(["hook"])
         .env("TRIAGE_NOW", at(T0))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    c.stdin
-        .take()
-        .unwrap()
-        .write_all(payload.to_string().as_bytes())
-        .unwrap();
-    let out = c.wait_with_output().unwrap();
-    (out, start.elapsed())
+        .stdin(payload.to_string())
+        .run();
+    let took = start.elapsed();
+    (out.status(0), took)
 }
 
 fn failure_payload(n: usize) -> Value {
@@ -83,7 +72,7 @@ fn a_stopped_redis_falls_back_loses_nothing_after_sync_and_is_used_again_once_ba
     s.write(".triage.toml", FAST);
     // Redis up: records go to the fleet.
     for i in 0..3 {
-        assert_eq!(record(&s, &format!("up {i}")).status.code(), Some(0));
+        record(&s, &format!("up {i}")).status(0);
     }
     assert_eq!(fleet_ids(&s).len(), 3);
     assert!(!s.exists(".triage/logs/errors.jsonl"));
@@ -92,19 +81,12 @@ fn a_stopped_redis_falls_back_loses_nothing_after_sync_and_is_used_again_once_ba
     server.kill();
     let mut local = Vec::new();
     for i in 0..3 {
-        let out = record(&s, &format!("down {i}"));
-        assert_eq!(out.status.code(), Some(0));
+        let out = record(&s, &format!("down {i}")).status(0);
         assert!(String::from_utf8_lossy(&out.stderr).contains("used the local files"));
         local.push(json_out(&out)["error_id"].as_str().unwrap().to_string());
     }
     for i in 0..3 {
         let (out, took) = hook(&s, &failure_payload(i));
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
         assert!(took < Duration::from_secs(5), "took {took:?}");
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert!(v.to_string().contains("researcher"), "{v}");
@@ -121,21 +103,14 @@ fn a_stopped_redis_falls_back_loses_nothing_after_sync_and_is_used_again_once_ba
 
     // Back: calls go to Redis again, the first writer pushes what waited, sync the rest.
     server.restart();
-    let out = record(&s, "back");
-    assert_eq!(out.status.code(), Some(0));
+    let out = record(&s, "back").status(0);
     assert!(
         out.stderr.is_empty(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = s.cmd(&["store", "sync"]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let again = json_out(&s.cmd(&["store", "sync"]).output().unwrap());
+    s.triage(["store", "sync"]).run().status(0);
+    let again = s.triage(["store", "sync"]).run().stdout_json();
     assert_eq!(again["pushed"], 0, "a second sync pushes nothing");
     let ids = fleet_ids(&s);
     assert_eq!(ids.len(), 3 + 6 + 1, "{ids:?}");
@@ -147,7 +122,7 @@ fn a_stopped_redis_falls_back_loses_nothing_after_sync_and_is_used_again_once_ba
     for id in &local {
         assert!(ids.contains(id), "{id} lost");
     }
-    let status = json_out(&s.cmd(&["store", "status"]).output().unwrap());
+    let status = s.triage(["store", "status"]).run().stdout_json();
     assert_eq!(status["backend"], "redis");
     assert_eq!(status["reachable"], true);
     assert_eq!(status["waiting"], 0);
@@ -162,13 +137,11 @@ fn a_breaker_call_during_an_outage_uses_the_local_breaker_then_the_fleets_again(
     let s = Sandbox::with_store(&server.url());
     s.write(".triage.toml", FAST);
     server.kill();
-    let out = s.cmd(&["breaker", "check", "api"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = s.triage(["breaker", "check", "api"]).run().status(0);
     assert_eq!(json_out(&out)["allowed"], true);
     for _ in 0..2 {
-        s.cmd(&["breaker", "record", "api", "--outcome", "failure"])
-            .output()
-            .unwrap();
+        s.triage(["breaker", "record", "api", "--outcome", "failure"])
+            .run();
     }
     assert!(
         s.exists(".triage/breakers/api.json"),
@@ -176,9 +149,8 @@ fn a_breaker_call_during_an_outage_uses_the_local_breaker_then_the_fleets_again(
     );
     server.restart();
     let out = s
-        .cmd(&["breaker", "record", "other", "--outcome", "failure"])
-        .output()
-        .unwrap();
+        .triage(["breaker", "record", "other", "--outcome", "failure"])
+        .run();
     assert!(
         out.stderr.is_empty(),
         "{}",
@@ -197,9 +169,9 @@ fn a_redis_that_never_answers_costs_the_timeout_and_hooks_still_answer() {
     let s = Sandbox::with_store(&silent.url());
     s.write(".triage.toml", FAST);
     let start = Instant::now();
-    let out = s.cmd(&["breaker", "check", "api"]).output().unwrap();
+    let out = s.triage(["breaker", "check", "api"]).run();
     let took = start.elapsed();
-    assert_eq!(out.status.code(), Some(0));
+    let out = out.status(0);
     assert_eq!(json_out(&out)["allowed"], true);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("no answer in time"),
@@ -210,7 +182,6 @@ fn a_redis_that_never_answers_costs_the_timeout_and_hooks_still_answer() {
     // process keeps to its files after), on a machine that may be loaded.
     assert!(took < Duration::from_secs(3), "took {took:?}");
     let (out, took) = hook(&s, &failure_payload(1));
-    assert_eq!(out.status.code(), Some(0));
     assert!(took < Duration::from_secs(3), "took {took:?}");
     assert!(!out.stdout.is_empty(), "the hook still answers");
     assert!(s.exists(".triage/logs/errors.jsonl"));
@@ -219,11 +190,9 @@ fn a_redis_that_never_answers_costs_the_timeout_and_hooks_still_answer() {
 #[test]
 fn a_bad_store_url_is_a_warning_and_the_files() {
     let s = Sandbox::with_store("http://nowhere");
-    let out = s.cmd(&["breaker", "check", "api"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = s.triage(["breaker", "check", "api"]).run().status(0);
     assert!(String::from_utf8_lossy(&out.stderr).contains("not redis://"));
-    let out = s.cmd(&["store", "status"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(64));
+    s.triage(["store", "status"]).run().status(64);
 }
 
 #[test]
@@ -235,11 +204,10 @@ fn rediss_reaches_a_tls_redis_that_the_system_trusts() {
     let s = Sandbox::with_store(&tls);
     // The test's CA stands for the system's roots (SSL_CERT_FILE is where they are read).
     let out = s
-        .cmd(&["breaker", "record", "api", "--outcome", "failure"])
+        .triage(["breaker", "record", "api", "--outcome", "failure"])
         .env("SSL_CERT_FILE", server.ca())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .run()
+        .status(0);
     assert!(
         out.stderr.is_empty(),
         "{}",
@@ -249,20 +217,18 @@ fn rediss_reaches_a_tls_redis_that_the_system_trusts() {
         !s.exists(".triage/breakers"),
         "the call went to the TLS Redis"
     );
-    let status = json_out(
-        &s.cmd(&["store", "status"])
-            .env("SSL_CERT_FILE", server.ca())
-            .output()
-            .unwrap(),
-    );
+    let status = s
+        .triage(["store", "status"])
+        .env("SSL_CERT_FILE", server.ca())
+        .run()
+        .stdout_json();
     assert_eq!(status["url"], tls);
     assert_eq!(status["breakers"], 1);
     // Without the CA the certificate is refused, and the call falls back.
     let out = s
-        .cmd(&["breaker", "check", "api"])
+        .triage(["breaker", "check", "api"])
         .env("SSL_CERT_FILE", "/nonexistent")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .run()
+        .status(0);
     assert!(String::from_utf8_lossy(&out.stderr).contains("used the local files"));
 }

@@ -2,7 +2,7 @@
 //! files) with one namespace, 8 processes each, racing on one breaker and on the log.
 
 use crate::breaker::{at, T0};
-use crate::common::{json_out, Sandbox};
+use crate::common::{json_out, Run, Sandbox};
 use crate::server::Server;
 use std::collections::BTreeSet;
 use std::process::Stdio;
@@ -39,33 +39,23 @@ fn events(s: &Sandbox) -> Vec<serde_json::Value> {
 }
 
 /// Runs `args` in 8 processes on each host at once; their outputs.
-fn race(hosts: &[Sandbox], args: &[&str], now: i64) -> Vec<std::process::Output> {
+fn race(hosts: &[Sandbox], args: &[&str], now: i64) -> Vec<Run> {
     let children: Vec<_> = hosts
         .iter()
         .flat_map(|h| {
             (0..8).map(move |_| {
-                h.std_cmd(args)
+                h.triage(args)
                     .env("TRIAGE_STORE", h.store.as_ref().unwrap())
                     .env("TRIAGE_NOW", at(now))
                     .env("TRIAGE_LOCK_TIMEOUT", "60s")
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
                     .spawn()
-                    .unwrap()
             })
         })
         .collect();
     children
         .into_iter()
         .map(|c| {
-            let out = c.wait_with_output().unwrap();
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            let out = c.wait().status(0);
             assert!(
                 !String::from_utf8_lossy(&out.stderr).contains("local files"),
                 "a call fell back: {}",
@@ -95,10 +85,9 @@ fn four_hosts_of_eight_processes_make_one_transition_and_grant_one_probe() {
     // Every host sees it open, none has a breaker file of its own.
     for h in &hosts {
         let out = h
-            .cmd(&["breaker", "check", "api"])
+            .triage(["breaker", "check", "api"])
             .env("TRIAGE_NOW", at(T0 + 1))
-            .output()
-            .unwrap();
+            .run();
         assert_eq!(json_out(&out)["reason"], "open");
         assert!(!h.exists(".triage/breakers"));
     }
@@ -132,7 +121,7 @@ fn thirty_two_writers_of_two_hundred_records_leave_6400_entries_and_exact_counte
     let writers: Vec<_> = (0..32)
         .map(|w| {
             let h = &hosts[w % 4];
-            let mut c = h.std_cmd(&[
+            let mut c = h.triage([
                 "record-error",
                 "--session",
                 &format!("s{}", w % 4),
@@ -147,15 +136,11 @@ fn thirty_two_writers_of_two_hundred_records_leave_6400_entries_and_exact_counte
             ]);
             c.env("TRIAGE_STORE", h.store.as_ref().unwrap())
                 .env("TRIAGE_NOW", at(T0))
-                .env("TRIAGE_LOCK_TIMEOUT", "60s")
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
+                .env("TRIAGE_LOCK_TIMEOUT", "60s");
             std::thread::spawn(move || {
                 (0..200)
                     .map(|_| {
-                        let out = c.output().unwrap();
-                        assert_eq!(out.status.code(), Some(0));
+                        let out = c.run().status(0);
                         assert!(
                             out.stderr.is_empty(),
                             "{}",
@@ -197,7 +182,7 @@ fn thirty_two_writers_of_two_hundred_records_leave_6400_entries_and_exact_counte
     assert_eq!(units.len(), 8);
     assert!(units.iter().all(|(_, n)| *n == 800), "{units:?}");
     // Every host's report covers the fleet.
-    let out = hosts[3].cmd(&["report"]).output().unwrap();
+    let out = hosts[3].triage(["report"]).run();
     let v = json_out(&out);
     assert_eq!(v["records"], 6400, "{v}");
     // No host wrote a log of its own.
@@ -212,42 +197,29 @@ fn session_start_on_one_host_names_the_open_breaker_and_the_error_of_another() {
     let hosts = hosts(&server, 2);
     let (a, b) = (&hosts[0], &hosts[1]);
     for _ in 0..2 {
-        let out = a
-            .cmd(&[
-                "record-error",
-                "--session",
-                "old",
-                "--agent",
-                "researcher",
-                "--kind",
-                "timeout",
-            ])
+        a.triage([
+            "record-error",
+            "--session",
+            "old",
+            "--agent",
+            "researcher",
+            "--kind",
+            "timeout",
+        ])
+        .env("TRIAGE_NOW", at(T0))
+        .run()
+        .status(0);
+        a.triage(["breaker", "record", "researcher", "--outcome", "failure"])
             .env("TRIAGE_NOW", at(T0))
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(0));
-        a.cmd(&["breaker", "record", "researcher", "--outcome", "failure"])
-            .env("TRIAGE_NOW", at(T0))
-            .output()
-            .unwrap();
+            .run();
     }
-    let mut c = b
-        .std_cmd(&["hook"])
+    let out = b
+        .triage(["hook"])
         .env("TRIAGE_STORE", b.store.as_ref().unwrap())
         .env("TRIAGE_NOW", at(T0 + 5))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    c.stdin
-        .take()
-        .unwrap()
-        .write_all(br#"{"session_id": "new", "hook_event_name": "SessionStart"}"#)
-        .unwrap();
-    let out = c.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+        .stdin(r#"{"session_id": "new", "hook_event_name": "SessionStart"}"#)
+        .run()
+        .status(0);
     let context = json_out(&out)["hookSpecificOutput"]["additionalContext"]
         .as_str()
         .unwrap()
@@ -269,7 +241,7 @@ fn errors_lists_and_follows_the_records_of_every_host() {
     let (a, b) = (&hosts[0], &hosts[1]);
     let rec = |h: &Sandbox, agent: &str| {
         let out = h
-            .cmd(&[
+            .triage([
                 "record-error",
                 "--session",
                 "s",
@@ -278,13 +250,11 @@ fn errors_lists_and_follows_the_records_of_every_host() {
                 "--kind",
                 "timeout",
             ])
-            .output()
-            .unwrap();
+            .run();
         json_out(&out)["error_id"].as_str().unwrap().to_string()
     };
     let first = rec(a, "researcher");
-    let out = b.cmd(&["errors"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
+    let out = b.triage(["errors"]).run().status(0);
     assert!(String::from_utf8_lossy(&out.stdout).contains(&first));
     // Following on host b sees what host a writes next.
     let mut follower = b

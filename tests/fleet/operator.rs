@@ -11,16 +11,10 @@ use serde_json::Value;
 /// `triage ARGS` at `T0 + s`, exit 0 required; its JSON.
 fn ok(s: &Sandbox, secs: i64, args: &[&str]) -> Value {
     let out = s
-        .cmd(args)
+        .triage(args)
         .env("TRIAGE_NOW", at(T0 + secs))
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .run()
+        .status(0);
     json_out(&out)
 }
 
@@ -140,8 +134,8 @@ fn migrate_copies_breakers_and_the_log_once_and_the_fleet_then_serves_them() {
 #[test]
 fn migrate_without_a_redis_to_copy_into_says_how_to_name_one() {
     let s = Sandbox::new();
-    let out = s.cmd(&["store", "migrate"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(64), "a usage error (EX_USAGE)");
+    // A usage error (EX_USAGE).
+    let out = s.triage(["store", "migrate"]).run().status(64);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("triage store"), "{err}");
     assert!(err.contains("TRIAGE_STORE=redis://"), "{err}");
@@ -163,18 +157,13 @@ fn the_password_comes_from_triage_redis_password_and_is_never_shown() {
         .unwrap();
     let s = Sandbox::with_store(&server.url());
     let with = s
-        .cmd(&["store", "status"])
+        .triage(["store", "status"])
         .env("TRIAGE_REDIS_PASSWORD", "hunter2")
-        .output()
-        .unwrap();
+        .run();
     let v = json_out(&with);
     assert_eq!(v["reachable"], true, "{v}");
-    let without = s.cmd(&["-e", "store", "status"]).output().unwrap();
-    assert_eq!(
-        without.status.code(),
-        Some(1),
-        "refused: a negative verdict"
-    );
+    // Refused: a negative verdict.
+    let without = s.triage(["-e", "store", "status"]).run().status(1);
     let v = json_out(&without);
     assert_eq!(v["reachable"], false, "{v}");
     let all = format!("{v}{}", String::from_utf8_lossy(&without.stderr));
@@ -183,10 +172,9 @@ fn the_password_comes_from_triage_redis_password_and_is_never_shown() {
     // In the URL, it is not shown either.
     let url = server.url().replace("redis://", "redis://:hunter2@");
     let out = s
-        .cmd(&["store", "status"])
+        .triage(["store", "status"])
         .env("TRIAGE_STORE", &url)
-        .output()
-        .unwrap();
+        .run();
     let v = json_out(&out);
     assert_eq!(v["reachable"], true, "{v}");
     assert!(!v.to_string().contains("hunter2"), "{v}");
