@@ -252,7 +252,7 @@ fn planted_counters_beside_an_empty_log_count_for_nothing() {
     let v = json_out(&out);
     let said = format!("{v}{}", String::from_utf8_lossy(&out.stderr));
     assert!(
-        !said.contains("41"),
+        !said.contains("41 unresolved") && v["warnings"].as_array().is_some_and(|w| w.is_empty()),
         "planted counters were believed: {said}"
     );
     assert_eq!(s.session_open("s1"), Some(1), "{said}");
