@@ -78,6 +78,11 @@ pub struct Args {
     /// Run the command once, never again (--retries 0)
     #[arg(long)]
     pub no_retry: bool,
+    /// The command has side effects (sends, writes, deploys): never run again automatically,
+    /// whatever the classifier or --retries advise; a failure asks the user, as for an agent
+    /// with side_effects = true
+    #[arg(long)]
+    pub side_effects: bool,
     /// Wait this long before every retry, instead of the policy's schedule [default: 30s,
     /// then 2m]
     #[arg(long, value_name = "DUR")]
@@ -162,7 +167,7 @@ pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value
         .map(|d| d.0)
         // `--timeout 0` (or a 0 in the policy) is no timeout, as in timeout(1).
         .filter(|t| !t.is_zero());
-    let side_effects = agent.as_ref().is_some_and(|a| a.side_effects);
+    let side_effects = args.side_effects || agent.as_ref().is_some_and(|a| a.side_effects);
     let interrupts = wiring.interrupts;
     let name = args
         .name

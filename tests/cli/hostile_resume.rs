@@ -422,3 +422,27 @@ fn decide_b_goes_on_without_a_held_item_and_never_runs_it() {
     assert_eq!(manifest(&s, "wd", "4")["status"], "decided");
     assert_eq!(runs(&s, "mailer"), 1);
 }
+
+/// `run --side-effects` never starts its command a second time, whatever `--retries` and the
+/// classifier say: a retryable failure (a reset connection) ran twice on 9aa153f, which had no
+/// such flag.
+#[test]
+fn run_with_side_effects_never_runs_its_command_twice() {
+    let s = Sandbox::new();
+    let out = s
+        .triage([
+            "run",
+            "--side-effects",
+            "--retries",
+            "3",
+            "--delay",
+            "0s",
+            "--",
+            "sh",
+            "-c",
+            "echo run >> sent.runs; echo 'connection reset by peer' >&2; exit 1",
+        ])
+        .run();
+    assert_eq!(runs(&s, "sent"), 1, "{}", out.stderr());
+    assert_ne!(out.code(), Some(0));
+}
