@@ -14,7 +14,7 @@ A process tree (a phase runner and the items it starts) has two peaks: GNU time'
 largest single process's high-water mark, kept exactly by the kernel (here the runner's own:
 its children, exec'd from it, start from at most its high-water mark and `true` adds none);
 the tree's total is sampled from /proc (`tree_peak`: every 10 ms, the proportional set sizes
-of the runner and its descendants), since no cgroup is made for it.
+of the runner and its descendants, each address space once), since no cgroup is made for it.
 """
 import os
 import resource
@@ -106,6 +106,27 @@ def parse_pss(text):
 
 HAS_ROLLUP = os.path.exists("/proc/self/smaps_rollup")
 
+# kcmp(2), to tell a child that still shares its parent's memory (posix_spawn's vfork-like
+# clone, before its exec) from one with memory of its own: /proc shows the shared memory
+# under both pids.
+KCMP = {"x86_64": 312, "aarch64": 272}.get(os.uname().machine)
+KCMP_VM = 1
+_libc = None
+
+
+def shares_mm(a, b):
+    """Whether processes a and b share one address space (False when kcmp cannot tell)."""
+    global _libc
+    if KCMP is None:
+        return False
+    try:
+        if _libc is None:
+            import ctypes
+            _libc = ctypes.CDLL(None, use_errno=True)
+        return _libc.syscall(KCMP, a, b, KCMP_VM, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
 
 def pss_kb(pid, rss_pages, page_kb):
     """A process's proportional set size: its pages, shared ones divided among the processes
@@ -144,8 +165,9 @@ def tree_peak(argv, env, stdin=None, interval=0.01, gnu_time="/usr/bin/time"):
     Returns {"runner_kb": the largest single process's peak RSS, exact (GNU time's %M; None
     without GNU time), "tree_kb": the largest sum of the tree's RSS over the samples,
     "tree_procs": the most processes seen at once, "samples": how many, "exit": the status}.
-    The tree's sum is of proportional set sizes (a shared page counted once over the tree),
-    sampled, so a lower bound of its true peak; never below the runner's own exact peak."""
+    The tree's sum is of proportional set sizes (a shared page counted once over the tree;
+    a child still in its parent's address space, before its exec, not at all), sampled, so a
+    lower bound of its true peak; never below the runner's own exact peak."""
     report = "/tmp/bench-tree-rss.%d" % os.getpid()
     wrapped = os.path.exists(gnu_time)
     pid = spawn([gnu_time, "-f", "%M", "-o", report] + list(argv) if wrapped else list(argv), env, stdin)
@@ -159,7 +181,8 @@ def tree_peak(argv, env, stdin=None, interval=0.01, gnu_time="/usr/bin/time"):
             break
         procs = snapshot()
         tree = descendants(procs, pid) + ([] if wrapped else [pid])
-        kb = sum(pss_kb(p, procs[p][1], page_kb) for p in tree if p in procs)
+        kb = sum(pss_kb(p, procs[p][1], page_kb) for p in tree
+                 if p in procs and not shares_mm(p, procs[p][0]))
         samples += 1
         peak, procs_peak = max(peak, kb), max(procs_peak, len(tree))
         time.sleep(interval)

@@ -101,6 +101,12 @@ class ProcessTree(unittest.TestCase):
         self.assertEqual(measure.parse_pss(text), 13886)
         self.assertIsNone(measure.parse_pss("Rss: 1 kB\n"))
 
+    def test_an_address_space_is_shared_with_itself_not_with_the_parent(self):
+        if measure.KCMP is None:
+            self.skipTest("kcmp's number is not known on this machine")
+        self.assertTrue(measure.shares_mm(os.getpid(), os.getpid()))
+        self.assertFalse(measure.shares_mm(os.getpid(), os.getppid()))
+
     def test_tree_peak_counts_the_runner_and_its_children(self):
         # sh holds a child (sleep) for a moment: the tree has at least two processes and
         # its peak is at least the largest one's exact peak.
