@@ -327,6 +327,22 @@ def run_scaling(x, cfg):
     return res
 
 
+# An unbounded phase run of more items than this is only started once its memory has been
+# projected from a smaller one's.
+PROBE_ABOVE = 1000
+
+
+def probe_unbounded(x, v, n):
+    """(n, the tree's peak KiB) of one unbounded run of n items of the same command."""
+    plan = os.path.join(x.generated, "phase-%d.toml" % n)
+    C.write_phase_plan(plan, n, [x.true])
+    argv = list(v.argv)
+    argv[3] = plan
+    root = fresh_dir(os.path.join(x.work, "fanout", "probe"))
+    os.chdir(root)
+    return n, measure.tree_peak(argv, x.env_for(root))["tree_kb"]
+
+
 def run_fanout(x, cfg):
     """phase run of 1,000 and 10,000 items of `true` beside xargs -P N with the same N: wall
     and CPU time interleaved, each run in a fresh state root, then one run of each under GNU
@@ -359,6 +375,10 @@ def run_fanout(x, cfg):
             e = {"name": "%s, %s items" % (v.name, "{:,}".format(n)), "role": v.role, "items": n}
             size["variants"].append(e)
             if v.role == "triage-unbounded":
+                if not measured_unbounded and n > PROBE_ABOVE:
+                    # Nothing smaller measured in this run: a run of a tenth of the items
+                    # first, so the projection never rests on a guess.
+                    measured_unbounded.append(probe_unbounded(x, v, n // 10))
                 ok, note = measure.unbounded_projection(measured_unbounded, n, measure.mem_available_kb())
                 if not ok:
                     e["note"] = note
