@@ -343,6 +343,24 @@ def probe_unbounded(x, v, n):
     return n, measure.tree_peak(argv, x.env_for(root))["tree_kb"]
 
 
+def validate_fanout(v, root, env, timeout_s):
+    """validate() for a fan-out variant, under GNU time: (ok, note, wall ns, runner's peak
+    RSS KiB). A run past timeout_s is killed: (False, "timed out ...", ...)."""
+    os.chdir(root)
+    t0 = time.perf_counter_ns()
+    try:
+        code, out, err, peak = measure.capture_peak(v.argv, env, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return False, "timed out: not measured, one run took over %d s" % timeout_s, None, None
+    took = time.perf_counter_ns() - t0
+    if code != 0:
+        return False, "exit %d: %s" % (code, (err or out).strip()[:300]), took, peak
+    if v.role.startswith("triage") and err.strip():
+        return False, "degraded (warning on stderr): %s" % err.strip()[:300], took, peak
+    problem = v.check(out) if v.check else None
+    return problem is None, problem or "", took, peak
+
+
 def run_fanout(x, cfg):
     """phase run of 1,000 and 10,000 items of `true` beside xargs -P N with the same N: wall
     and CPU time interleaved, each run in a fresh state root, then one run of each under GNU
@@ -384,13 +402,15 @@ def run_fanout(x, cfg):
                     e["note"] = note
                     continue
             root = fresh_dir(os.path.join(x.work, "fanout", v.role))
-            t0 = time.perf_counter_ns()
-            ok, note = validate(x, v, root, x.env_for(root))
-            took = time.perf_counter_ns() - t0
+            ok, note, took, peak = validate_fanout(v, root, x.env_for(root), cfg.fanout_timeout_s)
+            if note.startswith("timed out"):
+                e["note"] = note
+                continue
             if ok and took > cfg.long_run_s * 1e9:
-                # A run of many minutes is not repeated: the checked run is its one timed
-                # run (its output read through a pipe), and one more measures its memory.
-                e["long"] = took
+                # A run of many minutes is not repeated: the checked run (under GNU time, its
+                # output read through a pipe) is its one timed run and gives the runner's
+                # peak RSS; the tree is not sampled.
+                e["long"] = (took, peak)
             if not ok:
                 if v.role != "xargs":
                     res["status"] = "failed at %d items: %s: %s" % (n, v.name, note)
@@ -399,7 +419,7 @@ def run_fanout(x, cfg):
                 e["note"] = "failed: " + note
                 continue
             live.append((v, e))
-        walls = {id(v): [e["long"]] if "long" in e else [] for v, e in live}
+        walls = {id(v): [e["long"][0]] if "long" in e else [] for v, e in live}
         cpu = {id(v): [] for v, _ in live}
         bad = {id(v): 0 for v, _ in live}
         order = [(v, e) for v, e in live if "long" not in e]
@@ -415,20 +435,23 @@ def run_fanout(x, cfg):
         for v, e in live:
             root = fresh_dir(os.path.join(x.work, "fanout", v.role))
             os.chdir(root)
-            tree = measure.tree_peak(v.argv, x.env_for(root))
+            if "long" in e:
+                tree = {"runner_kb": e["long"][1], "tree_kb": None, "tree_procs": 0, "exit": 0}
+            else:
+                tree = measure.tree_peak(v.argv, x.env_for(root))
             e.update(measure.summary(walls[id(v)]))
             if cpu[id(v)]:
                 e["cpu_median_ms"] = measure.summary(cpu[id(v)])["median_ms"]
             e["peak_rss_kb"], e["tree_rss_kb"] = tree["runner_kb"], tree["tree_kb"]
             e["tree_procs"] = tree["tree_procs"]
-            notes = ["at most %d processes seen at once" % tree["tree_procs"]]
+            notes = ["at most %d processes seen at once" % tree["tree_procs"]] if tree["tree_procs"] else []
             if e.pop("long", None):
-                notes.insert(0, "1 timed run: one takes over %d s" % cfg.long_run_s)
+                notes.insert(0, "1 timed run: one takes over %d s; the tree not sampled" % cfg.long_run_s)
             if bad[id(v)] or tree["exit"]:
                 notes.append("%d runs exited non-zero" % (bad[id(v)] + (tree["exit"] != 0)))
             e["note"] = "; ".join(notes)
             if v.role == "triage-unbounded":
-                measured_unbounded.append((n, tree["tree_kb"]))
+                measured_unbounded.append((n, tree["tree_kb"] or tree["runner_kb"] or 0))
         xa = next((e for e in size["variants"] if e["role"] == "xargs" and e.get("median_ms")), None)
         for e in size["variants"]:
             if xa and e.get("median_ms") is not None:
@@ -634,6 +657,8 @@ class Config:
             or [(n, 1 if args.smoke else 3) for n in args.phase_items]
         # A variant whose one run takes longer is timed once (its checked run), not per round.
         self.long_run_s = 300
+        # A fan-out run still going after this long is killed and reported as not measured.
+        self.fanout_timeout_s = 3600
 
 
 def update_doc(path, md, label):

@@ -18,6 +18,7 @@ of the runner and its descendants, each address space once), since no cgroup is 
 """
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import time
@@ -221,11 +222,37 @@ def unbounded_projection(measured, n, available_kb):
         projected / 1024 / 1024, "{:,}".format(items), kb / 1024 / 1024, available_kb / 1024 / 1024)
 
 
+def capture_peak(argv, env, stdin=None, timeout=600, gnu_time="/usr/bin/time"):
+    """capture() under GNU time: (exit code, stdout, stderr, peak RSS KiB of the largest
+    process, or None without GNU time). On timeout, the process is killed and
+    subprocess.TimeoutExpired raised."""
+    if not os.path.exists(gnu_time):
+        return capture(argv, env, stdin, timeout) + (None,)
+    report = "/tmp/bench-capture-rss.%d" % os.getpid()
+    code, out, err = capture([gnu_time, "-f", "%M", "-o", report] + list(argv), env, stdin, timeout)
+    try:
+        with open(report) as f:
+            peak = int(f.read().split()[-1])
+        os.unlink(report)
+    except (OSError, ValueError, IndexError):
+        peak = None
+    return code, out, err, peak
+
+
 def capture(argv, env, stdin=None, timeout=600):
-    """Runs argv once and keeps what it printed: (exit code, stdout, stderr)."""
+    """Runs argv once and keeps what it printed: (exit code, stdout, stderr). Past the
+    timeout its whole process group is killed (a wrapper's child too, not only the wrapper)
+    and subprocess.TimeoutExpired raised."""
     with open(stdin or DEVNULL, "rb") as f:
-        p = subprocess.run(argv, env=env, stdin=f, capture_output=True, timeout=timeout)
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+        p = subprocess.Popen(argv, env=env, stdin=f, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            raise
+    return p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
 def concurrent(argv, env, stdin, writers, per_writer):

@@ -1,7 +1,9 @@
 """Unit tests of the harness's own logic (no timing): `python3 -m unittest discover bench/harness`."""
 import json
 import os
+import subprocess
 import tempfile
+import time
 import unittest
 
 import cases
@@ -116,6 +118,26 @@ class ProcessTree(unittest.TestCase):
         self.assertGreater(t["samples"], 0)
         if t["runner_kb"] is not None:
             self.assertGreaterEqual(t["tree_kb"], t["runner_kb"])
+
+    def test_capture_past_its_timeout_kills_the_wrapped_child_too(self):
+        with tempfile.TemporaryDirectory() as d:
+            pidfile = os.path.join(d, "pid")
+            # sh (the wrapper) starts a grandchild that writes its pid and sleeps for long.
+            argv = ["/bin/sh", "-c", "sh -c 'echo $$ > %s; exec sleep 30' & wait" % pidfile]
+            with self.assertRaises(subprocess.TimeoutExpired):
+                measure.capture(argv, {"PATH": "/usr/bin:/bin"}, timeout=0.5)
+            pid = int(read(pidfile))
+
+            def alive():
+                try:
+                    with open("/proc/%d/stat" % pid) as f:
+                        return f.read().rpartition(")")[2].split()[0] != "Z"
+                except OSError:
+                    return False
+            deadline = time.monotonic() + 5
+            while alive() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertFalse(alive(), "the grandchild outlived the timeout")
 
     def test_unbounded_run_is_skipped_when_its_projection_is_over_half_the_memory(self):
         ok, note = measure.unbounded_projection([(1000, 2_000_000)], 10_000, 22_000_000)
