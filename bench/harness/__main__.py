@@ -23,6 +23,7 @@ import cases as C
 import inputs
 import measure
 import report
+import syscalls
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
@@ -42,6 +43,9 @@ class Env:
         self.true = shutil.which("true", path="/bin:/usr/bin") or "/bin/true"
         self.bash = shutil.which("bash", path="/bin:/usr/bin")
         self.jq = shutil.which("jq")
+        self.xargs = shutil.which("xargs", path="/usr/bin:/bin")
+        # The durable-write floor bench/run compiles (bench/floor/state-write.c), if it could.
+        self.floor = os.path.abspath(args.floor) if args.floor and os.access(args.floor, os.X_OK) else None
         # The interpreter itself, never a version manager's shim script in front of it.
         self.python = os.path.realpath(sys.executable)
         example = os.path.join(REPO, "hooks", "triage.example.toml")
@@ -169,15 +173,44 @@ def run_single(x, case, cfg):
         entry["peak_rss_kb"] = measure.peak_rss(v.argv, env, v.stdin)
         if bad[id(v)]:
             entry["note"] = "%d runs exited non-zero" % bad[id(v)]
+    if case.opts.get("syscalls"):
+        count_syscalls(case, res, live)
     tri = next(e for e in res["variants"] if e["role"] == "triage")
     for e in res["variants"]:
         if e.get("median_ms") is not None:
             e["ratio"] = e["median_ms"] / tri["median_ms"]
     res["status"] = "measured"
+    if "target_floor" in case.opts:
+        res["target_floor"] = case.opts["target_floor"]
     res["runs"] = "%d runs after %d warm-up, interleaved" % (runs, warmup)
     if "target_ratio" in case.opts:
         res["target_ratio"] = case.opts["target_ratio"]
     return res
+
+
+def count_syscalls(case, res, live):
+    """Each triage and floor variant's system calls, from one run under strace -f in its own
+    state root (after the timed runs: its files exist, as on a second call), and whether the
+    C floor makes the same durable-write calls as triage."""
+    traced = {}
+    for v, root, env, entry in live:
+        if not (v.role.startswith("triage") or v.role in ("compare", "syscall-floor")):
+            continue
+        calls = syscalls.trace(v.argv, env, v.stdin, cwd=root)
+        if calls is None:
+            res["syscall_check"] = "not checked: strace is not installed"
+            return
+        entry["syscalls"] = len(calls)
+        entry["durable_calls"] = syscalls.durable_counts(calls)
+        traced[v.role] = calls
+    if "triage" in traced and "syscall-floor" in traced:
+        diff = syscalls.compare(traced["triage"], traced["syscall-floor"])
+        res["syscall_check"] = ("the floor makes triage's durable-write calls (%s)" % ", ".join(
+            "%s %d" % kv for kv in syscalls.durable_counts(traced["triage"]).items())
+            if not diff else "DIFFERENT durable-write calls, triage vs floor: " + diff)
+    for e in res["variants"]:
+        if e.get("syscalls") is not None:
+            e["note"] = ("%s; " % e["note"] if e.get("note") else "") + "%d system calls" % e["syscalls"]
 
 
 def run_concurrent(x, case, cfg):
@@ -294,6 +327,143 @@ def run_scaling(x, cfg):
     return res
 
 
+# An unbounded phase run of more items than this is only started once its memory has been
+# projected from a smaller one's.
+PROBE_ABOVE = 1000
+
+
+def probe_unbounded(x, v, n):
+    """(n, the tree's peak KiB) of one unbounded run of n items of the same command."""
+    plan = os.path.join(x.generated, "phase-%d.toml" % n)
+    C.write_phase_plan(plan, n, [x.true])
+    argv = list(v.argv)
+    argv[3] = plan
+    root = fresh_dir(os.path.join(x.work, "fanout", "probe"))
+    os.chdir(root)
+    return n, measure.tree_peak(argv, x.env_for(root))["tree_kb"]
+
+
+def validate_fanout(v, root, env, timeout_s):
+    """validate() for a fan-out variant, under GNU time: (ok, note, wall ns, runner's peak
+    RSS KiB). A run past timeout_s is killed: (False, "timed out ...", ...)."""
+    os.chdir(root)
+    t0 = time.perf_counter_ns()
+    try:
+        code, out, err, peak = measure.capture_peak(v.argv, env, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return False, "timed out: not measured, one run took over %d s" % timeout_s, None, None
+    took = time.perf_counter_ns() - t0
+    if code != 0:
+        return False, "exit %d: %s" % (code, (err or out).strip()[:300]), took, peak
+    if v.role.startswith("triage") and err.strip():
+        return False, "degraded (warning on stderr): %s" % err.strip()[:300], took, peak
+    problem = v.check(out) if v.check else None
+    return problem is None, problem or "", took, peak
+
+
+def run_fanout(x, cfg):
+    """phase run of 1,000 and 10,000 items of `true` beside xargs -P N with the same N: wall
+    and CPU time interleaved, each run in a fresh state root, then one run of each under GNU
+    time with its process tree sampled (the runner's exact peak RSS and the tree's)."""
+    jobs = cfg.phase_jobs
+    res = {"id": "phase-fanout", "kind": "fanout", "variants": [], "sizes": [], "jobs": jobs,
+           "title": "phase run of many items of true, against xargs -P %d" % jobs}
+    if not has_sub(x, "phase"):
+        res["status"] = "not measured: phase not built"
+        return res
+    if not x.xargs:
+        res["status"] = "not measured: xargs is not installed"
+        return res
+    helptext = subprocess.run([x.triage, "phase", "run", "--help"], capture_output=True,
+                              text=True).stdout
+    has_jobs = C.lists_option(helptext, "--jobs")
+    res["jobs_option"] = has_jobs
+    measured_unbounded = []
+    for n, runs in cfg.phase_sizes:
+        plans = {"plain": os.path.join(x.generated, "phase-%d.toml" % n),
+                 "limited": os.path.join(x.generated, "phase-%d-c%d.toml" % (n, jobs)),
+                 "list": os.path.join(x.generated, "items-%d.txt" % n)}
+        C.write_phase_plan(plans["plain"], n, [x.true])
+        C.write_phase_plan(plans["limited"], n, [x.true], concurrency=jobs)
+        with open(plans["list"], "w") as f:
+            f.write("".join("item-%05d\n" % i for i in range(n)))
+        size = {"items": n, "runs": runs, "variants": []}
+        live = []
+        for v in C.fanout_variants(x, n, jobs, plans, has_jobs):
+            e = {"name": "%s, %s items" % (v.name, "{:,}".format(n)), "role": v.role, "items": n}
+            size["variants"].append(e)
+            if v.role == "triage-unbounded":
+                if not measured_unbounded and n > PROBE_ABOVE:
+                    # Nothing smaller measured in this run: a run of a tenth of the items
+                    # first, so the projection never rests on a guess.
+                    measured_unbounded.append(probe_unbounded(x, v, n // 10))
+                ok, note = measure.unbounded_projection(measured_unbounded, n, measure.mem_available_kb())
+                if not ok:
+                    e["note"] = note
+                    continue
+            root = fresh_dir(os.path.join(x.work, "fanout", v.role))
+            ok, note, took, peak = validate_fanout(v, root, x.env_for(root), cfg.fanout_timeout_s)
+            if note.startswith("timed out"):
+                e["note"] = note
+                continue
+            if ok and took > cfg.long_run_s * 1e9:
+                # A run of many minutes is not repeated: the checked run (under GNU time, its
+                # output read through a pipe) is its one timed run and gives the runner's
+                # peak RSS; the tree is not sampled.
+                e["long"] = (took, peak)
+            if not ok:
+                if v.role != "xargs":
+                    res["status"] = "failed at %d items: %s: %s" % (n, v.name, note)
+                    res["variants"] += size["variants"]
+                    return res
+                e["note"] = "failed: " + note
+                continue
+            live.append((v, e))
+        walls = {id(v): [e["long"][0]] if "long" in e else [] for v, e in live}
+        cpu = {id(v): [] for v, _ in live}
+        bad = {id(v): 0 for v, _ in live}
+        order = [(v, e) for v, e in live if "long" not in e]
+        for _ in range(runs):
+            random.shuffle(order)
+            for v, _ in order:
+                root = fresh_dir(os.path.join(x.work, "fanout", v.role))
+                os.chdir(root)
+                ns, code, cpu_ns = measure.time_once(v.argv, x.env_for(root))
+                walls[id(v)].append(ns)
+                cpu[id(v)].append(cpu_ns)
+                bad[id(v)] += code != 0
+        for v, e in live:
+            root = fresh_dir(os.path.join(x.work, "fanout", v.role))
+            os.chdir(root)
+            if "long" in e:
+                tree = {"runner_kb": e["long"][1], "tree_kb": None, "tree_procs": 0, "exit": 0}
+            else:
+                tree = measure.tree_peak(v.argv, x.env_for(root))
+            e.update(measure.summary(walls[id(v)]))
+            if cpu[id(v)]:
+                e["cpu_median_ms"] = measure.summary(cpu[id(v)])["median_ms"]
+            e["peak_rss_kb"], e["tree_rss_kb"] = tree["runner_kb"], tree["tree_kb"]
+            e["tree_procs"] = tree["tree_procs"]
+            notes = ["at most %d processes seen at once" % tree["tree_procs"]] if tree["tree_procs"] else []
+            if e.pop("long", None):
+                notes.insert(0, "1 timed run: one takes over %d s; the tree not sampled" % cfg.long_run_s)
+            if bad[id(v)] or tree["exit"]:
+                notes.append("%d runs exited non-zero" % (bad[id(v)] + (tree["exit"] != 0)))
+            e["note"] = "; ".join(notes)
+            if v.role == "triage-unbounded":
+                measured_unbounded.append((n, tree["tree_kb"] or tree["runner_kb"] or 0))
+        xa = next((e for e in size["variants"] if e["role"] == "xargs" and e.get("median_ms")), None)
+        for e in size["variants"]:
+            if xa and e.get("median_ms") is not None:
+                e["ratio"] = e["median_ms"] / xa["median_ms"]
+        res["variants"] += size["variants"]
+        res["sizes"].append(size)
+    res["status"] = "measured"
+    res["runs"] = "%s; each run in a fresh state root" % ", ".join(
+        "%s items: %d runs" % ("{:,}".format(n), r) for n, r in cfg.phase_sizes)
+    return res
+
+
 def hyperfine_cross_check(x, cfg):
     """The floor measured by hyperfine -N and by this harness, to show the harness adds little."""
     hf = shutil.which("hyperfine")
@@ -326,7 +496,7 @@ def targets(results):
 
     def add(target, verdict, found):
         # A smoke run is a debug build with a handful of runs: its times judge nothing.
-        timing = not any(w in target for w in ("lost", "match"))
+        timing = not any(w in target for w in ("lost", "match", "memory", "same durable", "1 MB"))
         if smoke and timing and verdict in ("PASS", "MISS"):
             verdict = "smoke"
         out.append({"target": target, "verdict": verdict, "found": found})
@@ -337,6 +507,18 @@ def targets(results):
                 continue
             by = {e["role"]: e for e in c["variants"] if e.get("median_ms") is not None}
             tri, floor, bash = by["triage"], by.get("floor"), by.get("bash")
+            sfloor = by.get("syscall-floor")
+            if c.get("target_floor") and sfloor:
+                r = tri["median_ms"] / sfloor["median_ms"]
+                add("%s within %g× of the C durable-write floor" % (c["id"], c["target_floor"]),
+                    "PASS" if r <= c["target_floor"] else "MISS",
+                    "%.2f× (%s vs %s)%s" % (r, report.fmt_ms(tri["median_ms"]), report.fmt_ms(sfloor["median_ms"]),
+                                           "; CPU time %.2f×" % (tri["cpu_median_ms"] / sfloor["cpu_median_ms"])
+                                           if tri.get("cpu_median_ms") and sfloor.get("cpu_median_ms") else ""))
+            if c.get("syscall_check"):
+                add("%s: the C floor makes the same durable-write calls" % c["id"],
+                    "PASS" if c["syscall_check"].startswith("the floor") else
+                    ("—" if c["syscall_check"].startswith("not") else "MISS"), c["syscall_check"])
             if c.get("target_ratio") and bash:
                 # An overhead target: triage within this many times the bash script's wall time.
                 r = tri["median_ms"] / bash["median_ms"]
@@ -371,14 +553,16 @@ def targets(results):
             for e in c["variants"][1:]:
                 add("%s: triage faster than %s" % (c["id"], e["name"]), "PASS" if e["ratio"] > 1 else "MISS",
                     "%.0f vs %.0f rec/s (%.2f×)" % (tri["per_s"], e["per_s"], e["ratio"]))
+        elif c["kind"] == "fanout":
+            fanout_targets(c, add)
         elif c["kind"] == "scaling":
             if c["status"] != "measured":
-                add("report ≥10× faster than jq -s at the largest log; memory flat", "—", c["status"])
+                add("report ≥20× faster than jq -s at the largest log; memory flat", "—", c["status"])
                 continue
             big, small = c["sizes"][-1], c["sizes"][0]
             r = big["jq"]["ratio"]
-            add("report ≥10× faster than jq -s at %s records" % "{:,}".format(big["records"]),
-                "PASS" if r >= 10 else "MISS", "%.1f× (%s vs %s)" % (
+            add("report ≥20× faster than jq -s at %s records" % "{:,}".format(big["records"]),
+                "PASS" if r >= 20 else "MISS", "%.1f× (%s vs %s)" % (
                     r, report.fmt_ms(big["triage"]["median_ms"]), report.fmt_ms(big["jq"]["median_ms"])))
             g = (big["triage"]["peak_rss_kb"] or 0) / max(small["triage"]["peak_rss_kb"] or 1, 1)
             add("report memory does not grow with the log", "PASS" if g <= 1.5 else "MISS",
@@ -387,17 +571,54 @@ def targets(results):
                     report.fmt_kb(big["triage"]["peak_rss_kb"]), "{:,}".format(big["records"]), g))
             h = big.get("html")
             if h and h.get("median_ms"):
-                ok = h["ratio"] <= 1.5 and (big.get("html_bytes") or 0) < 1_000_000
-                add("report --html about as fast as report, page under 1 MB, at %s records"
-                    % "{:,}".format(big["records"]), "PASS" if ok else "MISS",
-                    "%.2f× (%s vs %s), %s bytes" % (h["ratio"], report.fmt_ms(h["median_ms"]),
-                                                    report.fmt_ms(big["triage"]["median_ms"]),
-                                                    "{:,}".format(big.get("html_bytes") or 0)))
+                at = "{:,}".format(big["records"])
+                add("report --html within 1.3× of report's time at %s records" % at,
+                    "PASS" if h["ratio"] <= 1.3 else "MISS",
+                    "%.2f× (%s vs %s)" % (h["ratio"], report.fmt_ms(h["median_ms"]),
+                                          report.fmt_ms(big["triage"]["median_ms"])))
+                tri_kb, html_kb = big["triage"].get("peak_rss_kb"), h.get("peak_rss_kb")
+                if tri_kb and html_kb:
+                    m = html_kb / tri_kb
+                    # Peak RSS is the kernel's count: it holds on a busy machine, so even a
+                    # smoke run judges it.
+                    add("report --html within 2× of report's peak RSS at %s records (memory)" % at,
+                        "PASS" if m <= 2 else "MISS",
+                        "%.2f× (%s vs %s)" % (m, report.fmt_kb(html_kb), report.fmt_kb(tri_kb)))
+                add("report --html page under 1 MB at %s records" % at,
+                    "PASS" if (big.get("html_bytes") or 0) < 1_000_000 else "MISS",
+                    "%s bytes" % "{:,}".format(big.get("html_bytes") or 0))
             add("report answers match jq's per-agent counts",
                 "PASS" if all(s["counts_verified"] for s in c["sizes"]) else "MISS",
                 ", ".join("%s: %s" % ("{:,}".format(s["records"]), "ok" if s["counts_verified"] else "differ")
                           for s in c["sizes"]))
     return out
+
+
+def fanout_targets(c, add):
+    """phase run at the largest size: within 1.5× of xargs -P in wall time, the runner's peak
+    RSS under 64 MB; one line per triage variant measured there."""
+    if c["status"] != "measured":
+        add("phase run within 1.5× of xargs -P, runner under 64 MB", "—", c["status"])
+        return
+    big = c["sizes"][-1]
+    at = "{:,}".format(big["items"])
+    xa = next((e for e in big["variants"] if e["role"] == "xargs" and e.get("median_ms")), None)
+    for e in big["variants"]:
+        if not e["role"].startswith("triage"):
+            continue
+        name = re.sub(r", [\d,]+ items$", "", e["name"])
+        if e.get("median_ms") is None:
+            add("%s within 1.5× of xargs -P %d at %s items" % (name, c["jobs"], at), "—",
+                e.get("note", "not measured"))
+            continue
+        if xa:
+            add("%s within 1.5× of xargs -P %d at %s items" % (name, c["jobs"], at),
+                "PASS" if e["ratio"] <= 1.5 else "MISS",
+                "%.2f× (%s vs %s)" % (e["ratio"], report.fmt_ms(e["median_ms"]), report.fmt_ms(xa["median_ms"])))
+        if e.get("peak_rss_kb"):
+            add("%s: runner's peak RSS under 64 MB at %s items (memory)" % (name, at),
+                "PASS" if e["peak_rss_kb"] < 64 * 1024 else "MISS",
+                "%s (process tree, sampled: %s)" % (report.fmt_kb(e["peak_rss_kb"]), report.fmt_kb(e.get("tree_rss_kb"))))
 
 
 def machine(x):
@@ -428,7 +649,16 @@ class Config:
         self.warmup = 2 if args.smoke else 15
         self.per_writer = 5 if args.smoke else 25
         self.reps = 1 if args.smoke else 3
-        self.sizes = [(1000, 2)] if args.smoke else [(10_000, 10), (100_000, 5), (1_000_000, 3)]
+        self.sizes = [(1000, 2)] if args.smoke else [(100_000, 5), (1_000_000, 3)]
+        # phase run's fan-out: items and runs per size, and N of xargs -P N (and --jobs N).
+        self.phase_sizes = [(40, 1), (200, 1)] if args.smoke else [(1000, 3), (10_000, 2)]
+        self.phase_jobs = args.phase_jobs
+        self.phase_sizes = [s for s in self.phase_sizes if not args.phase_items or s[0] in args.phase_items] \
+            or [(n, 1 if args.smoke else 3) for n in args.phase_items]
+        # A variant whose one run takes longer is timed once (its checked run), not per round.
+        self.long_run_s = 300
+        # A fan-out run still going after this long is killed and reported as not measured.
+        self.fanout_timeout_s = 3600
 
 
 def update_doc(path, md, label):
@@ -453,6 +683,11 @@ def main():
                     help="also time another triage binary (another build, another commit) in "
                          "every single-call case, interleaved with the rest (repeatable)")
     ap.add_argument("--update-doc", help="replace the results section of this Markdown file")
+    ap.add_argument("--floor", help="the durable-write floor (bench/floor/state-write.c, compiled)")
+    ap.add_argument("--phase-items", type=int, action="append", default=[], metavar="N",
+                    help="the phase fan-out case at N items only (repeatable; default 1,000 and 10,000)")
+    ap.add_argument("--phase-jobs", type=int, default=8, metavar="N",
+                    help="items at once in the phase fan-out case: xargs -P N, phase run --jobs N")
     args = ap.parse_args()
     x, cfg = Env(args), Config(args)
     for d in (x.out, x.generated):
@@ -479,12 +714,14 @@ def main():
     for c in singles:
         C.add_compared(c, compare)
     todo = ([(c.id, c) for c in singles] + [(c.id, c) for c in C.fleet_cases(x)]
-            + [(c.id, c) for c in C.concurrent_cases(x)] + [("report", None)])
+            + [(c.id, c) for c in C.concurrent_cases(x)] + [("phase-fanout", None), ("report", None)])
     for cid, case in todo:
         if want and cid not in want:
             continue
         t0 = time.time()
-        if case is None:
+        if cid == "phase-fanout":
+            res = run_fanout(x, cfg)
+        elif case is None:
             res = run_scaling(x, cfg)
         elif not has_sub(x, case.needs):
             res = {"id": case.id, "title": case.title, "kind": case.kind, "variants": [],

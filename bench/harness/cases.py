@@ -6,6 +6,8 @@ output captured and checked before it is timed, so a variant that fails or degra
 warning on stderr) is reported as failed instead of measured.
 """
 import json
+import os
+import re
 
 
 def parse(out):
@@ -132,10 +134,17 @@ def single_cases(x):
              variants=[Variant("triage hook", "triage", [t, "hook"], stop_failure,
                                lambda out: None if not out.strip() else "printed %r" % out[:200])]
              + floor_and_jq(stop_failure)),
+        # The durable-write floor: a static C program making the same lock, temp file,
+        # fsync, link, renames and folder fsync (bench/floor/state-write.c); the harness
+        # checks with strace that it does, and counts both programs' system calls.
         Case("state-update", "state-write --update '.n += 1' (atomic, fsync, .bak)", "state-write",
+             syscalls=True, target_floor=1.3,
              variants=[Variant("triage state-write --update", "triage",
                                [t, "state-write", "st.json", "--update", ".n += 1"], None,
                                setup=state_file({"n": 0}))]
+             + ([Variant("C floor, same durable calls", "syscall-floor", [x.floor, "st.json"], None,
+                         want(lambda v: v["written"] is True, "written: true"),
+                         setup=state_file({"n": 0}))] if x.floor else [])
              + floor_and_jq(pre)
              + [Variant("bash+jq+flock state-update.sh", "bash",
                         [bash, b + "/state-update.sh", "st.json", ".n += 1"], None,
@@ -153,6 +162,52 @@ def single_cases(x):
                        Variant("bash & + wait phase.sh", "bash", [bash, b + "/phase.sh", "32"], None,
                                want(lambda v: v["failed"] == 0, "failed: 0"))]),
     ]
+
+
+def write_phase_plan(path, n, command, concurrency=None):
+    """A plan of n items of `command` (an argv list), ids item-00000…; with `concurrency`,
+    the plan's own limit on items running at once."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write('name = "bench"\n')
+        if concurrency is not None:
+            f.write("concurrency = %d\n" % concurrency)
+        argv = "[" + ", ".join(json.dumps(a) for a in command) + "]"
+        for i in range(n):
+            f.write('\n[[items]]\nid = "item-%05d"\ncommand = %s\n' % (i, argv))
+    os.replace(tmp, path)
+
+
+def lists_option(help_text, option):
+    """Whether a clap --help text lists `option` (as an option, not only in prose)."""
+    return re.search(r"^\s*(?:-\w, )?%s(?:[ =<]|$)" % re.escape(option), help_text, re.M) is not None
+
+
+def fanout_variants(x, n, jobs, plans, has_jobs):
+    """phase run of n items of `true` beside xargs -P jobs: the variants of one size.
+
+    plans: {"plain": path, "limited": path} (the same items, the second with the plan's own
+    `concurrency = jobs`). With --jobs in the binary, phase run gets --jobs; without, it runs
+    the plain plan (every item at once, as marked) and, beside it, the limited plan."""
+    t = x.triage
+    base = [t, "phase", "run", None, "--workflow", "bench", "--phase", "1"]
+
+    def phase(name, role, plan, extra=()):
+        argv = list(base)
+        argv[3] = plan
+        return Variant(name, role, argv + list(extra), None,
+                       want(lambda v: v["decision"] == "proceed" and v["counts"]["complete"] == n,
+                            "%d complete, proceed" % n))
+    if has_jobs:
+        out = [phase("triage phase run --jobs %d" % jobs, "triage", plans["plain"],
+                     ["--jobs", str(jobs)])]
+    else:
+        out = [phase("triage phase run (no --jobs: unbounded)", "triage-unbounded", plans["plain"]),
+               phase("triage phase run (plan concurrency = %d)" % jobs, "triage-plan",
+                     plans["limited"])]
+    out.append(Variant("xargs -P %d" % jobs, "xargs",
+                       [x.xargs, "-P", str(jobs), "-n", "1", "-a", plans["list"], x.true]))
+    return out
 
 
 def add_compared(case, compare):

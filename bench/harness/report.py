@@ -24,6 +24,11 @@ def rows(case):
         if case["kind"] == "concurrent":
             out.append([v["name"], "%.0f rec/s" % v["per_s"] if v.get("per_s") else "-",
                         fmt_ms(v.get("wall_ms")), fmt_ratio(v.get("ratio")), v.get("note", "")])
+        elif case["kind"] == "fanout":
+            out.append([v["name"], fmt_ms(v.get("median_ms")),
+                        "-" if v.get("median_ms") is None else "%s – %s" % (fmt_ms(v["min_ms"]), fmt_ms(v["max_ms"])),
+                        fmt_ms(v.get("cpu_median_ms")), fmt_kb(v.get("peak_rss_kb")), fmt_kb(v.get("tree_rss_kb")),
+                        fmt_ratio(v.get("ratio")), v.get("note", "")])
         elif case["kind"] == "scaling":
             out.append([v["name"], fmt_ms(v.get("median_ms")),
                         "%s – %s" % (fmt_ms(v.get("min_ms")), fmt_ms(v.get("max_ms"))),
@@ -39,6 +44,9 @@ def rows(case):
 def header(case):
     if case["kind"] == "concurrent":
         return ["variant", "throughput", "wall (best)", "this ÷ triage", "note"]
+    if case["kind"] == "fanout":
+        return ["variant", "median", "min – max", "CPU time", "peak RSS (runner)", "peak RSS (tree, sampled)",
+                "this ÷ xargs", "note"]
     if case["kind"] == "scaling":
         return ["variant", "median", "min – max", "peak RSS", "this ÷ triage", "note"]
     return ["variant", "median", "p25 – p75", "CPU time", "peak RSS", "this ÷ triage", "note"]
@@ -55,6 +63,8 @@ def title(case):
 
 def text_table(case):
     lines = [title(case)]
+    if case.get("syscall_check"):
+        lines.append("  " + case["syscall_check"])
     body = rows(case)
     if body:
         table = [header(case)] + body
@@ -66,6 +76,8 @@ def text_table(case):
 
 def md_table(case):
     lines = ["**%s**" % title(case), ""]
+    if case.get("syscall_check"):
+        lines += [case["syscall_check"], ""]
     body = rows(case)
     if body:
         lines.append("| " + " | ".join(header(case)) + " |")
