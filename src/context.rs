@@ -3,12 +3,12 @@
 //!
 //! This is the only place that reads the environment, so the core stays pure.
 
+use crate::core::policy::{self, Policy};
 use crate::env::Env;
 use crate::exit::Failure;
 use crate::input;
-use crate::policy::{self, Policy};
-use crate::policy_cache;
-use crate::store;
+use crate::store::files;
+use crate::store::policy_cache;
 use chrono::{DateTime, Utc};
 use clap::Args;
 use serde::Serialize;
@@ -112,7 +112,7 @@ impl Outcome {
     }
 
     /// A hook response: one JSON object, or nothing when there is nothing to say.
-    pub fn hook(response: &crate::hook_io::Response) -> Outcome {
+    pub fn hook(response: &crate::hook::codec::Response) -> Outcome {
         if response.is_empty() {
             Outcome::nothing()
         } else {
@@ -195,12 +195,12 @@ impl Context {
         // A root the user named may be a link they chose; the default one in the project is
         // what a cloned repository could ship, so there even the root must not be a link.
         let root = state_root(&global, &env.project_dir);
-        store::set_root(&root, global.dir.is_some());
+        files::set_root(&root, global.dir.is_some());
         // Compiled caches are never kept where a project could ship them (see `policy_cache`).
         let cache_dir =
             policy_cache::user_dir(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"));
         if let Some(d) = &cache_dir {
-            store::set_private_dir(d);
+            files::set_private_dir(d);
         }
         let cx = Context {
             name,
@@ -289,7 +289,7 @@ impl Context {
     /// The state root, created 0700 if missing.
     pub fn ensure_root(&self) -> Result<PathBuf, Failure> {
         let root = self.state_root();
-        store::ensure_dir(&root)?;
+        files::ensure_dir(&root)?;
         Ok(root)
     }
 
@@ -458,7 +458,7 @@ impl Context {
         };
         format!(
             "stdin: {sent} and no end within {} ([stdin] {key}): the writer kept the pipe open",
-            crate::duration::Dur(limit)
+            crate::core::duration::Dur(limit)
         )
     }
 
@@ -520,7 +520,7 @@ impl Context {
         let logs = root.join("logs");
         // A refused root (a link, a loose folder) makes this fail too: nothing is written,
         // and stderr says why once, since the trace cannot.
-        if let Err(e) = store::ensure_dir(&logs) {
+        if let Err(e) = files::ensure_dir(&logs) {
             self.untraced(&e);
             return;
         }
@@ -542,7 +542,7 @@ impl Context {
         });
         // Never waits long: a busy log gets the line without the lock (on a fresh line).
         let wait = self.lock_wait().min(Duration::from_millis(20));
-        if let Err(e) = store::append_line_best_effort(
+        if let Err(e) = files::append_line_best_effort(
             &logs.join("triage.log"),
             line.to_string().as_bytes(),
             wait,
@@ -553,7 +553,7 @@ impl Context {
 
     /// Says on stderr, once per run, that the trace log refused a line (a link or a FIFO in
     /// its place): the one warning that cannot be traced.
-    fn untraced(&self, e: &store::StoreError) {
+    fn untraced(&self, e: &files::StoreError) {
         use std::sync::atomic::{AtomicBool, Ordering};
         static SAID: AtomicBool = AtomicBool::new(false);
         if e.is_refused() && !SAID.swap(true, Ordering::Relaxed) {
@@ -563,7 +563,7 @@ impl Context {
 
     /// The fleet's Redis, when `TRIAGE_STORE` or `[store] url` names one: `None` for the local
     /// files; `Some(Err)` when the URL is not valid (the caller warns and uses the files).
-    pub fn fleet_config(&self) -> Option<Result<crate::fleet::Config, String>> {
+    pub fn fleet_config(&self) -> Option<Result<crate::store::fleet::Config, String>> {
         let policy = self.policy().ok()?;
         let store = &policy.store;
         let url = self.store_url.as_deref().or(store.url.as_deref())?;
@@ -572,7 +572,7 @@ impl Context {
             return None;
         }
         let password = self.redis_password.as_deref().filter(|p| !p.is_empty());
-        let target = match crate::fleet::Target::parse(url, password) {
+        let target = match crate::store::fleet::Target::parse(url, password) {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
         };
@@ -581,7 +581,7 @@ impl Context {
             .clone()
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| self.project_name());
-        Some(Ok(crate::fleet::Config {
+        Some(Ok(crate::store::fleet::Config {
             target,
             namespace,
             connect_timeout: store.connect_timeout.0,
@@ -653,7 +653,7 @@ fn load_policy_file(
 ) -> Result<policy::Loaded, String> {
     // Read like any file the user named, but never a FIFO or a device: a planted one would
     // hang every hook.
-    let bytes = store::read_named(path)
+    let bytes = files::read_named(path)
         .map_err(|e| format!("cannot read policy: {e}"))?
         .ok_or_else(|| format!("cannot read policy {}: it does not exist", path.display()))?;
     let text = String::from_utf8(bytes).map_err(|_| {

@@ -6,7 +6,7 @@
 //! Pure: [`Env::read`] is handed a lookup function; [`crate::context`] hands it the process's
 //! environment.
 
-use crate::duration::Dur;
+use crate::core::duration::Dur;
 use chrono::{DateTime, TimeZone, Utc};
 use std::path::PathBuf;
 use std::time::Duration;

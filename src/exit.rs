@@ -116,8 +116,8 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
-impl From<crate::store::StoreError> for Failure {
-    fn from(e: crate::store::StoreError) -> Failure {
+impl From<crate::store::files::StoreError> for Failure {
+    fn from(e: crate::store::files::StoreError) -> Failure {
         let class = if e.is_lock_timeout() {
             FailureClass::Lock
         } else {

@@ -47,7 +47,7 @@ impl std::fmt::Display for InputError {
                 f,
                 "{} bytes and no end within {}",
                 got.len(),
-                crate::duration::Dur(*waited)
+                crate::core::duration::Dur(*waited)
             ),
         }
     }
@@ -63,7 +63,11 @@ pub struct OutOfPatience {
 
 impl std::fmt::Display for OutOfPatience {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "no input within {}", crate::duration::Dur(self.waited))
+        write!(
+            f,
+            "no input within {}",
+            crate::core::duration::Dur(self.waited)
+        )
     }
 }
 

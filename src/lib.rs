@@ -41,35 +41,23 @@ macro_rules! say_more {
     }};
 }
 
-pub mod automaton;
-pub mod breaker;
-pub mod classify;
 pub mod cli;
 pub mod commands;
 pub mod context;
-pub mod duration;
+pub mod core;
 pub mod env;
-pub mod error_log;
-pub mod error_record;
+pub mod exec;
 pub mod exit;
-pub mod fleet;
-pub mod glob;
-pub mod hook_io;
+pub mod hook;
 pub mod input;
-pub mod jq;
 pub mod man;
-pub mod output_check;
-pub mod phase;
-pub mod policy;
-pub mod policy_cache;
-pub mod report;
-pub mod run;
-pub mod saga;
-pub mod session;
+/// Rendering the error log's summary: text, HTML, SVG and the dashboard's data.
+pub mod report {
+    pub mod dashboard;
+    pub mod html;
+    pub mod svg;
+    pub mod text;
+}
 pub mod settings;
-pub mod state;
 pub mod store;
-pub mod templates;
 pub mod term;
-pub mod transcript;
-pub mod vocab;

@@ -210,7 +210,7 @@ fn visible_len(text: &str) -> usize {
 /// A duration in milliseconds for people: the program's one format, cut to its two largest
 /// units (`1h`, `1m30s`, `450ms`).
 pub fn human(ms: u64) -> String {
-    crate::duration::Dur::millis(ms).approx().to_string()
+    crate::core::duration::Dur::millis(ms).approx().to_string()
 }
 
 /// `1 session`, `2 sessions`, `0 sessions`.

@@ -1,9 +1,9 @@
 //! `triage breaker`: one circuit breaker per key, shared by every process on the machine (or,
 //! with a fleet store, every host).
 //!
-//! The story of one call ([`crate::breaker::calls`], shared with the other commands): resolve
+//! The story of one call ([`crate::store::breakers::calls`], shared with the other commands): resolve
 //! the key (with the session for `scope = "session"`), then
-//! [`crate::breaker::store::update`] applies the pure state machine in [`crate::breaker`] with
+//! [`crate::store::breakers::update`] applies the pure state machine in [`crate::core::breaker`] with
 //! the key's policy and `now` under the key's exclusion, storing the state and one event per
 //! transition, so every transition happens exactly once whoever races. The exclusion is never
 //! held while the guarded call runs: `check` hands out a ticket, `record` brings it back.
@@ -13,18 +13,18 @@ mod view;
 
 pub use hook::hook;
 
-use crate::breaker::calls::{
+use crate::context::{Context, Outcome as Answer};
+use crate::core::breaker::{self as core, Breaker, CallReport, Millis, Transition};
+use crate::core::vocab::Kind;
+use crate::exit::{Failure, FailureClass};
+use crate::store::breakers::calls::{
     check_id, record_id, resolve, status_all, status_id, stored_ids, TransitionView,
 };
-use crate::breaker::store::{self, Id};
-use crate::breaker::{self as core, Breaker, CallReport, Millis, Transition};
-use crate::context::{Context, Outcome as Answer};
-use crate::exit::{Failure, FailureClass};
-use crate::vocab::Kind;
+use crate::store::breakers::{self, Id};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use crate::breaker::Outcome;
+pub use crate::core::breaker::Outcome;
 
 /// Arguments of `triage breaker`.
 #[derive(clap::Args, Debug)]
@@ -74,7 +74,7 @@ pub enum Action {
         kind: Option<Kind>,
         /// How long the call took (a success slower than slow_call_threshold is a failure)
         #[arg(long, value_name = "DUR")]
-        duration: Option<crate::duration::Dur>,
+        duration: Option<crate::core::duration::Dur>,
         /// The error text, shown as the last error
         #[arg(long, value_name = "TEXT")]
         detail: Option<String>,
@@ -102,7 +102,7 @@ pub enum Action {
         key: String,
         /// How long to keep it open
         #[arg(long = "for", value_name = "DUR")]
-        for_: Option<crate::duration::Dur>,
+        for_: Option<crate::core::duration::Dur>,
     },
     /// Always allow calls and count nothing, until reset
     Disable {
@@ -131,7 +131,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         ));
     }
     if by_hook {
-        let payload = crate::hook_io::Payload::new(cx.read_json()?.unwrap_or(Value::Null));
+        let payload = crate::hook::codec::Payload::new(cx.read_json()?.unwrap_or(Value::Null));
         return Ok(Answer::hook(&hook(cx, &payload)?));
     }
     let Some(action) = &args.action else {
@@ -206,7 +206,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
                 let mut list = Vec::new();
                 for k in keys {
                     let id = resolve(cx, k, session.as_deref(), false)?;
-                    if store::exists(cx, &id) {
+                    if breakers::exists(cx, &id) {
                         list.push(status_id(cx, &id)?);
                     } else {
                         cx.warn(&no_breaker(cx, &id, "nothing to show"));
@@ -218,7 +218,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             let negative = list.len() < keys.len();
             if cx.global.text {
                 let term = crate::context::terminal();
-                let text = view::status_table(&list, &store::location(cx), &term, cx.now);
+                let text = view::status_table(&list, &breakers::location(cx), &term, cx.now);
                 return Ok(Answer::for_terminal(text, term.colour).negative(negative));
             }
             Ok(Answer::json(&serde_json::json!({ "breakers": list })).negative(negative))
@@ -237,7 +237,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         }
         Action::Trip { key, for_ } => {
             let id = resolve(cx, key, session.as_deref(), false)?;
-            if !store::exists(cx, &id) {
+            if !breakers::exists(cx, &id) {
                 // Tripping a key before its first call is how an operator fences it off.
                 say!(
                     "triage breaker: note: {}",
@@ -287,7 +287,7 @@ fn manual(
     id: &Id,
     f: impl Fn(&mut Breaker, Millis) -> Result<Vec<Transition>, Failure>,
 ) -> Result<Manual, Failure> {
-    store::update(cx, id, |b, s, now| {
+    breakers::update(cx, id, |b, s, now| {
         // Lazy transitions first, so the event log shows open → half_open before a reset.
         let (_, mut tr) = core::status(b, s, now);
         let mine = f(b, now)?;
@@ -328,7 +328,7 @@ fn manual_answer(cx: &Context, done: Vec<Manual>) -> Answer {
 /// a phantom breaker, nor report a reset that changed nothing.
 fn existing(cx: &Context, key: &str, session: Option<&str>) -> Result<Id, Failure> {
     let id = resolve(cx, key, session, false)?;
-    if store::exists(cx, &id) {
+    if breakers::exists(cx, &id) {
         return Ok(id);
     }
     Err(Failure::data(no_breaker(cx, &id, "nothing changed")))
@@ -341,7 +341,7 @@ fn no_breaker(cx: &Context, id: &Id, what: &str) -> String {
         .into_iter()
         .map(|i| i.key)
         .collect();
-    let hint = match crate::policy::closest(&id.key, &keys) {
+    let hint = match crate::core::policy::closest(&id.key, &keys) {
         Some(k) => format!("; did you mean `{k}`?"),
         None if keys.is_empty() => "; there are no breakers yet".into(),
         None => {
@@ -359,7 +359,7 @@ fn report_from(
     outcome: Option<Outcome>,
     ticket: &Option<String>,
     kind: Option<Kind>,
-    duration: Option<crate::duration::Dur>,
+    duration: Option<crate::core::duration::Dur>,
     detail: &Option<String>,
 ) -> Result<CallReport, Failure> {
     let text = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_string);
@@ -399,7 +399,7 @@ fn report_from(
             input.get("duration_ms").and_then(Value::as_u64),
         ) {
             (Some(d), _) => Some(
-                d.parse::<crate::duration::Dur>()
+                d.parse::<crate::core::duration::Dur>()
                     .map_err(|e| Failure::data(format!("stdin's \"duration\": {e}")))?
                     .as_millis(),
             ),

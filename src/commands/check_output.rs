@@ -1,24 +1,23 @@
 //! `triage check-output`: catch the silent failures (seeds 001, 004) — an agent that
 //! "succeeds" with an empty, short, malformed or BLOCKED output. Reads `{agent, output,
 //! status, files}` (or `--raw` text, or a hook payload with `--hook`), resolves the agent's
-//! rules from the policy and the flags, and hands them to [`crate::output_check`].
+//! rules from the policy and the flags, and hands them to [`crate::core::output_check`].
 //!
 //! The stop-hook answer and its loop guard live in [`judge_hook`]; `triage hook` calls it
 //! in-process.
 
 use crate::context::{Context, Outcome};
+use crate::core::output_check::{self, FileFacts, Subject, Verdict};
+use crate::core::policy::{OutputFormat, OutputRules};
+use crate::core::vocab::Criticality;
 use crate::exit::Failure;
-use crate::hook_io::{Payload, Response};
-use crate::output_check::{self, FileFacts, Subject, Verdict};
-use crate::policy::{OutputFormat, OutputRules};
-use crate::store;
-use crate::vocab::Criticality;
+use crate::hook::codec::{Payload, Response};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 mod files;
 mod hook;
-pub use crate::output_check::Final;
+pub use crate::core::output_check::Final;
 pub use files::expand;
 pub use hook::{judge_hook, judge_stop, Judged};
 
@@ -191,13 +190,15 @@ fn flag_rules(args: &Args) -> Result<OutputRules, Failure> {
     ] {
         for p in list {
             // Through the policy cache: a flag given on every call compiles once per policy.
-            crate::policy_cache::matcher(p).check().map_err(|why| {
-                Failure::usage(format!("{flag} `{p}` is not a valid regex: {why}"))
-            })?;
+            crate::store::policy_cache::matcher(p)
+                .check()
+                .map_err(|why| {
+                    Failure::usage(format!("{flag} `{p}` is not a valid regex: {why}"))
+                })?;
         }
     }
     for code in &args.jq {
-        crate::jq::Filter::compile(code).map_err(|e| Failure::usage(format!("--jq: {e}")))?;
+        crate::core::jq::Filter::compile(code).map_err(|e| Failure::usage(format!("--jq: {e}")))?;
     }
     let format = match args.format.as_deref() {
         Some("json") => Some(OutputFormat::Json),
@@ -247,7 +248,7 @@ fn input_from(v: Value) -> Result<Input, Failure> {
     let Value::Object(mut m) = v else {
         return Err(Failure::data(format!(
             "stdin is {}, not an object; send {{\"agent\", \"output\", \"status\", \"files\"}}, or the text itself with --raw",
-            crate::state::type_name(&v)
+            crate::core::state::type_name(&v)
         )));
     };
     let text = |m: &serde_json::Map<String, Value>, k: &str| {
@@ -284,8 +285,8 @@ fn preserve(cx: &Context, dir: &Path, input: &Input, verdict: &mut Verdict) {
     if text.trim().is_empty() {
         return;
     }
-    let name = store::escape_key(input.agent.as_deref().unwrap_or("agent"));
-    if let Err(e) = store::ensure_dir(dir) {
+    let name = crate::store::files::escape_key(input.agent.as_deref().unwrap_or("agent"));
+    if let Err(e) = crate::store::files::ensure_dir(dir) {
         cx.warn(&format!("--preserve-partial: {e}"));
         return;
     }
@@ -298,7 +299,7 @@ fn preserve(cx: &Context, dir: &Path, input: &Input, verdict: &mut Verdict) {
         if path.exists() {
             continue;
         }
-        match store::create_new(&path, text.as_bytes()) {
+        match crate::store::files::create_new(&path, text.as_bytes()) {
             Ok(()) => {
                 if let Some(e) = verdict.error.as_mut() {
                     e.preserved_outputs.push(path.display().to_string());

@@ -2,10 +2,10 @@
 //! object or raw text), print the error object of SPEC §5 with the retry decision. It never
 //! writes a file and needs no state root; the jitter seed comes from `TRIAGE_SEED`.
 
-use crate::classify::{self, ErrorObject, Overrides};
 use crate::context::{Context, Outcome};
+use crate::core::classify::{self, ErrorObject, Overrides};
 use crate::exit::Failure;
-use crate::hook_io::Response;
+use crate::hook::codec::Response;
 use serde_json::{json, Value};
 
 const EXAMPLES: &str = "\
@@ -164,7 +164,7 @@ fn read_input(args: &Args, cx: &Context) -> Result<Value, Failure> {
 }
 
 fn as_text(e: &ErrorObject) -> String {
-    use crate::vocab::{Action, Severity};
+    use crate::core::vocab::{Action, Severity};
     let retryable = if e.retryable {
         "retryable"
     } else {

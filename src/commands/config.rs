@@ -2,8 +2,8 @@
 //! policy file and names the line of every problem.
 
 use crate::context::{Context, Outcome};
+use crate::core::policy;
 use crate::exit::Failure;
-use crate::policy;
 use clap::Subcommand;
 use serde_json::json;
 use std::path::PathBuf;
@@ -61,7 +61,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
                 Failure::usage("no policy file to check: name one, or create .triage.toml")
             })?;
             // Read as the runtime reads it: never a FIFO or a device, UTF-8 only.
-            let text = match crate::store::read_named(&file) {
+            let text = match crate::store::files::read_named(&file) {
                 Ok(Some(bytes)) => {
                     String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".into())
                 }

@@ -5,12 +5,12 @@
 //! `tail -f`, and goes on across a `report prune`.
 
 use crate::context::{Context, Outcome};
-use crate::error_log;
-use crate::error_log::log_path;
-use crate::error_record::LogLine;
+use crate::core::error_record::LogLine;
+use crate::core::summary::{time_flag, Filter};
 use crate::exit::Failure;
 use crate::report::text::shown_path;
-use crate::report::{time_flag, Filter};
+use crate::store::error_log;
+use crate::store::error_log::log_path;
 use crate::term::{count, cut, when_text, Term, Tone};
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
@@ -159,7 +159,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let root = cx.state_root();
     let log = log_path(&root);
     let limit = args.limit.or(args.follow.then_some(10));
-    let fleet = crate::fleet::select::configured(cx);
+    let fleet = crate::store::fleet::select::configured(cx);
     let mut follower = if args.follow && !fleet {
         Some(error_log::follow_local(&root)?)
     } else {

@@ -7,7 +7,7 @@
 //!   and the probe ticket it was given.
 //! - `PostToolUse`: completes a guarded call (error record, `timeout` past its configured
 //!   timeout, outcome on the breaker with its ticket). A subagent call meets its SubagentStop by
-//!   `agentId` (see [`crate::session`]): in the background (`async_launched`) it leaves the call for
+//!   `agentId` (see [`crate::store::sessions`]): in the background (`async_launched`) it leaves the call for
 //!   SubagentStop; in the foreground it takes SubagentStop's verdict and tells the parent.
 //! - `PostToolUseFailure`: classifies, records the error (once: a subagent SubagentStop already
 //!   recorded is not recorded again), records a breaker failure, and tells the model the
@@ -23,18 +23,19 @@
 
 mod log_tail;
 
-use crate::breaker::calls as breaker;
-use crate::breaker::CallReport;
-use crate::breaker::Outcome as CallOutcome;
-use crate::classify;
 use crate::commands::check_output;
 use crate::context::{Context, Outcome};
-use crate::error_record::Warning;
+use crate::core::breaker::CallReport;
+use crate::core::breaker::Outcome as CallOutcome;
+use crate::core::classify;
+use crate::core::error_record;
+use crate::core::error_record::Warning;
+use crate::core::vocab::Kind;
 use crate::exit::Failure;
-use crate::hook_io::{Payload, Response};
-use crate::session;
-use crate::vocab::Kind;
-use crate::{error_log, error_record};
+use crate::hook::codec::{Payload, Response};
+use crate::store::breakers::calls as breaker;
+use crate::store::error_log;
+use crate::store::sessions;
 use serde_json::{json, Value};
 
 /// Arguments of `triage hook`.
@@ -167,7 +168,7 @@ fn guarded_key<'p>(cx: &Context, p: &'p Payload) -> Result<Option<&'p str>, Fail
     let Some(tool) = p.tool_name() else {
         return Ok(None);
     };
-    let named = !crate::glob::matching(cx.policy()?.breaker.keys.keys(), tool).is_empty();
+    let named = !crate::core::glob::matching(cx.policy()?.breaker.keys.keys(), tool).is_empty();
     Ok(named.then_some(tool))
 }
 
@@ -180,12 +181,12 @@ fn pre_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failure> {
         return Ok(Response::deny(breaker::template4_reason(&r)));
     }
     if let Some(id) = p.tool_use_id() {
-        let start = session::Start {
+        let start = sessions::Start {
             key: key.to_string(),
             ticket: r.ticket,
             at_ms: cx.now.timestamp_millis(),
         };
-        if let Err(f) = session::remember_start(cx, p.session_id(), id, &start) {
+        if let Err(f) = sessions::remember_start(cx, p.session_id(), id, &start) {
             cx.warn(&format!(
                 "the call goes ahead, but its start time was not kept: {f}"
             ));
@@ -200,7 +201,7 @@ fn post_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     };
     let start = p
         .tool_use_id()
-        .and_then(|id| session::take_start(cx, p.session_id(), id));
+        .and_then(|id| sessions::take_start(cx, p.session_id(), id));
     if p.is_subagent_tool() {
         if let Some(agent_id) = p.response_agent_id() {
             return subagent_call(cx, p, key, agent_id, start);
@@ -222,15 +223,15 @@ fn subagent_call(
     p: &Payload,
     key: &str,
     agent_id: &str,
-    start: Option<session::Start>,
+    start: Option<sessions::Start>,
 ) -> Result<Response, Failure> {
     let background = p.is_async_launched();
-    let start = start.unwrap_or_else(|| session::Start {
+    let start = start.unwrap_or_else(|| sessions::Start {
         key: key.to_string(),
         ticket: None,
         at_ms: cx.now.timestamp_millis(),
     });
-    let ended = session::meet_end(cx, p.session_id(), agent_id, background.then_some(&start))?;
+    let ended = sessions::meet_end(cx, p.session_id(), agent_id, background.then_some(&start))?;
     let Some(ended) = ended else {
         if background {
             // Its SubagentStop will complete the call.
@@ -305,12 +306,12 @@ fn subagent_stop(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     else {
         return Ok(response);
     };
-    let ended = session::Ended {
+    let ended = sessions::Ended {
         last,
         at_ms: cx.now.timestamp_millis(),
         key: agent.to_string(),
     };
-    let start = match session::meet_start(cx, p.session_id(), agent_id, &ended) {
+    let start = match sessions::meet_start(cx, p.session_id(), agent_id, &ended) {
         Ok(Some(start)) => start,
         // A foreground subagent: its PostToolUse comes next and completes the call.
         Ok(None) => return Ok(response),
@@ -368,7 +369,7 @@ fn complete(
         if ms > limit_ms {
             let text = format!(
                 "{agent} ran for {}, past its {limit} timeout",
-                crate::duration::Dur(std::time::Duration::from_millis(ms))
+                crate::core::duration::Dur(std::time::Duration::from_millis(ms))
             );
             timeout_note = Some(format!("triage: {text}; recorded as a timeout. Treat its result with care, and give it a narrower task if you call it again."));
             // One failure of one call is one record: a call already on record stays so.
@@ -427,7 +428,7 @@ fn judge_here(
     cx: &Context,
     p: &Payload,
     key: &str,
-    start: Option<session::Start>,
+    start: Option<sessions::Start>,
 ) -> Result<Response, Failure> {
     let elapsed_ms = p.duration_ms().or_else(|| {
         let at = start.as_ref()?.at_ms;
@@ -488,14 +489,14 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
     // A subagent whose SubagentStop already recorded its failure (let go after its
     // rejections) ends here too: one failure, one record.
     let ended = match guarded {
-        Some(key) if p.is_subagent_tool() => session::take_end_for_key(cx, p.session_id(), key),
+        Some(key) if p.is_subagent_tool() => sessions::take_end_for_key(cx, p.session_id(), key),
         _ => None,
     };
     // The breaker first: the gate of the next call must not depend on the error log.
     if let Some(key) = guarded {
         let start = p
             .tool_use_id()
-            .and_then(|id| session::take_start(cx, p.session_id(), id));
+            .and_then(|id| sessions::take_start(cx, p.session_id(), id));
         // An interrupt is the user's doing, not the agent's failure: neutral for the breaker.
         let outcome = if p.is_interrupt() {
             CallOutcome::Ignored
@@ -537,7 +538,7 @@ fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure>
 
 /// What SessionStart says of one breaker that is not closed: what a call to it gets now.
 fn breaker_line(s: &breaker::Status) -> Option<String> {
-    use crate::breaker::State;
+    use crate::core::breaker::State;
     let what = match (s.state, s.half_open_in_s) {
         (State::Closed | State::Disabled, _) => return None,
         (State::Open, Some(secs)) if secs > 0 => {
@@ -572,7 +573,7 @@ fn record_failure(cx: &Context, p: &Payload, input: &Value) -> Result<Vec<Warnin
 fn store_record(
     cx: &Context,
     p: &Payload,
-    mut rec: crate::error_record::ErrorRecord,
+    mut rec: crate::core::error_record::ErrorRecord,
 ) -> Result<Vec<Warning>, Failure> {
     if rec.session_id.is_none() {
         rec.session_id = p.session_id().map(str::to_string);
@@ -593,7 +594,7 @@ fn announce(cx: &Context, p: &Payload, warnings: &[Warning], r: &mut Response) {
         return;
     }
     let names: Vec<&str> = warnings.iter().map(|w| w.name.as_str()).collect();
-    let fresh = match session::first_announcements(cx, sid, &names) {
+    let fresh = match sessions::first_announcements(cx, sid, &names) {
         Ok(fresh) => fresh,
         Err(f) => {
             cx.warn(&format!("thresholds crossed but not announced: {f}"));
@@ -617,7 +618,7 @@ fn announce(cx: &Context, p: &Payload, warnings: &[Warning], r: &mut Response) {
 }
 
 fn session_start(cx: &Context, p: &Payload) -> Result<Response, Failure> {
-    let pruned = session::prune_starts(cx);
+    let pruned = sessions::prune_starts(cx);
     if pruned > 0 {
         cx.trace(
             "info",

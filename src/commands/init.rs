@@ -11,7 +11,7 @@
 use crate::context::{Context, Outcome};
 use crate::exit::Failure;
 use crate::settings::{self, Change};
-use crate::store;
+use crate::store::files;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -115,7 +115,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     };
     let manifest_path = manifest_dir.join(format!(
         "{}.json",
-        store::escape_key(&settings_path.to_string_lossy())
+        files::escape_key(&settings_path.to_string_lossy())
     ));
     let manifest = read_manifest(&manifest_path)?;
     let (report, new_manifest) = if args.uninstall {
@@ -204,7 +204,7 @@ fn on_path(program: &str) -> bool {
 }
 
 fn read_text(path: &Path) -> Result<Option<String>, Failure> {
-    match store::read_optional(path)? {
+    match files::read_optional(path)? {
         None => Ok(None),
         Some(bytes) => String::from_utf8(bytes)
             .map(Some)
@@ -252,7 +252,7 @@ fn plan_install(
     let mut files = Vec::new();
     let mut first = Manifest {
         settings_original: before.clone(),
-        settings_bak_original: read_text(&store::with_suffix(settings_path, ".bak"))?,
+        settings_bak_original: read_text(&files::with_suffix(settings_path, ".bak"))?,
         settings_dir_created: settings_path.parent().is_some_and(|d| !d.exists()),
         ..Manifest::default()
     };
@@ -467,39 +467,39 @@ fn apply(report: &Report, manifest_path: &Path, manifest: Option<Manifest>) -> R
     // the untouched originals, which is still right.
     if let Some(m) = &manifest {
         if let Some(dir) = manifest_path.parent() {
-            store::ensure_dir(dir)?;
+            files::ensure_dir(dir)?;
         }
         let bytes = serde_json::to_vec_pretty(m)
             .map_err(|e| Failure::io(format!("cannot encode the init manifest: {e}")))?;
-        store::replace(manifest_path, &bytes, store::Backup::Skip)?;
+        files::replace(manifest_path, &bytes, files::Backup::Skip)?;
     }
     for f in &report.files {
         match &f.after {
             Some(text) => {
                 if let Some(dir) = f.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    store::create_dirs(dir)?;
+                    files::create_dirs(dir)?;
                 }
                 // Only settings keeps a .bak: the other files are new or one line longer.
                 let backup = if f.path == report.settings {
-                    store::Backup::Keep
+                    files::Backup::Keep
                 } else {
-                    store::Backup::Skip
+                    files::Backup::Skip
                 };
-                store::replace(&f.path, text.as_bytes(), backup)?;
+                files::replace(&f.path, text.as_bytes(), backup)?;
             }
-            None => store::remove(&f.path)?,
+            None => files::remove(&f.path)?,
         }
     }
     if let Some(m) = &report.restore {
         // The settings' .bak as it was before the first install, and no .claude/ left empty
         // by init.
-        let bak = store::with_suffix(&report.settings, ".bak");
+        let bak = files::with_suffix(&report.settings, ".bak");
         if report.files.iter().any(|f| f.path == report.settings) {
             match &m.settings_bak_original {
                 Some(text) => {
-                    store::replace(&bak, text.as_bytes(), store::Backup::Skip)?;
+                    files::replace(&bak, text.as_bytes(), files::Backup::Skip)?;
                 }
-                None => store::remove(&bak)?,
+                None => files::remove(&bak)?,
             }
         }
         if m.settings_dir_created {
@@ -509,7 +509,7 @@ fn apply(report: &Report, manifest_path: &Path, manifest: Option<Manifest>) -> R
         }
     }
     if report.uninstall {
-        store::remove(manifest_path)?;
+        files::remove(manifest_path)?;
         if let Some(dir) = manifest_path.parent() {
             // Only when empty: another settings file's record may live beside it.
             let _ = std::fs::remove_dir(dir);

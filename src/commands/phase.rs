@@ -15,14 +15,14 @@ mod progress;
 mod runner;
 
 use crate::context::{Context, Outcome};
-use crate::duration::Dur;
-use crate::error_log::{self, Selection};
-use crate::error_record::Resolution;
+use crate::core::duration::Dur;
+use crate::core::error_record::Resolution;
+use crate::core::phase::plan::{self, Format, PhasePlan};
+use crate::core::phase::{self as core, ItemState, Manifest, PhaseStatus};
+use crate::core::policy::Policy;
 use crate::exit::{Failure, FailureClass};
-use crate::phase::plan::{self, Format, PhasePlan};
-use crate::phase::{self as core, ItemState, Manifest, PhaseStatus};
-use crate::policy::Policy;
-use crate::store::{self, Backup};
+use crate::store::error_log::{self, Selection};
+use crate::store::files::{self, Backup};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -176,7 +176,7 @@ impl Job<'_> {
         } else {
             chrono::Utc::now()
         };
-        crate::saga::stamp(now)
+        crate::core::saga::stamp(now)
     }
 }
 
@@ -193,8 +193,8 @@ impl Which {
     fn manifest(&self, cx: &Context) -> PathBuf {
         cx.state_root()
             .join("workflows")
-            .join(store::escape_key(&self.workflow))
-            .join(format!("phase-{}.json", store::escape_key(&self.phase)))
+            .join(files::escape_key(&self.workflow))
+            .join(format!("phase-{}.json", files::escape_key(&self.phase)))
     }
 }
 
@@ -202,7 +202,7 @@ impl Which {
 fn read_plan(a: &RunArgs, cx: &Context) -> Result<PhasePlan, Failure> {
     let (name, bytes) = match a.plan.as_deref().filter(|p| *p != Path::new("-")) {
         Some(p) => {
-            let bytes = store::read_named(p)
+            let bytes = files::read_named(p)
                 .map_err(|e| Failure::usage(format!("cannot read the plan: {e}")))?
                 .ok_or_else(|| {
                     Failure::usage(format!("the plan {} does not exist", p.display()))
@@ -254,7 +254,7 @@ fn run_phase(a: &RunArgs, cx: &Context) -> Result<Outcome, Failure> {
                 plan::side_effects(&policy, item),
             )
         },
-        &crate::saga::stamp(cx.now),
+        &crate::core::saga::stamp(cx.now),
     );
     let todo: Vec<usize> = (0..plan.items.len()).collect();
     go(
@@ -283,7 +283,7 @@ fn resume(a: &ResumeArgs, cx: &Context) -> Result<Outcome, Failure> {
             a.which.phase, a.which.workflow, path.display(), a.which.workflow, a.which.phase
         ))
     })?;
-    let rerun = leave_to_rerun(&mut m, &a.rerun, &crate::saga::stamp(cx.now))?;
+    let rerun = leave_to_rerun(&mut m, &a.rerun, &crate::core::saga::stamp(cx.now))?;
     let died = m.status == PhaseStatus::Running;
     // Items a dead runner left running: their groups may live on. Stop what is left; they run
     // again (their result was never filed), unless they have side effects (held below).
@@ -466,7 +466,7 @@ fn phase_settings(base: &Policy, plan: &PhasePlan, phase: &str) -> Policy {
 /// The manifest's lock, or the answer of a process that could not take it.
 enum Held {
     /// Held for the whole run.
-    Lock(store::Lock),
+    Lock(files::Lock),
     /// Another process holds it: the refusal to print (exit 75).
     Busy(Outcome),
 }
@@ -476,9 +476,9 @@ enum Held {
 /// line on stdout, the reason on stderr.
 fn hold(cx: &Context, path: &Path, which: &Which) -> Result<Held, Failure> {
     if let Some(dir) = path.parent() {
-        store::create_dirs(dir)?;
+        files::create_dirs(dir)?;
     }
-    match store::lock(path, cx.lock_wait()) {
+    match files::lock(path, cx.lock_wait()) {
         Ok(lock) => Ok(Held::Lock(lock)),
         Err(e) if e.is_lock_timeout() => Ok(Held::Busy(busy(cx, path, which))),
         Err(e) => Err(e.into()),
@@ -540,14 +540,14 @@ fn stop_group(pgid: u32, grace: Duration) -> bool {
 /// Reads the manifest; a torn or corrupt one falls back to its `.bak` (then `true`: a version
 /// that may predate the last write).
 fn read_manifest(path: &Path) -> Result<Option<(Manifest, bool)>, Failure> {
-    let Some(bytes) = store::read_optional(path)? else {
+    let Some(bytes) = files::read_optional(path)? else {
         return Ok(None);
     };
     match serde_json::from_slice::<Manifest>(&bytes) {
         Ok(m) => Ok(Some((m, false))),
         Err(e) => {
-            let bak = store::with_suffix(path, ".bak");
-            if let Some(m) = store::read_optional(&bak)?
+            let bak = files::with_suffix(path, ".bak");
+            if let Some(m) = files::read_optional(&bak)?
                 .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok())
             {
                 return Ok(Some((m, true)));
@@ -574,9 +574,9 @@ pub fn write_manifest_as(path: &Path, m: &Manifest, durable: bool) -> Result<(),
         .map_err(|e| Failure::data(format!("cannot serialize the manifest: {e}")))?;
     bytes.push(b'\n');
     if durable {
-        store::replace(path, &bytes, Backup::Keep)?;
+        files::replace(path, &bytes, Backup::Keep)?;
     } else {
-        store::replace_deferred(path, &bytes, Backup::Keep)?;
+        files::replace_deferred(path, &bytes, Backup::Keep)?;
     }
     Ok(())
 }
@@ -639,7 +639,7 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
     })?;
     let sel = Selection {
         workflow: Some(a.which.workflow.clone()),
-        phase: Some(crate::error_record::Phase::parse(&a.which.phase).to_string()),
+        phase: Some(crate::core::error_record::Phase::parse(&a.which.phase).to_string()),
         ..Selection::default()
     };
     let resolution = Resolution {
@@ -649,7 +649,7 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
     };
     let done = error_log::resolve(cx, &sel, resolution)?;
     let skips = matches!(action, "proceed_without" | "manual_input");
-    let at = crate::saga::stamp(cx.now);
+    let at = crate::core::saga::stamp(cx.now);
     let mut skipped = Vec::new();
     let mut rerun = Vec::new();
     for e in m.items.iter_mut() {
@@ -678,7 +678,7 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
     } else {
         m.decision = Some(json!({ "choice": record }));
     }
-    m.updated_at = crate::saga::stamp(cx.now);
+    m.updated_at = crate::core::saga::stamp(cx.now);
     write_manifest(&path, &m)?;
     // Retry runs through resume; so does going on without items that waited for a decision
     // (the phase stayed paused for them: resume decides it).

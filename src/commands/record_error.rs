@@ -3,15 +3,15 @@
 //! record plus the thresholds it crossed (seeds 000 and 001). `--resolve ID` appends the
 //! resolution of an earlier record (seed 002), never rewriting a line.
 //!
-//! The command is the glue: what it writes and resolves goes through [`crate::error_log`]
+//! The command is the glue: what it writes and resolves goes through [`crate::store::error_log`]
 //! (which the hooks and `run` use too), and an input becomes a record by
-//! [`crate::error_record::classified_at`].
+//! [`crate::core::error_record::classified_at`].
 
 use crate::context::{Context, Outcome};
-use crate::error_log::{record, resolve, Recorded, Selection};
-use crate::error_record::{classified_at, error_fields, ErrorRecord, Phase, Resolution};
+use crate::core::error_record::{classified_at, error_fields, ErrorRecord, Phase, Resolution};
+use crate::core::vocab::{Kind, Severity};
 use crate::exit::Failure;
-use crate::vocab::{Kind, Severity};
+use crate::store::error_log::{record, resolve, Recorded, Selection};
 use serde_json::Value;
 
 /// Arguments of `triage record-error`.
@@ -136,14 +136,14 @@ fn breaker_key(cx: &Context, args: &Args, rec: &ErrorRecord) -> Result<Option<St
         return Ok(None);
     };
     let phase = rec.phase.as_ref().map(Phase::to_string);
-    let vars = crate::policy::KeyVars {
+    let vars = crate::core::policy::KeyVars {
         agent,
         task_id: rec.task_id.as_deref(),
         phase: phase.as_deref(),
         session: rec.session_id.as_deref(),
         workflow: rec.workflow_id.as_deref(),
     };
-    match crate::policy::expand_key(&template, &vars) {
+    match crate::core::policy::expand_key(&template, &vars) {
         Ok(k) => Ok(Some(k)),
         Err(why) => {
             cx.warn(&format!(
@@ -157,11 +157,11 @@ fn breaker_key(cx: &Context, args: &Args, rec: &ErrorRecord) -> Result<Option<St
 /// Records the failure on breaker `key` (an interrupt as neutral); a failure is a warning.
 fn on_breaker(cx: &Context, key: &str, rec: &ErrorRecord) -> Option<Value> {
     let interrupt = rec.kind() == Some(Kind::Interrupted.as_str());
-    let report = crate::breaker::CallReport {
+    let report = crate::core::breaker::CallReport {
         outcome: Some(if interrupt {
-            crate::breaker::Outcome::Ignored
+            crate::core::breaker::Outcome::Ignored
         } else {
-            crate::breaker::Outcome::Failure
+            crate::core::breaker::Outcome::Failure
         }),
         kind: rec.kind().and_then(|k| k.parse().ok()),
         detail: rec
@@ -172,7 +172,7 @@ fn on_breaker(cx: &Context, key: &str, rec: &ErrorRecord) -> Option<Value> {
         duration_ms: rec.duration_ms,
         ticket: None,
     };
-    match crate::breaker::calls::record_in(cx, key, rec.session_id.as_deref(), &report) {
+    match crate::store::breakers::calls::record_in(cx, key, rec.session_id.as_deref(), &report) {
         Ok(r) => Some(serde_json::json!({"key": r.key, "state": r.state, "effect": r.effect})),
         Err(f) => {
             cx.warn(&format!(
@@ -240,7 +240,7 @@ const YAML_RECORD_KEYS: &[&str] = &[
 /// 002's `error_log:`, or a mapping with at least two of a record's field names.
 fn yaml_record(bytes: &[u8]) -> Option<Value> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let v = crate::output_check::yaml_value(text).ok()?;
+    let v = crate::core::output_check::yaml_value(text).ok()?;
     let obj = match &v {
         Value::Array(a) if a.len() == 1 => a[0].as_object()?,
         Value::Object(o) => o,

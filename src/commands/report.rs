@@ -3,16 +3,16 @@
 //! old records to `logs/archive/` under the log's lock, losing nothing (seed 002's retention).
 
 use crate::context::{Context, Outcome};
-use crate::duration::Dur;
-use crate::error_log;
-use crate::error_log::log_path;
-use crate::error_record::LogLine;
+use crate::core::duration::Dur;
+use crate::core::error_record::LogLine;
+use crate::core::summary::time_flag;
+use crate::core::summary::{Aggregator, By, Filter};
+use crate::core::templates::{self, Rec, TemplateInput, TemplateName};
 use crate::exit::Failure;
 use crate::report::text::{self, Hourly, Source};
-use crate::report::time_flag;
-use crate::report::{Aggregator, By, Filter};
-use crate::store;
-use crate::templates::{self, Rec, TemplateInput, TemplateName};
+use crate::store::error_log;
+use crate::store::error_log::log_path;
+use crate::store::files;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -165,8 +165,8 @@ pub fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
 }
 
 /// Every breaker as stored now (read, never written); a breaker that cannot be read is a warning, and the report goes on without it.
-fn breaker_states(cx: &Context) -> Vec<crate::breaker::calls::Status> {
-    crate::breaker::calls::peek_all(cx).unwrap_or_else(|f| {
+fn breaker_states(cx: &Context) -> Vec<crate::store::breakers::calls::Status> {
+    crate::store::breakers::calls::peek_all(cx).unwrap_or_else(|f| {
         cx.warn(&format!("the breakers were not read: {f}"));
         Vec::new()
     })
@@ -174,9 +174,9 @@ fn breaker_states(cx: &Context) -> Vec<crate::breaker::calls::Status> {
 
 /// The breakers that refuse calls or test them: open, half-open and forced open.
 fn not_closed(
-    states: &[crate::breaker::calls::Status],
-) -> impl Iterator<Item = &crate::breaker::calls::Status> {
-    use crate::breaker::State;
+    states: &[crate::store::breakers::calls::Status],
+) -> impl Iterator<Item = &crate::store::breakers::calls::Status> {
+    use crate::core::breaker::State;
     states
         .iter()
         .filter(|b| matches!(b.state, State::Open | State::HalfOpen | State::ForcedOpen))
@@ -184,7 +184,7 @@ fn not_closed(
 
 /// A breaker in the report: its state, how often it opened (seed 000: "circuit breaker opens
 /// twice" is a reason to abort), its failures, and when it lets a probe through.
-fn breaker_json(b: &crate::breaker::calls::Status) -> Value {
+fn breaker_json(b: &crate::store::breakers::calls::Status) -> Value {
     json!({
         "key": b.key, "state": b.state, "opened": b.totals.opened,
         "consecutive_failures": b.consecutive_failures, "half_open_in_s": b.half_open_in_s,
@@ -218,8 +218,8 @@ fn html(
     let drawn = dash.finish();
     let root = cx.state_root();
     let mut breakers = Breakers::default();
-    crate::breaker::store::events(cx, &root, |b| breakers.observe_event(b))?;
-    breakers.now = crate::breaker::calls::peek_all(cx)?
+    crate::store::breakers::events(cx, &root, |b| breakers.observe_event(b))?;
+    breakers.now = crate::store::breakers::calls::peek_all(cx)?
         .into_iter()
         .map(|s| BreakerNow {
             last_error: s.last_error.as_ref().map(|e| {
@@ -247,7 +247,7 @@ fn html(
     if target == Path::new("-") {
         return Ok(Outcome::text(page));
     }
-    store::replace(target, page.as_bytes(), store::Backup::Skip)?;
+    files::replace(target, page.as_bytes(), files::Backup::Skip)?;
     Ok(Outcome::json(&json!({
         "html": target,
         "bytes": page.len(),
@@ -330,7 +330,7 @@ fn prune(older_than: Dur, cx: &Context) -> Result<Outcome, Failure> {
         .ok()
         .and_then(|age| cx.now.checked_sub_signed(age))
         .ok_or_else(|| Failure::usage("--older-than: reaches before the earliest time"))?;
-    if crate::fleet::select::configured(cx) {
+    if crate::store::fleet::select::configured(cx) {
         cx.warn("the fleet's log is trimmed by [store] log_max_len, not pruned; pruning only what this host kept in its own files");
     }
     let moved = error_log::prune(cx, &root, cutoff)?;

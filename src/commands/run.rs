@@ -12,16 +12,16 @@
 mod effects;
 mod text;
 
-use crate::breaker::Outcome as BreakerOutcome;
 use crate::context::{Context, Outcome};
-use crate::duration::Dur;
+use crate::core::attempt_plan::{self, End, Next};
+use crate::core::breaker::Outcome as BreakerOutcome;
+use crate::core::duration::Dur;
+use crate::core::policy::Policy;
+use crate::core::vocab::Kind;
+use crate::exec::child::{self, Attempt, Interrupts, Spec};
+use crate::exec::wiring::Wiring;
 use crate::exit::Failure;
-use crate::policy::Policy;
-use crate::run::child::{self, Attempt, Interrupts, Spec};
-use crate::run::plan::{self, End, Next};
-use crate::run::wiring::Wiring;
-use crate::store::{self, Backup};
-use crate::vocab::Kind;
+use crate::store::files::{self, Backup};
 use effects::Gate;
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -330,7 +330,7 @@ pub fn attempts(args: &Args, cx: &Context, wiring: &Wiring) -> Result<(u8, Value
                     .into(),
             )
         } else {
-            plan::next(&attempt.end, &error, side_effects)
+            attempt_plan::next(&attempt.end, &error, side_effects)
         };
         // Kept with --preserve-partial (an interrupted attempt always): a failed attempt's
         // output is partial, whether it is retried or not.
@@ -491,7 +491,7 @@ fn retry_flags(args: &Args, policy: &Policy) -> Policy {
 fn breaker_key(
     args: &Args,
     cx: &Context,
-    agent: Option<&crate::policy::AgentSettings>,
+    agent: Option<&crate::core::policy::AgentSettings>,
 ) -> Option<String> {
     if let Some(k) = &args.breaker {
         return Some(k.clone());
@@ -500,14 +500,14 @@ fn breaker_key(
     let Some(template) = agent.and_then(|a| a.breaker_key.as_deref()) else {
         return Some(name.to_string());
     };
-    let vars = crate::policy::KeyVars {
+    let vars = crate::core::policy::KeyVars {
         agent: name,
         task_id: args.task.as_deref(),
         phase: args.phase.as_deref(),
         session: args.session.as_deref(),
         workflow: args.workflow.as_deref(),
     };
-    match crate::policy::expand_key(template, &vars) {
+    match crate::core::policy::expand_key(template, &vars) {
         Ok(k) => Some(k),
         Err(why) => {
             cx.warn(&format!(
@@ -560,9 +560,9 @@ fn preserve(
     if bytes.is_empty() {
         return Ok(None);
     }
-    store::ensure_dir(&dir)?;
-    let path = dir.join(format!("{}-{attempt_no}_partial", store::escape_key(name)));
-    store::replace(&path, &bytes, Backup::Skip)?;
+    files::ensure_dir(&dir)?;
+    let path = dir.join(format!("{}-{attempt_no}_partial", files::escape_key(name)));
+    files::replace(&path, &bytes, Backup::Skip)?;
     Ok(Some(path.display().to_string()))
 }
 
@@ -636,7 +636,7 @@ struct Report {
     /// The thresholds the run's failures crossed, with the attempt that crossed each.
     warnings: Vec<Value>,
     /// What the last failure calls for (the classifier's action), when the run failed.
-    action: Option<crate::vocab::Action>,
+    action: Option<crate::core::vocab::Action>,
 }
 
 impl Report {
@@ -668,7 +668,7 @@ impl Report {
     }
 
     /// Keeps the thresholds an attempt's record crossed (the last crossing of each).
-    fn note_warnings(&mut self, attempt: u32, crossed: Vec<crate::error_record::Warning>) {
+    fn note_warnings(&mut self, attempt: u32, crossed: Vec<crate::core::error_record::Warning>) {
         for w in crossed {
             self.warnings.retain(|o| o["name"] != w.name.as_str());
             let mut v = json!(w);
@@ -705,7 +705,7 @@ fn finish(cx: &Context, report: &Report, status: u8) -> Result<(u8, Value), Fail
         if let Some(n) = &report.note {
             o.insert("note".into(), json!(n));
         }
-        o.insert("at".into(), json!(crate::saga::stamp(cx.now)));
+        o.insert("at".into(), json!(crate::core::saga::stamp(cx.now)));
     }
     Ok((status, doc))
 }
@@ -716,11 +716,11 @@ fn emit(args: &Args, cx: &Context, doc: &Value) -> Result<(), Failure> {
     match &args.report {
         Some(path) => {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                store::ensure_dir(dir)?;
+                files::ensure_dir(dir)?;
             }
             let mut bytes = line.into_bytes();
             bytes.push(b'\n');
-            if let Err(e) = store::replace(path, &bytes, Backup::Skip) {
+            if let Err(e) = files::replace(path, &bytes, Backup::Skip) {
                 cx.warn(&format!("cannot write the report: {e}"));
             }
         }

@@ -11,12 +11,12 @@
 
 use crate::commands::state_read::{checkpoint_dir, recover};
 use crate::context::{Context, Outcome};
+use crate::core::attempt_plan::End;
+use crate::core::saga::{CompensationRecord, Ended, Saga, SagaStatus};
+use crate::core::state::Validation;
+use crate::exec::child::{self, Interrupts, Spec};
 use crate::exit::Failure;
-use crate::run::child::{self, Interrupts, Spec};
-use crate::run::plan::End;
-use crate::saga::{CompensationRecord, Ended, Saga, SagaStatus};
-use crate::state::Validation;
-use crate::store::{self, Backup};
+use crate::store::files::{self, Backup};
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -86,10 +86,10 @@ pub struct CompensateArgs {
     /// group, SIGKILL after --kill-after); 0 for no limit [default: the policy's
     /// saga.compensation_timeout, 10m]
     #[arg(long, value_name = "DUR")]
-    pub timeout: Option<crate::duration::Dur>,
+    pub timeout: Option<crate::core::duration::Dur>,
     /// SIGKILL this long after the timeout's SIGTERM
     #[arg(long, value_name = "DUR", default_value = "10s")]
-    pub kill_after: crate::duration::Dur,
+    pub kill_after: crate::core::duration::Dur,
 }
 
 /// Runs `triage saga`.
@@ -114,7 +114,7 @@ impl Target {
             None => cx
                 .state_root()
                 .join("sagas")
-                .join(format!("{}.json", store::escape_key(&self.workflow))),
+                .join(format!("{}.json", files::escape_key(&self.workflow))),
         })
     }
 }
@@ -131,7 +131,7 @@ fn begin(t: &Target, cx: &Context) -> Result<Outcome, Failure> {
                 "saga `{}` already began in {} and is {} with {} step(s); see `triage saga status {}`, or begin another workflow id",
                 t.workflow,
                 file.display(),
-                crate::saga::status_word(existing.status),
+                crate::core::saga::status_word(existing.status),
                 existing.steps.len(),
                 t.workflow
             )));
@@ -161,7 +161,7 @@ fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Outcome, Failure> {
     let t = &a.target;
     let file = t.file(cx)?;
     let run_lock =
-        store::lock(&store::with_suffix(&file, ".saga"), cx.lock_wait()).map_err(|e| {
+        files::lock(&files::with_suffix(&file, ".saga"), cx.lock_wait()).map_err(|e| {
             let mut f = Failure::from(e);
             f.message = format!(
                 "{}; is another `triage saga compensate {}` running, or a compensation it started?",
@@ -198,7 +198,7 @@ fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Outcome, Failure> {
     let already: Vec<String> = saga
         .steps
         .iter()
-        .filter(|s| s.compensation.status == crate::saga::CompensationStatus::Succeeded)
+        .filter(|s| s.compensation.status == crate::core::saga::CompensationStatus::Succeeded)
         .map(|s| s.name.clone())
         .collect();
     let notified = std::io::stderr().is_terminal();
@@ -351,9 +351,9 @@ fn update<T>(
     f: impl FnOnce(Option<Value>) -> Result<(Value, T), Failure>,
 ) -> Result<T, Failure> {
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        store::ensure_dir(dir)?;
+        files::ensure_dir(dir)?;
     }
-    let _lock = store::lock(file, cx.lock_wait())?;
+    let _lock = files::lock(file, cx.lock_wait())?;
     let found = recover(
         file,
         &Validation::shape_only(false),
@@ -374,7 +374,7 @@ fn update<T>(
     let mut bytes = serde_json::to_vec_pretty(&doc)
         .map_err(|e| Failure::data(format!("cannot serialize the state: {e}")))?;
     bytes.push(b'\n');
-    store::replace(file, &bytes, Backup::Keep)?;
+    files::replace(file, &bytes, Backup::Keep)?;
     Ok(out)
 }
 
@@ -401,7 +401,7 @@ fn archive(file: &Path, doc: &Value, cx: &Context) -> Result<PathBuf, Failure> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
         .join("archive");
-    store::ensure_dir(&dir)?;
+    files::ensure_dir(&dir)?;
     let name = file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -415,7 +415,7 @@ fn archive(file: &Path, doc: &Value, cx: &Context) -> Result<PathBuf, Failure> {
     let mut bytes = serde_json::to_vec_pretty(doc)
         .map_err(|e| Failure::data(format!("cannot serialize the state: {e}")))?;
     bytes.push(b'\n');
-    store::replace(&path, &bytes, Backup::Skip)?;
+    files::replace(&path, &bytes, Backup::Skip)?;
     Ok(path)
 }
 
@@ -427,7 +427,7 @@ struct Limits {
 }
 
 /// Lets child processes inherit the lock's descriptor (it is close-on-exec by default).
-fn inherit(lock: &store::Lock) -> Result<(), Failure> {
+fn inherit(lock: &files::Lock) -> Result<(), Failure> {
     use std::os::fd::AsFd;
     rustix::io::fcntl_setfd(lock.as_fd(), rustix::io::FdFlags::empty()).map_err(|e| {
         Failure::io(format!(
@@ -475,7 +475,7 @@ fn run_compensation(command: &str, t: &Target, step: &str, limits: &Limits) -> C
     };
     let mut out = attempt.stdout;
     let _ = std::io::copy(&mut out, &mut std::io::stderr());
-    let dur = crate::duration::Dur(limits.timeout);
+    let dur = crate::core::duration::Dur(limits.timeout);
     let (ended, interrupted) = match attempt.end {
         End::Exited(0) => (ended(Some(0), None), false),
         End::Exited(c) => (

@@ -4,9 +4,9 @@
 //! `FILE.corrupt-<timestamp>`, never deleted; a candidate of another workflow is never used.
 
 use crate::context::{Context, Outcome};
+use crate::core::state::Validation;
 use crate::exit::Failure;
-use crate::state::Validation;
-use crate::store;
+use crate::store::files;
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -105,9 +105,9 @@ pub fn anchor_state_folders(file: &Path, checkpoints: &Path) {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    store::anchor(folder);
+    files::anchor(folder);
     if let Some(base) = checkpoints.parent().filter(|p| !p.as_os_str().is_empty()) {
-        store::anchor(base);
+        files::anchor(base);
     }
 }
 
@@ -153,7 +153,7 @@ pub fn recover_workflow(
             problem,
         })
     };
-    match store::read_optional(file) {
+    match files::read_optional(file) {
         Ok(None) => {
             r.primary_broken = true;
             tried(&mut r, "primary", file, "missing".into());
@@ -167,7 +167,7 @@ pub fn recover_workflow(
                 Err(problem) => {
                     r.primary_broken = true;
                     if let Some(stamp) = quarantine_stamp {
-                        r.quarantined.push(store::quarantine(file, stamp)?);
+                        r.quarantined.push(files::quarantine(file, stamp)?);
                     }
                     tried(&mut r, "primary", file, problem);
                 }
@@ -184,13 +184,13 @@ pub fn recover_workflow(
             }
         }
     }
-    let backup = store::with_suffix(file, ".bak");
+    let backup = files::with_suffix(file, ".bak");
     let mut candidates = vec![("backup".to_string(), backup.clone())];
     candidates.extend(checkpoints_of(checkpoints));
     // The newest write first, whichever file holds it.
     let mut dated: Vec<(i128, String, PathBuf)> = Vec::new();
     for (source, path) in candidates {
-        match store::modified_ns(&path) {
+        match files::modified_ns(&path) {
             Ok(Some(t)) => dated.push((t, source, path)),
             Ok(None) => tried(&mut r, &source, &path, "missing".into()),
             Err(e) => tried(&mut r, &source, &path, e.to_string()),
@@ -198,7 +198,7 @@ pub fn recover_workflow(
     }
     dated.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
     for (_, source, path) in dated {
-        let bytes = match store::read_optional(&path) {
+        let bytes = match files::read_optional(&path) {
             Ok(Some(b)) => b,
             Ok(None) => {
                 tried(&mut r, &source, &path, "missing".into());
@@ -256,12 +256,12 @@ fn named_workflow(bytes: &[u8]) -> Option<String> {
 
 /// The checkpoints in `dir` (regular files only; links and temp files are passed over).
 fn checkpoints_of(dir: &Path) -> Vec<(String, PathBuf)> {
-    let Ok(entries) = store::list_dir(dir) else {
+    let Ok(entries) = files::list_dir(dir) else {
         return Vec::new();
     };
     entries
         .into_iter()
-        .filter(|e| e.kind == store::Kind::File)
+        .filter(|e| e.kind == files::Kind::File)
         .map(|e| e.name.to_string_lossy().into_owned())
         .filter(|name| !name.starts_with('.') && !name.ends_with(".lock"))
         .map(|name| (format!("checkpoint:{name}"), dir.join(&name)))
@@ -283,7 +283,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         .first()
         .is_some_and(|t| t.source == "primary" && r.primary_broken && t.problem != "missing");
     if needs_repair || corrupt {
-        let _lock = store::lock(&args.file, cx.lock_wait())?;
+        let _lock = files::lock(&args.file, cx.lock_wait())?;
         r = recover_workflow(
             &args.file,
             &rules,
@@ -292,7 +292,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             workflow,
         )?;
         if let (true, Some(bytes)) = (r.primary_broken, r.bytes.as_deref()) {
-            store::replace(&args.file, bytes, store::Backup::Skip)?;
+            files::replace(&args.file, bytes, files::Backup::Skip)?;
             r.repaired = true;
         }
     }

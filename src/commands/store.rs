@@ -3,11 +3,11 @@
 //! Redis was away; `migrate --to URL` copies the local breakers and error log into a Redis
 //! (idempotent: run it again and nothing is copied twice).
 
-use crate::breaker::store as breakers;
 use crate::context::{Context, Outcome};
-use crate::error_log;
 use crate::exit::Failure;
-use crate::fleet::{Config, Remote, Target};
+use crate::store::breakers;
+use crate::store::error_log;
+use crate::store::fleet::{Config, Remote, Target};
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -113,7 +113,7 @@ fn connect(config: &Config) -> Result<Remote, Failure> {
     Remote::connect(config).map_err(|e| Failure::io(e.to_string()))
 }
 
-fn remote_failure(e: crate::fleet::RemoteError) -> Failure {
+fn remote_failure(e: crate::store::fleet::RemoteError) -> Failure {
     Failure::io(e.to_string())
 }
 
@@ -179,7 +179,9 @@ fn status(cx: &Context) -> Result<Outcome, Failure> {
     Ok(Outcome::json(&st).negative(negative))
 }
 
-fn probe(c: &Config) -> Result<(f64, i64, crate::fleet::Counts), crate::fleet::RemoteError> {
+fn probe(
+    c: &Config,
+) -> Result<(f64, i64, crate::store::fleet::Counts), crate::store::fleet::RemoteError> {
     let mut r = Remote::connect(c)?;
     let mut rtts = Vec::new();
     for _ in 0..5 {

@@ -4,8 +4,8 @@
 //! and kinds — all capped — never with the number of lines, so a log of a million records
 //! makes a page of the same size as one of a thousand.
 
-use crate::error_record::LogLine;
-use crate::policy::Policy;
+use crate::core::error_record::LogLine;
+use crate::core::policy::Policy;
 use chrono::DateTime;
 use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};

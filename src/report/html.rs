@@ -15,7 +15,7 @@
 
 use super::dashboard::{bin_start_ms, Drawn, DURATION_BINS};
 use super::svg::{self, esc, Lane, Stack};
-use super::Summary;
+use crate::core::summary::Summary;
 use crate::term::{count, human};
 use chrono::{DateTime, TimeZone, Utc};
 use serde::Deserialize;

@@ -2,8 +2,8 @@
 //! read, counts in words that agree with their numbers, a sparkline of failures per hour over
 //! the last day, and tables that fit the terminal's width.
 
-use super::{By, Filter, Summary};
-use crate::error_record::LogLine;
+use crate::core::error_record::LogLine;
+use crate::core::summary::{By, Filter, Summary};
 use crate::term::{count, cut, human, sparkline, when, when_text, Term, Tone};
 use chrono::{DateTime, Utc};
 use std::path::Path;

@@ -75,7 +75,7 @@ impl Sandbox {
     /// The namespace of this sandbox's keys (its folder's name, as triage escapes it).
     pub fn namespace(&self) -> String {
         let name = self.path().file_name().expect("name").to_string_lossy();
-        triage::fleet::escape_namespace(&name)
+        triage::store::fleet::escape_namespace(&name)
     }
 
     /// The lines of a Redis stream of this sandbox (`breaker-events`, `errors`).

@@ -8,10 +8,10 @@
 use crate::common::{bin, Sandbox};
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use triage::duration::{Dur, MAX};
-use triage::output_check::{self, Subject};
-use triage::policy::{self, OutputFormat, OutputRules};
-use triage::vocab::Criticality;
+use triage::core::duration::{Dur, MAX};
+use triage::core::output_check::{self, Subject};
+use triage::core::policy::{self, OutputFormat, OutputRules};
+use triage::core::vocab::Criticality;
 
 /// Text that looks like what the parsers read: JSON punctuation, escapes (lone surrogates
 /// among them), TOML and glob syntax, Markdown fences, control characters, non-ASCII.
@@ -171,8 +171,8 @@ proptest! {
         let event = json!({"type": "assistant", "message": {"id": "m", "content": [
             {"type": "text", "text": a.clone()}]}});
         let text = format!("{a}\n{event}\n{b}\n{event}\n{a}{b}");
-        let _ = triage::transcript::last_assistant_text(text.as_bytes(), true);
-        let _ = triage::transcript::last_assistant_text(text.as_bytes(), false);
+        let _ = triage::core::transcript::last_assistant_text(text.as_bytes(), true);
+        let _ = triage::core::transcript::last_assistant_text(text.as_bytes(), false);
     }
 
 

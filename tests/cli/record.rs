@@ -59,8 +59,8 @@ fn writer_child() {
             "kind": "timeout", "detail": detail, "session_id": format!("s{id}"),
             "agent": format!("w{id}"), "task_id": format!("{id}-{seq}"),
         });
-        let rec = triage::error_record::record_from_input(&input);
-        triage::error_log::record(&cx, rec, None).unwrap();
+        let rec = triage::core::error_record::record_from_input(&input);
+        triage::store::error_log::record(&cx, rec, None).unwrap();
     }
 }
 

@@ -422,7 +422,11 @@ fn full_disk_child() {
     let line = format!("{{\"pad\":\"{}\"}}", "b".repeat(8000));
     let mut ok = 0;
     let err = loop {
-        match triage::store::append_line(&log, line.as_bytes(), std::time::Duration::from_secs(1)) {
+        match triage::store::files::append_line(
+            &log,
+            line.as_bytes(),
+            std::time::Duration::from_secs(1),
+        ) {
             Ok(()) => ok += 1,
             Err(e) => break e,
         }

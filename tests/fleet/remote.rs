@@ -5,10 +5,10 @@ use crate::server::{Server, Silent};
 use std::collections::BTreeSet;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
-use triage::breaker::{self as core, Breaker, CallReport, Outcome, State, Transition};
-use triage::fleet::log::{Append, Change, Hash, Id};
-use triage::fleet::{breaker::Call, Config, Remote, Target};
-use triage::policy::Policy;
+use triage::core::breaker::{self as core, Breaker, CallReport, Outcome, State, Transition};
+use triage::core::policy::Policy;
+use triage::store::fleet::log::{Append, Change, Hash, Id};
+use triage::store::fleet::{breaker::Call, Config, Remote, Target};
 
 fn config(url: &str, ns: &str) -> Config {
     Config {
@@ -344,7 +344,7 @@ fn reads_page_through_long_logs_in_order() {
         return;
     };
     let mut r = Remote::connect(&config(&server.url(), "pages")).unwrap();
-    let total = triage::fleet::log::PAGE * 3 + 7;
+    let total = triage::store::fleet::log::PAGE * 3 + 7;
     for i in 0..total {
         r.append(&Append {
             before_id: br#"{"error_id":""#,

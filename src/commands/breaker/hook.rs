@@ -3,11 +3,11 @@
 //! denies with seed 000's Template 4 when the call may not go ahead; PostToolUse and
 //! PostToolUseFailure record the outcome for the same key.
 
-use crate::breaker::calls::{check_in, record_in, template4_reason};
-use crate::breaker::CallReport;
-use crate::breaker::Outcome;
+use crate::core::breaker::CallReport;
+use crate::core::breaker::Outcome;
 use crate::exit::Failure;
-use crate::hook_io::{Payload, Response};
+use crate::hook::codec::{Payload, Response};
+use crate::store::breakers::calls::{check_in, record_in, template4_reason};
 
 /// The breaker key a hook payload is about.
 pub fn hook_key(p: &Payload) -> Option<&str> {
@@ -42,8 +42,8 @@ pub fn hook(cx: &crate::context::Context, p: &Payload) -> Result<Response, Failu
             record_in(cx, key, session, &report)?;
             // A success: the agent's failures in this session (its workflow) recorded before
             // this call started are resolved (not those of siblings that ran beside it).
-            let started = crate::error_log::started_at(cx, p.duration_ms());
-            crate::error_log::recovered(
+            let started = crate::store::error_log::started_at(cx, p.duration_ms());
+            crate::store::error_log::recovered(
                 cx,
                 session.unwrap_or(""),
                 key,

@@ -8,8 +8,8 @@
 //! linked file only when it resolves inside the project, and visits a bounded number of
 //! entries without recursion, so no glob can make it slow or reach outside.
 
-use crate::glob::{is_literal, normal, project_glob};
-use crate::output_check::FileFacts;
+use crate::core::glob::{is_literal, normal, project_glob};
+use crate::core::output_check::FileFacts;
 use std::path::{Path, PathBuf};
 
 /// Entries visited for one glob at most.

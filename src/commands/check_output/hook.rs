@@ -13,16 +13,16 @@
 //! and escalates): the user is told, one error is recorded, and the agent may stop.
 
 use super::{judge_full, Input};
-use crate::breaker::Outcome;
 use crate::context::Context;
+use crate::core::breaker::Outcome;
+use crate::core::output_check::{Final, Verdict, DEFAULT_MAX_REJECTIONS};
+use crate::core::policy::OutputRules;
+use crate::core::transcript::{self, Scan};
+use crate::core::vocab::{Criticality, Kind};
 use crate::exit::Failure;
-use crate::hook_io::{Payload, Response};
-use crate::output_check::rejections::{bump, counter_path, reset};
-use crate::output_check::{Final, Verdict, DEFAULT_MAX_REJECTIONS};
-use crate::policy::OutputRules;
-use crate::store;
-use crate::transcript::{self, Scan};
-use crate::vocab::{Criticality, Kind};
+use crate::hook::codec::{Payload, Response};
+use crate::store::files;
+use crate::store::rejections::{bump, counter_path, reset};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -53,7 +53,7 @@ pub struct Judged {
     /// `None` while the agent is blocked (it goes on); set when it may stop.
     pub last: Option<Final>,
     /// The thresholds its record crossed, for the caller to announce.
-    pub warnings: Vec<crate::error_record::Warning>,
+    pub warnings: Vec<crate::core::error_record::Warning>,
 }
 
 /// The stop hook's judgement for a SubagentStop or Stop payload.
@@ -104,7 +104,7 @@ fn stop(
         // which knows when the call started.
         if let (false, Some(a)) = (subagent, agent.as_deref()) {
             let session = payload.session_id().unwrap_or("");
-            crate::error_log::recovered(cx, session, a, "hook Stop", Some(cx.now));
+            crate::store::error_log::recovered(cx, session, a, "hook Stop", Some(cx.now));
         }
         return Ok(Judged {
             response: Response::default(),
@@ -321,7 +321,7 @@ fn last_text(cx: &Context, path: &Path) -> Result<Option<String>, String> {
     let mut window: u64 = 256 * 1024;
     loop {
         window = window.min(limit);
-        let tail = store::read_tail(path, window).map_err(|e| e.to_string())?;
+        let tail = files::read_tail(path, window).map_err(|e| e.to_string())?;
         let whole = (tail.len() as u64) < window;
         match transcript::last_assistant_text(&tail, whole) {
             Scan::Found(text) => return Ok(Some(text)),
@@ -348,7 +348,7 @@ fn record(
     payload: &Payload,
     verdict: &Verdict,
     why: RecordAs,
-) -> Result<(PathBuf, Vec<crate::error_record::Warning>), Failure> {
+) -> Result<(PathBuf, Vec<crate::core::error_record::Warning>), Failure> {
     let mut rec = serde_json::to_value(&verdict.error).unwrap_or_default();
     let Some(obj) = rec.as_object_mut() else {
         return Err(Failure::data("no error to record"));
@@ -392,13 +392,13 @@ fn record(
     }
     // Through record-error: a unique error_id, the timestamp, and the threshold counters.
     // A session is its own workflow for the cascade rule, as `triage hook` records it.
-    let mut rec = crate::error_record::record_from_input(&rec);
+    let mut rec = crate::core::error_record::record_from_input(&rec);
     if rec.workflow_id.is_none() {
         rec.workflow_id = rec.session_id.clone();
     }
-    let recorded = crate::error_log::record(cx, rec, None)?;
+    let recorded = crate::store::error_log::record(cx, rec, None)?;
     Ok((
-        crate::error_log::log_path(&cx.state_root()),
+        crate::store::error_log::log_path(&cx.state_root()),
         recorded.warnings,
     ))
 }

@@ -1,11 +1,11 @@
 //! What the session hooks read from the end of the error log (through
-//! [`crate::error_log::visit_tail`], whichever backend holds it): Template 5 for a session,
+//! [`crate::store::error_log::visit_tail`], whichever backend holds it): Template 5 for a session,
 //! and the unresolved errors of other sessions that SessionStart names.
 
 use crate::context::Context;
-use crate::error_record::LogLine;
+use crate::core::error_record::LogLine;
+use crate::core::templates::{self, Rec, TemplateInput, TemplateName};
 use crate::exit::Failure;
-use crate::templates::{self, Rec, TemplateInput, TemplateName};
 use std::collections::{BTreeMap, HashMap};
 
 /// How much of the end of the error log the session hooks read (Template 5, SessionStart).
@@ -13,7 +13,7 @@ const LOG_TAIL: u64 = 4 << 20;
 
 /// Visits the log lines in the last [`LOG_TAIL`] bytes of the error log.
 fn visit_tail(cx: &Context, mut visit: impl FnMut(&LogLine)) -> Result<(), Failure> {
-    crate::error_log::visit_tail(cx, &cx.state_root(), LOG_TAIL, |line| {
+    crate::store::error_log::visit_tail(cx, &cx.state_root(), LOG_TAIL, |line| {
         if let Some(l) = LogLine::parse(line) {
             visit(&l);
         }

@@ -5,11 +5,11 @@
 
 use super::runner::Ran;
 use super::Job;
-use crate::error_log;
-use crate::error_record::LogLine;
+use crate::core::error_record::LogLine;
+use crate::core::phase::{Decision, ItemState, Manifest, Verdict};
+use crate::core::templates::{self, Rec, TemplateInput, TemplateName};
 use crate::exit::Failure;
-use crate::phase::{Decision, ItemState, Manifest, Verdict};
-use crate::templates::{self, Rec, TemplateInput, TemplateName};
+use crate::store::error_log;
 use serde_json::{json, Value};
 
 /// The texts of a decision.
@@ -32,7 +32,7 @@ pub fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Failure> {
     if d.failed.is_empty() || d.decision == Verdict::Paused {
         return Ok(none);
     }
-    let phase = crate::error_record::Phase::parse(job.phase).to_string();
+    let phase = crate::core::error_record::Phase::parse(job.phase).to_string();
     let mut recs = Vec::new();
     error_log::read_all(&job.cx.state_root(), |bytes| {
         if let Some(l) = LogLine::parse(bytes) {

@@ -7,7 +7,7 @@
 //! line instead of a redraw; colour follows `NO_COLOR` and `TERM` as `--text` does (see
 //! [`crate::term`]). Rendering ([`lines`]) is pure; [`Progress`] holds the clock and the tty.
 
-use crate::phase::{ItemState, Manifest};
+use crate::core::phase::{ItemState, Manifest};
 use crate::term::{cut, Term, Tone};
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};

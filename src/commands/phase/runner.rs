@@ -16,12 +16,12 @@
 use super::{progress, Job};
 use crate::commands::run::{self as run_cmd, Args as RunArgs};
 use crate::context::Context;
+use crate::core::phase::plan::{self, Item};
+use crate::core::phase::{ItemState, Manifest};
+use crate::exec::child::{scratch, Interrupts};
+use crate::exec::wiring::Wiring;
 use crate::exit::Failure;
-use crate::phase::plan::{self, Item};
-use crate::phase::{ItemState, Manifest};
-use crate::run::child::{scratch, Interrupts};
-use crate::run::wiring::Wiring;
-use crate::store::{self, Backup};
+use crate::store::files::{self, Backup};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ffi::OsString;
@@ -260,7 +260,7 @@ impl Book {
     /// Makes kept files durable (one folder fsync for all of them).
     fn sync_files(&mut self, job: &Job) -> Result<(), Failure> {
         if self.files_unsynced {
-            store::sync_dir(&job.files)?;
+            files::sync_dir(&job.files)?;
             self.files_unsynced = false;
         }
         Ok(())
@@ -409,9 +409,9 @@ fn run_item(
 
 /// Writes `<files>/<id>.<suffix>` (atomically, fsynced; the folder's fsync is the runner's).
 fn keep(files: &std::path::Path, id: &str, suffix: &str, bytes: &[u8]) -> Result<String, String> {
-    let path = files.join(format!("{}.{suffix}", store::escape_key(id)));
-    store::ensure_dir(files)
-        .and_then(|()| store::replace_deferred(&path, bytes, Backup::Skip).map(|_| ()))
+    let path = files.join(format!("{}.{suffix}", files::escape_key(id)));
+    files::ensure_dir(files)
+        .and_then(|()| files::replace_deferred(&path, bytes, Backup::Skip).map(|_| ()))
         .map(|()| path.display().to_string())
         .map_err(|e| format!("cannot keep the {suffix} of item `{id}`: {e}"))
 }
@@ -511,18 +511,18 @@ fn not_reached(job: &Job, m: &mut Manifest, i: usize) {
 
 /// Records an item that never ran (its breaker open, the budget spent): its output is
 /// missing as surely as a failed item's, and the texts are rendered from the log.
-fn record_unrun(job: &Job, e: &mut crate::phase::ItemEntry, kind: &str, why: &str) {
+fn record_unrun(job: &Job, e: &mut crate::core::phase::ItemEntry, kind: &str, why: &str) {
     let Ok(policy) = job.cx.policy() else {
         return;
     };
     let input = json!({ "kind": kind, "message": why });
-    let mut rec = crate::error_record::classified_record(&input, policy, Some(0));
+    let mut rec = crate::core::error_record::classified_record(&input, policy, Some(0));
     rec.session_id = job.session.map(str::to_string);
     rec.workflow_id = Some(job.workflow.to_string());
-    rec.phase = Some(crate::error_record::Phase::parse(job.phase));
+    rec.phase = Some(crate::core::error_record::Phase::parse(job.phase));
     rec.agent = Some(e.agent.clone());
     rec.task_id = Some(e.id.clone());
-    match crate::error_log::record(job.cx, rec, Some(job.plan.items.len() as u32)) {
+    match crate::store::error_log::record(job.cx, rec, Some(job.plan.items.len() as u32)) {
         Ok(done) => e.error_ids.push(done.record.error_id),
         Err(f) => job.cx.warn(&format!(
             "could not record item `{}` in the error log: {f}",
@@ -533,7 +533,7 @@ fn record_unrun(job: &Job, e: &mut crate::phase::ItemEntry, kind: &str, why: &st
 
 impl Job<'_> {
     /// The policy item `item` runs under.
-    fn item_policy(&self, item: &Item) -> crate::policy::Policy {
+    fn item_policy(&self, item: &Item) -> crate::core::policy::Policy {
         plan::item_policy(&self.policy, self.plan, item)
     }
 
@@ -550,6 +550,6 @@ impl Job<'_> {
 /// The folder of a phase's item files: `<root>/workflows/<W>/phase-<N>/`.
 pub fn files_dir(root: &std::path::Path, workflow: &str, phase: &str) -> PathBuf {
     root.join("workflows")
-        .join(store::escape_key(workflow))
-        .join(format!("phase-{}", store::escape_key(phase)))
+        .join(files::escape_key(workflow))
+        .join(format!("phase-{}", files::escape_key(phase)))
 }

@@ -1,24 +1,24 @@
 //! `triage run`'s effects, in-process: the breaker gate before each attempt and the outcome
-//! after it ([`crate::breaker::calls`]'s `check_in`/`record_in`, under the breaker's
-//! exclusion), the classifier's verdict on a failure, the error log ([`crate::error_log`]'s
+//! after it ([`crate::store::breakers::calls`]'s `check_in`/`record_in`, under the breaker's
+//! exclusion), the classifier's verdict on a failure, the error log ([`crate::store::error_log`]'s
 //! `record`, counters included) and the output check of `--until-output-ok`
 //! (`check-output`'s `judge`). The breaker and the log are best effort: when they cannot be
 //! used, `run` warns and goes on, like the commands themselves (SPEC §2).
 
 use super::Args;
-use crate::breaker::calls::{self as breaker, template4_reason};
-use crate::breaker::CallReport;
-use crate::breaker::Outcome;
-use crate::classify::{self, ErrorObject, Overrides};
 use crate::commands::check_output;
 use crate::context::Context;
-use crate::error_log;
-use crate::error_record::{ErrorRecord, Phase, Warning};
+use crate::core::attempt_plan;
+use crate::core::breaker::CallReport;
+use crate::core::breaker::Outcome;
+use crate::core::classify::{self, ErrorObject, Overrides};
+use crate::core::error_record::{ErrorRecord, Phase, Warning};
+use crate::core::policy::OutputRules;
+use crate::core::vocab::Kind;
+use crate::exec::child::Attempt;
 use crate::exit::Failure;
-use crate::policy::OutputRules;
-use crate::run::child::Attempt;
-use crate::run::plan;
-use crate::vocab::Kind;
+use crate::store::breakers::calls::{self as breaker, template4_reason};
+use crate::store::error_log;
 use chrono::SecondsFormat;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -56,7 +56,7 @@ pub fn gate(
         return Ok(Gate::Go(r.ticket));
     }
     if r.reason == "open" && own == Some(r.generation) {
-        return Ok(Gate::Own(crate::breaker::opener_ticket(r.generation)));
+        return Ok(Gate::Own(crate::core::breaker::opener_ticket(r.generation)));
     }
     let at = r.retry_after_s.and_then(|s| {
         let secs = chrono::Duration::try_seconds(i64::try_from(s).ok()?)?;
@@ -119,7 +119,7 @@ pub fn breaker_outcome(
 /// `tool_failure`.
 pub fn classify_failure(
     cx: &Context,
-    policy: &crate::policy::Policy,
+    policy: &crate::core::policy::Policy,
     agent: Option<&str>,
     attempt_no: u32,
     attempt: &Attempt,
@@ -133,11 +133,11 @@ pub fn classify_failure(
     let end = &attempt.end;
     let tail = String::from_utf8_lossy(&attempt.stderr_tail);
     let ms = u64::try_from(attempt.elapsed.as_millis()).unwrap_or(u64::MAX);
-    let input = plan::classify_input(end, &tail, ms);
+    let input = attempt_plan::classify_input(end, &tail, ms);
     let e = warned(cx, classify::classify(&input, &o, policy, seed));
-    if plan::needs_fallback(end, &e) {
+    if attempt_plan::needs_fallback(end, &e) {
         return Ok(classify::classify(
-            &plan::with_fallback_kind(input, end, &e.detail),
+            &attempt_plan::with_fallback_kind(input, end, &e.detail),
             &o,
             policy,
             seed,

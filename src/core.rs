@@ -1,0 +1,20 @@
+//! The pure core: functions of (input, policy, now). Nothing here opens a file, reads the
+//! clock or the environment.
+
+pub mod attempt_plan;
+pub mod breaker;
+pub mod classify;
+pub mod dfa;
+pub mod duration;
+pub mod error_record;
+pub mod glob;
+pub mod jq;
+pub mod output_check;
+pub mod phase;
+pub mod policy;
+pub mod saga;
+pub mod state;
+pub mod summary;
+pub mod templates;
+pub mod transcript;
+pub mod vocab;

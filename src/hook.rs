@@ -1,0 +1,3 @@
+//! The Claude Code hook protocol.
+
+pub mod codec;
