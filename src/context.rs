@@ -274,6 +274,15 @@ impl Context {
         }
     }
 
+    /// The jitter's seed: `TRIAGE_SEED` (a number), else one drawn from the clock and the
+    /// process id.
+    pub fn jitter_seed(&self) -> u64 {
+        self.seed.unwrap_or_else(|| {
+            self.now.timestamp_nanos_opt().unwrap_or_default() as u64
+                ^ u64::from(std::process::id()).rotate_left(32)
+        })
+    }
+
     /// The project folder: `$CLAUDE_PROJECT_DIR`, else the current folder.
     pub fn project(&self) -> PathBuf {
         self.project_dir

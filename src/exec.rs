@@ -5,6 +5,9 @@
 //! attaches the attempt loop to a process (`triage run`) or to one work item of a phase
 //! (`triage phase`).
 
+pub mod attempts;
 pub mod child;
+pub mod compensation;
+pub mod phase_runner;
 pub mod reap;
 pub mod wiring;

@@ -59,5 +59,6 @@ pub mod report {
     pub mod text;
 }
 pub mod settings;
+pub mod setup;
 pub mod store;
 pub mod term;

@@ -63,7 +63,7 @@ fn long_help() -> String {
 
 /// Runs `triage classify`.
 pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    let seed = seed(cx)?;
+    let seed = cx.jitter_seed();
     let input = read_input(args, cx)?;
     let mut o = Overrides {
         agent: args.agent.clone(),
@@ -122,14 +122,6 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         Outcome::json(&e)
     };
     Ok(out.negative(negative))
-}
-
-/// `TRIAGE_SEED` (a number), else one drawn from the clock and the process id.
-pub fn seed(cx: &Context) -> Result<u64, Failure> {
-    Ok(cx.seed.unwrap_or_else(|| {
-        cx.now.timestamp_nanos_opt().unwrap_or_default() as u64
-            ^ u64::from(std::process::id()).rotate_left(32)
-    }))
 }
 
 /// Stdin as JSON, or as text with `--raw`. Text that is not JSON is classified as text, with

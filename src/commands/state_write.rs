@@ -3,11 +3,11 @@
 //! keep the old version as `.bak`, rename, fsync the folder. `--update JQ` reads, transforms
 //! and writes under one lock, so concurrent updates never lose one another.
 
-use crate::commands::state_read::{self, checkpoint_dir};
 use crate::context::{Context, Outcome};
 use crate::core::state::{check_writable, type_name, Validation};
 use crate::exit::Failure;
 use crate::store::files::{self, Backup};
+use crate::store::recovery::{self, checkpoint_dir};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -56,7 +56,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         check_checkpoint_name(name)?;
     }
     let checkpoints = checkpoint_dir(&args.file, args.checkpoint_dir.as_deref());
-    state_read::anchor_state_folders(&args.file, &checkpoints);
+    recovery::anchor_state_folders(&args.file, &checkpoints);
 
     // Plain writes validate before taking the lock: bad input never touches the file.
     let input = match &update {
@@ -140,7 +140,7 @@ fn updated(
     checkpoints: &Path,
     cx: &Context,
 ) -> Result<Vec<u8>, Failure> {
-    let current = state_read::recover(file, &Validation::shape_only(rules.any), checkpoints, None)?;
+    let current = recovery::recover(file, &Validation::shape_only(rules.any), checkpoints, None)?;
     if current.all_invalid() {
         let what: Vec<String> = current
             .tried

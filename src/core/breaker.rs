@@ -17,6 +17,7 @@
 //! - a probe permit is a lease that expires after `probe_ttl`, so a probe that never reports
 //!   back cannot wedge the breaker (r4j #903, Polly #1979, opossum #276).
 
+pub mod call_input;
 pub mod machine;
 pub mod template;
 #[cfg(test)]

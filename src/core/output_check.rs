@@ -13,8 +13,10 @@ use serde_json::{json, Value};
 use std::borrow::Cow;
 
 mod format;
+mod input;
 use format::{markdown, name_of};
 pub use format::{structured, yaml_value};
+pub use input::{judge_input, rules_for, Input};
 
 /// Seed 002: "fails validation 3x → proceed without".
 pub const DEFAULT_MAX_REJECTIONS: u32 = 3;

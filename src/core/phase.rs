@@ -6,7 +6,10 @@
 //! begun its work is never started again without a person's decision ([`Manifest::hold`]).
 //! Pure: no clock, no file, no process.
 
+mod choice;
 pub mod plan;
+
+pub use choice::{choice, Applied};
 
 use crate::core::vocab::Criticality;
 use plan::PhasePlan;

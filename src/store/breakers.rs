@@ -11,6 +11,7 @@
 //! `now`.
 
 pub mod calls;
+pub mod manual;
 
 use crate::context::Context;
 use crate::core::breaker::{Breaker, Millis, Transition};

@@ -182,7 +182,7 @@ proptest! {
         std::fs::create_dir_all(d.path().join("L2/x")).unwrap();
         std::fs::write(d.path().join("L2/a.md"), "a").unwrap();
         std::os::unix::fs::symlink("/etc", d.path().join("etc")).unwrap();
-        let facts = triage::commands::check_output::expand(d.path(), &pattern);
+        let facts = triage::store::project_files::expand(d.path(), &pattern);
         for (p, _) in &facts.found {
             prop_assert!(p.starts_with("L2/"), "{} matched {}", pattern, p);
         }

@@ -271,6 +271,21 @@ pub fn phase_policy(base: &Policy, plan: &PhasePlan) -> Policy {
     p
 }
 
+/// The policy of a phase run: [`phase_policy`], and the phase's entry with the plan's name,
+/// budget and size.
+pub fn phase_settings(base: &Policy, plan: &PhasePlan, phase: &str) -> Policy {
+    let mut p = phase_policy(base, plan);
+    let entry = p.phases.entry(phase.to_string()).or_default();
+    if plan.name.is_some() {
+        entry.name = plan.name.clone();
+    }
+    if plan.timeout.is_some() {
+        entry.timeout = plan.timeout;
+    }
+    entry.size = Some(u32::try_from(plan.items.len()).unwrap_or(u32::MAX));
+    p
+}
+
 fn overlay(p: &mut Policy, item: &Item) {
     let a = p.agents.entry(item.agent().to_string()).or_default();
     if let Some(c) = item.criticality {

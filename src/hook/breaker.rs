@@ -19,7 +19,7 @@ pub fn hook_key(p: &Payload) -> Option<&str> {
 }
 
 /// The hook response for one payload (empty when there is nothing to say).
-pub fn hook(cx: &crate::context::Context, p: &Payload) -> Result<Response, Failure> {
+pub fn answer(cx: &crate::context::Context, p: &Payload) -> Result<Response, Failure> {
     let Some(key) = hook_key(p) else {
         return Ok(Response::default());
     };

@@ -1,10 +1,8 @@
 //! What `triage phase` answers: the escalation text of the decision (seed 000's Template 2 for
 //! several failed items, Template 1 for one), the degradation summary, rendered from the
-//! phase's records in the error log like `triage report --template`; the JSON document; and
-//! the same for a person.
+//! phase's records in the error log like `triage report --template`; and the JSON document.
 
-use super::runner::Ran;
-use super::Job;
+use super::{Job, Ran};
 use crate::core::error_record::LogLine;
 use crate::core::phase::{Decision, ItemState, Manifest, Verdict};
 use crate::core::templates::{self, Rec, TemplateInput, TemplateName};
@@ -13,7 +11,7 @@ use crate::store::error_log;
 use serde_json::{json, Value};
 
 /// The texts of a decision.
-pub struct Texts {
+pub(super) struct Texts {
     /// The escalation's fields (`template`, its lists, `options`) and text.
     pub template: Option<Value>,
     /// Its text.
@@ -23,7 +21,7 @@ pub struct Texts {
 }
 
 /// Renders the texts from the phase's records in the log.
-pub fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Failure> {
+pub(super) fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Failure> {
     let mut none = Texts {
         template: None,
         text: None,
@@ -105,7 +103,7 @@ pub fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Failure> {
 }
 
 /// The JSON answer of `run` and `resume`.
-pub fn document(
+pub(super) fn document(
     job: &Job,
     m: &Manifest,
     d: &Decision,
@@ -167,123 +165,4 @@ pub fn document(
         "resumed": resumed,
         "manifest": job.manifest.display().to_string(),
     })
-}
-
-/// The answer for a person: a line per item, then the texts.
-pub fn text(doc: &Value) -> String {
-    let s = |v: &Value| v.as_str().unwrap_or("").to_string();
-    let mut out = format!(
-        "Phase {}{} of workflow {}: {} — {}\n\n",
-        s(&doc["phase"]),
-        doc["name"]
-            .as_str()
-            .map_or(String::new(), |n| format!(" ({n})")),
-        s(&doc["workflow_id"]),
-        s(&doc["decision"]),
-        s(&doc["reason"]),
-    );
-    out.push_str(&table(doc["items"].as_array().map_or(&[][..], |v| v)));
-    if let Some(r) = doc["resumed"].as_object() {
-        out.push_str("\nResumed:\n");
-        for k in [
-            "complete",
-            "partial",
-            "not_started",
-            "failed",
-            "skipped",
-            "needs_decision",
-            "rerun",
-        ] {
-            let ids: Vec<String> = r
-                .get(k)
-                .and_then(Value::as_array)
-                .map(|v| v.iter().map(s).collect())
-                .unwrap_or_default();
-            out.push_str(&format!(
-                "  - {}: {}\n",
-                k.replace('_', " "),
-                if ids.is_empty() {
-                    "none".into()
-                } else {
-                    ids.join(", ")
-                }
-            ));
-        }
-    }
-    for t in [&doc["text"], &doc["degradation"]["text"], &doc["message"]] {
-        if let Some(t) = t.as_str() {
-            out.push('\n');
-            out.push_str(t);
-            out.push('\n');
-        }
-    }
-    out.trim_end().to_string()
-}
-
-fn table(items: &[Value]) -> String {
-    let rows: Vec<[String; 5]> = items
-        .iter()
-        .map(|i| {
-            let secs = i["duration_ms"]
-                .as_u64()
-                .map_or("-".to_string(), |ms| format!("{:.1}s", ms as f64 / 1000.0));
-            let what = i["note"]
-                .as_str()
-                .or(i["kind"].as_str())
-                .or(i["output"].as_str())
-                .unwrap_or("")
-                .to_string();
-            [
-                i["id"].as_str().unwrap_or("").to_string(),
-                i["state"].as_str().unwrap_or("").to_string(),
-                i["attempts"].as_u64().unwrap_or(0).to_string(),
-                secs,
-                what,
-            ]
-        })
-        .collect();
-    let head = ["ITEM", "STATE", "ATTEMPTS", "TIME", "DETAIL"];
-    let mut w = head.map(str::len);
-    for r in &rows {
-        for (k, c) in r.iter().enumerate() {
-            w[k] = w[k].max(c.chars().count());
-        }
-    }
-    let line = |r: &[String]| {
-        let mut l = String::from("  ");
-        for (k, c) in r.iter().enumerate() {
-            if k + 1 == r.len() {
-                l.push_str(c);
-            } else {
-                l.push_str(&format!("{c:<width$}  ", width = w[k]));
-            }
-        }
-        l.trim_end().to_string() + "\n"
-    };
-    let mut out = line(&head.map(str::to_string));
-    for r in &rows {
-        out.push_str(&line(r));
-    }
-    crate::context::printable(&out)
-}
-
-/// `phase status --text`.
-pub fn status_text(m: &Manifest) -> String {
-    let items: Vec<Value> = m.items.iter().map(|e| json!(e)).collect();
-    let mut out = format!(
-        "Phase {} of workflow {}: {}{}\n\n",
-        m.phase,
-        m.workflow_id,
-        json!(m.status).as_str().unwrap_or(""),
-        m.decision
-            .as_ref()
-            .and_then(|d| d["decision"].as_str())
-            .map_or(String::new(), |d| format!(" ({d})")),
-    );
-    out.push_str(&table(&items));
-    if let Some(msg) = &m.message {
-        out.push('\n');
-        out.push_str(msg);
-    }
-    out.trim_end().to_string()
 }

@@ -1,24 +1,25 @@
-//! `triage run`'s effects, in-process: the breaker gate before each attempt and the outcome
+//! The attempt loop's effects, in-process: the breaker gate before each attempt and the outcome
 //! after it ([`crate::store::breakers::calls`]'s `check_in`/`record_in`, under the breaker's
 //! exclusion), the classifier's verdict on a failure, the error log ([`crate::store::error_log`]'s
 //! `record`, counters included) and the output check of `--until-output-ok`
-//! (`check-output`'s `judge`). The breaker and the log are best effort: when they cannot be
+//! ([`crate::store::project_files::judge`], as `check-output`). The breaker and the log are best effort: when they cannot be
 //! used, `run` warns and goes on, like the commands themselves (SPEC §2).
 
-use super::Args;
-use crate::commands::check_output;
+use super::Request;
 use crate::context::Context;
 use crate::core::attempt_plan;
 use crate::core::breaker::CallReport;
 use crate::core::breaker::Outcome;
 use crate::core::classify::{self, ErrorObject, Overrides};
 use crate::core::error_record::{ErrorRecord, Phase, Warning};
+use crate::core::output_check::Input;
 use crate::core::policy::OutputRules;
 use crate::core::vocab::Kind;
 use crate::exec::child::Attempt;
 use crate::exit::Failure;
 use crate::store::breakers::calls::{self as breaker, template4_reason};
 use crate::store::error_log;
+use crate::store::project_files;
 use chrono::SecondsFormat;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -156,12 +157,12 @@ pub fn check_stdout(
     attempt: u32,
     stdout: &[u8],
 ) -> Result<Option<ErrorObject>, Failure> {
-    let input = check_output::Input {
+    let input = Input {
         agent: agent.map(str::to_string),
         output: Some(Value::String(String::from_utf8_lossy(stdout).into_owned())),
-        ..check_output::Input::default()
+        ..Input::default()
     };
-    let verdict = check_output::judge(cx, &input, &OutputRules::default())?;
+    let (verdict, _, _) = project_files::judge(cx, &input, &OutputRules::default())?;
     let Some(error) = verdict.error.filter(|_| !verdict.ok) else {
         return Ok(None);
     };
@@ -212,7 +213,7 @@ const RECORD_TAIL: usize = 1024;
 /// crossed (each also a warning on stderr); a failure to record is a warning.
 pub fn record_failure(
     cx: &Context,
-    args: &Args,
+    args: &Request,
     e: &ErrorObject,
     f: Failed,
 ) -> (Option<String>, Vec<Warning>) {
@@ -273,7 +274,7 @@ pub fn record_failure(
 /// ids; a failure is a warning.
 pub fn recovered(
     cx: &Context,
-    args: &Args,
+    args: &Request,
     unit: &str,
     started: chrono::DateTime<chrono::Utc>,
 ) -> Vec<String> {

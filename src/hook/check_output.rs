@@ -12,16 +12,16 @@
 //! An output that says it is BLOCKED is never blocked back (seed 004: a blocked worker stops
 //! and escalates): the user is told, one error is recorded, and the agent may stop.
 
-use super::{judge_full, Input};
 use crate::context::Context;
 use crate::core::breaker::Outcome;
-use crate::core::output_check::{Final, Verdict, DEFAULT_MAX_REJECTIONS};
+use crate::core::output_check::{Final, Input, Verdict, DEFAULT_MAX_REJECTIONS};
 use crate::core::policy::OutputRules;
 use crate::core::transcript::{self, Scan};
 use crate::core::vocab::{Criticality, Kind};
 use crate::exit::Failure;
 use crate::hook::codec::{Payload, Response};
 use crate::store::files;
+use crate::store::project_files;
 use crate::store::rejections::{bump, counter_path, reset};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -32,11 +32,7 @@ pub fn judge_hook(cx: &Context, payload: &Payload) -> Result<Response, Failure> 
     answer(cx, payload, &OutputRules::default())
 }
 
-pub(super) fn answer(
-    cx: &Context,
-    payload: &Payload,
-    flags: &OutputRules,
-) -> Result<Response, Failure> {
+pub fn answer(cx: &Context, payload: &Payload, flags: &OutputRules) -> Result<Response, Failure> {
     match payload.event() {
         Some("SubagentStop") => Ok(stop(cx, payload, flags, true)?.response),
         Some("Stop") => Ok(stop(cx, payload, flags, false)?.response),
@@ -89,7 +85,7 @@ fn stop(
         output: Some(output),
         ..Input::default()
     };
-    let (verdict, rules, criticality) = judge_full(cx, &input, flags)?;
+    let (verdict, rules, criticality) = project_files::judge(cx, &input, flags)?;
     let key = payload
         .agent_id()
         .or(agent.as_deref())
@@ -233,7 +229,7 @@ fn post_tool_use(
         )),
         ..Input::default()
     };
-    let (verdict, _, criticality) = judge_full(cx, &input, flags)?;
+    let (verdict, _, criticality) = project_files::judge(cx, &input, flags)?;
     if verdict.ok {
         return Ok(Response::default());
     }

@@ -1,5 +1,6 @@
 //! The files an output check names (`files_exist` globs, `--file`, the input's `files`),
-//! found under the project folder and nowhere else.
+//! found under the project folder and nowhere else, and the output check that looks them up
+//! ([`judge`]: `check-output`, its hooks and `run --until-output-ok` judge through it).
 //!
 //! Globs are `globset`'s (ripgrep's): `*` and `?` within a path segment, `**` across
 //! segments, `[ab]` classes and `{L2,docs}` alternatives. A glob is hostile input: one that is
@@ -8,9 +9,31 @@
 //! linked file only when it resolves inside the project, and visits a bounded number of
 //! entries without recursion, so no glob can make it slow or reach outside.
 
+use crate::context::Context;
 use crate::core::glob::{is_literal, normal, project_glob};
-use crate::core::output_check::FileFacts;
+use crate::core::output_check::{self, FileFacts, Input, Verdict};
+use crate::core::policy::OutputRules;
+use crate::core::vocab::Criticality;
+use crate::exit::Failure;
 use std::path::{Path, PathBuf};
+
+/// Judges one output by the agent's policy rules overlaid by `flags`, its files looked up
+/// under the project; the rules' problems are warnings. Returns the rules and criticality it
+/// used too (the loop guard needs `max_rejections`).
+pub fn judge(
+    cx: &Context,
+    input: &Input,
+    flags: &OutputRules,
+) -> Result<(Verdict, OutputRules, Criticality), Failure> {
+    let project = cx.project();
+    let judged = output_check::judge_input(cx.policy()?, input, flags, |pattern| {
+        expand(&project, pattern)
+    });
+    for w in &judged.0.warnings {
+        cx.warn(w);
+    }
+    Ok(judged)
+}
 
 /// Entries visited for one glob at most.
 const MAX_ENTRIES: usize = 100_000;

@@ -13,23 +13,283 @@
 //! whatever kills the runner, `resume` can tell it may have run, and asks before running it
 //! again (seed 001).
 
-use super::{progress, Job};
-use crate::commands::run::{self as run_cmd, Args as RunArgs};
+mod answer;
+mod item;
+
 use crate::context::Context;
-use crate::core::phase::plan::{self, Item};
-use crate::core::phase::{ItemState, Manifest};
-use crate::exec::child::{scratch, Interrupts};
-use crate::exec::wiring::Wiring;
+use crate::core::phase::plan::{self, Item, PhasePlan};
+use crate::core::phase::{self as model, ItemState, Manifest, PhaseStatus};
+use crate::core::policy::Policy;
+use crate::exec::child::Interrupts;
 use crate::exit::Failure;
-use crate::store::files::{self, Backup};
+use crate::store::files;
+use crate::store::manifests;
+use item::{not_reached, run_item, settle, unfiled, ItemRun, Shared};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::ffi::OsString;
-use std::io::{Read, Seek};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+/// Which phase of which workflow a run is, and how its items are stopped.
+pub struct Target<'a> {
+    /// The workflow's id.
+    pub workflow: &'a str,
+    /// The phase (number or name).
+    pub phase: &'a str,
+    /// The session id, for the error log.
+    pub session: Option<&'a str>,
+    /// After forwarding SIGINT/SIGTERM to the items, SIGKILL what is left this long after.
+    pub grace: Duration,
+    /// SIGKILL an item this long after its timeout's SIGTERM.
+    pub kill_after: Duration,
+}
+
+/// Who watches the items start and end (`phase run` draws their progress on a terminal).
+pub trait Watch {
+    /// Item `i` was filed as running.
+    fn started(&mut self, i: usize);
+    /// Item `i` started an attempt.
+    fn attempt(&mut self, i: usize);
+    /// Item `i` ended.
+    fn ended(&mut self, i: usize);
+    /// Shows the manifest's state (`last`: the phase has ended).
+    fn draw(&mut self, m: &Manifest, last: bool);
+}
+
+/// Makes the watcher of a phase of that many items, if anyone watches.
+pub type Watcher = fn(usize) -> Option<Box<dyn Watch>>;
+
+/// What a run or resume answers: its JSON document and the exit status.
+pub struct Answered {
+    /// The JSON document (`phase run`'s answer).
+    pub doc: Value,
+    /// The exit status of the decision.
+    pub status: u8,
+}
+
+/// What the runner needs of one phase run.
+pub struct Job<'a> {
+    cx: &'a Context,
+    plan: &'a PhasePlan,
+    /// The policy with the plan's phase settings (items are laid over it one by one).
+    policy: Policy,
+    workflow: &'a str,
+    phase: &'a str,
+    session: Option<&'a str>,
+    grace: Duration,
+    kill_after: Duration,
+    budget: Option<Duration>,
+    manifest: &'a Path,
+    files: PathBuf,
+    fixed_clock: bool,
+}
+
+impl Job<'_> {
+    /// Now, as the manifest writes it (`TRIAGE_NOW` when set).
+    fn stamp(&self) -> String {
+        let now = if self.fixed_clock {
+            self.cx.now
+        } else {
+            chrono::Utc::now()
+        };
+        crate::core::saga::stamp(now)
+    }
+}
+
+/// `phase run`: runs every item of `plan`, decides, and writes the manifest at `path` (the
+/// caller holds its lock). A phase left unfinished is continued with `resume`, not run again,
+/// unless `fresh`.
+pub fn start(
+    cx: &Context,
+    t: &Target,
+    plan: &PhasePlan,
+    fresh: bool,
+    path: &Path,
+    watcher: Watcher,
+) -> Result<Answered, Failure> {
+    if let (Some((old, _)), false) = (manifests::read(path)?, fresh) {
+        if old.status != PhaseStatus::Decided {
+            return Err(Failure::usage(format!(
+                "phase {} of workflow {} was left {} ({}); continue it with `triage phase resume --workflow {} --phase {}`, or start over with --fresh",
+                t.phase,
+                t.workflow,
+                match old.status { PhaseStatus::Paused => "paused", _ => "running by a runner that died" },
+                path.display(),
+                t.workflow,
+                t.phase,
+            )));
+        }
+    }
+    let policy = plan::phase_settings(cx.policy()?, plan, t.phase);
+    let mut m = Manifest::new(
+        t.workflow,
+        t.phase,
+        plan.clone(),
+        |item| {
+            (
+                policy.agent(item.agent()).criticality,
+                plan::side_effects(&policy, item),
+            )
+        },
+        &crate::core::saga::stamp(cx.now),
+    );
+    let todo: Vec<usize> = (0..plan.items.len()).collect();
+    go(cx, t, plan, policy, path, &mut m, todo, None, watcher)
+}
+
+/// `phase resume`: runs again what a paused or killed run left unfinished (`rerun`: items
+/// with side effects a person gave leave to run again), decides, and writes the manifest at
+/// `path` (the caller holds its lock).
+pub fn resume(
+    cx: &Context,
+    t: &Target,
+    rerun: &[String],
+    path: &Path,
+    watcher: Watcher,
+) -> Result<Answered, Failure> {
+    let (mut m, from_backup) = manifests::read(path)?.ok_or_else(|| {
+        Failure::usage(format!(
+            "no manifest for phase {} of workflow {} ({}); start it with `triage phase run PLAN --workflow {} --phase {}`",
+            t.phase, t.workflow, path.display(), t.workflow, t.phase
+        ))
+    })?;
+    let rerun = m
+        .leave_to_rerun(rerun, &crate::core::saga::stamp(cx.now))
+        .map_err(Failure::usage)?;
+    let died = m.status == PhaseStatus::Running;
+    // Items a dead runner left running: their groups may live on. Stop what is left; they run
+    // again (their result was never filed), unless they have side effects (held below).
+    for e in m
+        .items
+        .iter_mut()
+        .filter(|e| e.state() == ItemState::Running)
+    {
+        let left = e.pgid.map(|g| crate::exec::reap::stop_group(g, t.grace));
+        e.note = Some(match left {
+            Some(true) => "was running when the runner died; its process group was still alive and was stopped".into(),
+            _ => "was running when the runner died; its result is unknown".into(),
+        });
+        e.state = Some(ItemState::Partial);
+        e.pgid = None;
+    }
+    let plan = m.plan.clone();
+    let policy = plan::phase_settings(cx.policy()?, &plan, t.phase);
+    // The policy of the day may say side effects where the manifest did not: either holds.
+    for (e, item) in m.items.iter_mut().zip(&plan.items) {
+        e.side_effects |= plan::side_effects(&policy, item);
+    }
+    let held = m.hold(from_backup);
+    let summary = json!({
+        "runner_died": died,
+        "read_from_backup": from_backup,
+        "complete": m.ids(ItemState::Complete),
+        "partial": m.ids(ItemState::Partial),
+        "not_started": m.ids(ItemState::NotStarted),
+        "failed": m.ids(ItemState::Failed),
+        "skipped": m.ids(ItemState::Skipped),
+        "needs_decision": held,
+        "rerun": rerun,
+    });
+    let todo: Vec<usize> = m
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.state().unfinished())
+        .map(|(i, _)| i)
+        .collect();
+    m.resumes += 1;
+    m.status = PhaseStatus::Running;
+    m.message = None;
+    go(
+        cx,
+        t,
+        &plan,
+        policy,
+        path,
+        &mut m,
+        todo,
+        Some(summary),
+        watcher,
+    )
+}
+
+/// Runs `todo`, decides, writes the manifest and answers.
+#[allow(clippy::too_many_arguments)]
+fn go(
+    cx: &Context,
+    t: &Target,
+    plan: &PhasePlan,
+    policy: Policy,
+    path: &Path,
+    m: &mut Manifest,
+    todo: Vec<usize>,
+    resumed: Option<Value>,
+    watcher: Watcher,
+) -> Result<Answered, Failure> {
+    let budget = plan
+        .timeout
+        .or_else(|| policy.phase(t.phase).and_then(|p| p.timeout))
+        .map(|d| d.0);
+    let abort_ratio = plan
+        .abort_ratio
+        .unwrap_or(policy.thresholds.phase_failure_ratio);
+    let job = Job {
+        cx,
+        plan,
+        policy,
+        workflow: t.workflow,
+        phase: t.phase,
+        session: t.session,
+        grace: t.grace,
+        kill_after: t.kill_after,
+        budget,
+        manifest: path,
+        files: manifests::files_dir(&cx.state_root(), t.workflow, t.phase),
+        fixed_clock: cx.fixed_now,
+    };
+    m.runner_pid = Some(std::process::id());
+    m.status = PhaseStatus::Running;
+    m.updated_at = job.stamp();
+    // The runner's first write (items filed as running) must work; with nothing to run, this
+    // one must.
+    if todo.is_empty() {
+        manifests::write(path, m)?;
+    }
+    let ran = run(&job, m, todo, watcher)?;
+    let d = model::decide(&m.items, abort_ratio, plan.mandatory);
+    m.runner_pid = None;
+    // Items waiting for a decision keep the phase open: `phase run` without --fresh refuses to
+    // start it over (which would run them again), and `resume --rerun` continues it.
+    let waiting = m.decision_line();
+    let paused = (d.decision == model::Verdict::Paused).then(|| m.resume_line());
+    m.message = match (paused, waiting) {
+        (Some(p), Some(w)) => Some(format!("{p}\n{w}")),
+        (p, w) => p.or(w),
+    };
+    m.status = if m.message.is_some() {
+        PhaseStatus::Paused
+    } else {
+        PhaseStatus::Decided
+    };
+    let texts = answer::texts(&job, m, &d)?;
+    m.decision = Some(json!({
+        "decision": d.decision,
+        "reason": d.reason,
+        "template": texts.template.as_ref().and_then(|t| t.get("template").cloned()),
+        "at": job.stamp(),
+    }));
+    job.save(m);
+    if let Some(msg) = &m.message {
+        say!("{msg}");
+    }
+    let doc = answer::document(&job, m, &d, &ran, texts, abort_ratio, resumed);
+    Ok(Answered {
+        doc,
+        status: d.decision.exit_status(),
+    })
+}
 
 /// How often the runner looks for ended items and signals.
 const POLL: Duration = Duration::from_millis(10);
@@ -50,15 +310,6 @@ enum Msg {
     Done(usize, Box<ItemRun>),
 }
 
-struct ItemRun {
-    result: Result<(u8, Value), Failure>,
-    elapsed: Duration,
-    /// Where a complete item's output was kept (or why it could not be).
-    out: Option<Result<String, String>>,
-    /// Where its stderr was kept, when it said anything.
-    err: Option<Result<String, String>>,
-}
-
 /// How often, at most, the manifest is written while items end (it is always written before
 /// items start and when the phase ends). An item that ended since the last write is filed as
 /// running: a runner killed now leaves it to `resume`, which runs it again — never lost.
@@ -71,7 +322,7 @@ const SAVE_EVERY: Duration = Duration::from_millis(100);
 const GROUP_GRACE: Duration = Duration::from_millis(20);
 
 /// Runs the items at `todo` (indexes into the plan), writing the manifest as they change.
-pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure> {
+fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Result<Ran, Failure> {
     let interrupts = Interrupts::install()
         .map_err(|e| Failure::io(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
     let cascade = AtomicBool::new(false);
@@ -95,7 +346,7 @@ pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure
         retry: job.plan.retry,
     };
     let shared = &shared;
-    let mut progress = progress::Progress::on_stderr(m.items.len());
+    let mut progress = watcher(m.items.len());
     let mut book = Book::default();
     std::thread::scope(|s| -> Result<(), Failure> {
         loop {
@@ -124,7 +375,7 @@ pub fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>) -> Result<Ran, Failure
                     // the phase.
                     book.sync_files(job)?;
                     m.updated_at = job.stamp();
-                    super::write_manifest(job.manifest, m)?;
+                    manifests::write(job.manifest, m)?;
                     book.written = Some(Instant::now());
                     book.dirty = false;
                 } else if starting.iter().any(|(i, _)| m.items[*i].side_effects) {
@@ -273,7 +524,7 @@ impl Book {
                 .warn(&format!("cannot fsync the items' files: {}", f.message));
         }
         m.updated_at = job.stamp();
-        if let Err(f) = super::write_manifest_as(job.manifest, m, false) {
+        if let Err(f) = manifests::write_as(job.manifest, m, false) {
             job.cx
                 .warn(&format!("cannot write the manifest: {}", f.message));
         }
@@ -288,7 +539,7 @@ impl Book {
     fn save_durably(&mut self, job: &Job, m: &mut Manifest) -> Result<(), Failure> {
         self.sync_files(job)?;
         m.updated_at = job.stamp();
-        super::write_manifest(job.manifest, m)?;
+        manifests::write(job.manifest, m)?;
         self.written = Some(Instant::now());
         self.dirty = false;
         self.urgent = false;
@@ -297,259 +548,18 @@ impl Book {
     }
 }
 
-/// An item with side effects that could not be filed as running (`why`) is not started: a
-/// runner killed while it ran would leave `resume` no trace of it, and it would run twice.
-/// Filed as a failure that never ran (a `leave` it had is kept). Returns true.
-fn unfiled(job: &Job, m: &mut Manifest, i: usize, leave: Option<String>, why: &Failure) -> bool {
-    let e = &mut m.items[i];
-    e.rerun = leave;
-    e.state = Some(ItemState::Failed);
-    e.outcome = Some("not_started".into());
-    e.kind = Some("tool_failure".into());
-    let note = format!(
-        "not started: it has side effects, and the manifest could not record it as running ({})",
-        why.message
-    );
-    record_unrun(job, e, "tool_failure", &note);
-    e.note = Some(note);
-    true
-}
-
-/// What every item's thread reads of the job (the job's context stays on the runner's thread:
-/// each item has its own).
-struct Shared<'a> {
-    files: &'a std::path::Path,
-    kill_after: Duration,
-    grace: Duration,
-    phase: &'a str,
-    session: Option<&'a str>,
-    workflow: &'a str,
-    retry: bool,
-}
-
-/// One item's `triage run`, wired to its own files and flags.
-fn run_item(
-    job: &Shared,
-    item: &Item,
-    cx: &Context,
-    flags: &Interrupts,
-    cascade: &AtomicBool,
-    deadline: Option<Instant>,
-    told: &(dyn Fn(u32) + Sync),
-) -> ItemRun {
-    let started = Instant::now();
-    let files = match (scratch(), scratch()) {
-        (Ok(o), Ok(e)) => (o, e),
-        (Err(e), _) | (_, Err(e)) => {
-            return ItemRun {
-                result: Err(Failure::io(format!("cannot make a temp file: {e}"))),
-                elapsed: started.elapsed(),
-                out: None,
-                err: None,
-            }
-        }
-    };
-    let checks = item.output.is_some()
-        || cx
-            .policy()
-            .is_ok_and(|p| p.agent(item.agent()).output != Default::default());
-    let args = RunArgs {
-        agent: Some(item.agent().to_string()),
-        timeout: item.timeout,
-        kill_after: job.kill_after.into(),
-        grace: job.grace.into(),
-        phase: Some(job.phase.to_string()),
-        session: job.session.map(str::to_string),
-        workflow: Some(job.workflow.to_string()),
-        task: Some(item.id.clone()),
-        breaker: None,
-        preserve_partial: Some(job.files.join("partial")),
-        name: Some(item.id.clone()),
-        until_output_ok: checks,
-        report: None,
-        command: item
-            .command
-            .argv()
-            .into_iter()
-            .map(OsString::from)
-            .collect(),
-        no_retry: !job.retry,
-        // Each attempt's end is in the item's report; the phase's stderr stays readable.
-        quiet: true,
-        ..RunArgs::default()
-    };
-    let wiring = Wiring {
-        stdin: item.stdin.as_ref().map(|s| Arc::new(s.as_bytes().to_vec())),
-        interrupts: flags,
-        stdout: Some(&files.0),
-        stderr_to: Some(&files.1),
-        cwd: None,
-        on_spawn: Some(told),
-        deadline,
-        cascade: Some(cascade),
-    };
-    let result = run_cmd::attempts(&args, cx, &wiring);
-    let elapsed = started.elapsed();
-    // Kept here, on the item's own thread, so the items' fsyncs overlap (one journal commit
-    // serves many) instead of queueing on the runner's thread. The folder is fsynced once, by
-    // the runner, before a manifest that names these files is written.
-    let complete = result
-        .as_ref()
-        .is_ok_and(|(_, doc)| doc["outcome"] == "succeeded");
-    let out = complete.then(|| keep(job.files, &item.id, "out", &read_whole(files.0)));
-    let stderr = read_whole(files.1);
-    let err = (!stderr.is_empty()).then(|| keep(job.files, &item.id, "stderr", &stderr));
-    ItemRun {
-        result,
-        elapsed,
-        out,
-        err,
-    }
-}
-
-/// Writes `<files>/<id>.<suffix>` (atomically, fsynced; the folder's fsync is the runner's).
-fn keep(files: &std::path::Path, id: &str, suffix: &str, bytes: &[u8]) -> Result<String, String> {
-    let path = files.join(format!("{}.{suffix}", files::escape_key(id)));
-    files::ensure_dir(files)
-        .and_then(|()| files::replace_deferred(&path, bytes, Backup::Skip).map(|_| ()))
-        .map(|()| path.display().to_string())
-        .map_err(|e| format!("cannot keep the {suffix} of item `{id}`: {e}"))
-}
-
-fn read_whole(mut f: std::fs::File) -> Vec<u8> {
-    let mut bytes = Vec::new();
-    if f.rewind().is_ok() {
-        let _ = f.read_to_end(&mut bytes);
-    }
-    bytes
-}
-
-/// Files an ended item in the manifest: its state from `triage run`'s outcome, its output
-/// kept when it completed, its stderr kept when it said anything.
-fn settle(job: &Job, m: &mut Manifest, i: usize, r: ItemRun) {
-    let kept = |k: &Option<Result<String, String>>| match k {
-        Some(Ok(path)) => Some(path.clone()),
-        Some(Err(why)) => {
-            job.cx.warn(why);
-            None
-        }
-        None => None,
-    };
-    let e = &mut m.items[i];
-    e.pgid = None;
-    e.ended_at = Some(job.stamp());
-    e.duration_ms = Some(u64::try_from(r.elapsed.as_millis()).unwrap_or(u64::MAX));
-    e.output = None;
-    match &r.result {
-        Ok((status, doc)) => {
-            let outcome = doc["outcome"].as_str().unwrap_or("failed").to_string();
-            let attempts = doc["attempts"].as_array().cloned().unwrap_or_default();
-            e.exit_status = Some(*status);
-            e.attempts = u32::try_from(attempts.len()).unwrap_or(u32::MAX);
-            e.error_ids.extend(
-                attempts
-                    .iter()
-                    .filter_map(|a| a["error_id"].as_str().map(str::to_string)),
-            );
-            e.partials = doc["preserved_outputs"]
-                .as_array()
-                .map(|v| {
-                    v.iter()
-                        .filter_map(|p| p.as_str().map(str::to_string))
-                        .collect()
-                })
-                .unwrap_or_default();
-            e.state = Some(match outcome.as_str() {
-                "succeeded" => ItemState::Complete,
-                "interrupted" => ItemState::Partial,
-                _ => ItemState::Failed,
-            });
-            e.kind = match e.state() {
-                ItemState::Complete => None,
-                _ => attempts
-                    .last()
-                    .and_then(|a| a["kind"].as_str().map(str::to_string))
-                    .or_else(|| (outcome == "breaker_open").then(|| "breaker_open".into())),
-            };
-            if outcome == "breaker_open" {
-                let why = format!(
-                    "not run: its breaker {} is open (retry after {})",
-                    doc["breaker"]["key"].as_str().unwrap_or(&e.agent),
-                    doc["breaker"]["retry_at"].as_str().unwrap_or("a reset")
-                );
-                e.kind = Some("output_missing".into());
-                record_unrun(job, e, "output_missing", &why);
-                e.note = Some(why);
-            }
-            e.outcome = Some(outcome);
-        }
-        Err(f) => {
-            e.state = Some(ItemState::Failed);
-            e.outcome = Some("own_failure".into());
-            e.note = Some(format!("triage could not run it: {}", f.message));
-        }
-    }
-    if e.state() == ItemState::Complete {
-        e.output = kept(&r.out);
-    }
-    if r.err.is_some() {
-        e.stderr = kept(&r.err);
-    }
-}
-
-/// An item the phase's budget ended before: failed, with a record in the error log so the
-/// texts name it.
-fn not_reached(job: &Job, m: &mut Manifest, i: usize) {
-    let e = &mut m.items[i];
-    e.state = Some(ItemState::Failed);
-    e.outcome = Some("not_started".into());
-    e.kind = Some("timeout".into());
-    e.note = Some("not started: the phase's time budget ended first".into());
-    let why = format!("not started: phase {}'s time budget ended first", job.phase);
-    record_unrun(job, e, "timeout", &why);
-}
-
-/// Records an item that never ran (its breaker open, the budget spent): its output is
-/// missing as surely as a failed item's, and the texts are rendered from the log.
-fn record_unrun(job: &Job, e: &mut crate::core::phase::ItemEntry, kind: &str, why: &str) {
-    let Ok(policy) = job.cx.policy() else {
-        return;
-    };
-    let input = json!({ "kind": kind, "message": why });
-    let mut rec = crate::core::error_record::classified_record(&input, policy, Some(0));
-    rec.session_id = job.session.map(str::to_string);
-    rec.workflow_id = Some(job.workflow.to_string());
-    rec.phase = Some(crate::core::error_record::Phase::parse(job.phase));
-    rec.agent = Some(e.agent.clone());
-    rec.task_id = Some(e.id.clone());
-    match crate::store::error_log::record(job.cx, rec, Some(job.plan.items.len() as u32)) {
-        Ok(done) => e.error_ids.push(done.record.error_id),
-        Err(f) => job.cx.warn(&format!(
-            "could not record item `{}` in the error log: {f}",
-            e.id
-        )),
-    }
-}
-
 impl Job<'_> {
     /// The policy item `item` runs under.
-    fn item_policy(&self, item: &Item) -> crate::core::policy::Policy {
+    fn item_policy(&self, item: &Item) -> Policy {
         plan::item_policy(&self.policy, self.plan, item)
     }
 
     /// Writes the manifest; a failure is a warning (the items go on).
     pub fn save(&self, m: &mut Manifest) {
         m.updated_at = self.stamp();
-        if let Err(f) = super::write_manifest(self.manifest, m) {
+        if let Err(f) = manifests::write(self.manifest, m) {
             self.cx
                 .warn(&format!("cannot write the manifest: {}", f.message));
         }
     }
-}
-
-/// The folder of a phase's item files: `<root>/workflows/<W>/phase-<N>/`.
-pub fn files_dir(root: &std::path::Path, workflow: &str, phase: &str) -> PathBuf {
-    root.join("workflows")
-        .join(files::escape_key(workflow))
-        .join(format!("phase-{}", files::escape_key(phase)))
 }
