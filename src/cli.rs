@@ -4,6 +4,7 @@
 use crate::commands;
 use crate::context::{self, Context, GlobalArgs, Outcome};
 use crate::exit::{ExitStatus, Failure, FailureClass};
+use crate::version::LONG_VERSION;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::Path;
@@ -18,17 +19,6 @@ Examples:
 
 Exit status: 0 done (or best effort: could not be done, warning on stderr); 1 negative verdict
 with -e; 64 usage error; 65, 74, 75 with --strict: bad data, I/O error, lock timeout.";
-
-/// `triage --version`: the version, the commit it was built from and the build date (build.rs).
-/// `-V` and the man pages show the version alone, so they do not change with every commit.
-pub const LONG_VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (commit ",
-    env!("TRIAGE_COMMIT"),
-    ", built ",
-    env!("TRIAGE_BUILD_DATE"),
-    ")"
-);
 
 /// `triage`: the error-handling layer for LLM-agent workflows.
 #[derive(Parser, Debug)]
@@ -173,14 +163,16 @@ impl Command {
             Command::Config(a) => commands::config::run(a, cx),
             Command::Hook(a) => commands::hook::run(a, cx),
             Command::Init(a) => commands::init::run(a, cx),
-            Command::InstallLinks(a) => commands::install_links::run(a, cx),
+            Command::InstallLinks(a) => {
+                commands::install_links::run(a, cx, MULTICALL, Cli::command())
+            }
             Command::Classify(a) => commands::classify::run(a, cx),
             Command::Breaker(a) => commands::breaker::run(a, cx),
             Command::RecordError(a) => commands::record_error::run(a, cx),
             Command::Report(a) => commands::report::run(a, cx),
             Command::Errors(a) => commands::errors::run(a, cx),
-            Command::Completions(a) => commands::completions::run(a, cx),
-            Command::Man(a) => commands::man::run(a, cx),
+            Command::Completions(a) => commands::completions::run(a, cx, Cli::command()),
+            Command::Man(a) => commands::man::run(a, cx, Cli::command()),
             Command::Saga(a) => commands::saga::run(a, cx),
             Command::Run(a) => commands::run::run(a, cx),
             Command::Store(a) => commands::store::run(a, cx),

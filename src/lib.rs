@@ -55,6 +55,7 @@ pub mod man;
 pub mod report {
     pub mod dashboard;
     pub mod html;
+    pub mod listing;
     pub mod svg;
     pub mod text;
 }
@@ -62,3 +63,4 @@ pub mod settings;
 pub mod setup;
 pub mod store;
 pub mod term;
+pub mod version;

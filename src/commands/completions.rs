@@ -2,7 +2,6 @@
 
 use crate::context::{Context, Outcome};
 use crate::exit::Failure;
-use clap::CommandFactory;
 
 /// Arguments of `triage completions`.
 #[derive(clap::Args, Debug)]
@@ -17,9 +16,10 @@ pub struct Args {
 }
 
 /// Runs `triage completions`.
-pub fn run(args: &Args, _cx: &Context) -> Result<Outcome, Failure> {
-    let mut cmd = crate::cli::Cli::command();
+/// `tree` is the command line's definition (`Cli::command()`), handed in by the dispatcher.
+pub fn run(args: &Args, _cx: &Context, mut tree: clap::Command) -> Result<Outcome, Failure> {
+    let cmd = &mut tree;
     let mut out = Vec::new();
-    clap_complete::generate(args.shell, &mut cmd, "triage", &mut out);
+    clap_complete::generate(args.shell, cmd, "triage", &mut out);
     Ok(Outcome::text(String::from_utf8_lossy(&out)))
 }

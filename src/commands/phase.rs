@@ -10,6 +10,7 @@
 //! is never started again by `resume` without a person's decision (seed 001): it waits as
 //! `needs_decision` until `phase decide` or `phase resume --rerun ID`.
 
+mod busy;
 mod progress;
 mod text;
 
@@ -19,15 +20,14 @@ use crate::core::phase::plan::{self, Format, PhasePlan};
 use crate::core::phase::{choice, PhaseStatus};
 use crate::exec::phase_runner::{self, Answered, Target, Watch};
 use crate::exit::{Failure, FailureClass};
-use crate::store::files::{self, Lock};
+use crate::store::files;
 use crate::store::manifests;
+use busy::{hold, Held};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
 /// `phase run`/`resume` could not do their job (like `triage run`'s 125).
 const OWN_FAILURE: u8 = 125;
-/// Another process holds the phase (EX_TEMPFAIL: try again later).
-const BUSY: u8 = 75;
 
 /// Arguments of `triage phase`.
 #[derive(clap::Args, Debug)]
@@ -234,54 +234,6 @@ fn answer(cx: &Context, done: Answered) -> Outcome {
         Outcome::json(&done.doc)
     };
     out.exit(done.status)
-}
-
-/// The manifest's lock, or the answer of a process that could not take it.
-enum Held {
-    /// Held for the whole run.
-    Lock(Lock),
-    /// Another process holds it: the refusal to print (exit 75).
-    Busy(Outcome),
-}
-
-/// Takes the manifest's lock for the whole run. A second runner (or a `decide` while one
-/// runs) is refused as a busy resource: exit 75 (EX_TEMPFAIL: try again later), its one JSON
-/// line on stdout, the reason on stderr.
-fn hold(cx: &Context, path: &Path, which: &Which) -> Result<Held, Failure> {
-    Ok(match manifests::hold(path, cx.lock_wait())? {
-        Some(lock) => Held::Lock(lock),
-        None => Held::Busy(busy(cx, path, which)),
-    })
-}
-
-/// The refusal of a process that found the phase's lock held.
-fn busy(cx: &Context, path: &Path, which: &Which) -> Outcome {
-    // For people only: the pid is what the manifest says, and the manifest is not trusted.
-    let pid = manifests::read(path)
-        .ok()
-        .flatten()
-        .and_then(|(m, _)| m.runner_pid);
-    let reason = format!(
-        "phase {} of workflow {} is being run by another process{}; wait for it, or interrupt it and resume",
-        which.phase,
-        which.workflow,
-        pid.map_or(String::new(), |p| format!(" (pid {p})"))
-    );
-    cx.trace("lock", &reason);
-    let out = if cx.global.text {
-        Outcome::text(reason)
-    } else {
-        say!("triage phase: {}", crate::context::printable(&reason));
-        Outcome::json(&json!({
-            "workflow_id": which.workflow,
-            "phase": which.phase,
-            "refused": "busy",
-            "reason": reason,
-            "runner_pid": pid,
-            "exit_status": BUSY,
-        }))
-    };
-    out.exit(BUSY)
 }
 
 fn status(w: &Which, cx: &Context) -> Result<Outcome, Failure> {

@@ -114,7 +114,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     };
     let mut done = record(cx, rec, size)?;
     if let Some(k) = &key {
-        done.breaker = on_breaker(cx, k, &done.record);
+        done.breaker = crate::store::breakers::calls::record_logged(cx, k, &done.record);
     }
     let negative = !done.warnings.is_empty();
     if cx.global.text {
@@ -154,35 +154,6 @@ fn breaker_key(cx: &Context, args: &Args, rec: &ErrorRecord) -> Result<Option<St
     }
 }
 
-/// Records the failure on breaker `key` (an interrupt as neutral); a failure is a warning.
-fn on_breaker(cx: &Context, key: &str, rec: &ErrorRecord) -> Option<Value> {
-    let interrupt = rec.kind() == Some(Kind::Interrupted.as_str());
-    let report = crate::core::breaker::CallReport {
-        outcome: Some(if interrupt {
-            crate::core::breaker::Outcome::Ignored
-        } else {
-            crate::core::breaker::Outcome::Failure
-        }),
-        kind: rec.kind().and_then(|k| k.parse().ok()),
-        detail: rec
-            .error
-            .get("detail")
-            .and_then(Value::as_str)
-            .map(String::from),
-        duration_ms: rec.duration_ms,
-        ticket: None,
-    };
-    match crate::store::breakers::calls::record_in(cx, key, rec.session_id.as_deref(), &report) {
-        Ok(r) => Some(serde_json::json!({"key": r.key, "state": r.state, "effect": r.effect})),
-        Err(f) => {
-            cx.warn(&format!(
-                "the failure was not recorded on breaker `{key}`: {f}"
-            ));
-            None
-        }
-    }
-}
-
 fn text(done: &Recorded) -> String {
     let r = &done.record;
     let mut out = format!(
@@ -200,60 +171,9 @@ fn text(done: &Recorded) -> String {
 /// Stdin as JSON, as a record in YAML (seeds 001 and 002 write theirs so), or as the text of
 /// a raw error.
 fn read_input(cx: &Context) -> Result<Option<Value>, Failure> {
-    let Some(bytes) = cx.read_stdin()? else {
-        return Ok(None);
-    };
-    if let Ok(v) = crate::input::parse_json(&bytes) {
-        return Ok(Some(v));
-    }
-    if let Some(v) = yaml_record(&bytes) {
-        return Ok(Some(v));
-    }
-    // A raw error is kept even when it is not UTF-8 (invalid bytes become U+FFFD), as
-    // `classify` reads it: a failure is never dropped for its encoding.
-    Ok(Some(Value::String(
-        String::from_utf8_lossy(&bytes).trim_end().to_string(),
-    )))
-}
-
-/// Field names that say a YAML text is an error record, not the text of an error (which YAML
-/// would read as a mapping too: `Error: connection refused`).
-const YAML_RECORD_KEYS: &[&str] = &[
-    "error_type",
-    "error_message",
-    "message",
-    "skill",
-    "stage",
-    "agent",
-    "kind",
-    "detail",
-    "error_id",
-    "timestamp",
-    "workflow_id",
-    "session_id",
-    "task_id",
-    "severity",
-    "resolution",
-];
-
-/// A YAML error record: seed 001's `error_context:` or log entry (`- timestamp: …`), seed
-/// 002's `error_log:`, or a mapping with at least two of a record's field names.
-fn yaml_record(bytes: &[u8]) -> Option<Value> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let v = crate::core::output_check::yaml_value(text).ok()?;
-    let obj = match &v {
-        Value::Array(a) if a.len() == 1 => a[0].as_object()?,
-        Value::Object(o) => o,
-        _ => return None,
-    };
-    let wrapped = ["error_context", "error_log"]
-        .iter()
-        .any(|k| obj.get(*k).is_some_and(Value::is_object));
-    let known = obj
-        .keys()
-        .filter(|k| YAML_RECORD_KEYS.contains(&k.as_str()))
-        .count();
-    (wrapped || known >= 2).then_some(v)
+    Ok(cx
+        .read_stdin()?
+        .map(|bytes| crate::core::error_record::parse::sent(&bytes)))
 }
 
 /// `--resolve [ID]`: one record, or every unresolved one the selectors pick.

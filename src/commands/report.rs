@@ -6,14 +6,14 @@ use crate::context::{Context, Outcome};
 use crate::core::duration::Dur;
 use crate::core::error_record::LogLine;
 use crate::core::summary::time_flag;
-use crate::core::summary::{Aggregator, By, Filter};
+use crate::core::summary::{By, Filter};
 use crate::core::templates::{self, Rec, TemplateInput, TemplateName};
 use crate::exit::Failure;
 use crate::report::text::{self, Hourly, Source};
+use crate::store::breakers::calls::{self, Status};
 use crate::store::error_log;
 use crate::store::error_log::log_path;
 use crate::store::files;
-use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -90,7 +90,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         since: args
             .since
             .as_deref()
-            .map(|s| since(s, cx.now))
+            .map(|s| time_flag("--since", s, cx.now))
             .transpose()?,
     };
     // With a fleet store the log is the fleet's stream, named by its URL and namespace.
@@ -110,18 +110,12 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     if let Some(target) = &args.html {
         return html(target, args, filter, &log, cx);
     }
-    let policy = cx.policy()?;
-    let mut agg = Aggregator::new(filter.clone(), args.by, policy);
     let mut hourly = Hourly::new(cx.now);
-    let stats = error_log::read_all_in(cx, &cx.state_root(), |line| {
-        agg.add_with(line, &mut |l, _, admitted| hourly.observe(l, admitted))
+    let summary = error_log::summarize(cx, filter.clone(), args.by, cx.policy()?, |l, _, a| {
+        hourly.observe(l, a)
     })?;
-    // The reader skips a torn last line without showing it; the aggregator counted the rest.
-    let torn = stats.skipped.saturating_sub(agg.rejected());
-    agg.skipped(torn);
-    let summary = agg.finish();
     let root = cx.state_root();
-    let states = breaker_states(cx);
+    let states = calls::peek_all_or_warn(cx);
     let breakers: Vec<String> = not_closed(&states)
         .map(|b| match b.totals.opened {
             // Seed 000: a breaker that opens twice is a reason to abort; say so.
@@ -159,23 +153,8 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     Ok(Outcome::json(&out))
 }
 
-/// `--since` (and `errors --until`): a duration back from now, or a time.
-pub fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
-    time_flag("--since", text, now)
-}
-
-/// Every breaker as stored now (read, never written); a breaker that cannot be read is a warning, and the report goes on without it.
-fn breaker_states(cx: &Context) -> Vec<crate::store::breakers::calls::Status> {
-    crate::store::breakers::calls::peek_all(cx).unwrap_or_else(|f| {
-        cx.warn(&format!("the breakers were not read: {f}"));
-        Vec::new()
-    })
-}
-
 /// The breakers that refuse calls or test them: open, half-open and forced open.
-fn not_closed(
-    states: &[crate::store::breakers::calls::Status],
-) -> impl Iterator<Item = &crate::store::breakers::calls::Status> {
+fn not_closed(states: &[Status]) -> impl Iterator<Item = &Status> {
     use crate::core::breaker::State;
     states
         .iter()
@@ -184,7 +163,7 @@ fn not_closed(
 
 /// A breaker in the report: its state, how often it opened (seed 000: "circuit breaker opens
 /// twice" is a reason to abort), its failures, and when it lets a probe through.
-fn breaker_json(b: &crate::store::breakers::calls::Status) -> Value {
+fn breaker_json(b: &Status) -> Value {
     json!({
         "key": b.key, "state": b.state, "opened": b.totals.opened,
         "consecutive_failures": b.consecutive_failures, "half_open_in_s": b.half_open_in_s,
@@ -203,37 +182,19 @@ fn html(
     use crate::report::dashboard::Dashboard;
     use crate::report::html::{self, BreakerNow, Breakers, Page};
     let policy = cx.policy()?;
-    let mut agg = Aggregator::new(filter.clone(), args.by, policy);
     let mut dash = Dashboard::new(policy);
-    let stats = error_log::read_all_in(cx, &cx.state_root(), |line| {
-        agg.add_with(line, &mut |l, raw, admitted| {
-            if admitted {
-                dash.observe(l, raw);
-            }
-        })
+    let summary = error_log::summarize(cx, filter.clone(), args.by, policy, |l, raw, a| {
+        if a {
+            dash.observe(l, raw);
+        }
     })?;
-    let torn = stats.skipped.saturating_sub(agg.rejected());
-    agg.skipped(torn);
-    let summary = agg.finish();
     let drawn = dash.finish();
     let root = cx.state_root();
     let mut breakers = Breakers::default();
     crate::store::breakers::events(cx, &root, |b| breakers.observe_event(b))?;
     breakers.now = crate::store::breakers::calls::peek_all(cx)?
         .into_iter()
-        .map(|s| BreakerNow {
-            last_error: s.last_error.as_ref().map(|e| {
-                [e.kind.map(|k| k.to_string()), e.detail.clone()]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join(": ")
-            }),
-            key: s.key,
-            state: s.state.to_string(),
-            failures: (s.consecutive_failures, s.failure_threshold),
-            half_open_in_s: s.half_open_in_s,
-        })
+        .map(BreakerNow::from)
         .collect();
     let page = html::render(&Page {
         summary: &summary,
@@ -242,7 +203,7 @@ fn html(
         log: &log.display().to_string(),
         filters: &text::filters(&filter, cx.now),
         now: cx.now,
-        version: crate::cli::LONG_VERSION,
+        version: crate::version::LONG_VERSION,
     });
     if target == Path::new("-") {
         return Ok(Outcome::text(page));
@@ -290,23 +251,9 @@ fn template(
         completed: args.completed.clone(),
         pipeline: args.pipeline.clone(),
         runs: args.runs,
-        breakers: breaker_states(cx)
+        breakers: calls::peek_all_or_warn(cx)
             .iter()
-            .map(|b| templates::BreakerFacts {
-                key: b.key.clone(),
-                state: b.state.to_string(),
-                consecutive_failures: b.consecutive_failures,
-                last_error: b.last_error.as_ref().map(|e| {
-                    [e.kind.map(|k| k.to_string()), e.detail.clone()]
-                        .into_iter()
-                        .flatten()
-                        .collect::<Vec<_>>()
-                        .join(" - ")
-                }),
-                since_last_success_s: b.since_last_success_s,
-                half_open_in_s: b.half_open_in_s,
-                opened: b.totals.opened,
-            })
+            .map(Status::facts)
             .collect(),
     };
     let rendered = templates::build(name, &input).map_err(Failure::data)?;

@@ -155,7 +155,7 @@ fn status(cx: &Context) -> Result<Outcome, Failure> {
             st.backend = "redis";
             st.url = Some(c.target.to_string());
             st.namespace = Some(c.namespace.clone());
-            match probe(&c) {
+            match crate::store::fleet::probe(&c) {
                 Ok((latency, offset, counts)) => {
                     st.reachable = Some(true);
                     st.latency_ms = Some(latency);
@@ -177,22 +177,6 @@ fn status(cx: &Context) -> Result<Outcome, Failure> {
         return Ok(Outcome::text(status_text(&st)).negative(negative));
     }
     Ok(Outcome::json(&st).negative(negative))
-}
-
-fn probe(
-    c: &Config,
-) -> Result<(f64, i64, crate::store::fleet::Counts), crate::store::fleet::RemoteError> {
-    let mut r = Remote::connect(c)?;
-    let mut rtts = Vec::new();
-    for _ in 0..5 {
-        rtts.push(r.ping()?.as_secs_f64() * 1000.0);
-    }
-    rtts.sort_by(f64::total_cmp);
-    let before = chrono::Utc::now().timestamp_millis();
-    let server = r.time_ms()?;
-    let after = chrono::Utc::now().timestamp_millis();
-    let offset = server - (before + after) / 2;
-    Ok((rtts[rtts.len() / 2], offset, r.counts()?))
 }
 
 fn status_text(st: &Status) -> String {

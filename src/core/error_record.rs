@@ -11,6 +11,7 @@ use std::fmt;
 
 mod counts;
 mod input;
+pub mod parse;
 
 pub use counts::{warnings, Counters, Keys, OpenCounts, UnitCounts, Warning, COUNTERS_VERSION};
 pub use input::{

@@ -5,6 +5,10 @@
 //! [`LogLine`], and keeps only per-group sums and a fixed-size duration histogram, so memory
 //! grows with the number of groups (agents, sessions), never with the number of lines.
 
+mod query;
+
+pub use query::Query;
+
 use crate::core::error_record::{LogLine, OpenCounts, PhaseRef};
 use crate::core::policy::Policy;
 use chrono::{DateTime, Utc};

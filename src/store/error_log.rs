@@ -13,11 +13,13 @@
 //! writes a line of megabytes.
 
 mod fleet;
+mod listing;
 mod prune;
 mod record;
 mod resolve;
 
 pub use fleet::{migrate, outbox_dir, sync, waiting, Migrated as LogMigrated, Synced};
+pub use listing::{newest, summarize, Listed};
 pub use prune::{prune, Pruned};
 pub use record::{record, Recorded};
 pub use resolve::{recovered, resolve, started_at, Resolved, Selection};

@@ -264,6 +264,22 @@ fn int(v: &redis::Value) -> Option<i64> {
     }
 }
 
+/// `store status`'s look at a Redis: the median of a few PINGs (ms), the server's clock
+/// minus this host's (ms), and what it holds.
+pub fn probe(c: &Config) -> Result<(f64, i64, Counts), RemoteError> {
+    let mut r = Remote::connect(c)?;
+    let mut rtts = Vec::new();
+    for _ in 0..5 {
+        rtts.push(r.ping()?.as_secs_f64() * 1000.0);
+    }
+    rtts.sort_by(f64::total_cmp);
+    let before = chrono::Utc::now().timestamp_millis();
+    let server = r.time_ms()?;
+    let after = chrono::Utc::now().timestamp_millis();
+    let offset = server - (before + after) / 2;
+    Ok((rtts[rtts.len() / 2], offset, r.counts()?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

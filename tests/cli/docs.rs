@@ -12,10 +12,11 @@ fn repo() -> PathBuf {
 fn man_pages_are_current() {
     // Every page at every depth and triage.toml(5), as `triage man --install` writes them.
     let dir = repo().join("man");
-    let pages: Vec<(String, Vec<u8>)> = triage::man::pages()
-        .into_iter()
-        .map(|p| (p.file, p.body.into_bytes()))
-        .collect();
+    let pages: Vec<(String, Vec<u8>)> =
+        triage::man::pages(<triage::cli::Cli as clap::CommandFactory>::command())
+            .into_iter()
+            .map(|p| (p.file, p.body.into_bytes()))
+            .collect();
     if std::env::var_os("UPDATE_MAN").is_some() {
         std::fs::create_dir_all(&dir).unwrap();
         for entry in std::fs::read_dir(&dir).unwrap().flatten() {
@@ -64,7 +65,7 @@ fn man_pages_are_current() {
 fn no_man_page_says_seed_or_other_design_words() {
     let words = regex::Regex::new(r"(?i)\bseed(s|'s)?\b|\btemplate \d|§|\bissue \d").unwrap();
     let mut found = Vec::new();
-    for page in triage::man::pages() {
+    for page in triage::man::pages(<triage::cli::Cli as clap::CommandFactory>::command()) {
         for (i, line) in page.body.lines().enumerate() {
             for m in words.find_iter(line) {
                 found.push(format!("{}:{}: {}: {line}", page.file, i + 1, m.as_str()));

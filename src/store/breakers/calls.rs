@@ -114,6 +114,27 @@ pub struct Status {
     pub totals: Totals,
 }
 
+impl Status {
+    /// The facts the templates name of a breaker (Template 4, the session summary).
+    pub fn facts(&self) -> crate::core::templates::BreakerFacts {
+        crate::core::templates::BreakerFacts {
+            key: self.key.clone(),
+            state: self.state.to_string(),
+            consecutive_failures: self.consecutive_failures,
+            last_error: self.last_error.as_ref().map(|e| {
+                [e.kind.map(|k| k.to_string()), e.detail.clone()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(" - ")
+            }),
+            since_last_success_s: self.since_last_success_s,
+            half_open_in_s: self.half_open_in_s,
+            opened: self.totals.opened,
+        }
+    }
+}
+
 /// The last error as printed.
 #[derive(Clone, Debug, Serialize)]
 pub struct ErrorView {
@@ -374,4 +395,47 @@ pub fn resolve(
 /// Every breaker with a stored state.
 pub fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
     store::stored_ids(cx)
+}
+
+/// Records a logged failure on breaker `key` (an interrupt as neutral): `{key, state,
+/// Every breaker as stored now (read, never written); a breaker that cannot be read is a
+/// warning, and the caller goes on without it (`report`).
+pub fn peek_all_or_warn(cx: &Context) -> Vec<Status> {
+    peek_all(cx).unwrap_or_else(|f| {
+        cx.warn(&format!("the breakers were not read: {f}"));
+        Vec::new()
+    })
+}
+
+/// effect}` for `record-error`'s answer; a failure is a warning.
+pub fn record_logged(
+    cx: &Context,
+    key: &str,
+    rec: &crate::core::error_record::ErrorRecord,
+) -> Option<serde_json::Value> {
+    let interrupt = rec.kind() == Some(crate::core::vocab::Kind::Interrupted.as_str());
+    let report = crate::core::breaker::CallReport {
+        outcome: Some(if interrupt {
+            crate::core::breaker::Outcome::Ignored
+        } else {
+            crate::core::breaker::Outcome::Failure
+        }),
+        kind: rec.kind().and_then(|k| k.parse().ok()),
+        detail: rec
+            .error
+            .get("detail")
+            .and_then(serde_json::Value::as_str)
+            .map(String::from),
+        duration_ms: rec.duration_ms,
+        ticket: None,
+    };
+    match record_in(cx, key, rec.session_id.as_deref(), &report) {
+        Ok(r) => Some(serde_json::json!({"key": r.key, "state": r.state, "effect": r.effect})),
+        Err(f) => {
+            cx.warn(&format!(
+                "the failure was not recorded on breaker `{key}`: {f}"
+            ));
+            None
+        }
+    }
 }
