@@ -40,7 +40,7 @@ fn build_id(manifest: &Path) -> Result<(), Box<dyn std::error::Error>> {
         "src/core/policy.rs",
         "src/core/dfa.rs",
         "src/core/dfa/encode.rs",
-        "src/store/policy_cache/matcher.rs",
+        "src/core/pattern.rs",
         "Cargo.lock",
     ] {
         watch(manifest.join(f));

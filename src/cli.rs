@@ -2,7 +2,7 @@
 //! place where a command's result becomes an exit status (SPEC §2).
 
 use crate::commands;
-use crate::context::{self, Context, GlobalArgs, Outcome};
+use crate::context::{self, Answer, Context, GlobalArgs};
 use crate::exit::{ExitStatus, Failure, FailureClass};
 use crate::version::LONG_VERSION;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -155,7 +155,7 @@ impl Command {
         )
     }
 
-    fn run(&self, cx: &Context) -> Result<Outcome, Failure> {
+    fn run(&self, cx: &Context) -> Result<Answer, Failure> {
         match self {
             Command::StateWrite(a) => commands::state_write::run(a, cx),
             Command::StateRead(a) => commands::state_read::run(a, cx),

@@ -32,9 +32,10 @@ mod session_start;
 
 use crate::context::Context;
 use crate::core::error_record::{self, ErrorRecord, Warning};
+use crate::core::hook_payload::Payload;
 use crate::exit::Failure;
 use crate::store::{error_log, sessions};
-use codec::{Payload, Response};
+use codec::Response;
 use serde_json::Value;
 
 /// The answer to one payload (empty: print nothing).

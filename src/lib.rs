@@ -49,18 +49,11 @@ pub mod env;
 pub mod exec;
 pub mod exit;
 pub mod hook;
-pub mod input;
 pub mod man;
-/// Rendering the error log's summary: text, HTML, SVG and the dashboard's data.
-pub mod report {
-    pub mod dashboard;
-    pub mod html;
-    pub mod listing;
-    pub mod svg;
-    pub mod text;
-}
+pub mod report;
 pub mod settings;
 pub mod setup;
+pub mod stdin;
 pub mod store;
 pub mod term;
 pub mod version;

@@ -6,7 +6,7 @@ pub mod error_log;
 pub mod files;
 pub mod fleet;
 pub mod manifests;
-pub mod policy_cache;
+pub mod pattern_cache;
 pub mod project_files;
 pub mod recovery;
 pub mod rejections;

@@ -10,7 +10,7 @@
 
 mod view;
 
-use crate::context::{Context, Outcome as Answer};
+use crate::context::{Answer, Context};
 use crate::core::breaker::{self as machine, call_input};
 use crate::core::vocab::Kind;
 use crate::exit::{Failure, FailureClass};
@@ -21,7 +21,7 @@ use crate::store::breakers::calls::{
 use crate::store::breakers::manual::{existing, manual, no_breaker, Manual};
 use serde_json::Value;
 
-pub use crate::core::breaker::Outcome;
+use crate::core::breaker::Outcome;
 
 /// Arguments of `triage breaker`.
 #[derive(clap::Args, Debug)]
@@ -128,7 +128,8 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         ));
     }
     if by_hook {
-        let payload = crate::hook::codec::Payload::new(cx.read_json()?.unwrap_or(Value::Null));
+        let payload =
+            crate::core::hook_payload::Payload::new(cx.read_json()?.unwrap_or(Value::Null));
         return Ok(Answer::hook(&crate::hook::breaker::answer(cx, &payload)?));
     }
     let Some(action) = &args.action else {
@@ -215,7 +216,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             // A key named that has no breaker is a negative verdict (a typo, most likely).
             let negative = list.len() < keys.len();
             if cx.global.text {
-                let term = crate::context::terminal();
+                let term = crate::term::terminal();
                 let text = view::status_table(&list, &breakers::location(cx), &term, cx.now);
                 return Ok(Answer::for_terminal(text, term.colour).negative(negative));
             }

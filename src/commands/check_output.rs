@@ -7,11 +7,11 @@
 //! The stop-hook answer and its loop guard live in [`crate::hook::check_output`]; `triage
 //! hook` calls it in-process.
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
+use crate::core::hook_payload::Payload;
 use crate::core::output_check::{self, Input, Verdict};
 use crate::core::policy::{OutputFormat, OutputRules};
 use crate::exit::Failure;
-use crate::hook::codec::Payload;
 use crate::store::project_files;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -78,19 +78,19 @@ pub struct Args {
 }
 
 /// Runs `triage check-output`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let flags = flag_rules(args)?;
     if args.hook {
         let payload = Payload::new(cx.read_json()?.unwrap_or(Value::Null));
         let response = crate::hook::check_output::answer(cx, &payload, &flags)?;
         if args.block_with_exit_2 && response.decision.as_deref() == Some("block") {
             say!("{}", response.reason.as_deref().unwrap_or_default());
-            return Ok(Outcome {
+            return Ok(Answer {
                 block: true,
-                ..Outcome::nothing()
+                ..Answer::nothing()
             });
         }
-        return Ok(Outcome::hook(&response));
+        return Ok(Answer::hook(&response));
     }
     let mut input = read_input(args, cx)?;
     if let Some(path) = &args.original {
@@ -104,9 +104,9 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     }
     let negative = !verdict.ok;
     if cx.global.text {
-        return Ok(Outcome::text(render_text(&verdict)).negative(negative));
+        return Ok(Answer::text(render_text(&verdict)).negative(negative));
     }
-    Ok(Outcome::json(&verdict).negative(negative))
+    Ok(Answer::json(&verdict).negative(negative))
 }
 
 /// The rules given as flags; a regex or jq filter that does not compile is a usage error.
@@ -119,11 +119,9 @@ fn flag_rules(args: &Args) -> Result<OutputRules, Failure> {
     ] {
         for p in list {
             // Through the policy cache: a flag given on every call compiles once per policy.
-            crate::store::policy_cache::matcher(p)
-                .check()
-                .map_err(|why| {
-                    Failure::usage(format!("{flag} `{p}` is not a valid regex: {why}"))
-                })?;
+            crate::core::pattern::matcher(p).check().map_err(|why| {
+                Failure::usage(format!("{flag} `{p}` is not a valid regex: {why}"))
+            })?;
         }
     }
     for code in &args.jq {

@@ -1,6 +1,6 @@
 //! `triage completions SHELL`: the shell's completion script, from the clap definitions.
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::exit::Failure;
 
 /// Arguments of `triage completions`.
@@ -17,9 +17,9 @@ pub struct Args {
 
 /// Runs `triage completions`.
 /// `tree` is the command line's definition (`Cli::command()`), handed in by the dispatcher.
-pub fn run(args: &Args, _cx: &Context, mut tree: clap::Command) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, _cx: &Context, mut tree: clap::Command) -> Result<Answer, Failure> {
     let cmd = &mut tree;
     let mut out = Vec::new();
     clap_complete::generate(args.shell, cmd, "triage", &mut out);
-    Ok(Outcome::text(String::from_utf8_lossy(&out)))
+    Ok(Answer::text(String::from_utf8_lossy(&out)))
 }

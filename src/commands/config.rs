@@ -1,7 +1,7 @@
 //! `triage config show` prints the effective policy; `triage config check [FILE]` validates a
 //! policy file and names the line of every problem.
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::core::policy;
 use crate::exit::Failure;
 use clap::Subcommand;
@@ -40,7 +40,7 @@ pub enum Action {
 }
 
 /// Runs `triage config`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     match &args.action {
         Action::Show => {
             let policy = cx.policy()?;
@@ -50,11 +50,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
                 let body = toml::to_string_pretty(&without_nulls(shown))
                     .map_err(|e| Failure::data(format!("cannot render the policy: {e}")))?;
                 let from = source.map_or("built-in defaults".into(), |p| p.display().to_string());
-                return Ok(Outcome::text(format!(
+                return Ok(Answer::text(format!(
                     "# effective policy, from {from}\n{body}"
                 )));
             }
-            Ok(Outcome::json(&shown))
+            Ok(Answer::json(&shown))
         }
         Action::Check { file } => {
             let file = file.clone().or_else(|| cx.policy_path()).ok_or_else(|| {
@@ -98,12 +98,12 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
                     text.push('\n');
                 }
                 text.push_str(&summary);
-                return Ok(Outcome::text(text).exit(status));
+                return Ok(Answer::text(text).exit(status));
             }
             for line in &lines {
-                say!("{}", crate::context::printable(line));
+                say!("{}", crate::core::text::printable(line));
             }
-            Ok(Outcome::json(&json!({"file": file, "ok": ok, "problems": problems})).exit(status))
+            Ok(Answer::json(&json!({"file": file, "ok": ok, "problems": problems})).exit(status))
         }
     }
 }

@@ -4,7 +4,7 @@
 //! fits the terminal. `--follow` then prints new records as they are appended, like
 //! `tail -f`, and goes on across a `report prune`.
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::core::error_record::LogLine;
 use crate::core::summary::{time_flag, Filter, Query};
 use crate::exit::Failure;
@@ -60,7 +60,7 @@ pub struct Args {
 }
 
 /// Runs `triage errors`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let time = |flag: &str, v: &Option<String>| {
         v.as_deref().map(|t| time_flag(flag, t, cx.now)).transpose()
     };
@@ -97,11 +97,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             return follow_fleet(cx, &listed, &query, after);
         }
     }
-    let term = crate::context::terminal();
+    let term = crate::term::terminal();
     let Some(follower) = follower.as_mut() else {
         if cx.global.text {
             let text = table(&listed, &query, &root, &log, in_log, &term, cx);
-            return Ok(Outcome::for_terminal(text, term.colour));
+            return Ok(Answer::for_terminal(text, term.colour));
         }
         let mut out = Vec::new();
         for l in &listed {
@@ -109,16 +109,16 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             out.push(b'\n');
         }
         // Each record as stored: JSON, whose strings carry no raw control character.
-        return Ok(Outcome {
+        return Ok(Answer {
             stdout: Some(String::from_utf8_lossy(&out).trim_end().to_string()),
-            ..Outcome::default()
+            ..Answer::default()
         });
     };
     // Following: the last records oldest first, then each new one as it comes.
     let mut out = std::io::stdout().lock();
     for l in listed.iter().rev() {
         if !emit(&mut out, &l.raw, cx.global.text, &term, cx.now) {
-            return Ok(Outcome::nothing());
+            return Ok(Answer::nothing());
         }
     }
     let none = HashSet::new();
@@ -134,7 +134,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         })?;
         if !open {
             // The reader went away (a closed pipe): done, like `tail -f | head`.
-            return Ok(Outcome::nothing());
+            return Ok(Answer::nothing());
         }
         std::thread::sleep(FOLLOW_EVERY);
     }
@@ -147,12 +147,12 @@ fn follow_fleet(
     listed: &[Listed],
     query: &Query,
     mut after: Option<String>,
-) -> Result<Outcome, Failure> {
-    let term = crate::context::terminal();
+) -> Result<Answer, Failure> {
+    let term = crate::term::terminal();
     let mut out = std::io::stdout().lock();
     for l in listed.iter().rev() {
         if !emit(&mut out, &l.raw, cx.global.text, &term, cx.now) {
-            return Ok(Outcome::nothing());
+            return Ok(Answer::nothing());
         }
     }
     let none = HashSet::new();
@@ -167,7 +167,7 @@ fn follow_fleet(
             after = Some(last);
         }
         if !open {
-            return Ok(Outcome::nothing());
+            return Ok(Answer::nothing());
         }
         std::thread::sleep(FOLLOW_EVERY);
     }

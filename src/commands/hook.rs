@@ -2,9 +2,9 @@
 //! payload and answers with what [`crate::hook::answer`] says (see [`crate::hook`] for each
 //! event), or with nothing: any failure is traced to `logs/triage.log` and the hook exits 0.
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
+use crate::core::hook_payload::Payload;
 use crate::exit::Failure;
-use crate::hook::codec::Payload;
 use crate::hook::{answer, outlive_the_client};
 use serde_json::Value;
 
@@ -25,16 +25,16 @@ pub struct Args {
 }
 
 /// Runs `triage hook`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let mut value = match cx.read_json() {
         Ok(Some(v)) => v,
         Ok(None) => {
             cx.trace("warning", "empty stdin: no hook payload, nothing to do");
-            return Ok(Outcome::nothing());
+            return Ok(Answer::nothing());
         }
         Err(f) => {
             cx.warn(&format!("{}; answered nothing", f.message));
-            return Ok(Outcome::nothing());
+            return Ok(Answer::nothing());
         }
     };
     if let (Some(event), Some(obj)) = (&args.event, value.as_object_mut()) {
@@ -51,14 +51,14 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         outlive_the_client(cx);
     }
     match answer(cx, &payload) {
-        Ok(r) => Ok(Outcome::hook(&r)),
+        Ok(r) => Ok(Answer::hook(&r)),
         Err(f) => {
             cx.warn(&format!(
                 "{} failed, answered nothing: {}",
                 payload.event().unwrap_or("the event"),
                 f.message
             ));
-            Ok(Outcome::nothing())
+            Ok(Answer::nothing())
         }
     }
 }

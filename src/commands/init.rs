@@ -3,7 +3,7 @@
 //! and ignore `.triage/` in git. `--uninstall` takes away exactly what was added
 //! ([`crate::setup`] plans and makes the changes).
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::exit::Failure;
 use crate::setup::{self, place, Report};
 
@@ -28,10 +28,10 @@ pub struct Args {
 }
 
 /// Runs `triage init`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let plan = setup::plan(cx, args.user, args.local, args.uninstall, args.dry_run)?;
     if args.dry_run {
-        return Ok(Outcome::text(plan.diff()));
+        return Ok(Answer::text(plan.diff()));
     }
     if !args.uninstall && !place::on_path("triage") {
         // Said, not traced: the trace would land in this folder's .triage/, which need not be
@@ -42,9 +42,9 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     }
     let report = plan.apply()?;
     if cx.global.text {
-        return Ok(Outcome::text(text(&report)));
+        return Ok(Answer::text(text(&report)));
     }
-    Ok(Outcome::json(&report))
+    Ok(Answer::json(&report))
 }
 
 fn text(report: &Report) -> String {

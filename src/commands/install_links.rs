@@ -2,7 +2,7 @@
 //! so scripts can call a subcommand by name; and the man pages in `DIR/../share/man`, where
 //! `man` looks for the pages of the programs in `DIR` (so `man triage-classify` works).
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::exit::Failure;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -34,7 +34,7 @@ pub fn run(
     cx: &Context,
     names: &[&str],
     tree: clap::Command,
-) -> Result<Outcome, Failure> {
+) -> Result<Answer, Failure> {
     let exe = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| Failure::io(format!("cannot find the running binary: {e}")))?;
@@ -97,9 +97,9 @@ pub fn run(
         if let (Some(m), true) = (&man, pages > 0) {
             text.push_str(&format!("\n{pages} man pages in {}", m.display()));
         }
-        return Ok(Outcome::text(text));
+        return Ok(Answer::text(text));
     }
-    Ok(Outcome::json(&json!({
+    Ok(Answer::json(&json!({
         "target": exe,
         "links": linked,
         "skipped": skipped,

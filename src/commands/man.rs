@@ -1,7 +1,7 @@
 //! `triage man [PAGE]`: prints a manual page (roff, for `man -l -`), or with `--install DIR`
 //! writes every page into `DIR/man1` and `DIR/man5`, where `man` finds them.
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::exit::Failure;
 use crate::man::{install, pages};
 use serde_json::json;
@@ -25,17 +25,17 @@ pub struct Args {
 }
 
 /// Runs `triage man`.
-pub fn run(args: &Args, cx: &Context, tree: clap::Command) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context, tree: clap::Command) -> Result<Answer, Failure> {
     if let Some(dir) = &args.install {
         let written = install(tree, dir)?;
         if cx.global.text {
-            return Ok(Outcome::text(format!(
+            return Ok(Answer::text(format!(
                 "{} pages in {}",
                 written.len(),
                 dir.display()
             )));
         }
-        return Ok(Outcome::json(&json!({"dir": dir, "pages": written.len()})));
+        return Ok(Answer::json(&json!({"dir": dir, "pages": written.len()})));
     }
     let wanted = match args.page.join("-").as_str() {
         "" | "triage" => "triage".to_string(),
@@ -54,5 +54,5 @@ pub fn run(args: &Args, cx: &Context, tree: clap::Command) -> Result<Outcome, Fa
                 names.join(", ")
             ))
         })?;
-    Ok(Outcome::text(page.body.clone()))
+    Ok(Answer::text(page.body.clone()))
 }

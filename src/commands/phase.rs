@@ -14,7 +14,7 @@ mod busy;
 mod progress;
 mod text;
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::core::duration::Dur;
 use crate::core::phase::plan::{self, Format, PhasePlan};
 use crate::core::phase::{choice, PhaseStatus};
@@ -130,7 +130,7 @@ pub struct DecideArgs {
 }
 
 /// Runs `triage phase`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let done = match &args.action {
         Action::Run(a) => run_phase(a, cx),
         Action::Resume(a) => resume(a, cx),
@@ -143,7 +143,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         Err(f) => {
             say!("triage phase: {}", f.message);
             cx.trace(f.class_name(), &f.message);
-            Ok(Outcome::nothing().exit(OWN_FAILURE))
+            Ok(Answer::nothing().exit(OWN_FAILURE))
         }
     }
 }
@@ -197,7 +197,7 @@ fn read_plan(a: &RunArgs, cx: &Context) -> Result<PhasePlan, Failure> {
         .map_err(|problems| Failure::usage(problems.join("\n")))
 }
 
-fn run_phase(a: &RunArgs, cx: &Context) -> Result<Outcome, Failure> {
+fn run_phase(a: &RunArgs, cx: &Context) -> Result<Answer, Failure> {
     a.which.check()?;
     let plan = read_plan(a, cx)?;
     let path = a.which.manifest(cx);
@@ -210,7 +210,7 @@ fn run_phase(a: &RunArgs, cx: &Context) -> Result<Outcome, Failure> {
     Ok(answer(cx, done))
 }
 
-fn resume(a: &ResumeArgs, cx: &Context) -> Result<Outcome, Failure> {
+fn resume(a: &ResumeArgs, cx: &Context) -> Result<Answer, Failure> {
     a.which.check()?;
     let path = a.which.manifest(cx);
     let _lock = match hold(cx, &path, &a.which)? {
@@ -227,16 +227,16 @@ fn watcher(items: usize) -> Option<Box<dyn Watch>> {
     progress::Progress::on_stderr(items).map(|p| Box::new(p) as Box<dyn Watch>)
 }
 
-fn answer(cx: &Context, done: Answered) -> Outcome {
+fn answer(cx: &Context, done: Answered) -> Answer {
     let out = if cx.global.text {
-        Outcome::text(text::text(&done.doc))
+        Answer::text(text::text(&done.doc))
     } else {
-        Outcome::json(&done.doc)
+        Answer::json(&done.doc)
     };
     out.exit(done.status)
 }
 
-fn status(w: &Which, cx: &Context) -> Result<Outcome, Failure> {
+fn status(w: &Which, cx: &Context) -> Result<Answer, Failure> {
     w.check()?;
     let path = w.manifest(cx);
     let (m, _) = manifests::read(&path)?.ok_or_else(|| {
@@ -248,12 +248,12 @@ fn status(w: &Which, cx: &Context) -> Result<Outcome, Failure> {
         ))
     })?;
     if cx.global.text {
-        return Ok(Outcome::text(text::status_text(&m)));
+        return Ok(Answer::text(text::status_text(&m)));
     }
-    Ok(Outcome::json(&m))
+    Ok(Answer::json(&m))
 }
 
-fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
+fn decide(a: &DecideArgs, cx: &Context) -> Result<Answer, Failure> {
     a.which.check()?;
     let path = a.which.manifest(cx);
     let _lock = match hold(cx, &path, &a.which)? {
@@ -296,7 +296,7 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
         "skipped": done.items.skipped, "rerun": done.items.rerun, "next": next,
     });
     if cx.global.text {
-        return Ok(Outcome::text(text::decided(&doc)));
+        return Ok(Answer::text(text::decided(&doc)));
     }
-    Ok(Outcome::json(&doc))
+    Ok(Answer::json(&doc))
 }

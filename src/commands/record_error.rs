@@ -7,7 +7,7 @@
 //! (which the hooks and `run` use too), and an input becomes a record by
 //! [`crate::core::error_record::classified_at`].
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::core::error_record::{classified_at, error_fields, ErrorRecord, Phase, Resolution};
 use crate::core::vocab::{Kind, Severity};
 use crate::exit::Failure;
@@ -82,7 +82,7 @@ pub struct Args {
 }
 
 /// Runs `triage record-error`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     if let Some(id) = &args.resolve {
         return resolve_command(args, id, cx);
     }
@@ -118,9 +118,9 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     }
     let negative = !done.warnings.is_empty();
     if cx.global.text {
-        return Ok(Outcome::text(text(&done)).negative(negative));
+        return Ok(Answer::text(text(&done)).negative(negative));
     }
-    Ok(Outcome::json(&done).negative(negative))
+    Ok(Answer::json(&done).negative(negative))
 }
 
 /// The breaker a record goes on: `--breaker`, else the agent's `breaker_key` template (a
@@ -177,7 +177,7 @@ fn read_input(cx: &Context) -> Result<Option<Value>, Failure> {
 }
 
 /// `--resolve [ID]`: one record, or every unresolved one the selectors pick.
-fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Outcome, Failure> {
+fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Answer, Failure> {
     if args.action_taken.is_none() && args.user_choice.is_none() {
         return Err(Failure::usage(
             "--resolve needs what was done: --action-taken ACTION (and --successful BOOL) or --user-choice CHOICE",
@@ -223,7 +223,7 @@ fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Outcome, Failu
                 done.recovered.len()
             ));
         }
-        return Ok(Outcome::text(text));
+        return Ok(Answer::text(text));
     }
     let mut out = match (&sel.id, done.lines.first()) {
         (Some(_), Some(line)) => serde_json::to_value(line).unwrap_or_default(),
@@ -241,7 +241,7 @@ fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Outcome, Failu
             o.insert("recovered".into(), serde_json::json!(ids));
         }
     }
-    Ok(Outcome::json(&out))
+    Ok(Answer::json(&out))
 }
 
 /// Flags override the input's fields.

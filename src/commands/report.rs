@@ -2,7 +2,7 @@
 //! memory; `--template NAME` renders the seeds' escalation texts from it; `report prune` moves
 //! old records to `logs/archive/` under the log's lock, losing nothing (seed 002's retention).
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::core::duration::Dur;
 use crate::core::error_record::LogLine;
 use crate::core::summary::time_flag;
@@ -78,7 +78,7 @@ pub enum Action {
 }
 
 /// Runs `triage report`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     if let Some(Action::Prune { older_than }) = &args.action {
         return prune(*older_than, cx);
     }
@@ -131,11 +131,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             log_exists: fleet_log.is_some() || error_log::local_exists(&root),
             records_in_log: hourly.records_in_log,
         };
-        let term = crate::context::terminal();
+        let term = crate::term::terminal();
         let text = text::render(
             &summary, &source, &filter, &hourly, &breakers, &term, cx.now,
         );
-        return Ok(Outcome::for_terminal(text, term.colour));
+        return Ok(Answer::for_terminal(text, term.colour));
     }
     let mut out = serde_json::to_value(&summary).unwrap_or_default();
     if let Some(o) = out.as_object_mut() {
@@ -150,7 +150,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             json!(states.iter().map(breaker_json).collect::<Vec<_>>()),
         );
     }
-    Ok(Outcome::json(&out))
+    Ok(Answer::json(&out))
 }
 
 /// The breakers that refuse calls or test them: open, half-open and forced open.
@@ -178,7 +178,7 @@ fn html(
     filter: Filter,
     log: &Path,
     cx: &Context,
-) -> Result<Outcome, Failure> {
+) -> Result<Answer, Failure> {
     use crate::report::dashboard::Dashboard;
     use crate::report::html::{self, BreakerNow, Breakers, Page};
     let policy = cx.policy()?;
@@ -206,10 +206,10 @@ fn html(
         version: crate::version::LONG_VERSION,
     });
     if target == Path::new("-") {
-        return Ok(Outcome::text(page));
+        return Ok(Answer::text(page));
     }
     files::replace(target, page.as_bytes(), files::Backup::Skip)?;
-    Ok(Outcome::json(&json!({
+    Ok(Answer::json(&json!({
         "html": target,
         "bytes": page.len(),
         "records": summary.records,
@@ -223,7 +223,7 @@ fn template(
     args: &Args,
     filter: Filter,
     cx: &Context,
-) -> Result<Outcome, Failure> {
+) -> Result<Answer, Failure> {
     let mut recs: Vec<Rec> = Vec::new();
     error_log::read_all_in(cx, &cx.state_root(), |bytes| match LogLine::parse(bytes) {
         Some(l) => {
@@ -266,12 +266,12 @@ fn template(
                 text.push_str(&prompt);
             }
         }
-        return Ok(Outcome::text(text));
+        return Ok(Answer::text(text));
     }
-    Ok(Outcome::json(&rendered.fields))
+    Ok(Answer::json(&rendered.fields))
 }
 
-fn prune(older_than: Dur, cx: &Context) -> Result<Outcome, Failure> {
+fn prune(older_than: Dur, cx: &Context) -> Result<Answer, Failure> {
     let root = cx.ensure_root()?;
     let cutoff = chrono::Duration::from_std(older_than.0)
         .ok()
@@ -288,10 +288,10 @@ fn prune(older_than: Dur, cx: &Context) -> Result<Outcome, Failure> {
         "cutoff": cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     });
     if cx.global.text {
-        return Ok(Outcome::text(format!(
+        return Ok(Answer::text(format!(
             "moved {} records older than {} to logs/archive/; {} kept",
             moved.moved, older_than, moved.kept
         )));
     }
-    Ok(Outcome::json(&out))
+    Ok(Answer::json(&out))
 }

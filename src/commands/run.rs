@@ -10,7 +10,7 @@
 
 mod text;
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::core::duration::Dur;
 use crate::exec::attempts::{self, Request};
 use crate::exec::child::Interrupts;
@@ -120,14 +120,14 @@ pub struct Args {
 }
 
 /// Runs `triage run`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     match run_attempts(args, cx) {
-        Ok(status) => Ok(Outcome::nothing().exit(status)),
+        Ok(status) => Ok(Answer::nothing().exit(status)),
         Err(f) if f.class == crate::exit::FailureClass::Usage => Err(f),
         Err(f) => {
             say!("triage run: {}", f.message);
             cx.trace(f.class_name(), &f.message);
-            Ok(Outcome::nothing().exit(OWN_FAILURE))
+            Ok(Answer::nothing().exit(OWN_FAILURE))
         }
     }
 }
@@ -175,13 +175,13 @@ fn read_stdin(cx: &Context) -> Result<Option<Vec<u8>>, Failure> {
     if stdin.is_terminal() {
         return Ok(None);
     }
-    match crate::input::read_bounded(cx.stdin_input(&stdin), cx.max_input) {
+    match crate::stdin::read_bounded(cx.stdin_input(&stdin), cx.max_input) {
         Ok(bytes) => Ok(Some(bytes)),
-        Err(crate::input::InputError::TimedOut { got, .. }) => {
+        Err(crate::stdin::InputError::TimedOut { got, .. }) => {
             cx.stdin_cut_short(&got)?;
             Ok(Some(got))
         }
-        Err(crate::input::InputError::TooLarge { limit }) => Err(Failure::data(format!(
+        Err(crate::stdin::InputError::TooLarge { limit }) => Err(Failure::data(format!(
             "stdin is more than the {limit} bytes that can be replayed (TRIAGE_MAX_INPUT); raise it or send less"
         ))),
         Err(e) => Err(Failure::io(format!("cannot read stdin: {e}"))),
@@ -206,7 +206,7 @@ fn emit(args: &Args, cx: &Context, doc: &Value) -> Result<(), Failure> {
         None => {}
     }
     if cx.global.text {
-        say!("{}", crate::context::printable(&text::report(doc)));
+        say!("{}", crate::core::text::printable(&text::report(doc)));
     }
     Ok(())
 }

@@ -9,7 +9,7 @@
 //! compensation runs, so the command may update it with `triage state-write` itself; a second
 //! `compensate` of the same saga is kept out by a lock of its own (`FILE.saga.lock`).
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::core::saga::{Saga, SagaStatus};
 use crate::core::state::Validation;
 use crate::exec::child::Interrupts;
@@ -92,7 +92,7 @@ pub struct CompensateArgs {
 }
 
 /// Runs `triage saga`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     match &args.action {
         Action::Begin(t) => begin(t, cx),
         Action::Step(a) => step(a, cx),
@@ -107,7 +107,7 @@ impl Target {
     }
 }
 
-fn begin(t: &Target, cx: &Context) -> Result<Outcome, Failure> {
+fn begin(t: &Target, cx: &Context) -> Result<Answer, Failure> {
     let file = t.file(cx)?;
     let saga = update(&file, cx, |doc| {
         let mut doc = doc.unwrap_or_else(|| json!({"workflow_id": t.workflow}));
@@ -131,7 +131,7 @@ fn begin(t: &Target, cx: &Context) -> Result<Outcome, Failure> {
     answer(cx, &file, &saga, json!({}), false)
 }
 
-fn step(a: &StepArgs, cx: &Context) -> Result<Outcome, Failure> {
+fn step(a: &StepArgs, cx: &Context) -> Result<Answer, Failure> {
     let t = &a.target;
     let file = t.file(cx)?;
     let saga = update(&file, cx, |doc| {
@@ -146,7 +146,7 @@ fn step(a: &StepArgs, cx: &Context) -> Result<Outcome, Failure> {
     answer(cx, &file, &saga, json!({"step": a.name}), false)
 }
 
-fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Outcome, Failure> {
+fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Answer, Failure> {
     let t = &a.target;
     let file = t.file(cx)?;
     let run_lock =
@@ -180,20 +180,20 @@ fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Outcome, Failure> {
     answer(cx, &file, &c.saga, extra, !c.failed.is_empty())
 }
 
-fn status(t: &Target, cx: &Context) -> Result<Outcome, Failure> {
+fn status(t: &Target, cx: &Context) -> Result<Answer, Failure> {
     let file = t.file(cx)?;
     let rules = Validation::shape_only(false);
     let found = recover(&file, &rules, &checkpoint_dir(&file, None), None)?;
     let doc = found.data.ok_or_else(|| not_begun(&t.workflow, &file))?;
     let saga = saga_of(&doc, &t.workflow, &file)?.ok_or_else(|| not_begun(&t.workflow, &file))?;
     if cx.global.text {
-        return Ok(Outcome::text(saga.to_text()));
+        return Ok(Answer::text(saga.to_text()));
     }
     let history = doc
         .get("compensation_history")
         .cloned()
         .unwrap_or(json!([]));
-    Ok(Outcome::json(&json!({
+    Ok(Answer::json(&json!({
         "state": file,
         "saga": saga,
         "compensation_history": history,
@@ -206,9 +206,9 @@ fn answer(
     saga: &Saga,
     extra: Value,
     negative: bool,
-) -> Result<Outcome, Failure> {
+) -> Result<Answer, Failure> {
     if cx.global.text {
-        return Ok(Outcome::text(saga.to_text()).negative(negative));
+        return Ok(Answer::text(saga.to_text()).negative(negative));
     }
     let mut out = json!({
         "workflow_id": saga.workflow_id,
@@ -223,5 +223,5 @@ fn answer(
         }
         o.extend(e);
     }
-    Ok(Outcome::json(&out).negative(negative))
+    Ok(Answer::json(&out).negative(negative))
 }

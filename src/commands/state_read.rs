@@ -4,7 +4,7 @@
 //! moved aside as `FILE.corrupt-<timestamp>`, never deleted; a candidate of another workflow
 //! is never used.
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::core::state::Validation;
 use crate::exit::Failure;
 use crate::store::recovery::{self, checkpoint_dir};
@@ -42,7 +42,7 @@ pub struct Args {
 }
 
 /// Runs `triage state-read`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let rules = Validation::new(args.any, &args.require, args.check.as_deref())
         .map_err(|e| Failure::usage(format!("--check: {e}")))?;
     let checkpoints = checkpoint_dir(&args.file, args.checkpoint_dir.as_deref());
@@ -88,15 +88,15 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     let out = if args.data || cx.global.text {
         match &r.data {
             Some(d) if cx.global.text => {
-                Outcome::text(serde_json::to_string_pretty(d).unwrap_or_default())
+                Answer::text(serde_json::to_string_pretty(d).unwrap_or_default())
             }
-            Some(d) => Outcome::json(d),
+            Some(d) => Answer::json(d),
             // No document: `null`, so `--data | jq .stage` still reads one JSON value.
-            None if !cx.global.text => Outcome::json(&Value::Null),
-            None => Outcome::nothing(),
+            None if !cx.global.text => Answer::json(&Value::Null),
+            None => Answer::nothing(),
         }
     } else {
-        Outcome::json(&r)
+        Answer::json(&r)
     };
     Ok(out.negative(negative))
 }

@@ -3,7 +3,7 @@
 //! keep the old version as `.bak`, rename, fsync the folder. `--update JQ` reads, transforms
 //! and writes under one lock, so concurrent updates never lose one another.
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::core::state::{check_writable, type_name, Validation};
 use crate::exit::Failure;
 use crate::store::files::{self, Backup};
@@ -42,7 +42,7 @@ pub struct Args {
 }
 
 /// Runs `triage state-write`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let rules = Validation::new(args.any, &args.require, args.check.as_deref())
         .map_err(|e| Failure::usage(format!("--check: {e}")))?;
     let update = match &args.update {
@@ -122,13 +122,13 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         "written": true,
     });
     if cx.global.text {
-        return Ok(Outcome::text(format!(
+        return Ok(Answer::text(format!(
             "wrote {} ({} bytes)",
             args.file.display(),
             bytes.len()
         )));
     }
-    Ok(Outcome::json(&out))
+    Ok(Answer::json(&out))
 }
 
 /// `--update`: the current document (recovered if need be; `{}` when none ever existed),

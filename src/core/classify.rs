@@ -288,8 +288,8 @@ fn config_matches(
     };
     let mut evidence = None;
     if let Some(p) = &r.pattern {
-        // Compiled once per policy (see `policy_cache`), not once per call.
-        match crate::store::policy_cache::matcher(p).find(text) {
+        // Compiled once per policy (see `pattern_cache`), not once per call.
+        match crate::core::pattern::matcher(p).find(text) {
             Ok(Some((start, _))) => evidence = Some(line_at(text, start)),
             Ok(None) => return None,
             Err(why) => {

@@ -6,6 +6,7 @@
 //! refused there, so no caller can overflow the clock's arithmetic with `200000000d`.
 //! Formatting is compact and always parses back: `1h30m`, `1s500ms`, `7d`.
 
+use chrono::{DateTime, TimeZone, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
@@ -159,6 +160,21 @@ impl<'de> Deserialize<'de> for Dur {
         let s = String::deserialize(d)?;
         s.parse().map_err(serde::de::Error::custom)
     }
+}
+
+/// Parses a time (`TRIAGE_NOW`, `--since`): RFC 3339, or Unix seconds (with a fraction if
+/// wanted).
+pub fn parse_now(text: &str) -> Option<DateTime<Utc>> {
+    let t = text.trim();
+    if let Ok(d) = DateTime::parse_from_rfc3339(t) {
+        return Some(d.with_timezone(&Utc));
+    }
+    let secs: f64 = t.parse().ok()?;
+    if !secs.is_finite() {
+        return None;
+    }
+    let ms = (secs * 1000.0).round() as i64;
+    Utc.timestamp_millis_opt(ms).single()
 }
 
 #[cfg(test)]

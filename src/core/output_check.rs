@@ -193,20 +193,20 @@ impl Judging {
 
     /// The span of the first match of `pattern` in `text`; a pattern that cannot be used is
     /// skipped with a warning (`Err`). Each pattern is compiled once per policy, not per call
-    /// (see `policy_cache`).
+    /// (see `pattern_cache`).
     fn find(
         &mut self,
         field: &str,
         pattern: &str,
         text: &str,
     ) -> Result<Option<(usize, usize)>, ()> {
-        let found = crate::store::policy_cache::matcher(pattern).find(text);
+        let found = crate::core::pattern::matcher(pattern).find(text);
         found.map_err(|why| self.bad_regex(field, pattern, &why))
     }
 
     /// Whether `pattern` can be used (a warning when not), without searching.
     fn usable(&mut self, field: &str, pattern: &str) -> Result<(), ()> {
-        let usable = crate::store::policy_cache::matcher(pattern).check();
+        let usable = crate::core::pattern::matcher(pattern).check();
         usable.map_err(|why| self.bad_regex(field, pattern, &why))
     }
 

@@ -7,7 +7,13 @@
 mod check;
 mod load;
 
-pub use load::{load_lenient, Depth, Loaded};
+pub use load::{Depth, Loaded};
+
+/// Reads a policy file's `text` so that one mistake never switches the whole policy off:
+/// every good entry, and a problem (with its line and column) for each bad one.
+pub fn load_lenient(text: &str, depth: Depth) -> Loaded {
+    load::load_with(text, depth, check::check_values)
+}
 
 use crate::core::duration::Dur;
 use crate::core::glob;
@@ -16,6 +22,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::Duration;
 
 /// The whole policy.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
@@ -73,6 +80,16 @@ impl Default for StdinPolicy {
     }
 }
 
+/// Default connect timeout: a local or same-zone Redis answers in well under a millisecond;
+/// tens of milliseconds are room for a loaded host without making a hook wait.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// Default timeout of one command.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// Default cap on the error log stream's length (approximate, as `XADD MAXLEN ~`).
+pub const LOG_MAX_LEN: u64 = 1_000_000;
+
 /// `[store]`: the local files (the default), or a Redis (or Valkey) shared by a fleet of hosts
 /// (`TRIAGE_STORE` overrides `url`).
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
@@ -98,9 +115,9 @@ impl Default for StorePolicy {
         StorePolicy {
             url: None,
             namespace: None,
-            connect_timeout: Dur(crate::store::fleet::CONNECT_TIMEOUT),
-            command_timeout: Dur(crate::store::fleet::COMMAND_TIMEOUT),
-            log_max_len: crate::store::fleet::LOG_MAX_LEN,
+            connect_timeout: Dur(CONNECT_TIMEOUT),
+            command_timeout: Dur(COMMAND_TIMEOUT),
+            log_max_len: LOG_MAX_LEN,
         }
     }
 }

@@ -37,7 +37,7 @@ pub fn time_flag(
         }
         Err(_) => {}
     }
-    crate::context::parse_now(text).ok_or_else(|| {
+    crate::core::duration::parse_now(text).ok_or_else(|| {
         crate::exit::Failure::usage(format!(
             "{flag} `{text}` is neither a duration (2h, 30m) nor a time (RFC 3339 or Unix seconds)"
         ))

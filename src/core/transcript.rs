@@ -34,7 +34,7 @@ pub fn last_assistant_text(tail: &[u8], from_start: bool) -> Scan {
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let Ok(event) = crate::input::parse_json(line) else {
+        let Ok(event) = crate::core::json::parse_json(line) else {
             malformed += 1;
             continue;
         };

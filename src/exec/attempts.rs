@@ -11,7 +11,7 @@ mod report;
 
 use crate::context::Context;
 use crate::core::attempt_plan::{self, End, Next};
-use crate::core::breaker::Outcome as BreakerOutcome;
+use crate::core::breaker::Outcome;
 use crate::core::duration::Dur;
 use crate::core::policy::Policy;
 use crate::core::vocab::Kind;
@@ -225,7 +225,7 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
                 cx,
                 key,
                 session,
-                BreakerOutcome::Success,
+                Outcome::Success,
                 ticket,
                 None,
                 attempt.elapsed,
@@ -288,9 +288,9 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
         report.note_warnings(attempt_no, crossed);
         // An interrupt is the user's doing, not the agent's failure: neutral for the breaker.
         let outcome = if interrupted {
-            BreakerOutcome::Ignored
+            Outcome::Ignored
         } else {
-            BreakerOutcome::Failure
+            Outcome::Failure
         };
         let b = effects::breaker_outcome(
             cx,

@@ -5,8 +5,9 @@
 
 use crate::core::breaker::CallReport;
 use crate::core::breaker::Outcome;
+use crate::core::hook_payload::Payload;
 use crate::exit::Failure;
-use crate::hook::codec::{Payload, Response};
+use crate::hook::codec::Response;
 use crate::store::breakers::calls::{check_in, record_in, template4_reason};
 
 /// The breaker key a hook payload is about.

@@ -3,11 +3,12 @@
 //! past the agent's, the outcome on the breaker with its ticket).
 
 use super::check_output;
-use super::codec::{Payload, Response};
+use super::codec::Response;
 use super::{announce, guarded_key, record_failure};
 use crate::context::Context;
-use crate::core::breaker::{CallReport, Outcome as CallOutcome};
+use crate::core::breaker::{CallReport, Outcome};
 use crate::core::error_record::Warning;
+use crate::core::hook_payload::Payload;
 use crate::core::output_check::Final;
 use crate::core::vocab::Kind;
 use crate::exit::Failure;
@@ -120,7 +121,7 @@ fn parent_note(last: &Final, who: &str) -> Response {
         ));
         return r;
     }
-    if last.outcome != CallOutcome::Failure {
+    if last.outcome != Outcome::Failure {
         return Response::default();
     }
     let text = format!("The {who} subagent's output is unusable:\n{detail}");
@@ -199,7 +200,7 @@ fn complete(
     let mut detail = last.detail.clone();
     // What to write, at most one record for the call.
     let mut to_write: Option<(Kind, String)> = None;
-    if outcome == CallOutcome::Failure && !last.recorded {
+    if outcome == Outcome::Failure && !last.recorded {
         let text = detail
             .clone()
             .unwrap_or_else(|| "the subagent's output failed its checks".into());
@@ -217,7 +218,7 @@ fn complete(
             timeout_note = Some(format!("triage: {text}; recorded as a timeout. Treat its result with care, and give it a narrower task if you call it again."));
             // One failure of one call is one record: a call already on record stays so.
             if !last.recorded && to_write.is_none() {
-                outcome = CallOutcome::Failure;
+                outcome = Outcome::Failure;
                 kind = Some(Kind::Timeout);
                 detail = Some(text.clone());
                 to_write = Some((Kind::Timeout, text));
@@ -236,7 +237,7 @@ fn complete(
     if let Err(f) = breaker::record_in(cx, key, p.session_id(), &report) {
         cx.warn(&format!("the breaker did not hear of this call: {f}"));
     }
-    if outcome == CallOutcome::Success {
+    if outcome == Outcome::Success {
         // A success: the agent's failures in this session (its workflow) recorded before this
         // call started are resolved (not those of siblings that ran beside it).
         let by = format!("hook {}", p.event().unwrap_or("PostToolUse"));
@@ -289,7 +290,7 @@ fn judge_here(
         Final::success()
     } else {
         Final {
-            outcome: CallOutcome::Failure,
+            outcome: Outcome::Failure,
             kind: Some(Kind::ValidationFailed),
             detail: Some(verdict_text(&response)),
             ..Final::success()

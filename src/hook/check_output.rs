@@ -14,12 +14,13 @@
 
 use crate::context::Context;
 use crate::core::breaker::Outcome;
+use crate::core::hook_payload::Payload;
 use crate::core::output_check::{Final, Input, Verdict, DEFAULT_MAX_REJECTIONS};
 use crate::core::policy::OutputRules;
 use crate::core::transcript::{self, Scan};
 use crate::core::vocab::{Criticality, Kind};
 use crate::exit::Failure;
-use crate::hook::codec::{Payload, Response};
+use crate::hook::codec::Response;
 use crate::store::files;
 use crate::store::project_files;
 use crate::store::rejections::{bump, counter_path, reset};

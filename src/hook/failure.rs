@@ -2,12 +2,13 @@
 //! already recorded its failure is not recorded again), records a breaker failure, and tells
 //! the model the advised next step.
 
-use super::codec::{Payload, Response};
+use super::codec::Response;
 use super::{announce, guarded_key, store_record};
 use crate::context::Context;
-use crate::core::breaker::{CallReport, Outcome as CallOutcome};
+use crate::core::breaker::{CallReport, Outcome};
 use crate::core::classify;
 use crate::core::error_record;
+use crate::core::hook_payload::Payload;
 use crate::exit::Failure;
 use crate::store::breakers::calls as breaker;
 use crate::store::sessions;
@@ -37,9 +38,9 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
             .and_then(|id| sessions::take_start(cx, p.session_id(), id));
         // An interrupt is the user's doing, not the agent's failure: neutral for the breaker.
         let outcome = if p.is_interrupt() {
-            CallOutcome::Ignored
+            Outcome::Ignored
         } else {
-            CallOutcome::Failure
+            Outcome::Failure
         };
         let report = CallReport {
             outcome: Some(outcome),
@@ -60,7 +61,7 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
             Vec::new()
         })
     };
-    let advice = match ended.as_ref().filter(|e| e.last.outcome == CallOutcome::Failure) {
+    let advice = match ended.as_ref().filter(|e| e.last.outcome == Outcome::Failure) {
         // What its SubagentStop found says more than the client's "No assistant messages".
         Some(e) => format!(
             "The {} subagent's output is unusable:\n{}\nDo not rely on it: rerun the subagent with these fixed, or proceed without it.",

@@ -1,9 +1,10 @@
 //! `SessionStart`: names the breakers that are not closed (what a call gets now) and the
 //! unresolved errors of earlier sessions.
 
-use super::codec::{Payload, Response};
+use super::codec::Response;
 use super::log_tail;
 use crate::context::Context;
+use crate::core::hook_payload::Payload;
 use crate::exit::Failure;
 use crate::store::breakers::calls as breaker;
 use crate::store::sessions;

@@ -70,7 +70,7 @@ fn severity_tone(s: Option<&str>) -> Option<Tone> {
 /// `--follow --text`: `14:02:07  err-…  timeout  researcher: the detail`, cut to the width.
 fn one_line(l: &LogLine, term: &Term, now: DateTime<Utc>) -> String {
     // Every piece from the log made printable first: only our colours reach the terminal.
-    let shown = |s: Option<&str>, none: &str| crate::context::printable(s.unwrap_or(none));
+    let shown = |s: Option<&str>, none: &str| crate::core::text::printable(s.unwrap_or(none));
     let at = shown(
         l.timestamp.as_deref().map(|t| when_text(t, now)).as_deref(),
         "-",
@@ -80,7 +80,7 @@ fn one_line(l: &LogLine, term: &Term, now: DateTime<Utc>) -> String {
     let agent = shown(l.agent(), "-");
     let head = format!("{at}  {id}  {kind}  {agent}: ");
     let room = term.width.saturating_sub(head.chars().count()).max(10);
-    let detail = crate::context::printable(&cut(l.detail().unwrap_or(""), room));
+    let detail = crate::core::text::printable(&cut(l.detail().unwrap_or(""), room));
     let tone = severity_tone(l.severity.as_deref());
     format!(
         "{}  {}  {}  {agent}: {detail}",

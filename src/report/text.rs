@@ -94,7 +94,7 @@ pub fn filters(f: &Filter, now: DateTime<Utc>) -> String {
 }
 
 /// A path on one line: its control characters in caret notation (`^J` for a newline, `^I`
-/// for a tab, `^[` for ESC), as [`crate::context::printable`] shows the rest of the text — a
+/// for a tab, `^[` for ESC), as [`crate::core::text::printable`] shows the rest of the text — a
 /// state root named with a newline must not print as two lines that look like two messages.
 pub fn shown_path(path: &Path) -> String {
     let text = path.display().to_string();
@@ -106,7 +106,7 @@ pub fn shown_path(path: &Path) -> String {
             c => out.push(c),
         }
     }
-    crate::context::printable(&out)
+    crate::core::text::printable(&out)
 }
 
 /// Why there is nothing to show, when there is nothing: a missing root or log is named with

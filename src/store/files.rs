@@ -1252,5 +1252,22 @@ pub fn read_bounded(mut input: impl Read, limit: usize) -> io::Result<(Vec<u8>, 
     }
 }
 
+/// A store error as a command's failure: a lock not obtained in time is a lock failure (75
+/// with `--strict`), anything else an I/O failure (74).
+impl From<StoreError> for crate::exit::Failure {
+    fn from(e: StoreError) -> crate::exit::Failure {
+        use crate::exit::{Failure, FailureClass};
+        let class = if e.is_lock_timeout() {
+            FailureClass::Lock
+        } else {
+            FailureClass::Io
+        };
+        Failure {
+            class,
+            message: e.to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -38,16 +38,6 @@ use std::time::{Duration, Instant};
 
 pub use target::Target;
 
-/// Default connect timeout: a local or same-zone Redis answers in well under a millisecond;
-/// tens of milliseconds are room for a loaded host without making a hook wait.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(50);
-
-/// Default timeout of one command.
-pub const COMMAND_TIMEOUT: Duration = Duration::from_millis(50);
-
-/// Default cap on the error log stream's length (approximate, as `XADD MAXLEN ~`).
-pub const LOG_MAX_LEN: u64 = 1_000_000;
-
 /// How long a record's nonce is remembered, so a record pushed again (by `store sync`, after
 /// a reply lost to a timeout) is not added twice: a week of outage.
 pub const NONCE_TTL_S: u64 = 7 * 24 * 3600;

@@ -126,8 +126,8 @@ proptest! {
 
     #[test]
     fn stdin_json_never_panics_and_one_value_is_read(text in hostile_text()) {
-        let _ = triage::input::parse_json(text.as_bytes());
-        let _ = triage::input::read_one_json(text.as_bytes(), 1 << 12);
+        let _ = triage::core::json::parse_json(text.as_bytes());
+        let _ = triage::stdin::read_one_json(text.as_bytes(), 1 << 12);
     }
 
     #[test]

@@ -134,19 +134,19 @@ fn a_resigned_cache_shipped_in_a_projects_state_root_never_changes_what_a_rule_d
     // this text, a checksum that fits), so the cache reader would take it, with the decoy's
     // automata — so it is only where it lies that keeps it out.
     let own = tempfile::tempdir().unwrap();
-    let at = triage::store::policy_cache::path(
+    let at = triage::store::pattern_cache::path(
         own.path(),
-        &triage::store::policy_cache::identify(&real),
+        &triage::store::pattern_cache::identify(&real),
     );
     assert_eq!(at.file_name(), planted.file_name());
     std::fs::write(&at, &forged).unwrap();
     std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let known = triage::store::policy_cache::identify(&real);
+    let known = triage::store::pattern_cache::identify(&real);
     assert_eq!(
-        triage::store::policy_cache::load(own.path(), &known),
+        triage::store::pattern_cache::load(own.path(), &known),
         Ok(true)
     );
-    let m = triage::store::policy_cache::matcher(RULE);
+    let m = triage::core::pattern::matcher(RULE);
     assert!(m.find(DECOY).unwrap().is_some(), "the decoy's automata");
     assert!(m.find(REAL_ERROR).unwrap().is_none());
 }
@@ -176,9 +176,9 @@ fn snapshot(dir: &std::path::Path) -> Vec<(PathBuf, String)> {
 #[test]
 fn a_link_in_place_of_the_users_cache_folder_or_file_changes_nothing_outside() {
     let real = policy(RULE);
-    let name = triage::store::policy_cache::path(
+    let name = triage::store::pattern_cache::path(
         std::path::Path::new(""),
-        &triage::store::policy_cache::identify(&real),
+        &triage::store::pattern_cache::identify(&real),
     );
     // Links to a file and to a folder outside, in place of the cache folder and of the file.
     for (link_at, to_folder) in [("", true), ("", false), ("f", false), ("f", true)] {

@@ -2,7 +2,7 @@
 //! answer of a process that found it held (75, a busy resource, with its JSON line).
 
 use super::Which;
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::exit::Failure;
 use crate::store::files::Lock;
 use crate::store::manifests;
@@ -17,7 +17,7 @@ pub enum Held {
     /// Held for the whole run.
     Lock(Lock),
     /// Another process holds it: the refusal to print (exit 75).
-    Busy(Outcome),
+    Busy(Answer),
 }
 
 /// Takes the manifest's lock for the whole run. A second runner (or a `decide` while one
@@ -31,7 +31,7 @@ pub fn hold(cx: &Context, path: &Path, which: &Which) -> Result<Held, Failure> {
 }
 
 /// The refusal of a process that found the phase's lock held.
-fn busy(cx: &Context, path: &Path, which: &Which) -> Outcome {
+fn busy(cx: &Context, path: &Path, which: &Which) -> Answer {
     // For people only: the pid is what the manifest says, and the manifest is not trusted.
     let pid = manifests::read(path)
         .ok()
@@ -45,10 +45,10 @@ fn busy(cx: &Context, path: &Path, which: &Which) -> Outcome {
     );
     cx.trace("lock", &reason);
     let out = if cx.global.text {
-        Outcome::text(reason)
+        Answer::text(reason)
     } else {
-        say!("triage phase: {}", crate::context::printable(&reason));
-        Outcome::json(&json!({
+        say!("triage phase: {}", crate::core::text::printable(&reason));
+        Answer::json(&json!({
             "workflow_id": which.workflow,
             "phase": which.phase,
             "refused": "busy",

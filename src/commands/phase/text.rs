@@ -99,7 +99,7 @@ fn table(items: &[Value]) -> String {
     for r in &rows {
         out.push_str(&line(r));
     }
-    crate::context::printable(&out)
+    crate::core::text::printable(&out)
 }
 
 /// `phase status --text`.

@@ -5,8 +5,8 @@
 
 use super::facts::Found;
 use super::Overrides;
+use crate::core::hook_payload::Payload;
 use crate::core::vocab::Kind;
-use crate::hook::codec::Payload;
 use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, NaiveTime, TimeZone, Utc};
 use serde_json::{Map, Value};
 

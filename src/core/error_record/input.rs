@@ -4,9 +4,9 @@
 
 use super::{ErrorRecord, Phase, Resolution};
 use crate::core::classify::{self, ErrorObject, Overrides};
+use crate::core::hook_payload::Payload;
 use crate::core::policy::Policy;
 use crate::core::vocab::Kind;
-use crate::hook::codec::Payload;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 

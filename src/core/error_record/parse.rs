@@ -7,7 +7,7 @@ use serde_json::Value;
 /// when it is not UTF-8: invalid bytes become U+FFFD, as `classify` reads it, so a failure is
 /// never dropped for its encoding).
 pub fn sent(bytes: &[u8]) -> Value {
-    if let Ok(v) = crate::input::parse_json(bytes) {
+    if let Ok(v) = crate::core::json::parse_json(bytes) {
         return v;
     }
     if let Some(v) = yaml_record(bytes) {

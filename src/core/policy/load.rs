@@ -38,8 +38,12 @@ pub struct Loaded {
     pub problems: Vec<PolicyProblem>,
 }
 
-/// Reads `text`: every good entry, and a problem for each bad one.
-pub fn load_lenient(text: &str, depth: Depth) -> Loaded {
+/// The values serde cannot judge, checked in the parsed policy (see `check`).
+pub(super) type CheckValues = fn(&mut Policy, &Doc, Depth, &mut Loader);
+
+/// Reads `text`: every good entry, and a problem for each bad one; `check_values` then
+/// drops the values serde cannot judge.
+pub(super) fn load_with(text: &str, depth: Depth, check_values: CheckValues) -> Loaded {
     let mut l = Loader {
         text,
         problems: Vec::new(),
@@ -71,7 +75,7 @@ pub fn load_lenient(text: &str, depth: Depth) -> Loaded {
             t.insert(Spanned::new(0..0, "breaker".into()), b);
         }
     }
-    super::check::check_values(&mut policy, &Doc(&doc), depth, &mut l);
+    check_values(&mut policy, &Doc(&doc), depth, &mut l);
     l.problems.sort_by_key(|p| p.offset);
     Loaded {
         policy,
@@ -382,6 +386,7 @@ fn found_words(found: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::policy::load_lenient;
 
     fn problems(text: &str) -> Vec<String> {
         load_lenient(text, Depth::Syntax)

@@ -21,17 +21,12 @@
 //! a refused one) a call has no cache: it checks and compiles the policy itself, slower and
 //! as right. The text's hash only names the file; it is not a defence.
 //!
-//! Which patterns are matched is the core's business ([`matcher::Matcher`], looked up here by
-//! pattern); loading and saving the file is the glue's ([`load`], [`save`]).
-
-mod matcher;
-
-pub use matcher::Matcher;
+//! Which patterns are matched is the core's business ([`crate::core::pattern`], which knows
+//! each pattern's matcher); loading and saving the file is this module's ([`load`], [`save`]).
 
 use crate::core::dfa::Encoded;
+use crate::core::pattern::{self, Matcher, Pair, Tier, BUILT};
 use crate::store::files;
-use matcher::{Pair, Tier, BUILT};
-use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -44,10 +39,9 @@ const FORMAT: u32 = 2;
 /// version, other rules for what a valid policy is, another DFA layout) is stale.
 const BUILD_ID: &str = env!("TRIAGE_BUILD_ID");
 
-/// The patterns known in this process, and the policy they belong to.
+/// The policy the patterns known in this process belong to.
 #[derive(Default)]
 struct Registry {
-    matchers: HashMap<String, Arc<Matcher>>,
     /// The policy text in force, once it loaded without a problem: only then is the cache
     /// written.
     policy: Option<PolicyText>,
@@ -59,18 +53,6 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
     static R: OnceLock<Mutex<Registry>> = OnceLock::new();
     let m = R.get_or_init(Mutex::default);
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The matcher of `pattern`: from the cache when it was there, else made now (its automata
-/// are built the first time a text needs them).
-pub fn matcher(pattern: &str) -> Arc<Matcher> {
-    let mut r = registry();
-    if let Some(m) = r.matchers.get(pattern) {
-        return m.clone();
-    }
-    let m = Arc::new(Matcher::new(pattern));
-    r.matchers.insert(pattern.to_string(), m.clone());
-    m
 }
 
 /// A policy text as the cache knows it: a hash names its file, and the text itself, kept in
@@ -129,7 +111,7 @@ pub fn load(dir: &Path, policy: &PolicyText) -> Result<bool, String> {
         }
         set(&m.ascii, e.ascii);
         set(&m.unicode, e.unicode);
-        r.matchers.insert(e.pattern, Arc::new(m));
+        pattern::install(m);
     }
     r.policy = Some(policy.clone());
     r.fresh = false;
@@ -169,7 +151,7 @@ pub fn save(dir: &Path) -> Result<(), files::StoreError> {
         if !r.fresh && !BUILT.load(Ordering::Relaxed) {
             return Ok(());
         }
-        (path(dir, policy), encode(&r, policy))
+        (path(dir, policy), encode(policy, pattern::all()))
     };
     files::write_cache(&target, &bytes)?;
     BUILT.store(false, Ordering::Relaxed);
@@ -237,13 +219,12 @@ fn header(policy: &PolicyText) -> Vec<u8> {
     out
 }
 
-fn encode(r: &Registry, policy: &PolicyText) -> Vec<u8> {
+fn encode(policy: &PolicyText, mut patterns: Vec<(String, Arc<Matcher>)>) -> Vec<u8> {
     let mut out = header(policy);
-    let mut patterns: Vec<(&String, &Arc<Matcher>)> = r.matchers.iter().collect();
-    patterns.sort_by(|a, b| a.0.cmp(b.0));
+    patterns.sort_by(|a, b| a.0.cmp(&b.0));
     out.extend_from_slice(&(patterns.len() as u32).to_le_bytes());
     for (p, m) in patterns {
-        string(&mut out, p);
+        string(&mut out, &p);
         match m.usable.get() {
             None => out.push(0),
             Some(Ok(())) => out.push(1),

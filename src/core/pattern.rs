@@ -3,14 +3,19 @@
 //! exactly as the pattern does on ASCII text, and stays small), a Unicode tier (the pattern as
 //! it is, when its DFA is small enough to build), and the regex itself, compiled only when
 //! neither tier can answer (non-ASCII text with no Unicode tier, a Unicode word boundary).
+//!
+//! Each pattern has one [`Matcher`] per process ([`matcher`]), so a tier is built at most once
+//! per process; the policy cache (`crate::store::pattern_cache`) saves the tiers built and
+//! installs those of an earlier call, so that a pattern is compiled once per policy.
 
 use crate::core::dfa::{encode, Encoded, Quit};
 use regex_automata::dfa::{dense, StartKind};
 use regex_automata::nfa::thompson;
 use regex_automata::{Anchored, MatchKind};
 use regex_syntax::hir::{self, Class, ClassBytes, ClassBytesRange, Hir, HirKind, Look};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// A DFA state count past which the Unicode tier is not built (its build would cost more than
 /// the regex compile it saves); the pattern is then matched by the regex on non-ASCII text.
@@ -21,32 +26,32 @@ const UNICODE_LIMIT: usize = 512 * 1024;
 const ASCII_LIMIT: usize = 8 * 1024 * 1024;
 
 /// Set when a tier was built in this process, so the cache is worth writing.
-pub(super) static BUILT: AtomicBool = AtomicBool::new(false);
+pub(crate) static BUILT: AtomicBool = AtomicBool::new(false);
 
 /// A forward DFA (unanchored, leftmost-first) and the reversed pattern's (anchored), which
 /// together find a match's span.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pair {
-    pub(super) fwd: Encoded,
-    pub(super) rev: Encoded,
+    pub(crate) fwd: Encoded,
+    pub(crate) rev: Encoded,
 }
 
 /// A tier: not tried yet, tried and not buildable, or built.
-pub(super) type Tier = OnceLock<Option<Pair>>;
+pub(crate) type Tier = OnceLock<Option<Pair>>;
 
 /// One pattern of the policy.
 pub struct Matcher {
-    pub(super) pattern: String,
+    pub(crate) pattern: String,
     /// Whether `regex` compiles it, and if not why: found out once per policy (the first
     /// call compiles it), so a pattern `regex` refuses is refused here too.
-    pub(super) usable: OnceLock<Result<(), String>>,
-    pub(super) ascii: Tier,
-    pub(super) unicode: Tier,
-    pub(super) regex: OnceLock<Result<regex::Regex, String>>,
+    pub(crate) usable: OnceLock<Result<(), String>>,
+    pub(crate) ascii: Tier,
+    pub(crate) unicode: Tier,
+    pub(crate) regex: OnceLock<Result<regex::Regex, String>>,
 }
 
 impl Matcher {
-    pub(super) fn new(pattern: &str) -> Matcher {
+    pub(crate) fn new(pattern: &str) -> Matcher {
         Matcher {
             pattern: pattern.to_string(),
             usable: OnceLock::new(),
@@ -94,6 +99,38 @@ impl Matcher {
             .as_ref()
             .map_err(Clone::clone)
     }
+}
+
+/// The matchers known in this process, by pattern.
+fn known() -> std::sync::MutexGuard<'static, HashMap<String, Arc<Matcher>>> {
+    static K: OnceLock<Mutex<HashMap<String, Arc<Matcher>>>> = OnceLock::new();
+    let m = K.get_or_init(Mutex::default);
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The matcher of `pattern`: the one this process knows (made or installed before), else made
+/// now (its automata are built the first time a text needs them).
+pub fn matcher(pattern: &str) -> Arc<Matcher> {
+    let mut k = known();
+    if let Some(m) = k.get(pattern) {
+        return m.clone();
+    }
+    let m = Arc::new(Matcher::new(pattern));
+    k.insert(pattern.to_string(), m.clone());
+    m
+}
+
+/// Makes `m` the matcher of its pattern (the policy cache installs what it read).
+pub(crate) fn install(m: Matcher) {
+    known().insert(m.pattern.clone(), Arc::new(m));
+}
+
+/// Every matcher known, by pattern (the policy cache saves them).
+pub(crate) fn all() -> Vec<(String, Arc<Matcher>)> {
+    known()
+        .iter()
+        .map(|(p, m)| (p.clone(), m.clone()))
+        .collect()
 }
 
 fn built(tier: Option<Pair>) -> Option<Pair> {
