@@ -37,7 +37,7 @@ with -e; 64 usage error; 65, 74, 75 with --strict: bad data, I/O error, lock tim
     after_help = EXAMPLES,
     disable_help_subcommand = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Options every subcommand takes.
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -48,7 +48,7 @@ pub struct Cli {
 
 /// The subcommands. Each is added with the issue that builds it; none exists as a stub.
 #[derive(Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// Write a JSON state file atomically, keeping the previous version as .bak
     StateWrite(commands::state_write::Args),
     /// Read a JSON state file, recovering from .bak or a checkpoint when it is corrupt
@@ -88,7 +88,7 @@ pub enum Command {
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
-pub const MULTICALL: &[&str] = &[
+pub(crate) const MULTICALL: &[&str] = &[
     "state-write",
     "state-read",
     "classify",
@@ -99,7 +99,7 @@ pub const MULTICALL: &[&str] = &[
 
 impl Command {
     /// The subcommand's name, which starts its messages.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Command::StateWrite(_) => "state-write",
             Command::StateRead(_) => "state-read",
@@ -190,7 +190,7 @@ fn subcommand_names() -> Vec<String> {
 
 /// Multi-call: under the name of a subcommand, run that subcommand.
 /// Returns the argument list to parse, or the usage error for an unknown program name.
-pub fn dispatch_args(argv: Vec<OsString>) -> Result<Vec<OsString>, String> {
+pub(crate) fn dispatch_args(argv: Vec<OsString>) -> Result<Vec<OsString>, String> {
     let mut args = argv.into_iter();
     let argv0 = args.next().unwrap_or_else(|| "triage".into());
     let name = Path::new(&argv0)

@@ -1,24 +1,24 @@
 //! The pure core: functions of (input, policy, now). Nothing here opens a file, reads the
 //! clock or the environment.
 
-pub mod attempt_plan;
+pub(crate) mod attempt_plan;
 pub mod breaker;
 pub mod classify;
-pub mod dfa;
+pub(crate) mod dfa;
 pub mod duration;
-pub mod error_record;
-pub mod glob;
-pub mod hook_payload;
-pub mod jq;
-pub mod json;
+pub(crate) mod error_record;
+pub(crate) mod glob;
+pub(crate) mod hook_payload;
+pub(crate) mod jq;
+pub(crate) mod json;
 pub mod output_check;
-pub mod pattern;
-pub mod phase;
+pub(crate) mod pattern;
+pub(crate) mod phase;
 pub mod policy;
-pub mod saga;
-pub mod state;
-pub mod summary;
-pub mod templates;
-pub mod text;
-pub mod transcript;
+pub(crate) mod saga;
+pub(crate) mod state;
+pub(crate) mod summary;
+pub(crate) mod templates;
+pub(crate) mod text;
+pub(crate) mod transcript;
 pub mod vocab;

@@ -42,18 +42,20 @@ macro_rules! say_more {
 }
 
 pub mod cli;
-pub mod commands;
-pub mod context;
+pub(crate) mod commands;
+pub(crate) mod context;
 pub mod core;
-pub mod env;
-pub mod exec;
-pub mod exit;
-pub mod hook;
-pub mod man;
-pub mod report;
-pub mod settings;
-pub mod setup;
-pub mod stdin;
-pub mod store;
-pub mod term;
-pub mod version;
+pub(crate) mod env;
+pub(crate) mod exec;
+pub(crate) mod exit;
+pub(crate) mod hook;
+#[cfg(test)]
+mod hostile_input;
+pub(crate) mod man;
+pub(crate) mod report;
+pub(crate) mod settings;
+pub(crate) mod setup;
+pub(crate) mod stdin;
+pub(crate) mod store;
+pub(crate) mod term;
+pub(crate) mod version;

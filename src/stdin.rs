@@ -324,6 +324,7 @@ pub fn value_so_far(bytes: &[u8]) -> Result<Option<Value>, InputError> {
 mod tests {
     use super::*;
     use crate::core::json::{parse_json, Lenient};
+    use crate::hostile_input::hostile_text;
     use serde::Deserialize;
     use serde_json::json;
 
@@ -549,5 +550,15 @@ mod tests {
             Err(InputError::Syntax(_))
         ));
         assert!(parse_json(deep.as_bytes()).is_err());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn stdin_json_never_panics_and_one_value_is_read(text in hostile_text()) {
+            let _ = parse_json(text.as_bytes());
+            let _ = read_one_json(text.as_bytes(), 1 << 12);
+        }
     }
 }

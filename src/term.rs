@@ -63,7 +63,8 @@ impl Term {
         Term { width, colour }
     }
 
-    /// Plain text of a given width (tests, files).
+    /// Plain text of a given width.
+    #[cfg(test)]
     pub fn plain(width: usize) -> Term {
         Term {
             width: width.clamp(MIN_WIDTH, MAX_WIDTH),

@@ -13,10 +13,8 @@ mod counts;
 mod input;
 pub mod parse;
 
-pub use counts::{warnings, Counters, Keys, OpenCounts, UnitCounts, Warning, COUNTERS_VERSION};
-pub use input::{
-    classified, classified_at, classified_record, error_fields, normalize, record_from_input,
-};
+pub use counts::{warnings, Counters, Keys, OpenCounts, Warning, COUNTERS_VERSION};
+pub use input::{classified_at, classified_record, error_fields, record_from_input};
 
 /// A phase: a number in seed 000 (`"phase": 2`), a name elsewhere.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -98,14 +98,6 @@ impl Payload {
         self.0.get("duration_ms").and_then(Value::as_u64)
     }
 
-    /// `stop_hook_active`.
-    pub fn stop_hook_active(&self) -> bool {
-        self.0
-            .get("stop_hook_active")
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-    }
-
     /// `last_assistant_message`.
     pub fn last_assistant_message(&self) -> Option<&str> {
         self.str("last_assistant_message")

@@ -346,13 +346,8 @@ impl<'p> Aggregator<'p> {
         self.skipped
     }
 
-    /// Takes one line; false when it is not a JSON object (it is then counted as skipped).
-    pub fn add(&mut self, bytes: &[u8]) -> bool {
-        self.add_with(bytes, &mut |_, _, _| {})
-    }
-
-    /// Like [`Aggregator::add`], and hands every parsed line, with whether the filter admits
-    /// it, to `also`: the text report's timeline and the HTML report's charts ride on the same
+    /// Takes one line (false when it is not a JSON object: it is then counted as skipped), and
+    /// hands every parsed line, with whether the filter admits it, to `also`: the text report's timeline and the HTML report's charts ride on the same
     /// pass and the same parse.
     pub fn add_with(&mut self, bytes: &[u8], also: &mut impl FnMut(&LogLine, &[u8], bool)) -> bool {
         let Some(line) = LogLine::parse(bytes) else {
@@ -568,7 +563,7 @@ mod tests {
     fn run(lines: &[&str], filter: Filter, by: By, policy: &Policy) -> Summary {
         let mut a = Aggregator::new(filter, by, policy);
         for l in lines {
-            a.add(l.as_bytes());
+            a.add_with(l.as_bytes(), &mut |_, _, _| {});
         }
         a.finish()
     }

@@ -91,6 +91,7 @@ fn assistant_text(event: &Value) -> Option<(Option<String>, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hostile_input::hostile_text;
 
     fn line(kind: &str, id: &str, content: Value) -> String {
         serde_json::json!({"type": kind, "message": {"role": kind, "id": id, "content": content}})
@@ -173,5 +174,19 @@ mod tests {
                 malformed: 0
             }
         );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn transcripts_never_panic(a in hostile_text(), b in hostile_text()) {
+            // Lines that are JSON, nearly JSON, or an assistant event holding hostile text.
+            let event = serde_json::json!({"type": "assistant", "message": {"id": "m", "content": [
+                {"type": "text", "text": a.clone()}]}});
+            let text = format!("{a}\n{event}\n{b}\n{event}\n{a}{b}");
+            let _ = last_assistant_text(text.as_bytes(), true);
+            let _ = last_assistant_text(text.as_bytes(), false);
+        }
     }
 }

@@ -18,11 +18,11 @@ mod prune;
 mod record;
 mod resolve;
 
-pub use fleet::{migrate, outbox_dir, sync, waiting, Migrated as LogMigrated, Synced};
+pub use fleet::{migrate, sync, waiting};
 pub use listing::{newest, summarize, Listed};
-pub use prune::{prune, Pruned};
+pub use prune::prune;
 pub use record::{record, Recorded};
-pub use resolve::{recovered, resolve, started_at, Resolved, Selection};
+pub use resolve::{recovered, resolve, started_at, Selection};
 
 use crate::context::Context;
 use crate::core::error_record::{self, Counters, ErrorRecord, LogLine, Resolution, ResolutionLine};
@@ -75,7 +75,7 @@ pub enum Written {
     /// Appended to the log; the counters include it.
     Logged(Counters),
     /// The log's lock was not obtained in time: kept in `errors.pending/` for the next writer.
-    Pending(PathBuf),
+    Pending,
 }
 
 /// Writes one record: its id assigned (unique under the lock), its size capped, appended to
@@ -138,7 +138,7 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
                 "{busy}; the record was kept as {} and the next writer adds it to the log",
                 path.display()
             ));
-            return Ok(Written::Pending(path));
+            return Ok(Written::Pending);
         }
     };
     rec.error_id = match counters.seq.checked_add(1) {
@@ -428,8 +428,8 @@ pub fn read_all_in(
 /// Where a reader of the log is: a byte offset of the local log, or the fleet's last stream id.
 #[derive(Clone, Debug)]
 pub enum Position {
-    /// The local log, up to this offset (`None`: its end).
-    Local(Option<u64>),
+    /// The local log.
+    Local,
     /// The fleet's stream, after this id (`None`: from its start).
     Fleet(Option<String>),
 }
@@ -456,7 +456,7 @@ pub fn visit_rev(
         )),
         None => {
             files::read_jsonl_rev_to(&log_path(root), end, visit)?;
-            Ok(Position::Local(end))
+            Ok(Position::Local)
         }
     }
 }
@@ -721,3 +721,6 @@ fn random() -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
+
+#[cfg(test)]
+mod tests;

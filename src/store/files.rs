@@ -21,9 +21,9 @@ mod fault;
 mod names;
 mod tail;
 
-pub use dir::{Kind, DIR_MODE, FILE_MODE};
-pub use names::{escape_key, unescape_key, NAME_MAX};
-pub use tail::{read_jsonl_rev, read_jsonl_rev_to, Follower};
+pub use dir::{Kind, FILE_MODE};
+pub use names::{escape_key, unescape_key};
+pub use tail::{read_jsonl_rev_to, Follower};
 
 use dir::Dir;
 use rustix::fs::OFlags;
@@ -1230,25 +1230,6 @@ pub fn remove(path: &Path) -> Result<()> {
         Ok(()) => dir.sync(),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(StoreError::io("cannot remove", path, e)),
-    }
-}
-
-/// Reads bytes with a limit: at most `limit` bytes are kept, the rest is drained and counted.
-/// Returns the bytes kept and the total length seen.
-pub fn read_bounded(mut input: impl Read, limit: usize) -> io::Result<(Vec<u8>, u64)> {
-    let mut kept = Vec::new();
-    let mut total: u64 = 0;
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        let n = match input.read(&mut chunk) {
-            Ok(0) => return Ok((kept, total)),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        total += n as u64;
-        let room = limit.saturating_sub(kept.len());
-        kept.extend_from_slice(&chunk[..n.min(room)]);
     }
 }
 

@@ -64,39 +64,29 @@ pub struct Config {
 #[derive(Debug)]
 pub struct RemoteError {
     what: String,
-    timeout: bool,
 }
 
 impl RemoteError {
-    fn new(what: impl Into<String>, timeout: bool) -> RemoteError {
-        RemoteError {
-            what: what.into(),
-            timeout,
-        }
+    fn new(what: impl Into<String>) -> RemoteError {
+        RemoteError { what: what.into() }
     }
 
     /// A failure of `doing` against `target`.
     pub fn from_redis(doing: &str, target: &Target, e: &RedisError) -> RemoteError {
-        let timeout = e.is_timeout();
-        let why = if timeout {
+        let why = if e.is_timeout() {
             "no answer in time".to_string()
         } else if e.is_connection_refusal() {
             "connection refused".to_string()
         } else {
             e.to_string()
         };
-        RemoteError::new(format!("redis {target}: {doing}: {why}"), timeout)
+        RemoteError::new(format!("redis {target}: {doing}: {why}"))
     }
 
     /// The server's answer was not what the scripts return (another program's keys under
     /// our prefix, a proxy that mangles replies).
     pub fn protocol(target: &Target, what: impl fmt::Display) -> RemoteError {
-        RemoteError::new(format!("redis {target}: unexpected reply: {what}"), false)
-    }
-
-    /// True when the server did not answer within the timeout.
-    pub fn is_timeout(&self) -> bool {
-        self.timeout
+        RemoteError::new(format!("redis {target}: unexpected reply: {what}"))
     }
 }
 
@@ -142,11 +132,6 @@ impl Remote {
             prefix: format!("triage:{{{}}}:", escape_namespace(&config.namespace)),
             config: config.clone(),
         })
-    }
-
-    /// The configuration this connection was made with.
-    pub fn config(&self) -> &Config {
-        &self.config
     }
 
     /// A key of this project: `triage:{NAMESPACE}:rest`.
@@ -269,6 +254,9 @@ pub fn probe(c: &Config) -> Result<(f64, i64, Counts), RemoteError> {
     let offset = server - (before + after) / 2;
     Ok((rtts[rtts.len() / 2], offset, r.counts()?))
 }
+
+#[cfg(test)]
+mod against_redis;
 
 #[cfg(test)]
 mod tests {

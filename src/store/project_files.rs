@@ -154,6 +154,8 @@ impl Inside {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hostile_input::hostile_text;
+    use proptest::prelude::*;
 
     fn tree() -> tempfile::TempDir {
         let d = tempfile::tempdir().expect("tempdir");
@@ -220,5 +222,21 @@ mod tests {
         let path = "a/".repeat(2000);
         assert!(found(d.path(), &path).is_empty());
         assert!(expand(d.path(), "[").refused.is_some());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn globs_never_reach_outside_the_project(pattern in hostile_text()) {
+            let d = tempfile::tempdir().unwrap();
+            std::fs::create_dir_all(d.path().join("L2/x")).unwrap();
+            std::fs::write(d.path().join("L2/a.md"), "a").unwrap();
+            std::os::unix::fs::symlink("/etc", d.path().join("etc")).unwrap();
+            let facts = expand(d.path(), &pattern);
+            for (p, _) in &facts.found {
+                prop_assert!(p.starts_with("L2/"), "{} matched {}", pattern, p);
+            }
+        }
     }
 }

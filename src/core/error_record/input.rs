@@ -201,16 +201,6 @@ pub fn classified_record(v: &Value, policy: &Policy, retry_count: Option<u32>) -
     classified_at(v, policy, retry_count, None).0
 }
 
-/// [`classified_record`], with the classifier's error object as well (for the advice a hook
-/// gives the model).
-pub fn classified(
-    v: &Value,
-    policy: &Policy,
-    retry_count: Option<u32>,
-) -> (ErrorRecord, ErrorObject) {
-    classified_at(v, policy, retry_count, None)
-}
-
 /// [`classified`] at time `now` (a usage limit's reset time becomes `retry_after_s`).
 pub fn classified_at(
     v: &Value,

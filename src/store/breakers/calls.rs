@@ -10,11 +10,9 @@ use crate::context::Context;
 use crate::core::breaker::template::{circuit_open, CircuitOpen};
 use crate::core::breaker::{self, CallReport, LastError, Millis, Outcome, Totals};
 use crate::core::policy::Scope;
-use crate::core::vocab::Kind;
 use crate::exit::{Failure, FailureClass};
 use chrono::{SecondsFormat, TimeZone, Utc};
 use serde::Serialize;
-use std::time::Duration;
 
 /// The answer to `check`.
 #[derive(Clone, Debug, Serialize)]
@@ -211,36 +209,14 @@ pub fn template4_reason(r: &CheckResult) -> String {
     })
 }
 
-/// May a call to `key` go ahead? (global scope; see [`check_in`] for a session).
-pub fn check(cx: &Context, key: &str) -> Result<CheckResult, Failure> {
-    check_in(cx, key, None)
-}
-
-/// [`check`] within a session, for keys whose policy says `scope = "session"`.
+/// May a call to `key` go ahead? Within `session` for keys whose policy says `scope =
+/// "session"`.
 pub fn check_in(cx: &Context, key: &str, session: Option<&str>) -> Result<CheckResult, Failure> {
     check_id(cx, &resolve(cx, key, session, true)?)
 }
 
-/// Reports a call's result (global scope; see [`record_in`]).
-pub fn record(
-    cx: &Context,
-    key: &str,
-    outcome: Outcome,
-    ticket: Option<&str>,
-    kind: Option<Kind>,
-    duration: Option<Duration>,
-) -> Result<RecordResult, Failure> {
-    let report = CallReport {
-        outcome: Some(outcome),
-        ticket: ticket.map(str::to_string),
-        kind,
-        detail: None,
-        duration_ms: duration.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-    };
-    record_in(cx, key, None, &report)
-}
-
-/// [`record`] within a session, with the error text as well.
+/// Reports a call's result on breaker `key` (within `session` for keys whose policy says
+/// `scope = "session"`).
 pub fn record_in(
     cx: &Context,
     key: &str,
@@ -280,7 +256,7 @@ pub fn peek_all(cx: &Context) -> Result<Vec<Status>, Failure> {
     Ok(list)
 }
 
-/// [`check`] of a resolved key.
+/// [`check_in`] of a resolved key.
 pub fn check_id(cx: &Context, id: &Id) -> Result<CheckResult, Failure> {
     let result = store::update(cx, id, |b, s, now| {
         let (p, tr) = breaker::check(b, s, now);
@@ -328,7 +304,7 @@ pub fn check_id(cx: &Context, id: &Id) -> Result<CheckResult, Failure> {
     }
 }
 
-/// [`record`] of a resolved key.
+/// [`record_in`] of a resolved key.
 pub fn record_id(cx: &Context, id: &Id, report: &CallReport) -> Result<RecordResult, Failure> {
     store::update(cx, id, |b, s, now| {
         let (r, tr) = breaker::record(b, s, report, now).map_err(Failure::usage)?;

@@ -52,7 +52,7 @@ pub fn record(
             };
             error_record::warnings(&counters.open, &keys, &thresholds, phase_size)
         }
-        Written::Logged(_) | Written::Pending(_) => Vec::new(),
+        Written::Logged(_) | Written::Pending => Vec::new(),
     };
     Ok(Recorded {
         record: rec,

@@ -11,13 +11,6 @@ use std::path::{Path, PathBuf};
 /// How much is read from the end at a time.
 const CHUNK: usize = 256 * 1024;
 
-/// Streams the complete lines of a JSONL file to `visit`, the last line first, until `visit`
-/// returns false. A last line without its newline (torn, or being written) is passed over, as
-/// [`super::read_jsonl`] does; blank lines too. Memory: one chunk and the longest line.
-pub fn read_jsonl_rev(path: &Path, visit: impl FnMut(&[u8]) -> bool) -> Result<()> {
-    read_jsonl_rev_to(path, None, visit)
-}
-
 /// [`read_jsonl_rev`] from byte `end` rather than the end of the file (a follower's start,
 /// so that no line is both listed and followed).
 pub fn read_jsonl_rev_to(
@@ -372,7 +365,7 @@ mod tests {
         let p = dir.path().join("log");
         std::fs::write(&p, text).expect("write");
         let mut out = Vec::new();
-        read_jsonl_rev(&p, |l| {
+        read_jsonl_rev_to(&p, None, |l| {
             out.push(String::from_utf8_lossy(l).into_owned());
             true
         })
@@ -402,7 +395,7 @@ mod tests {
         let p = dir.path().join("log");
         std::fs::write(&p, b"1\n2\n3\n").expect("write");
         let mut seen = Vec::new();
-        read_jsonl_rev(&p, |l| {
+        read_jsonl_rev_to(&p, None, |l| {
             seen.push(l.to_vec());
             seen.len() < 2
         })

@@ -38,12 +38,8 @@ struct Loaded {
 pub struct Applied<T> {
     /// The caller's answer.
     pub out: T,
-    /// The breaker after the call.
-    pub breaker: Breaker,
     /// The state was unusable and was started afresh (the old bytes are kept beside it).
     pub rebuilt: Option<String>,
-    /// Compare-and-set rounds lost to other writers.
-    pub conflicts: u32,
 }
 
 /// How a breaker call is told what to do.
@@ -81,12 +77,7 @@ impl Remote {
                 Err(f) => return Ok(Err(f)),
             };
             if rebuilt.is_none() && b == before {
-                return Ok(Ok(Applied {
-                    out,
-                    breaker: b,
-                    rebuilt,
-                    conflicts,
-                }));
+                return Ok(Ok(Applied { out, rebuilt }));
             }
             let json = serde_json::to_string(&b).map_err(|e| {
                 RemoteError::protocol(&self.config.target, format!("cannot serialize: {e}"))
@@ -109,14 +100,7 @@ impl Remote {
             }
             let reply: Vec<Value> = self.invoke("storing a breaker", &inv)?;
             match reply.first().and_then(int) {
-                Some(1) => {
-                    return Ok(Ok(Applied {
-                        out,
-                        breaker: b,
-                        rebuilt,
-                        conflicts,
-                    }))
-                }
+                Some(1) => return Ok(Ok(Applied { out, rebuilt })),
                 Some(0) => {
                     conflicts += 1;
                     loaded = parse_loaded(&reply[1..])
@@ -127,7 +111,6 @@ impl Remote {
                                 "redis {}: breaker `{}` kept changing under {conflicts} attempts until the deadline",
                                 self.config.target, call.key
                             ),
-                            true,
                         ));
                     }
                     // Losers of a race spread out a little, so a burst settles in a few rounds.

@@ -257,25 +257,6 @@ impl Remote {
         }
     }
 
-    /// The open failures of `session`.
-    pub fn session_open(&mut self, session: &str) -> Result<u64, RemoteError> {
-        let n: Option<u64> = self.query(
-            "reading the counters",
-            redis::cmd("HGET")
-                .arg(self.key("open:sessions"))
-                .arg(session),
-        )?;
-        Ok(n.unwrap_or(0))
-    }
-
-    /// The unit counters of `scope` (field, count).
-    pub fn scope_units(&mut self, scope: &str) -> Result<Vec<(String, u64)>, RemoteError> {
-        self.query(
-            "reading the counters",
-            redis::cmd("HGETALL").arg(self.key(&format!("open:units:{scope}"))),
-        )
-    }
-
     /// Where `unit`'s open failures in `scope` begin (a stream id), if it has any.
     pub fn unit_since(&mut self, scope: &str, unit: &str) -> Result<Option<String>, RemoteError> {
         self.query(

@@ -96,11 +96,6 @@ pub fn with<T>(
     }
 }
 
-/// Whether this process holds a working connection now (for `store status`).
-pub fn is_up() -> bool {
-    matches!(SLOT.lock().as_deref(), Ok(Slot::Up { .. }))
-}
-
 fn fell_back(cx: &Context, doing: &str, e: &RemoteError) {
     cx.warn(&format!(
         "{doing}: {e}; used the local files for this call (the fleet's Redis is tried again later)"

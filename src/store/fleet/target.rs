@@ -85,11 +85,6 @@ impl Target {
     pub fn connection_info(&self) -> ConnectionInfo {
         self.info.clone()
     }
-
-    /// Whether a password will be sent.
-    pub fn has_password(&self) -> bool {
-        self.info.redis_settings().password().is_some()
-    }
 }
 
 /// `url` with the part before `@` (user and password) replaced, for messages about a URL
@@ -113,7 +108,7 @@ mod tests {
     fn urls_parse_with_host_port_db_and_never_show_the_password() {
         let t = Target::parse("redis://:s3cret@cache.internal:6390/2", None).unwrap();
         assert_eq!(t.to_string(), "redis://cache.internal:6390/2");
-        assert!(t.has_password());
+        assert!(t.connection_info().redis_settings().password().is_some());
         assert_eq!(
             t.connection_info().redis_settings().password(),
             Some("s3cret")
@@ -121,7 +116,7 @@ mod tests {
         assert!(!format!("{t:?}").contains("s3cret"));
         let t = Target::parse("redis://localhost", None).unwrap();
         assert_eq!(t.to_string(), "redis://localhost:6379/0");
-        assert!(!t.has_password());
+        assert!(t.connection_info().redis_settings().password().is_none());
     }
 
     #[test]
