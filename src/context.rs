@@ -73,9 +73,10 @@ impl Answer {
         }
     }
 
-    /// Text for people. Keys, agent names and error texts come from untrusted input, so
-    /// every control character but the line breaks and tabs of the layout is shown in caret
-    /// notation (`^[` for ESC): no escape sequence reaches the terminal (see [`printable`](crate::core::text::printable)).
+    /// Text for people. Keys, agent names and error texts come from untrusted input, so every
+    /// control character but the line breaks and tabs of the layout is shown in caret notation
+    /// (`^[` for ESC): no escape sequence reaches the terminal (see
+    /// [`printable`](crate::core::text::printable)).
     pub fn text(text: impl Into<String>) -> Answer {
         let mut s = crate::core::text::printable(&text.into());
         while s.ends_with('\n') {
@@ -696,8 +697,8 @@ fn load_policy_file(
     Ok(loaded)
 }
 
-/// Parses one JSON value (leniently, see [`crate::core::json::Lenient`]), with a message that says what
-/// was wrong.
+/// Parses one JSON value (leniently, see [`crate::core::json::Lenient`]), with a message that says
+/// what was wrong.
 pub fn parse_json(bytes: &[u8]) -> Result<Value, Failure> {
     crate::core::json::parse_json(bytes).map_err(|e| {
         let why = if std::str::from_utf8(bytes).is_err() && e.is_syntax() {

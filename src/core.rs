@@ -1,5 +1,7 @@
-//! The pure core: functions of (input, policy, now). Nothing here opens a file, reads the
-//! clock or the environment.
+//! The pure core (the lowest layer): functions of (input, policy, now). Nothing here opens a
+//! file, reads the clock or the environment, and nothing here imports the layers above. The
+//! library surface is here: `classify`, `output_check`, `breaker`, `policy`, `vocab` and
+//! `duration` are public (see the crate's documentation); the rest is the crate's own.
 
 pub(crate) mod attempt_plan;
 pub mod breaker;

@@ -1,15 +1,16 @@
 //! The Claude Code hook protocol: the codec ([`codec`]) and the answer to each event
 //! (`triage hook`, the one command every Claude Code event in `settings.json` runs, reads the
-//! payload and hands it to [`answer`], which routes on `hook_event_name` and answers with one object in the hook output schema,
-//! or with nothing:
+//! payload and hands it to [`answer`], which routes on `hook_event_name` and answers with one
+//! object in the hook output schema, or with nothing):
 //!
 //! - `PreToolUse`: the breaker gate for the subagent tool and for tools the policy names in
 //!   `[breaker.<tool>]`; denies with Template 4 when open, else remembers when the call started
 //!   and the probe ticket it was given.
 //! - `PostToolUse`: completes a guarded call (error record, `timeout` past its configured
 //!   timeout, outcome on the breaker with its ticket). A subagent call meets its SubagentStop by
-//!   `agentId` (see [`crate::store::sessions`]; [`calls`]): in the background (`async_launched`) it leaves the call for
-//!   SubagentStop; in the foreground it takes SubagentStop's verdict and tells the parent.
+//!   `agentId` (see [`crate::store::sessions`] and `calls`): in the background
+//!   (`async_launched`) it leaves the call for SubagentStop; in the foreground it takes
+//!   SubagentStop's verdict and tells the parent.
 //! - `PostToolUseFailure`: classifies, records the error (once: a subagent SubagentStop already
 //!   recorded is not recorded again), records a breaker failure, and tells the model the
 //!   advised next step.

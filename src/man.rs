@@ -1,6 +1,6 @@
 //! The manual: one page per command at every depth (`triage(1)`, `triage-breaker(1)`,
 //! `triage-breaker-check(1)`, …) rendered from the clap definitions, and `triage.toml(5)`
-//! rendered from the policy's own definitions ([`policy_page`]). `triage man` prints a page or
+//! rendered from the policy's own definitions ([`policy_page()`]). `triage man` prints a page or
 //! installs them all; `install-links` installs them beside the binary; `man/` in the
 //! repository holds the same pages and a test fails when it is stale.
 //!

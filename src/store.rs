@@ -1,5 +1,8 @@
-//! What persists: bytes, locks and files ([`files`]), a fleet's Redis ([`fleet`]), and the
-//! domain seams over them.
+//! What persists (the layer above the core): bytes, locks and files ([`files`]) and a fleet's
+//! Redis ([`fleet`]), and the domain seams over them, which choose the backend — breakers,
+//! the error log, the hooks' sessions, the loop guard's rejections, phase manifests, sagas,
+//! state files' recovery — and what reads the disk besides: the project's files an output
+//! check names, and the user's cache of compiled patterns.
 
 pub mod breakers;
 pub mod error_log;

@@ -3,7 +3,7 @@
 //! and `NO_COLOR` is unset, short times (`14:02:07`, `3 min ago`), plurals that agree with
 //! their number, and sparklines.
 //!
-//! Pure: [`Term`] is decided once from the environment by [`crate::context::terminal`] and
+//! Pure: [`Term`] is decided once from the environment by [`terminal`] and
 //! handed in, so every function here is a function of its arguments.
 
 use chrono::{DateTime, Local, Utc};

@@ -1,12 +1,12 @@
 //! `triage breaker`: one circuit breaker per key, shared by every process on the machine (or,
 //! with a fleet store, every host).
 //!
-//! The story of one call ([`crate::store::breakers::calls`], shared with the other commands): resolve
-//! the key (with the session for `scope = "session"`), then
-//! [`crate::store::breakers::update`] applies the pure state machine in [`crate::core::breaker`] with
-//! the key's policy and `now` under the key's exclusion, storing the state and one event per
-//! transition, so every transition happens exactly once whoever races. The exclusion is never
-//! held while the guarded call runs: `check` hands out a ticket, `record` brings it back.
+//! The story of one call ([`crate::store::breakers::calls`], shared with the other commands):
+//! resolve the key (with the session for `scope = "session"`), then
+//! [`crate::store::breakers::update`] applies the pure state machine in [`crate::core::breaker`]
+//! with the key's policy and `now` under the key's exclusion, storing the state and one event per
+//! transition, so every transition happens exactly once whoever races. The exclusion is never held
+//! while the guarded call runs: `check` hands out a ticket, `record` brings it back.
 
 mod view;
 

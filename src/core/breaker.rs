@@ -4,7 +4,7 @@
 //! A [`Breaker`] is the whole persisted state of one key. The functions in [`machine`] take it
 //! with the key's [`BreakerSettings`] and `now` (Unix milliseconds), change it, and return what
 //! the caller asked for plus the [`Transition`]s that happened. They never open a file or read
-//! the clock: [`store`] is the seam that loads one key under exclusion, applies them and
+//! the clock: `store::breakers` is the seam that loads one key under exclusion, applies them and
 //! stores the result.
 //!
 //! Decisions where the libraries disagree (issue 4):

@@ -35,7 +35,7 @@
 //!
 //! At every level, stack frames are not evidence: JavaScript `at …` lines, Python's
 //! `Traceback` header and `File "…"` frames, Go and Rust backtrace lines are dropped before
-//! matching (see [`matching`]).
+//! matching (see `matching`).
 
 mod builtin;
 mod facts;

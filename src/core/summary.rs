@@ -1,9 +1,9 @@
 //! What the error log tells (seeds 000, 001, 002): totals, per-group counts, kinds, retries,
 //! last errors, resolution rates and durations, and the thresholds crossed.
 //!
-//! Pure and streaming: [`Aggregator::add`] takes one log line at a time, parsed into a borrowed
-//! [`LogLine`], and keeps only per-group sums and a fixed-size duration histogram, so memory
-//! grows with the number of groups (agents, sessions), never with the number of lines.
+//! Pure and streaming: [`Aggregator::add_with`] takes one log line at a time, parsed into a
+//! borrowed [`LogLine`], and keeps only per-group sums and a fixed-size duration histogram, so
+//! memory grows with the number of groups (agents, sessions), never with the number of lines.
 
 mod query;
 
@@ -347,8 +347,8 @@ impl<'p> Aggregator<'p> {
     }
 
     /// Takes one line (false when it is not a JSON object: it is then counted as skipped), and
-    /// hands every parsed line, with whether the filter admits it, to `also`: the text report's timeline and the HTML report's charts ride on the same
-    /// pass and the same parse.
+    /// hands every parsed line, with whether the filter admits it, to `also`: the text report's
+    /// timeline and the HTML report's charts ride on the same pass and the same parse.
     pub fn add_with(&mut self, bytes: &[u8], also: &mut impl FnMut(&LogLine, &[u8], bool)) -> bool {
         let Some(line) = LogLine::parse(bytes) else {
             self.skipped += 1;

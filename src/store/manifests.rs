@@ -67,7 +67,7 @@ pub fn write(path: &Path, m: &Manifest) -> Result<(), Failure> {
     write_as(path, m, true)
 }
 
-/// [`write`]; `durable: false` leaves out the folder's fsync (the file itself is fsynced, so
+/// [`write()`]; `durable: false` leaves out the folder's fsync (the file itself is fsynced, so
 /// never torn): for the writes while items run, whose loss to a power cut only means
 /// `resume` runs again what they had filed as ended.
 pub fn write_as(path: &Path, m: &Manifest, durable: bool) -> Result<(), Failure> {

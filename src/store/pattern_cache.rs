@@ -1,8 +1,8 @@
 //! A policy's regexes compiled once per policy content, not once per call: their automata
-//! ([`matcher`]) are kept in `policy-<hash>.bin` in the user's own cache folder ([`user_dir`]:
-//! `$XDG_CACHE_HOME/triage`, else `~/.cache/triage`), named by a hash of the policy text and
-//! holding the text itself, and read back by the next call, which then compiles nothing it has
-//! seen before.
+//! ([`crate::core::pattern`]) are kept in `policy-<hash>.bin` in the user's own cache folder
+//! ([`user_dir`]: `$XDG_CACHE_HOME/triage`, else `~/.cache/triage`), named by a hash of the policy
+//! text and holding the text itself, and read back by the next call, which then compiles nothing it
+//! has seen before.
 //!
 //! The file also stands for "this policy text loaded without a problem", so a call that finds
 //! it skips the policy's validation (parsing every regex, compiling every jq filter and glob)

@@ -1,7 +1,7 @@
 //! How the rule tables of [`super::rules`] are run against an error text: the text a rule may
 //! look at (stack frames are not evidence), case folding, and the precedence within a table.
 //! The matching itself is done by the automata built from the tables at build time
-//! ([`super::builtin`]); no regex is compiled.
+//! ([`mod@super::builtin`]); no regex is compiled.
 
 use super::builtin;
 use super::rules::{TextRule, API_TYPES, GENERIC, SPECIFIC, TOOL_EXIT};

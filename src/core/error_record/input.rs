@@ -201,7 +201,8 @@ pub fn classified_record(v: &Value, policy: &Policy, retry_count: Option<u32>) -
     classified_at(v, policy, retry_count, None).0
 }
 
-/// [`classified`] at time `now` (a usage limit's reset time becomes `retry_after_s`).
+/// The classified record of `v` (see [`classified_record`]) at time `now` (a usage limit's reset
+/// time becomes `retry_after_s`).
 pub fn classified_at(
     v: &Value,
     policy: &Policy,

@@ -2,8 +2,9 @@
 //! after it ([`crate::store::breakers::calls`]'s `check_in`/`record_in`, under the breaker's
 //! exclusion), the classifier's verdict on a failure, the error log ([`crate::store::error_log`]'s
 //! `record`, counters included) and the output check of `--until-output-ok`
-//! ([`crate::store::project_files::judge`], as `check-output`). The breaker and the log are best effort: when they cannot be
-//! used, `run` warns and goes on, like the commands themselves (SPEC §2).
+//! ([`crate::store::project_files::judge`], as `check-output`). The breaker and the log are best
+//! effort: when they cannot be used, `run` warns and goes on, like the commands themselves (SPEC
+//! §2).
 
 use super::Request;
 use crate::context::Context;
@@ -116,8 +117,8 @@ pub fn breaker_outcome(
 }
 
 /// The classifier's verdict on a failed attempt: its end, the stderr tail, the agent and the
-/// attempt number (for the retry advice), under `policy` (run's retry flags applied). A plain non-zero exit that no rule recognises is a
-/// `tool_failure`.
+/// attempt number (for the retry advice), under `policy` (run's retry flags applied). A plain
+/// non-zero exit that no rule recognises is a `tool_failure`.
 pub fn classify_failure(
     cx: &Context,
     policy: &crate::core::policy::Policy,

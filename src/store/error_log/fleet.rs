@@ -1,9 +1,9 @@
-//! The error log on a fleet's Redis (see [`crate::store::fleet::log`]): a line goes to the stream with
-//! its counter changes in one script; when Redis cannot take it, the line goes to the local
-//! log as it always did, and a copy waits in `logs/fleet.outbox/<nonce>.json` until `triage
-//! store sync` (or the next record written while Redis answers) pushes it. The nonce makes the
-//! push idempotent: a record whose first append reached Redis but whose answer was lost is
-//! not added twice.
+//! The error log on a fleet's Redis (see [`crate::store::fleet::log`]): a line goes to the stream
+//! with its counter changes in one script; when Redis cannot take it, the line goes to the local
+//! log as it always did, and a copy waits in `logs/fleet.outbox/<nonce>.json` until `triage store
+//! sync` (or the next record written while Redis answers) pushes it. The nonce makes the push
+//! idempotent: a record whose first append reached Redis but whose answer was lost is not added
+//! twice.
 //!
 //! Which counters a line changes is decided here, by the rules of [`Counters`]: the session's
 //! records, and per scope (the workflow, else the session) the failing units and their phases.

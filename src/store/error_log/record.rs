@@ -61,9 +61,9 @@ pub fn record(
     })
 }
 
-/// Whether a record counts toward the thresholds (as [`crate::core::error_record::LogLine::opens`] reads it back): not
-/// an interrupt, not kept out of them (an unguarded tool's failure), and not written already
-/// resolved.
+/// Whether a record counts toward the thresholds (as [`crate::core::error_record::LogLine::opens`]
+/// reads it back): not an interrupt, not kept out of them (an unguarded tool's failure), and not
+/// written already resolved.
 fn opens(rec: &ErrorRecord) -> bool {
     rec.kind() != Some(Kind::Interrupted.as_str())
         && rec.counts_toward_thresholds()

@@ -1,4 +1,4 @@
-//! Reading a JSONL log from its end: newest line first ([`read_jsonl_rev`]), and following it
+//! Reading a JSONL log from its end: newest line first ([`read_jsonl_rev_to`]), and following it
 //! as it grows ([`Follower`]), across a prune that replaces the file by rename and across a
 //! truncation in place.
 
@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 /// How much is read from the end at a time.
 const CHUNK: usize = 256 * 1024;
 
-/// [`read_jsonl_rev`] from byte `end` rather than the end of the file (a follower's start,
-/// so that no line is both listed and followed).
+/// Reads a JSONL log newest line first, from byte `end` rather than the end of the file (a
+/// follower's start, so that no line is both listed and followed).
 pub fn read_jsonl_rev_to(
     path: &Path,
     end: Option<u64>,
