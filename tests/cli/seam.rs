@@ -266,11 +266,15 @@ fn expand(tree: &str) -> Vec<String> {
 }
 
 /// The module paths a file's code names, as paths from the crate root: `crate::…` in `use`
-/// declarations and inline, and `super::…` resolved against `module` (the file's own). A path
-/// ends at its first type (`context::Context::new` is `context::Context`).
+/// declarations and inline, `super::…` resolved against `module` (the file's own), and the
+/// paths through a module a `use` named (`use crate::store::files;` then `files::lock`). A
+/// path ends at its first type (`context::Context::new` is `context::Context`).
 fn named(code: &str, module: &str) -> BTreeSet<String> {
     let ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let mut found = BTreeSet::new();
+    // The names `use` binds to modules: `files` for `use crate::store::files;`, `store` for
+    // `use super::{self as store}`.
+    let mut bound: BTreeMap<String, String> = BTreeMap::new();
     // `use` declarations, groups expanded (they may span lines); the rest is scanned inline.
     let mut inline = String::new();
     let mut rest = code;
@@ -279,32 +283,59 @@ fn named(code: &str, module: &str) -> BTreeSet<String> {
         let after = &rest[at + 4..];
         let end = after.find(';').unwrap_or(after.len());
         let tree = after[..end].trim();
-        if before_ok && (tree.starts_with("crate::") || tree.starts_with("super::")) {
-            for p in expand(tree) {
-                found.insert(from_root(&p, module));
-            }
-            inline.push_str(&rest[..at]);
-        } else {
+        let ours = before_ok && (tree.starts_with("crate::") || tree.starts_with("super::"));
+        if !ours {
             inline.push_str(&rest[..at + 4]);
+            rest = after;
+            continue;
         }
-        rest = if before_ok && (tree.starts_with("crate::") || tree.starts_with("super::")) {
-            &after[end..]
-        } else {
-            after
-        };
+        for p in expand(tree) {
+            let (path, alias) = match p.split_once(" as ") {
+                Some((path, alias)) => (path.trim(), Some(alias.trim())),
+                None => (p.as_str(), None),
+            };
+            let full = from_root(path, module);
+            let last = path
+                .trim_end_matches("::self")
+                .rsplit("::")
+                .next()
+                .unwrap_or_default();
+            if last.starts_with(|c: char| c.is_ascii_lowercase())
+                && !full.contains(char::is_uppercase)
+            {
+                bound.insert(alias.unwrap_or(last).to_string(), full.clone());
+            }
+            found.insert(full);
+        }
+        inline.push_str(&rest[..at]);
+        rest = &after[end..];
     }
     inline.push_str(rest);
-    // Inline paths: `crate::a::b` and `super::a`.
-    for prefix in ["crate::", "super::"] {
+    // Inline paths: `crate::a::b`, `super::a`, and `name::a` for a module `use` named.
+    let mut prefixes: Vec<(String, Option<&String>)> =
+        vec![("crate::".to_string(), None), ("super::".to_string(), None)];
+    prefixes.extend(
+        bound
+            .iter()
+            .map(|(name, full)| (format!("{name}::"), Some(full))),
+    );
+    for (prefix, through) in &prefixes {
         let mut rest = inline.as_str();
-        while let Some(at) = rest.find(prefix) {
+        while let Some(at) = rest.find(prefix.as_str()) {
             let before_ok = at == 0 || !(rest[..at].ends_with(ident) || rest[..at].ends_with(':'));
             let tail = &rest[at..];
             let len = tail
                 .find(|c: char| !(ident(c) || c == ':'))
                 .unwrap_or(tail.len());
+            let path = tail[..len].trim_end_matches(':');
             if before_ok {
-                found.insert(from_root(tail[..len].trim_end_matches(':'), module));
+                found.insert(match through {
+                    None => from_root(path, module),
+                    Some(full) => {
+                        let rest_of = &path[prefix.len().min(path.len())..];
+                        from_root(&format!("crate::{full}::{rest_of}"), module)
+                    }
+                });
             }
             rest = &rest[at + prefix.len()..];
         }
