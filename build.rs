@@ -13,7 +13,7 @@
 mod automata;
 // Also the policy cache's; here only the encoder is used, not the reader.
 #[allow(dead_code)]
-#[path = "src/automaton/encode.rs"]
+#[path = "src/core/dfa/encode.rs"]
 mod encode;
 
 use std::path::{Path, PathBuf};
@@ -22,7 +22,7 @@ use std::process::Command;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build/automata.rs");
-    println!("cargo:rerun-if-changed=src/automaton/encode.rs");
+    println!("cargo:rerun-if-changed=src/core/dfa/encode.rs");
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     automata::generate(&manifest, &out)?;
@@ -37,10 +37,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn build_id(manifest: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for f in [
-        "src/policy.rs",
-        "src/automaton/mod.rs",
-        "src/automaton/encode.rs",
-        "src/policy_cache/matcher.rs",
+        "src/core/policy.rs",
+        "src/core/dfa.rs",
+        "src/core/dfa/encode.rs",
+        "src/core/pattern.rs",
         "Cargo.lock",
     ] {
         watch(manifest.join(f));

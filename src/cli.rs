@@ -2,8 +2,9 @@
 //! place where a command's result becomes an exit status (SPEC §2).
 
 use crate::commands;
-use crate::context::{self, Context, GlobalArgs, Outcome};
+use crate::context::{self, Answer, Context, GlobalArgs};
 use crate::exit::{ExitStatus, Failure, FailureClass};
+use crate::version::LONG_VERSION;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::Path;
@@ -18,17 +19,6 @@ Examples:
 
 Exit status: 0 done (or best effort: could not be done, warning on stderr); 1 negative verdict
 with -e; 64 usage error; 65, 74, 75 with --strict: bad data, I/O error, lock timeout.";
-
-/// `triage --version`: the version, the commit it was built from and the build date (build.rs).
-/// `-V` and the man pages show the version alone, so they do not change with every commit.
-pub const LONG_VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (commit ",
-    env!("TRIAGE_COMMIT"),
-    ", built ",
-    env!("TRIAGE_BUILD_DATE"),
-    ")"
-);
 
 /// `triage`: the error-handling layer for LLM-agent workflows.
 #[derive(Parser, Debug)]
@@ -47,7 +37,7 @@ pub const LONG_VERSION: &str = concat!(
     after_help = EXAMPLES,
     disable_help_subcommand = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Options every subcommand takes.
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -58,7 +48,7 @@ pub struct Cli {
 
 /// The subcommands. Each is added with the issue that builds it; none exists as a stub.
 #[derive(Subcommand, Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// Write a JSON state file atomically, keeping the previous version as .bak
     StateWrite(commands::state_write::Args),
     /// Read a JSON state file, recovering from .bak or a checkpoint when it is corrupt
@@ -98,7 +88,7 @@ pub enum Command {
 }
 
 /// Names the binary answers to when a link or copy of it carries that name.
-pub const MULTICALL: &[&str] = &[
+pub(crate) const MULTICALL: &[&str] = &[
     "state-write",
     "state-read",
     "classify",
@@ -109,7 +99,7 @@ pub const MULTICALL: &[&str] = &[
 
 impl Command {
     /// The subcommand's name, which starts its messages.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Command::StateWrite(_) => "state-write",
             Command::StateRead(_) => "state-read",
@@ -165,7 +155,7 @@ impl Command {
         )
     }
 
-    fn run(&self, cx: &Context) -> Result<Outcome, Failure> {
+    fn run(&self, cx: &Context) -> Result<Answer, Failure> {
         match self {
             Command::StateWrite(a) => commands::state_write::run(a, cx),
             Command::StateRead(a) => commands::state_read::run(a, cx),
@@ -173,14 +163,16 @@ impl Command {
             Command::Config(a) => commands::config::run(a, cx),
             Command::Hook(a) => commands::hook::run(a, cx),
             Command::Init(a) => commands::init::run(a, cx),
-            Command::InstallLinks(a) => commands::install_links::run(a, cx),
+            Command::InstallLinks(a) => {
+                commands::install_links::run(a, cx, MULTICALL, Cli::command())
+            }
             Command::Classify(a) => commands::classify::run(a, cx),
             Command::Breaker(a) => commands::breaker::run(a, cx),
             Command::RecordError(a) => commands::record_error::run(a, cx),
             Command::Report(a) => commands::report::run(a, cx),
             Command::Errors(a) => commands::errors::run(a, cx),
-            Command::Completions(a) => commands::completions::run(a, cx),
-            Command::Man(a) => commands::man::run(a, cx),
+            Command::Completions(a) => commands::completions::run(a, cx, Cli::command()),
+            Command::Man(a) => commands::man::run(a, cx, Cli::command()),
             Command::Saga(a) => commands::saga::run(a, cx),
             Command::Run(a) => commands::run::run(a, cx),
             Command::Store(a) => commands::store::run(a, cx),
@@ -198,7 +190,7 @@ fn subcommand_names() -> Vec<String> {
 
 /// Multi-call: under the name of a subcommand, run that subcommand.
 /// Returns the argument list to parse, or the usage error for an unknown program name.
-pub fn dispatch_args(argv: Vec<OsString>) -> Result<Vec<OsString>, String> {
+pub(crate) fn dispatch_args(argv: Vec<OsString>) -> Result<Vec<OsString>, String> {
     let mut args = argv.into_iter();
     let argv0 = args.next().unwrap_or_else(|| "triage".into());
     let name = Path::new(&argv0)

@@ -3,12 +3,12 @@
 //!
 //! This is the only place that reads the environment, so the core stays pure.
 
+use crate::core::policy::{self, Policy};
 use crate::env::Env;
 use crate::exit::Failure;
-use crate::input;
-use crate::policy::{self, Policy};
-use crate::policy_cache;
-use crate::store;
+use crate::stdin;
+use crate::store::files;
+use crate::store::pattern_cache;
 use chrono::{DateTime, Utc};
 use clap::Args;
 use serde::Serialize;
@@ -50,7 +50,7 @@ pub struct GlobalArgs {
 
 /// What a command produced: the text for stdout (if any) and whether the verdict was negative.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub struct Answer {
     /// Printed with a newline; `None` prints nothing.
     pub stdout: Option<String>,
     /// A negative verdict: exit 1 under `-e`.
@@ -61,78 +61,79 @@ pub struct Outcome {
     pub exit: Option<u8>,
 }
 
-impl Outcome {
+impl Answer {
     /// One JSON line.
-    pub fn json(value: &impl Serialize) -> Outcome {
+    pub fn json(value: &impl Serialize) -> Answer {
         let line = serde_json::to_string(value).unwrap_or_else(|e| {
             format!("{{\"status\":\"error\",\"detail\":\"cannot serialize output: {e}\"}}")
         });
-        Outcome {
+        Answer {
             stdout: Some(line),
-            ..Outcome::default()
+            ..Answer::default()
         }
     }
 
-    /// Text for people. Keys, agent names and error texts come from untrusted input, so
-    /// every control character but the line breaks and tabs of the layout is shown in caret
-    /// notation (`^[` for ESC): no escape sequence reaches the terminal (see [`printable`]).
-    pub fn text(text: impl Into<String>) -> Outcome {
-        let mut s = printable(&text.into());
+    /// Text for people. Keys, agent names and error texts come from untrusted input, so every
+    /// control character but the line breaks and tabs of the layout is shown in caret notation
+    /// (`^[` for ESC): no escape sequence reaches the terminal (see
+    /// [`printable`](crate::core::text::printable)).
+    pub fn text(text: impl Into<String>) -> Answer {
+        let mut s = crate::core::text::printable(&text.into());
         while s.ends_with('\n') {
             s.pop();
         }
-        Outcome {
+        Answer {
             stdout: Some(s),
-            ..Outcome::default()
+            ..Answer::default()
         }
     }
 
-    /// Text for a terminal that takes colour: as [`Outcome::text`], but the SGR sequences
+    /// Text for a terminal that takes colour: as [`Answer::text`], but the SGR sequences
     /// (`ESC [ … m`: colour, bold, dim, reset) are kept. No other escape passes, so nothing
     /// from input can move the cursor, clear the screen or retitle the terminal; cells built
     /// by [`crate::term::Term`] are made printable before they are styled.
-    pub fn styled(text: impl Into<String>) -> Outcome {
-        let mut s = printable_styled(&text.into());
+    pub fn styled(text: impl Into<String>) -> Answer {
+        let mut s = crate::core::text::printable_styled(&text.into());
         while s.ends_with('\n') {
             s.pop();
         }
-        Outcome {
+        Answer {
             stdout: Some(s),
-            ..Outcome::default()
+            ..Answer::default()
         }
     }
 
-    /// `--text` output: [`Outcome::styled`] when colouring, else [`Outcome::text`].
-    pub fn for_terminal(text: impl Into<String>, colour: bool) -> Outcome {
+    /// `--text` output: [`Answer::styled`] when colouring, else [`Answer::text`].
+    pub fn for_terminal(text: impl Into<String>, colour: bool) -> Answer {
         if colour {
-            Outcome::styled(text)
+            Answer::styled(text)
         } else {
-            Outcome::text(text)
+            Answer::text(text)
         }
     }
 
     /// A hook response: one JSON object, or nothing when there is nothing to say.
-    pub fn hook(response: &crate::hook_io::Response) -> Outcome {
+    pub fn hook(response: &crate::hook::codec::Response) -> Answer {
         if response.is_empty() {
-            Outcome::nothing()
+            Answer::nothing()
         } else {
-            Outcome::json(response)
+            Answer::json(response)
         }
     }
 
     /// Nothing on stdout.
-    pub fn nothing() -> Outcome {
-        Outcome::default()
+    pub fn nothing() -> Answer {
+        Answer::default()
     }
 
     /// Ends with this exit status whatever the options (`triage run`: the child's status).
-    pub fn exit(mut self, status: u8) -> Outcome {
+    pub fn exit(mut self, status: u8) -> Answer {
         self.exit = Some(status);
         self
     }
 
     /// Marks the verdict negative (or not).
-    pub fn negative(mut self, negative: bool) -> Outcome {
+    pub fn negative(mut self, negative: bool) -> Answer {
         self.negative = negative;
         self
     }
@@ -172,8 +173,6 @@ pub struct Context {
     policy: OnceCell<(Policy, Option<PathBuf>)>,
 }
 
-pub use crate::env::parse_now;
-
 impl Context {
     /// Reads the environment for subcommand `name`: the variables fill in the options the
     /// command line left out, and a malformed one is a warning and its default (SPEC §2).
@@ -195,12 +194,12 @@ impl Context {
         // A root the user named may be a link they chose; the default one in the project is
         // what a cloned repository could ship, so there even the root must not be a link.
         let root = state_root(&global, &env.project_dir);
-        store::set_root(&root, global.dir.is_some());
-        // Compiled caches are never kept where a project could ship them (see `policy_cache`).
+        files::set_root(&root, global.dir.is_some());
+        // Compiled caches are never kept where a project could ship them (see `pattern_cache`).
         let cache_dir =
-            policy_cache::user_dir(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"));
+            pattern_cache::user_dir(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"));
         if let Some(d) = &cache_dir {
-            store::set_private_dir(d);
+            files::set_private_dir(d);
         }
         let cx = Context {
             name,
@@ -274,6 +273,15 @@ impl Context {
         }
     }
 
+    /// The jitter's seed: `TRIAGE_SEED` (a number), else one drawn from the clock and the
+    /// process id.
+    pub fn jitter_seed(&self) -> u64 {
+        self.seed.unwrap_or_else(|| {
+            self.now.timestamp_nanos_opt().unwrap_or_default() as u64
+                ^ u64::from(std::process::id()).rotate_left(32)
+        })
+    }
+
     /// The project folder: `$CLAUDE_PROJECT_DIR`, else the current folder.
     pub fn project(&self) -> PathBuf {
         self.project_dir
@@ -289,7 +297,7 @@ impl Context {
     /// The state root, created 0700 if missing.
     pub fn ensure_root(&self) -> Result<PathBuf, Failure> {
         let root = self.state_root();
-        store::ensure_dir(&root)?;
+        files::ensure_dir(&root)?;
         Ok(root)
     }
 
@@ -350,18 +358,18 @@ impl Context {
         Ok(&self.policy.get_or_init(|| (policy, path)).0)
     }
 
-    /// Writes the policy's cache when this call made or grew it (see [`policy_cache`]), in
+    /// Writes the policy's cache when this call made or grew it (see [`pattern_cache`]), in
     /// the user's own cache folder, never in the state root: whatever the command, since it
     /// leaves no trace in the project. A cache that cannot be written is only a slower next
     /// call, so nothing is said unless the folder was refused (a link, loose permissions).
     pub fn save_policy_cache(&self) {
-        if !policy_cache::pending() {
+        if !pattern_cache::pending() {
             return;
         }
         let Some(dir) = &self.cache_dir else {
             return;
         };
-        if let Err(e) = policy_cache::save(dir) {
+        if let Err(e) = pattern_cache::save(dir) {
             if e.is_refused() {
                 self.warn(&format!("policy cache not written: {e}"));
             }
@@ -379,9 +387,9 @@ impl Context {
         if stdin.is_terminal() {
             return Ok(None);
         }
-        let bytes = match input::read_bounded(self.stdin_input(&stdin), self.max_input) {
+        let bytes = match stdin::read_bounded(self.stdin_input(&stdin), self.max_input) {
             Ok(b) => b,
-            Err(input::InputError::TimedOut { got, .. }) => {
+            Err(stdin::InputError::TimedOut { got, .. }) => {
                 self.stdin_cut_short(&got)?;
                 got
             }
@@ -403,12 +411,12 @@ impl Context {
         if stdin.is_terminal() {
             return Ok(None);
         }
-        match input::read_one_json(self.stdin_input(&stdin), self.max_input) {
+        match stdin::read_one_json(self.stdin_input(&stdin), self.max_input) {
             Ok(v) => Ok(v),
-            Err(input::InputError::Syntax(why)) => Err(Failure::data(format!(
+            Err(stdin::InputError::Syntax(why)) => Err(Failure::data(format!(
                 "stdin is not valid JSON: {why}; send one JSON document"
             ))),
-            Err(input::InputError::TimedOut { got, .. }) => match input::value_so_far(&got) {
+            Err(stdin::InputError::TimedOut { got, .. }) => match stdin::value_so_far(&got) {
                 Ok(v) => self.stdin_cut_short(&got).map(|()| v),
                 Err(_) if self.global.strict => Err(Failure::io(self.late(&got))),
                 Err(_) => Err(Failure::data(format!(
@@ -421,13 +429,13 @@ impl Context {
     }
 
     /// Stdin as a reader that waits for its writer at most the policy's `[stdin]` time, all
-    /// waits together ([`input::Patient`]); the policy is read only if a read would wait.
+    /// waits together ([`stdin::Patient`]); the policy is read only if a read would wait.
     pub fn stdin_input<'a>(
         &'a self,
         stdin: &'a std::io::Stdin,
-    ) -> input::Patient<std::os::fd::BorrowedFd<'a>, impl FnOnce() -> Duration + 'a> {
+    ) -> stdin::Patient<std::os::fd::BorrowedFd<'a>, impl FnOnce() -> Duration + 'a> {
         use std::os::fd::AsFd;
-        input::Patient::new(stdin.as_fd(), move || self.stdin_timeout().0)
+        stdin::Patient::new(stdin.as_fd(), move || self.stdin_timeout().0)
     }
 
     /// How long stdin may keep this call waiting, and the policy key that says so: `[stdin]
@@ -458,7 +466,7 @@ impl Context {
         };
         format!(
             "stdin: {sent} and no end within {} ([stdin] {key}): the writer kept the pipe open",
-            crate::duration::Dur(limit)
+            crate::core::duration::Dur(limit)
         )
     }
 
@@ -481,22 +489,22 @@ impl Context {
 
     /// Stdin over the limit is bad data; stdin that cannot be read is no input, with a
     /// warning (or an I/O failure under `--strict`).
-    fn stdin_failed(&self, e: input::InputError) -> Result<(), Failure> {
+    fn stdin_failed(&self, e: stdin::InputError) -> Result<(), Failure> {
         match e {
-            input::InputError::TooLarge { limit } => Err(Failure::data(format!(
+            stdin::InputError::TooLarge { limit } => Err(Failure::data(format!(
                 "stdin is more than the limit of {limit} bytes (TRIAGE_MAX_INPUT); send less, or raise TRIAGE_MAX_INPUT"
             ))),
-            input::InputError::Io(e) if self.global.strict => {
+            stdin::InputError::Io(e) if self.global.strict => {
                 Err(Failure::io(format!("cannot read stdin: {e}")))
             }
-            input::InputError::Io(e) => {
+            stdin::InputError::Io(e) => {
                 self.warn(&format!("cannot read stdin ({e}); going on without it"));
                 Ok(())
             }
-            input::InputError::Syntax(why) => Err(Failure::data(format!(
+            stdin::InputError::Syntax(why) => Err(Failure::data(format!(
                 "stdin is not valid JSON: {why}; send one JSON document"
             ))),
-            input::InputError::TimedOut { got, .. } => self.stdin_cut_short(&got),
+            stdin::InputError::TimedOut { got, .. } => self.stdin_cut_short(&got),
         }
     }
 
@@ -520,7 +528,7 @@ impl Context {
         let logs = root.join("logs");
         // A refused root (a link, a loose folder) makes this fail too: nothing is written,
         // and stderr says why once, since the trace cannot.
-        if let Err(e) = store::ensure_dir(&logs) {
+        if let Err(e) = files::ensure_dir(&logs) {
             self.untraced(&e);
             return;
         }
@@ -542,7 +550,7 @@ impl Context {
         });
         // Never waits long: a busy log gets the line without the lock (on a fresh line).
         let wait = self.lock_wait().min(Duration::from_millis(20));
-        if let Err(e) = store::append_line_best_effort(
+        if let Err(e) = files::append_line_best_effort(
             &logs.join("triage.log"),
             line.to_string().as_bytes(),
             wait,
@@ -553,7 +561,7 @@ impl Context {
 
     /// Says on stderr, once per run, that the trace log refused a line (a link or a FIFO in
     /// its place): the one warning that cannot be traced.
-    fn untraced(&self, e: &store::StoreError) {
+    fn untraced(&self, e: &files::StoreError) {
         use std::sync::atomic::{AtomicBool, Ordering};
         static SAID: AtomicBool = AtomicBool::new(false);
         if e.is_refused() && !SAID.swap(true, Ordering::Relaxed) {
@@ -563,7 +571,7 @@ impl Context {
 
     /// The fleet's Redis, when `TRIAGE_STORE` or `[store] url` names one: `None` for the local
     /// files; `Some(Err)` when the URL is not valid (the caller warns and uses the files).
-    pub fn fleet_config(&self) -> Option<Result<crate::fleet::Config, String>> {
+    pub fn fleet_config(&self) -> Option<Result<crate::store::fleet::Config, String>> {
         let policy = self.policy().ok()?;
         let store = &policy.store;
         let url = self.store_url.as_deref().or(store.url.as_deref())?;
@@ -572,7 +580,7 @@ impl Context {
             return None;
         }
         let password = self.redis_password.as_deref().filter(|p| !p.is_empty());
-        let target = match crate::fleet::Target::parse(url, password) {
+        let target = match crate::store::fleet::Target::parse(url, password) {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
         };
@@ -581,7 +589,7 @@ impl Context {
             .clone()
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| self.project_name());
-        Some(Ok(crate::fleet::Config {
+        Some(Ok(crate::store::fleet::Config {
             target,
             namespace,
             connect_timeout: store.connect_timeout.0,
@@ -643,7 +651,7 @@ fn deadline_after(wait: Duration) -> Instant {
 
 /// The policy file read leniently: every good entry and every problem; `Err` only when the
 /// file cannot be read at all. When the user's cache folder `cache_dir` holds the cache of
-/// this very text (see [`policy_cache`]), the text is known to load without a problem and is
+/// this very text (see [`pattern_cache`]), the text is known to load without a problem and is
 /// only deserialized; otherwise it is checked, and when it has no problem a cache is written
 /// there at the end of the call. Without a cache folder, every call checks.
 fn load_policy_file(
@@ -653,7 +661,7 @@ fn load_policy_file(
 ) -> Result<policy::Loaded, String> {
     // Read like any file the user named, but never a FIFO or a device: a planted one would
     // hang every hook.
-    let bytes = store::read_named(path)
+    let bytes = files::read_named(path)
         .map_err(|e| format!("cannot read policy: {e}"))?
         .ok_or_else(|| format!("cannot read policy {}: it does not exist", path.display()))?;
     let text = String::from_utf8(bytes).map_err(|_| {
@@ -665,8 +673,8 @@ fn load_policy_file(
     let Some(cache_dir) = cache_dir else {
         return Ok(policy::load_lenient(&text, policy::Depth::Syntax));
     };
-    let known = policy_cache::identify(&text);
-    let refused = match policy_cache::load(cache_dir, &known) {
+    let known = pattern_cache::identify(&text);
+    let refused = match pattern_cache::load(cache_dir, &known) {
         Ok(true) => match policy::parse_trusted(&text) {
             Some(policy) => {
                 return Ok(policy::Loaded {
@@ -684,69 +692,15 @@ fn load_policy_file(
     };
     let loaded = policy::load_lenient(&text, policy::Depth::Syntax);
     if loaded.problems.is_empty() && !refused {
-        policy_cache::policy_loaded(known);
+        pattern_cache::policy_loaded(known);
     }
     Ok(loaded)
 }
 
-/// `text` with its control characters made visible, as `cat -v` does: `^[` for ESC, `^M` for
-/// a carriage return, `^?` for DEL, `\u{9b}` for a C1 control. Newlines and tabs stay.
-pub fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\n' | '\t' => out.push(c),
-            '\u{7f}' => out.push_str("^?"),
-            c if (c as u32) < 0x20 => {
-                out.push('^');
-                out.push(char::from(b'@' + c as u8));
-            }
-            c if c.is_control() || is_bidi_control(c) => {
-                out.push_str(&format!("\\u{{{:x}}}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// The bidirectional embeddings, overrides and isolates (U+202A–U+202E, U+2066–U+2069): on a
-/// terminal they would make a cell read reversed, so [`printable`] shows them as `\u{202e}`.
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
-/// [`printable`], keeping SGR sequences (`ESC [` digits and `;` `m`) whole.
-pub fn printable_styled(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find('\u{1b}') {
-        out.push_str(&printable(&rest[..i]));
-        let after = &rest[i + 1..];
-        let sgr = after.strip_prefix('[').and_then(|a| {
-            let n = a.find(|c: char| !(c.is_ascii_digit() || c == ';'))?;
-            a[n..].starts_with('m').then_some(n + 2)
-        });
-        match sgr {
-            Some(len) => {
-                out.push('\u{1b}');
-                out.push_str(&after[..len]);
-                rest = &after[len..];
-            }
-            None => {
-                out.push_str("^[");
-                rest = after;
-            }
-        }
-    }
-    out.push_str(&printable(rest));
-    out
-}
-
-/// Parses one JSON value (leniently, see [`input::Lenient`]), with a message that says what
-/// was wrong.
+/// Parses one JSON value (leniently, see [`crate::core::json::Lenient`]), with a message that says
+/// what was wrong.
 pub fn parse_json(bytes: &[u8]) -> Result<Value, Failure> {
-    input::parse_json(bytes).map_err(|e| {
+    crate::core::json::parse_json(bytes).map_err(|e| {
         let why = if std::str::from_utf8(bytes).is_err() && e.is_syntax() {
             format!("{e} (the input is not valid UTF-8)")
         } else {
@@ -771,46 +725,9 @@ pub fn print_line(text: &str) -> std::io::Result<()> {
     }
 }
 
-/// How `--text` output meets the terminal: `COLUMNS` (else the terminal's width), and colour
-/// only when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`.
-pub fn terminal() -> crate::term::Term {
-    let stdout = std::io::stdout();
-    let is_terminal = stdout.is_terminal();
-    let tty_width = is_terminal
-        .then(|| rustix::termios::tcgetwinsize(&stdout).ok())
-        .flatten()
-        .map(|w| usize::from(w.ws_col));
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    crate::term::Term::decide(
-        var("COLUMNS").as_deref(),
-        tty_width,
-        is_terminal,
-        var("NO_COLOR").is_some(),
-        var("TERM").as_deref(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn text_shows_control_characters_instead_of_sending_them() {
-        assert_eq!(
-            printable("a\u{1b}]0;owned\u{7}b\rc\u{7f}\u{9b}31m\td\n"),
-            "a^[]0;owned^Gb^Mc^?\\u{9b}31m\td\n"
-        );
-        assert_eq!(printable("plain é ✓"), "plain é ✓");
-    }
-
-    #[test]
-    fn text_shows_bidi_overrides_instead_of_obeying_them() {
-        assert_eq!(
-            printable("agent-\u{202e}gnp.exe\u{2066}x\u{2069}"),
-            "agent-\\u{202e}gnp.exe\\u{2066}x\\u{2069}"
-        );
-        assert_eq!(printable("\u{200f}rtl mark"), "\u{200f}rtl mark");
-    }
 
     #[test]
     fn json_errors_say_what_to_send() {

@@ -6,8 +6,8 @@
 //! Pure: [`Env::read`] is handed a lookup function; [`crate::context`] hands it the process's
 //! environment.
 
-use crate::duration::Dur;
-use chrono::{DateTime, TimeZone, Utc};
+use crate::core::duration::{parse_now, Dur};
+use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -49,7 +49,7 @@ impl Env {
                 let v = value(name).unwrap_or_default();
                 env.warnings.push(format!(
                     "{name}=`{}` is not {why}; using {default}",
-                    crate::context::printable(&v)
+                    crate::core::text::printable(&v)
                 ));
             }
         };
@@ -114,20 +114,6 @@ pub fn parse_bool(text: &str) -> Option<bool> {
         "0" | "false" | "no" | "off" => Some(false),
         _ => None,
     }
-}
-
-/// Parses `TRIAGE_NOW`: RFC 3339, or Unix seconds (with a fraction if wanted).
-pub fn parse_now(text: &str) -> Option<DateTime<Utc>> {
-    let t = text.trim();
-    if let Ok(d) = DateTime::parse_from_rfc3339(t) {
-        return Some(d.with_timezone(&Utc));
-    }
-    let secs: f64 = t.parse().ok()?;
-    if !secs.is_finite() {
-        return None;
-    }
-    let ms = (secs * 1000.0).round() as i64;
-    Utc.timestamp_millis_opt(ms).single()
 }
 
 #[cfg(test)]

@@ -116,20 +116,6 @@ impl fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
-impl From<crate::store::StoreError> for Failure {
-    fn from(e: crate::store::StoreError) -> Failure {
-        let class = if e.is_lock_timeout() {
-            FailureClass::Lock
-        } else {
-            FailureClass::Io
-        };
-        Failure {
-            class,
-            message: e.to_string(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

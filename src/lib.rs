@@ -1,26 +1,32 @@
-//! `triage`: the error-handling layer for LLM-agent workflows.
-//!
-//! How the pieces fit (arrows point one way):
+//! `triage`: the error-handling layer for LLM-agent workflows. The picture, arrows pointing
+//! the one way imports may go:
 //!
 //! ```text
-//! main.rs ─► cli (clap, multi-call, exit statuses) ─► commands::<one per subcommand>
-//!                                                         │
-//!            ┌────────────────────────────────────────────┼──────────────────────┐
-//!            ▼                                            ▼                      ▼
-//!   core: vocab, duration, policy, glob, jq,      store: locks, atomic     context: options,
-//!   state, input (pure functions of input,        replace, JSONL append    clock, stdin, policy
-//!   policy, now)                                  and read, key escaping   loading, trace log
+//! main.rs ─► cli ─► commands/<one per subcommand>, hook/, report/, man, setup ─┐  THE EDGE
+//!            (clap, multi-call, exit statuses; context, env, stdin, term)      │  what faces
+//!                                   ┌──────────────────────────────────────────┘  the world
+//!                                   ▼
+//!   exec/   running commands: a child in its group, the attempt loop, the phase runner
+//!   store/  what persists: files, locks, Redis; the seams (breakers, error_log, sessions...)
+//!   core/   pure: vocab, policy, classify, breaker machine, output checks, templates...
+//!   exit    Failure and ExitStatus, below them all
 //! ```
 //!
-//! The core never opens a file, reads the clock or the environment: it is handed `now` and the
-//! policy. [`store`] is the only module that opens shared files. [`context`] is the only one
-//! that reads the environment (parsed by [`env`]). A command is the short glue that reads
-//! input, calls the core, persists through the domain module that owns the state and writes
-//! the answer: breakers through [`breaker::calls`] and [`breaker::store`], the error log and
-//! its counters through [`error_log`], the loop guard's counts through
-//! [`output_check::rejections`], the hooks' per-session files through [`session`]. Those
-//! choose the backend (the files, or a fleet's Redis through [`fleet`]); no command calls
-//! another's persistence (`tests/cli/seam.rs` checks).
+//! The layers are the folders: `core`, `store`, `exec`; everything else at the top is
+//! the edge (kept at the top rather than under `src/edge/`: `commands/` is what a reader
+//! looks for first, and every edge module is one a command or the dispatcher calls). A file
+//! may import its own layer and those below it, never one above: `core` never opens a file,
+//! reads the clock or the environment (it is handed `now` and the policy); `store` is the only
+//! layer that opens shared state, and its seams choose the backend (the files, or a fleet's
+//! Redis); `exec` runs processes through both. For now `store` and `exec` are still handed the
+//! edge's `context::Context` (the next step decouples it). No command imports another, and
+//! no two files import each other (`tests/cli/seam.rs` reads the source and checks all three).
+//!
+//! The library surface is the part of the core a program can call in-process to classify an
+//! error text, judge an output or run a breaker without the binary: [`core::classify`],
+//! [`core::output_check`], [`core::breaker`] (the machine), [`core::policy`] (what they are
+//! judged by), [`core::vocab`] and [`core::duration`] (the words and durations in their
+//! answers). Everything else is `pub(crate)`; [`cli::main`] is public for the binary.
 
 /// `say!` that never panics: a closed or full stderr (`2>/dev/full`, a reader gone) loses
 /// the line, never the call (a panic on a phase item's thread once left its runner hanging).
@@ -41,35 +47,21 @@ macro_rules! say_more {
     }};
 }
 
-pub mod automaton;
-pub mod breaker;
-pub mod classify;
 pub mod cli;
-pub mod commands;
-pub mod context;
-pub mod duration;
-pub mod env;
-pub mod error_log;
-pub mod error_record;
-pub mod exit;
-pub mod fleet;
-pub mod glob;
-pub mod hook_io;
-pub mod input;
-pub mod jq;
-pub mod man;
-pub mod output_check;
-pub mod phase;
-pub mod policy;
-pub mod policy_cache;
-pub mod report;
-pub mod run;
-pub mod saga;
-pub mod session;
-pub mod settings;
-pub mod state;
-pub mod store;
-pub mod templates;
-pub mod term;
-pub mod transcript;
-pub mod vocab;
+pub(crate) mod commands;
+pub(crate) mod context;
+pub mod core;
+pub(crate) mod env;
+pub(crate) mod exec;
+pub(crate) mod exit;
+pub(crate) mod hook;
+#[cfg(test)]
+mod hostile_input;
+pub(crate) mod man;
+pub(crate) mod report;
+pub(crate) mod settings;
+pub(crate) mod setup;
+pub(crate) mod stdin;
+pub(crate) mod store;
+pub(crate) mod term;
+pub(crate) mod version;

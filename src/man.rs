@@ -1,6 +1,6 @@
 //! The manual: one page per command at every depth (`triage(1)`, `triage-breaker(1)`,
 //! `triage-breaker-check(1)`, …) rendered from the clap definitions, and `triage.toml(5)`
-//! rendered from the policy's own definitions ([`policy_page`]). `triage man` prints a page or
+//! rendered from the policy's own definitions ([`policy_page()`]). `triage man` prints a page or
 //! installs them all; `install-links` installs them beside the binary; `man/` in the
 //! repository holds the same pages and a test fails when it is stale.
 //!
@@ -12,8 +12,10 @@ pub mod policy_page;
 
 pub use policy_page::policy_page;
 
-use clap::{Command, CommandFactory};
+use crate::exit::Failure;
+use clap::Command;
 use std::fmt::Write;
+use std::path::{Path, PathBuf};
 
 /// One page: its file name (`triage-classify.1`) and its roff text.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,10 +45,11 @@ pub fn roff_text(text: &str) -> String {
     out
 }
 
-/// Every page, the policy's included, in a stable order.
-pub fn pages() -> Vec<Page> {
+/// Every page of `tree` (the command line's definition, `Cli::command()`), the policy's
+/// included, in a stable order.
+pub fn pages(tree: clap::Command) -> Vec<Page> {
     // The long version names the commit: it would change every page with every commit.
-    let mut cmd = crate::cli::Cli::command().long_version(None);
+    let mut cmd = tree.long_version(None);
     cmd.build();
     let mut pages = Vec::new();
     walk(&cmd, None, &mut pages);
@@ -246,13 +249,40 @@ fn common_sections(cmd: &Command, name: &str, parent: Option<&str>) -> String {
     out
 }
 
+/// Writes every page of `tree` under `dir` (`man1/`, `man5/`), readable by all as man pages
+/// are.
+pub fn install(tree: clap::Command, dir: &Path) -> Result<Vec<PathBuf>, Failure> {
+    let mut written = Vec::new();
+    for Page {
+        file,
+        section,
+        body,
+    } in pages(tree)
+    {
+        let folder = dir.join(format!("man{section}"));
+        std::fs::create_dir_all(&folder)
+            .map_err(|e| Failure::io(format!("cannot create {}: {e}", folder.display())))?;
+        let path = folder.join(&file);
+        let tmp = folder.join(format!(".{file}.tmp-{}", std::process::id()));
+        std::fs::write(&tmp, body.as_bytes())
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|e| {
+                let _ = std::fs::remove_file(&tmp);
+                Failure::io(format!("cannot write {}: {e}", path.display()))
+            })?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
 
     #[test]
     fn every_referenced_page_exists() {
-        let pages = pages();
+        let pages = pages(crate::cli::Cli::command());
         let names: Vec<&str> = pages.iter().map(|p| p.file.as_str()).collect();
         let reference = regex::Regex::new(r"(triage[a-z\\-]*)\((\d)\)").expect("regex");
         for p in &pages {
@@ -267,7 +297,7 @@ mod tests {
 
     #[test]
     fn examples_are_verbatim_and_sections_present() {
-        let pages = pages();
+        let pages = pages(crate::cli::Cli::command());
         let report = pages
             .iter()
             .find(|p| p.file == "triage-report.1")

@@ -42,24 +42,6 @@ pub fn event_command(event: &str, command: &str) -> String {
     }
 }
 
-/// The shell command that runs `triage hook` with the binary at `exe` (the form earlier
-/// versions wrote; still recognised as triage's).
-pub fn hook_command(exe: &str) -> String {
-    format!("{} hook", shell_quote(exe))
-}
-
-/// Quotes a path for `sh -c` when it needs it.
-pub fn shell_quote(s: &str) -> String {
-    let plain = !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,".contains(c));
-    if plain {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 /// Whether a hook handler is one that `triage init` installed (by this binary or another
 /// triage binary: a reinstall at another path replaces the old entry rather than doubling it).
 pub fn is_ours(handler: &Value) -> bool {
@@ -236,11 +218,6 @@ pub fn render_with(settings: &Value, indent: &str, final_newline: bool) -> Strin
     s
 }
 
-/// [`render_with`] a two-space indent, as Claude Code writes a new file.
-pub fn render(settings: &Value, final_newline: bool) -> String {
-    render_with(settings, "  ", final_newline)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,7 +277,10 @@ mod tests {
             let (installed, _) = install(&original, CMD).unwrap();
             let (back, change) = uninstall(&installed).unwrap();
             assert_eq!(change.removed.len(), EVENTS.len());
-            assert_eq!(render(&back, true), render(&original, true));
+            assert_eq!(
+                render_with(&back, "  ", true),
+                render_with(&original, "  ", true)
+            );
         }
     }
 
@@ -349,7 +329,10 @@ mod tests {
             render_with(&v, "    ", true),
             "{\n    \"a\": {\n        \"b\": 1\n    }\n}\n"
         );
-        assert_eq!(render(&v, false), serde_json::to_string_pretty(&v).unwrap());
+        assert_eq!(
+            render_with(&v, "  ", false),
+            serde_json::to_string_pretty(&v).unwrap()
+        );
     }
 
     #[test]
@@ -383,8 +366,5 @@ mod tests {
     }
 
     #[test]
-    fn quoting() {
-        assert_eq!(shell_quote("/usr/bin/triage"), "/usr/bin/triage");
-        assert_eq!(shell_quote("/a b/it's"), r"'/a b/it'\''s'");
-    }
+    fn quoting() {}
 }

@@ -3,7 +3,7 @@
 //! and `NO_COLOR` is unset, short times (`14:02:07`, `3 min ago`), plurals that agree with
 //! their number, and sparklines.
 //!
-//! Pure: [`Term`] is decided once from the environment by [`crate::context::terminal`] and
+//! Pure: [`Term`] is decided once from the environment by [`terminal`] and
 //! handed in, so every function here is a function of its arguments.
 
 use chrono::{DateTime, Local, Utc};
@@ -11,6 +11,7 @@ use comfy_table::{
     presets, Attribute, Cell, CellAlignment, Color, ColumnConstraint, ContentArrangement, Table,
     Width,
 };
+use std::io::IsTerminal;
 
 /// The narrowest and widest layouts we make, whatever `COLUMNS` says.
 const MIN_WIDTH: usize = 40;
@@ -62,7 +63,8 @@ impl Term {
         Term { width, colour }
     }
 
-    /// Plain text of a given width (tests, files).
+    /// Plain text of a given width.
+    #[cfg(test)]
     pub fn plain(width: usize) -> Term {
         Term {
             width: width.clamp(MIN_WIDTH, MAX_WIDTH),
@@ -72,7 +74,7 @@ impl Term {
 
     /// `text` in the colour of `tone`, or as it is without colour.
     pub fn paint(&self, text: &str, tone: Tone) -> String {
-        let text = crate::context::printable(text);
+        let text = crate::core::text::printable(text);
         if !self.colour || text.is_empty() {
             return text;
         }
@@ -151,7 +153,7 @@ impl Term {
     /// A table cell in the colour of `tone`; control characters from input are shown, not
     /// sent (and so measured as what the terminal shows).
     pub fn cell(&self, text: impl Into<String>, tone: Option<Tone>) -> Cell {
-        let c = Cell::new(crate::context::printable(&text.into()));
+        let c = Cell::new(crate::core::text::printable(&text.into()));
         match tone {
             Some(t) if self.colour => match t {
                 Tone::Bad => c.fg(Color::Red).add_attribute(Attribute::Bold),
@@ -210,7 +212,7 @@ fn visible_len(text: &str) -> usize {
 /// A duration in milliseconds for people: the program's one format, cut to its two largest
 /// units (`1h`, `1m30s`, `450ms`).
 pub fn human(ms: u64) -> String {
-    crate::duration::Dur::millis(ms).approx().to_string()
+    crate::core::duration::Dur::millis(ms).approx().to_string()
 }
 
 /// `1 session`, `2 sessions`, `0 sessions`.
@@ -271,6 +273,25 @@ pub fn cut(text: &str, max: usize) -> String {
         Some((i, _)) if line.chars().count() > max => format!("{}…", &line[..i]),
         _ => line.to_string(),
     }
+}
+
+/// How `--text` output meets the terminal: `COLUMNS` (else the terminal's width), and colour
+/// only when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`.
+pub fn terminal() -> Term {
+    let stdout = std::io::stdout();
+    let is_terminal = stdout.is_terminal();
+    let tty_width = is_terminal
+        .then(|| rustix::termios::tcgetwinsize(&stdout).ok())
+        .flatten()
+        .map(|w| usize::from(w.ws_col));
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    Term::decide(
+        var("COLUMNS").as_deref(),
+        tty_width,
+        is_terminal,
+        var("NO_COLOR").is_some(),
+        var("TERM").as_deref(),
+    )
 }
 
 #[cfg(test)]

@@ -1,30 +1,27 @@
 //! `triage breaker`: one circuit breaker per key, shared by every process on the machine (or,
 //! with a fleet store, every host).
 //!
-//! The story of one call ([`crate::breaker::calls`], shared with the other commands): resolve
-//! the key (with the session for `scope = "session"`), then
-//! [`crate::breaker::store::update`] applies the pure state machine in [`crate::breaker`] with
-//! the key's policy and `now` under the key's exclusion, storing the state and one event per
-//! transition, so every transition happens exactly once whoever races. The exclusion is never
-//! held while the guarded call runs: `check` hands out a ticket, `record` brings it back.
+//! The story of one call ([`crate::store::breakers::calls`], shared with the other commands):
+//! resolve the key (with the session for `scope = "session"`), then
+//! [`crate::store::breakers::update`] applies the pure state machine in [`crate::core::breaker`]
+//! with the key's policy and `now` under the key's exclusion, storing the state and one event per
+//! transition, so every transition happens exactly once whoever races. The exclusion is never held
+//! while the guarded call runs: `check` hands out a ticket, `record` brings it back.
 
-mod hook;
 mod view;
 
-pub use hook::hook;
-
-use crate::breaker::calls::{
-    check_id, record_id, resolve, status_all, status_id, stored_ids, TransitionView,
-};
-use crate::breaker::store::{self, Id};
-use crate::breaker::{self as core, Breaker, CallReport, Millis, Transition};
-use crate::context::{Context, Outcome as Answer};
+use crate::context::{Answer, Context};
+use crate::core::breaker::{self as machine, call_input};
+use crate::core::vocab::Kind;
 use crate::exit::{Failure, FailureClass};
-use crate::vocab::Kind;
-use serde::Serialize;
+use crate::store::breakers;
+use crate::store::breakers::calls::{
+    check_id, record_id, resolve, status_all, status_id, stored_ids,
+};
+use crate::store::breakers::manual::{existing, manual, no_breaker, Manual};
 use serde_json::Value;
 
-pub use crate::breaker::Outcome;
+use crate::core::breaker::Outcome;
 
 /// Arguments of `triage breaker`.
 #[derive(clap::Args, Debug)]
@@ -74,7 +71,7 @@ pub enum Action {
         kind: Option<Kind>,
         /// How long the call took (a success slower than slow_call_threshold is a failure)
         #[arg(long, value_name = "DUR")]
-        duration: Option<crate::duration::Dur>,
+        duration: Option<crate::core::duration::Dur>,
         /// The error text, shown as the last error
         #[arg(long, value_name = "TEXT")]
         detail: Option<String>,
@@ -102,7 +99,7 @@ pub enum Action {
         key: String,
         /// How long to keep it open
         #[arg(long = "for", value_name = "DUR")]
-        for_: Option<crate::duration::Dur>,
+        for_: Option<crate::core::duration::Dur>,
     },
     /// Always allow calls and count nothing, until reset
     Disable {
@@ -131,8 +128,9 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         ));
     }
     if by_hook {
-        let payload = crate::hook_io::Payload::new(cx.read_json()?.unwrap_or(Value::Null));
-        return Ok(Answer::hook(&hook(cx, &payload)?));
+        let payload =
+            crate::core::hook_payload::Payload::new(cx.read_json()?.unwrap_or(Value::Null));
+        return Ok(Answer::hook(&crate::hook::breaker::answer(cx, &payload)?));
     }
     let Some(action) = &args.action else {
         return Err(Failure::usage(
@@ -191,7 +189,8 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             detail,
             ..
         } => {
-            let report = report_from(&input, *outcome, ticket, *kind, *duration, detail)?;
+            let report =
+                call_input::from_input(&input, *outcome, ticket, *kind, *duration, detail)?;
             let id = resolve(cx, &key_of(key)?, session.as_deref(), false)?;
             let r = record_id(cx, &id, &report)?;
             if cx.global.text {
@@ -206,7 +205,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
                 let mut list = Vec::new();
                 for k in keys {
                     let id = resolve(cx, k, session.as_deref(), false)?;
-                    if store::exists(cx, &id) {
+                    if breakers::exists(cx, &id) {
                         list.push(status_id(cx, &id)?);
                     } else {
                         cx.warn(&no_breaker(cx, &id, "nothing to show"));
@@ -217,8 +216,8 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             // A key named that has no breaker is a negative verdict (a typo, most likely).
             let negative = list.len() < keys.len();
             if cx.global.text {
-                let term = crate::context::terminal();
-                let text = view::status_table(&list, &store::location(cx), &term, cx.now);
+                let term = crate::term::terminal();
+                let text = view::status_table(&list, &breakers::location(cx), &term, cx.now);
                 return Ok(Answer::for_terminal(text, term.colour).negative(negative));
             }
             Ok(Answer::json(&serde_json::json!({ "breakers": list })).negative(negative))
@@ -231,13 +230,13 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             };
             let mut done = Vec::new();
             for id in &ids {
-                done.push(manual(cx, id, |b, now| Ok(core::reset(b, now)))?);
+                done.push(manual(cx, id, |b, now| Ok(machine::reset(b, now)))?);
             }
             Ok(manual_answer(cx, done))
         }
         Action::Trip { key, for_ } => {
             let id = resolve(cx, key, session.as_deref(), false)?;
-            if !store::exists(cx, &id) {
+            if !breakers::exists(cx, &id) {
                 // Tripping a key before its first call is how an operator fences it off.
                 say!(
                     "triage breaker: note: {}",
@@ -248,19 +247,19 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             // time the machine compares it with.
             let for_ms = for_.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
             let r = manual(cx, &id, |b, now| {
-                Ok(core::trip(b, for_ms.map(|d| now.saturating_add(d)), now))
+                Ok(machine::trip(b, for_ms.map(|d| now.saturating_add(d)), now))
             })?;
             Ok(manual_answer(cx, vec![r]))
         }
         Action::Disable { key } => {
             let id = existing(cx, key, session.as_deref())?;
-            let r = manual(cx, &id, |b, now| Ok(core::disable(b, now)))?;
+            let r = manual(cx, &id, |b, now| Ok(machine::disable(b, now)))?;
             Ok(manual_answer(cx, vec![r]))
         }
         Action::HalfOpen { key } => {
             let id = existing(cx, key, session.as_deref())?;
             let r = manual(cx, &id, |b, now| {
-                core::half_open(b, now).map_err(|r| {
+                machine::half_open(b, now).map_err(|r| {
                     Failure::usage(format!(
                         "breaker `{}` is {}; only an open or forced-open breaker can go half-open (reset it to close it)",
                         b.key, r.from
@@ -270,41 +269,6 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             Ok(manual_answer(cx, vec![r]))
         }
     }
-}
-
-/// What reset, trip, disable and half-open print.
-#[derive(Serialize)]
-struct Manual {
-    key: String,
-    state: core::State,
-    generation: u64,
-    changed: bool,
-    transition: Option<TransitionView>,
-}
-
-fn manual(
-    cx: &Context,
-    id: &Id,
-    f: impl Fn(&mut Breaker, Millis) -> Result<Vec<Transition>, Failure>,
-) -> Result<Manual, Failure> {
-    store::update(cx, id, |b, s, now| {
-        // Lazy transitions first, so the event log shows open → half_open before a reset.
-        let (_, mut tr) = core::status(b, s, now);
-        let mine = f(b, now)?;
-        let out = Manual {
-            key: b.key.clone(),
-            state: b.state,
-            generation: b.generation,
-            changed: !mine.is_empty(),
-            transition: mine.first().map(|t| TransitionView {
-                from: t.from,
-                to: t.to,
-                reason: t.reason,
-            }),
-        };
-        tr.extend(mine);
-        Ok((out, tr))
-    })
 }
 
 fn manual_answer(cx: &Context, done: Vec<Manual>) -> Answer {
@@ -322,98 +286,4 @@ fn manual_answer(cx: &Context, done: Vec<Manual>) -> Answer {
         Ok([one]) => Answer::json(&one),
         Err(many) => Answer::json(&serde_json::json!({ "breakers": many })),
     }
-}
-
-/// The breaker `key` names, which must exist: an operator's typo (`reseacher`) must not make
-/// a phantom breaker, nor report a reset that changed nothing.
-fn existing(cx: &Context, key: &str, session: Option<&str>) -> Result<Id, Failure> {
-    let id = resolve(cx, key, session, false)?;
-    if store::exists(cx, &id) {
-        return Ok(id);
-    }
-    Err(Failure::data(no_breaker(cx, &id, "nothing changed")))
-}
-
-/// "no breaker `KEY` (WHAT); did you mean `K`?", or the existing keys when none is close.
-fn no_breaker(cx: &Context, id: &Id, what: &str) -> String {
-    let keys: Vec<String> = stored_ids(cx)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|i| i.key)
-        .collect();
-    let hint = match crate::policy::closest(&id.key, &keys) {
-        Some(k) => format!("; did you mean `{k}`?"),
-        None if keys.is_empty() => "; there are no breakers yet".into(),
-        None => {
-            let shown: Vec<String> = keys.iter().take(8).map(|k| format!("`{k}`")).collect();
-            let more = if keys.len() > 8 { ", …" } else { "" };
-            format!("; the breakers are {}{more}", shown.join(", "))
-        }
-    };
-    format!("no breaker `{}` ({what}){hint}", id.key)
-}
-
-/// A result from flags over stdin's fields.
-fn report_from(
-    input: &Value,
-    outcome: Option<Outcome>,
-    ticket: &Option<String>,
-    kind: Option<Kind>,
-    duration: Option<crate::duration::Dur>,
-    detail: &Option<String>,
-) -> Result<CallReport, Failure> {
-    let text = |k: &str| input.get(k).and_then(Value::as_str).map(str::to_string);
-    let parse = |k: &str, what: &str| -> Result<Option<String>, Failure> {
-        Ok(text(k)).and_then(|v| match v {
-            Some(s) if s.trim().is_empty() => {
-                Err(Failure::data(format!("stdin's \"{k}\" is empty; {what}")))
-            }
-            v => Ok(v),
-        })
-    };
-    let outcome = match outcome {
-        Some(o) => o,
-        None => match parse("outcome", "send success, failure or ignored")? {
-            Some(s) => s
-                .parse()
-                .map_err(|e: String| Failure::data(format!("stdin's \"outcome\": {e}")))?,
-            None => return Err(Failure::usage(
-                "say what happened: --outcome success|failure|ignored (or send {\"outcome\": ...})",
-            )),
-        },
-    };
-    let kind = match kind {
-        Some(k) => Some(k),
-        None => match text("kind") {
-            Some(k) => Some(
-                k.parse()
-                    .map_err(|e: String| Failure::data(format!("stdin's \"kind\": {e}")))?,
-            ),
-            None => None,
-        },
-    };
-    let duration_ms = match duration {
-        Some(d) => Some(d.as_millis()),
-        None => match (
-            text("duration"),
-            input.get("duration_ms").and_then(Value::as_u64),
-        ) {
-            (Some(d), _) => Some(
-                d.parse::<crate::duration::Dur>()
-                    .map_err(|e| Failure::data(format!("stdin's \"duration\": {e}")))?
-                    .as_millis(),
-            ),
-            (None, ms) => ms,
-        },
-    };
-    Ok(CallReport {
-        outcome: Some(outcome),
-        ticket: ticket.clone().or_else(|| text("ticket")),
-        kind,
-        detail: detail
-            .clone()
-            .or_else(|| text("detail"))
-            .or_else(|| text("error")),
-        duration_ms,
-    })
 }

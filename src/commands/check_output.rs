@@ -1,26 +1,20 @@
 //! `triage check-output`: catch the silent failures (seeds 001, 004) — an agent that
 //! "succeeds" with an empty, short, malformed or BLOCKED output. Reads `{agent, output,
 //! status, files}` (or `--raw` text, or a hook payload with `--hook`), resolves the agent's
-//! rules from the policy and the flags, and hands them to [`crate::output_check`].
+//! rules from the policy and the flags, and hands them to [`crate::core::output_check`]
+//! (through [`crate::store::project_files::judge`], which looks the files up).
 //!
-//! The stop-hook answer and its loop guard live in [`judge_hook`]; `triage hook` calls it
-//! in-process.
+//! The stop-hook answer and its loop guard live in [`crate::hook::check_output`]; `triage
+//! hook` calls it in-process.
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
+use crate::core::hook_payload::Payload;
+use crate::core::output_check::{self, Input, Verdict};
+use crate::core::policy::{OutputFormat, OutputRules};
 use crate::exit::Failure;
-use crate::hook_io::{Payload, Response};
-use crate::output_check::{self, FileFacts, Subject, Verdict};
-use crate::policy::{OutputFormat, OutputRules};
-use crate::store;
-use crate::vocab::Criticality;
+use crate::store::project_files;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-mod files;
-mod hook;
-pub use crate::output_check::Final;
-pub use files::expand;
-pub use hook::{judge_hook, judge_stop, Judged};
 
 /// Arguments of `triage check-output`.
 #[derive(clap::Args, Debug, Default)]
@@ -83,35 +77,20 @@ pub struct Args {
     pub block_with_exit_2: bool,
 }
 
-/// What is judged, as read from stdin and the flags.
-#[derive(Clone, Debug, Default)]
-pub struct Input {
-    /// The agent's name.
-    pub agent: Option<String>,
-    /// The output; `None` when there was none.
-    pub output: Option<Value>,
-    /// The reported status.
-    pub status: Option<String>,
-    /// Files the agent wrote (paths or globs, relative to the project).
-    pub files: Vec<String>,
-    /// The original's text, for `original_length`.
-    pub original: Option<String>,
-}
-
 /// Runs `triage check-output`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let flags = flag_rules(args)?;
     if args.hook {
         let payload = Payload::new(cx.read_json()?.unwrap_or(Value::Null));
-        let response = judge_hook_with(cx, &payload, &flags)?;
+        let response = crate::hook::check_output::answer(cx, &payload, &flags)?;
         if args.block_with_exit_2 && response.decision.as_deref() == Some("block") {
             say!("{}", response.reason.as_deref().unwrap_or_default());
-            return Ok(Outcome {
+            return Ok(Answer {
                 block: true,
-                ..Outcome::nothing()
+                ..Answer::nothing()
             });
         }
-        return Ok(Outcome::hook(&response));
+        return Ok(Answer::hook(&response));
     }
     let mut input = read_input(args, cx)?;
     if let Some(path) = &args.original {
@@ -119,66 +98,15 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             .map_err(|e| Failure::io(format!("--original {}: cannot read: {e}", path.display())))?;
         input.original = Some(String::from_utf8_lossy(&bytes).into_owned());
     }
-    let mut verdict = judge(cx, &input, &flags)?;
+    let (mut verdict, _, _) = project_files::judge(cx, &input, &flags)?;
     if let (false, Some(dir)) = (verdict.ok, &args.preserve_partial) {
         preserve(cx, dir, &input, &mut verdict);
     }
     let negative = !verdict.ok;
     if cx.global.text {
-        return Ok(Outcome::text(render_text(&verdict)).negative(negative));
+        return Ok(Answer::text(render_text(&verdict)).negative(negative));
     }
-    Ok(Outcome::json(&verdict).negative(negative))
-}
-
-/// Judges one output: the agent's policy rules, overlaid by `flags`, then the checks.
-/// Bad rules are warnings; files are looked up relative to the project.
-pub fn judge(cx: &Context, input: &Input, flags: &OutputRules) -> Result<Verdict, Failure> {
-    judge_full(cx, input, flags).map(|(verdict, _, _)| verdict)
-}
-
-/// [`judge`], with the rules and criticality it used (the hook needs `max_rejections`).
-fn judge_full(
-    cx: &Context,
-    input: &Input,
-    flags: &OutputRules,
-) -> Result<(Verdict, OutputRules, Criticality), Failure> {
-    let (rules, criticality) = rules_for(cx, input.agent.as_deref(), flags)?;
-    let mut files: Vec<FileFacts> = Vec::new();
-    let project = cx.project();
-    for pattern in rules.files_exist.iter().flatten().chain(&input.files) {
-        files.push(expand(&project, pattern));
-    }
-    let verdict = output_check::judge(
-        &rules,
-        criticality,
-        &Subject {
-            agent: input.agent.as_deref(),
-            output: input.output.as_ref(),
-            status: input.status.as_deref(),
-            files: &files,
-            original_chars: input.original.as_deref().map(|t| t.trim().chars().count()),
-        },
-    );
-    for w in &verdict.warnings {
-        cx.warn(w);
-    }
-    Ok((verdict, rules, criticality))
-}
-
-/// The agent's rules and criticality: the policy's (globs merged), overlaid by the flags.
-fn rules_for(
-    cx: &Context,
-    agent: Option<&str>,
-    flags: &OutputRules,
-) -> Result<(OutputRules, Criticality), Failure> {
-    let (base, criticality) = match agent {
-        Some(name) => {
-            let a = cx.policy()?.agent(name);
-            (a.output, a.criticality)
-        }
-        None => (OutputRules::default(), Criticality::Critical),
-    };
-    Ok((output_check::overlay(&base, flags), criticality))
+    Ok(Answer::json(&verdict).negative(negative))
 }
 
 /// The rules given as flags; a regex or jq filter that does not compile is a usage error.
@@ -191,13 +119,13 @@ fn flag_rules(args: &Args) -> Result<OutputRules, Failure> {
     ] {
         for p in list {
             // Through the policy cache: a flag given on every call compiles once per policy.
-            crate::policy_cache::matcher(p).check().map_err(|why| {
+            crate::core::pattern::matcher(p).check().map_err(|why| {
                 Failure::usage(format!("{flag} `{p}` is not a valid regex: {why}"))
             })?;
         }
     }
     for code in &args.jq {
-        crate::jq::Filter::compile(code).map_err(|e| Failure::usage(format!("--jq: {e}")))?;
+        crate::core::jq::Filter::compile(code).map_err(|e| Failure::usage(format!("--jq: {e}")))?;
     }
     let format = match args.format.as_deref() {
         Some("json") => Some(OutputFormat::Json),
@@ -230,7 +158,7 @@ fn read_input(args: &Args, cx: &Context) -> Result<Input, Failure> {
     } else {
         match cx.read_json()? {
             None => Input::default(),
-            Some(v) => input_from(v)?,
+            Some(v) => Input::from_json(v).map_err(Failure::data)?,
         }
     };
     if args.agent.is_some() {
@@ -243,37 +171,6 @@ fn read_input(args: &Args, cx: &Context) -> Result<Input, Failure> {
     Ok(input)
 }
 
-fn input_from(v: Value) -> Result<Input, Failure> {
-    let Value::Object(mut m) = v else {
-        return Err(Failure::data(format!(
-            "stdin is {}, not an object; send {{\"agent\", \"output\", \"status\", \"files\"}}, or the text itself with --raw",
-            crate::state::type_name(&v)
-        )));
-    };
-    let text = |m: &serde_json::Map<String, Value>, k: &str| {
-        m.get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
-    let files = match m.get("files") {
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
-        _ => Vec::new(),
-    };
-    Ok(Input {
-        agent: text(&m, "agent"),
-        status: text(&m, "status"),
-        original: text(&m, "original"),
-        files,
-        output: m.remove("output"),
-    })
-}
-
 /// Seed 001: "If skill N has partial output, save with `_partial` suffix" — never over an
 /// earlier one. A failure to save is a warning: the verdict stands.
 fn preserve(cx: &Context, dir: &Path, input: &Input, verdict: &mut Verdict) {
@@ -284,8 +181,8 @@ fn preserve(cx: &Context, dir: &Path, input: &Input, verdict: &mut Verdict) {
     if text.trim().is_empty() {
         return;
     }
-    let name = store::escape_key(input.agent.as_deref().unwrap_or("agent"));
-    if let Err(e) = store::ensure_dir(dir) {
+    let name = crate::store::files::escape_key(input.agent.as_deref().unwrap_or("agent"));
+    if let Err(e) = crate::store::files::ensure_dir(dir) {
         cx.warn(&format!("--preserve-partial: {e}"));
         return;
     }
@@ -298,7 +195,7 @@ fn preserve(cx: &Context, dir: &Path, input: &Input, verdict: &mut Verdict) {
         if path.exists() {
             continue;
         }
-        match store::create_new(&path, text.as_bytes()) {
+        match crate::store::files::create_new(&path, text.as_bytes()) {
             Ok(()) => {
                 if let Some(e) = verdict.error.as_mut() {
                     e.preserved_outputs.push(path.display().to_string());
@@ -331,13 +228,4 @@ fn render_text(v: &Verdict) -> String {
         lines.push(format!("  saved as {p}"));
     }
     lines.join("\n")
-}
-
-/// [`judge_hook`] with rules from the flags over the policy's (`check-output --hook`).
-fn judge_hook_with(
-    cx: &Context,
-    payload: &Payload,
-    flags: &OutputRules,
-) -> Result<Response, Failure> {
-    hook::answer(cx, payload, flags)
 }

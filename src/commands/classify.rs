@@ -2,10 +2,10 @@
 //! object or raw text), print the error object of SPEC §5 with the retry decision. It never
 //! writes a file and needs no state root; the jitter seed comes from `TRIAGE_SEED`.
 
-use crate::classify::{self, ErrorObject, Overrides};
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
+use crate::core::classify::{self, ErrorObject, Overrides};
 use crate::exit::Failure;
-use crate::hook_io::Response;
+use crate::hook::codec::Response;
 use serde_json::{json, Value};
 
 const EXAMPLES: &str = "\
@@ -62,8 +62,8 @@ fn long_help() -> String {
 }
 
 /// Runs `triage classify`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
-    let seed = seed(cx)?;
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
+    let seed = cx.jitter_seed();
     let input = read_input(args, cx)?;
     let mut o = Overrides {
         agent: args.agent.clone(),
@@ -76,7 +76,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         utc_offset: None,
     };
     if args.hook && input.is_null() && o.message.is_none() && o.exit_code.is_none() {
-        return Ok(Outcome::nothing());
+        return Ok(Answer::nothing());
     }
     if input.is_null() && o.message.is_none() && o.exit_code.is_none() {
         // Best effort: a hook that pipes an empty stderr still gets an answer to act on.
@@ -94,7 +94,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     if args.hook {
         // StopFailure's output is ignored by Claude Code; a tool that succeeded needs no word.
         if !failed || event == "StopFailure" {
-            return Ok(Outcome::nothing());
+            return Ok(Answer::nothing());
         }
         let e = classify::classify(&input, &o, policy, seed);
         e.warnings.iter().for_each(|w| cx.warn(w));
@@ -103,33 +103,25 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             _ => "PostToolUseFailure",
         };
         let response = Response::context(event, classify::hook_context(&e));
-        return Ok(Outcome::hook(&response).negative(e.retry.is_none()));
+        return Ok(Answer::hook(&response).negative(e.retry.is_none()));
     }
     if !failed {
         let ok = json!({"status": "ok", "detail": "the tool response reports no error"});
         return Ok(if cx.global.text {
-            Outcome::text("ok: the tool response reports no error")
+            Answer::text("ok: the tool response reports no error")
         } else {
-            Outcome::json(&ok)
+            Answer::json(&ok)
         });
     }
     let e = classify::classify(&input, &o, policy, seed);
     e.warnings.iter().for_each(|w| cx.warn(w));
     let negative = e.retry.is_none();
     let out = if cx.global.text {
-        Outcome::text(as_text(&e))
+        Answer::text(as_text(&e))
     } else {
-        Outcome::json(&e)
+        Answer::json(&e)
     };
     Ok(out.negative(negative))
-}
-
-/// `TRIAGE_SEED` (a number), else one drawn from the clock and the process id.
-pub fn seed(cx: &Context) -> Result<u64, Failure> {
-    Ok(cx.seed.unwrap_or_else(|| {
-        cx.now.timestamp_nanos_opt().unwrap_or_default() as u64
-            ^ u64::from(std::process::id()).rotate_left(32)
-    }))
 }
 
 /// Stdin as JSON, or as text with `--raw`. Text that is not JSON is classified as text, with
@@ -164,7 +156,7 @@ fn read_input(args: &Args, cx: &Context) -> Result<Value, Failure> {
 }
 
 fn as_text(e: &ErrorObject) -> String {
-    use crate::vocab::{Action, Severity};
+    use crate::core::vocab::{Action, Severity};
     let retryable = if e.retryable {
         "retryable"
     } else {

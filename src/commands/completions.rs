@@ -1,8 +1,7 @@
 //! `triage completions SHELL`: the shell's completion script, from the clap definitions.
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::exit::Failure;
-use clap::CommandFactory;
 
 /// Arguments of `triage completions`.
 #[derive(clap::Args, Debug)]
@@ -17,9 +16,10 @@ pub struct Args {
 }
 
 /// Runs `triage completions`.
-pub fn run(args: &Args, _cx: &Context) -> Result<Outcome, Failure> {
-    let mut cmd = crate::cli::Cli::command();
+/// `tree` is the command line's definition (`Cli::command()`), handed in by the dispatcher.
+pub fn run(args: &Args, _cx: &Context, mut tree: clap::Command) -> Result<Answer, Failure> {
+    let cmd = &mut tree;
     let mut out = Vec::new();
-    clap_complete::generate(args.shell, &mut cmd, "triage", &mut out);
-    Ok(Outcome::text(String::from_utf8_lossy(&out)))
+    clap_complete::generate(args.shell, cmd, "triage", &mut out);
+    Ok(Answer::text(String::from_utf8_lossy(&out)))
 }

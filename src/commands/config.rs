@@ -1,9 +1,9 @@
 //! `triage config show` prints the effective policy; `triage config check [FILE]` validates a
 //! policy file and names the line of every problem.
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
+use crate::core::policy;
 use crate::exit::Failure;
-use crate::policy;
 use clap::Subcommand;
 use serde_json::json;
 use std::path::PathBuf;
@@ -40,7 +40,7 @@ pub enum Action {
 }
 
 /// Runs `triage config`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     match &args.action {
         Action::Show => {
             let policy = cx.policy()?;
@@ -50,18 +50,18 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
                 let body = toml::to_string_pretty(&without_nulls(shown))
                     .map_err(|e| Failure::data(format!("cannot render the policy: {e}")))?;
                 let from = source.map_or("built-in defaults".into(), |p| p.display().to_string());
-                return Ok(Outcome::text(format!(
+                return Ok(Answer::text(format!(
                     "# effective policy, from {from}\n{body}"
                 )));
             }
-            Ok(Outcome::json(&shown))
+            Ok(Answer::json(&shown))
         }
         Action::Check { file } => {
             let file = file.clone().or_else(|| cx.policy_path()).ok_or_else(|| {
                 Failure::usage("no policy file to check: name one, or create .triage.toml")
             })?;
             // Read as the runtime reads it: never a FIFO or a device, UTF-8 only.
-            let text = match crate::store::read_named(&file) {
+            let text = match crate::store::files::read_named(&file) {
                 Ok(Some(bytes)) => {
                     String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".into())
                 }
@@ -98,12 +98,12 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
                     text.push('\n');
                 }
                 text.push_str(&summary);
-                return Ok(Outcome::text(text).exit(status));
+                return Ok(Answer::text(text).exit(status));
             }
             for line in &lines {
-                say!("{}", crate::context::printable(line));
+                say!("{}", crate::core::text::printable(line));
             }
-            Ok(Outcome::json(&json!({"file": file, "ok": ok, "problems": problems})).exit(status))
+            Ok(Answer::json(&json!({"file": file, "ok": ok, "problems": problems})).exit(status))
         }
     }
 }

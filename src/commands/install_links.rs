@@ -2,8 +2,7 @@
 //! so scripts can call a subcommand by name; and the man pages in `DIR/../share/man`, where
 //! `man` looks for the pages of the programs in `DIR` (so `man triage-classify` works).
 
-use crate::cli::MULTICALL;
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::exit::Failure;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -28,7 +27,14 @@ fn is_triage(target: &Path) -> bool {
 }
 
 /// Runs `triage install-links`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+/// `names` are the multi-call names to link, `tree` the command line's definition (for the
+/// man pages), both handed in by the dispatcher.
+pub fn run(
+    args: &Args,
+    cx: &Context,
+    names: &[&str],
+    tree: clap::Command,
+) -> Result<Answer, Failure> {
     let exe = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .map_err(|e| Failure::io(format!("cannot find the running binary: {e}")))?;
@@ -44,7 +50,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     }
     let mut linked = Vec::new();
     let mut skipped = Vec::new();
-    for name in MULTICALL {
+    for name in names {
         let link = dir.join(name);
         if let Ok(m) = std::fs::symlink_metadata(&link) {
             let target = std::fs::read_link(&link).ok();
@@ -76,7 +82,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     }
     let man = dir.parent().map(|p| p.join("share").join("man"));
     let pages = match &man {
-        Some(m) => match crate::commands::man::install(m) {
+        Some(m) => match crate::man::install(tree, m) {
             Ok(written) => written.len(),
             Err(f) => {
                 cx.warn(&format!("man pages not installed: {}", f.message));
@@ -91,9 +97,9 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         if let (Some(m), true) = (&man, pages > 0) {
             text.push_str(&format!("\n{pages} man pages in {}", m.display()));
         }
-        return Ok(Outcome::text(text));
+        return Ok(Answer::text(text));
     }
-    Ok(Outcome::json(&json!({
+    Ok(Answer::json(&json!({
         "target": exe,
         "links": linked,
         "skipped": skipped,

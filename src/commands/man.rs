@@ -1,11 +1,11 @@
 //! `triage man [PAGE]`: prints a manual page (roff, for `man -l -`), or with `--install DIR`
 //! writes every page into `DIR/man1` and `DIR/man5`, where `man` finds them.
 
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
 use crate::exit::Failure;
-use crate::man::{pages, Page};
+use crate::man::{install, pages};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Arguments of `triage man`.
 #[derive(clap::Args, Debug)]
@@ -24,43 +24,18 @@ pub struct Args {
     pub install: Option<PathBuf>,
 }
 
-/// Writes every page under `dir` (`man1/`, `man5/`), readable by all as man pages are.
-pub fn install(dir: &Path) -> Result<Vec<PathBuf>, Failure> {
-    let mut written = Vec::new();
-    for Page {
-        file,
-        section,
-        body,
-    } in pages()
-    {
-        let folder = dir.join(format!("man{section}"));
-        std::fs::create_dir_all(&folder)
-            .map_err(|e| Failure::io(format!("cannot create {}: {e}", folder.display())))?;
-        let path = folder.join(&file);
-        let tmp = folder.join(format!(".{file}.tmp-{}", std::process::id()));
-        std::fs::write(&tmp, body.as_bytes())
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                Failure::io(format!("cannot write {}: {e}", path.display()))
-            })?;
-        written.push(path);
-    }
-    Ok(written)
-}
-
 /// Runs `triage man`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context, tree: clap::Command) -> Result<Answer, Failure> {
     if let Some(dir) = &args.install {
-        let written = install(dir)?;
+        let written = install(tree, dir)?;
         if cx.global.text {
-            return Ok(Outcome::text(format!(
+            return Ok(Answer::text(format!(
                 "{} pages in {}",
                 written.len(),
                 dir.display()
             )));
         }
-        return Ok(Outcome::json(&json!({"dir": dir, "pages": written.len()})));
+        return Ok(Answer::json(&json!({"dir": dir, "pages": written.len()})));
     }
     let wanted = match args.page.join("-").as_str() {
         "" | "triage" => "triage".to_string(),
@@ -68,7 +43,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         w if w.starts_with("triage-") => w.to_string(),
         w => format!("triage-{w}"),
     };
-    let all = pages();
+    let all = pages(tree);
     let page = all
         .iter()
         .find(|p| p.file.rsplit_once('.').map(|(n, _)| n) == Some(wanted.as_str()))
@@ -79,5 +54,5 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
                 names.join(", ")
             ))
         })?;
-    Ok(Outcome::text(page.body.clone()))
+    Ok(Answer::text(page.body.clone()))
 }

@@ -10,27 +10,24 @@
 //! is never started again by `resume` without a person's decision (seed 001): it waits as
 //! `needs_decision` until `phase decide` or `phase resume --rerun ID`.
 
-mod answer;
+mod busy;
 mod progress;
-mod runner;
+mod text;
 
-use crate::context::{Context, Outcome};
-use crate::duration::Dur;
-use crate::error_log::{self, Selection};
-use crate::error_record::Resolution;
+use crate::context::{Answer, Context};
+use crate::core::duration::Dur;
+use crate::core::phase::plan::{self, Format, PhasePlan};
+use crate::core::phase::{choice, PhaseStatus};
+use crate::exec::phase_runner::{self, Answered, Target, Watch};
 use crate::exit::{Failure, FailureClass};
-use crate::phase::plan::{self, Format, PhasePlan};
-use crate::phase::{self as core, ItemState, Manifest, PhaseStatus};
-use crate::policy::Policy;
-use crate::store::{self, Backup};
-use serde_json::{json, Value};
+use crate::store::files;
+use crate::store::manifests;
+use busy::{hold, Held};
+use serde_json::json;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// `phase run`/`resume` could not do their job (like `triage run`'s 125).
 const OWN_FAILURE: u8 = 125;
-/// Another process holds the phase (EX_TEMPFAIL: try again later).
-const BUSY: u8 = 75;
 
 /// Arguments of `triage phase`.
 #[derive(clap::Args, Debug)]
@@ -133,7 +130,7 @@ pub struct DecideArgs {
 }
 
 /// Runs `triage phase`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let done = match &args.action {
         Action::Run(a) => run_phase(a, cx),
         Action::Resume(a) => resume(a, cx),
@@ -146,37 +143,8 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         Err(f) => {
             say!("triage phase: {}", f.message);
             cx.trace(f.class_name(), &f.message);
-            Ok(Outcome::nothing().exit(OWN_FAILURE))
+            Ok(Answer::nothing().exit(OWN_FAILURE))
         }
-    }
-}
-
-/// What the runner needs of one phase run.
-pub struct Job<'a> {
-    cx: &'a Context,
-    plan: &'a PhasePlan,
-    /// The policy with the plan's phase settings (items are laid over it one by one).
-    policy: Policy,
-    workflow: &'a str,
-    phase: &'a str,
-    session: Option<&'a str>,
-    grace: Duration,
-    kill_after: Duration,
-    budget: Option<Duration>,
-    manifest: &'a Path,
-    files: PathBuf,
-    fixed_clock: bool,
-}
-
-impl Job<'_> {
-    /// Now, as the manifest writes it (`TRIAGE_NOW` when set).
-    fn stamp(&self) -> String {
-        let now = if self.fixed_clock {
-            self.cx.now
-        } else {
-            chrono::Utc::now()
-        };
-        crate::saga::stamp(now)
     }
 }
 
@@ -191,10 +159,17 @@ impl Which {
     }
 
     fn manifest(&self, cx: &Context) -> PathBuf {
-        cx.state_root()
-            .join("workflows")
-            .join(store::escape_key(&self.workflow))
-            .join(format!("phase-{}.json", store::escape_key(&self.phase)))
+        manifests::path(&cx.state_root(), &self.workflow, &self.phase)
+    }
+
+    fn target<'a>(&'a self, stopping: &'a Stopping) -> Target<'a> {
+        Target {
+            workflow: &self.workflow,
+            phase: &self.phase,
+            session: stopping.session.as_deref(),
+            grace: stopping.grace.0,
+            kill_after: stopping.kill_after.0,
+        }
     }
 }
 
@@ -202,7 +177,7 @@ impl Which {
 fn read_plan(a: &RunArgs, cx: &Context) -> Result<PhasePlan, Failure> {
     let (name, bytes) = match a.plan.as_deref().filter(|p| *p != Path::new("-")) {
         Some(p) => {
-            let bytes = store::read_named(p)
+            let bytes = files::read_named(p)
                 .map_err(|e| Failure::usage(format!("cannot read the plan: {e}")))?
                 .ok_or_else(|| {
                     Failure::usage(format!("the plan {} does not exist", p.display()))
@@ -222,7 +197,7 @@ fn read_plan(a: &RunArgs, cx: &Context) -> Result<PhasePlan, Failure> {
         .map_err(|problems| Failure::usage(problems.join("\n")))
 }
 
-fn run_phase(a: &RunArgs, cx: &Context) -> Result<Outcome, Failure> {
+fn run_phase(a: &RunArgs, cx: &Context) -> Result<Answer, Failure> {
     a.which.check()?;
     let plan = read_plan(a, cx)?;
     let path = a.which.manifest(cx);
@@ -230,361 +205,41 @@ fn run_phase(a: &RunArgs, cx: &Context) -> Result<Outcome, Failure> {
         Held::Lock(l) => l,
         Held::Busy(refusal) => return Ok(refusal),
     };
-    if let (Some((old, _)), false) = (read_manifest(&path)?, a.fresh) {
-        if old.status != PhaseStatus::Decided {
-            return Err(Failure::usage(format!(
-                "phase {} of workflow {} was left {} ({}); continue it with `triage phase resume --workflow {} --phase {}`, or start over with --fresh",
-                a.which.phase,
-                a.which.workflow,
-                match old.status { PhaseStatus::Paused => "paused", _ => "running by a runner that died" },
-                path.display(),
-                a.which.workflow,
-                a.which.phase,
-            )));
-        }
-    }
-    let policy = phase_settings(cx.policy()?, &plan, &a.which.phase);
-    let mut m = Manifest::new(
-        &a.which.workflow,
-        &a.which.phase,
-        plan.clone(),
-        |item| {
-            (
-                policy.agent(item.agent()).criticality,
-                plan::side_effects(&policy, item),
-            )
-        },
-        &crate::saga::stamp(cx.now),
-    );
-    let todo: Vec<usize> = (0..plan.items.len()).collect();
-    go(
-        cx,
-        &a.which,
-        &a.stopping,
-        &plan,
-        policy,
-        &path,
-        &mut m,
-        todo,
-        None,
-    )
+    let t = a.which.target(&a.stopping);
+    let done = phase_runner::start(cx, &t, &plan, a.fresh, &path, watcher)?;
+    Ok(answer(cx, done))
 }
 
-fn resume(a: &ResumeArgs, cx: &Context) -> Result<Outcome, Failure> {
+fn resume(a: &ResumeArgs, cx: &Context) -> Result<Answer, Failure> {
     a.which.check()?;
     let path = a.which.manifest(cx);
     let _lock = match hold(cx, &path, &a.which)? {
         Held::Lock(l) => l,
         Held::Busy(refusal) => return Ok(refusal),
     };
-    let (mut m, from_backup) = read_manifest(&path)?.ok_or_else(|| {
-        Failure::usage(format!(
-            "no manifest for phase {} of workflow {} ({}); start it with `triage phase run PLAN --workflow {} --phase {}`",
-            a.which.phase, a.which.workflow, path.display(), a.which.workflow, a.which.phase
-        ))
-    })?;
-    let rerun = leave_to_rerun(&mut m, &a.rerun, &crate::saga::stamp(cx.now))?;
-    let died = m.status == PhaseStatus::Running;
-    // Items a dead runner left running: their groups may live on. Stop what is left; they run
-    // again (their result was never filed), unless they have side effects (held below).
-    for e in m
-        .items
-        .iter_mut()
-        .filter(|e| e.state() == ItemState::Running)
-    {
-        let left = e.pgid.map(|g| stop_group(g, a.stopping.grace.0));
-        e.note = Some(match left {
-            Some(true) => "was running when the runner died; its process group was still alive and was stopped".into(),
-            _ => "was running when the runner died; its result is unknown".into(),
-        });
-        e.state = Some(ItemState::Partial);
-        e.pgid = None;
-    }
-    let plan = m.plan.clone();
-    let policy = phase_settings(cx.policy()?, &plan, &a.which.phase);
-    // The policy of the day may say side effects where the manifest did not: either holds.
-    for (e, item) in m.items.iter_mut().zip(&plan.items) {
-        e.side_effects |= plan::side_effects(&policy, item);
-    }
-    let held = m.hold(from_backup);
-    let summary = json!({
-        "runner_died": died,
-        "read_from_backup": from_backup,
-        "complete": m.ids(ItemState::Complete),
-        "partial": m.ids(ItemState::Partial),
-        "not_started": m.ids(ItemState::NotStarted),
-        "failed": m.ids(ItemState::Failed),
-        "skipped": m.ids(ItemState::Skipped),
-        "needs_decision": held,
-        "rerun": rerun,
-    });
-    let todo: Vec<usize> = m
-        .items
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.state().unfinished())
-        .map(|(i, _)| i)
-        .collect();
-    m.resumes += 1;
-    m.status = PhaseStatus::Running;
-    m.message = None;
-    go(
-        cx,
-        &a.which,
-        &a.stopping,
-        &plan,
-        policy,
-        &path,
-        &mut m,
-        todo,
-        Some(summary),
-    )
+    let t = a.which.target(&a.stopping);
+    let done = phase_runner::resume(cx, &t, &a.rerun, &path, watcher)?;
+    Ok(answer(cx, done))
 }
 
-/// `--rerun ID...`: a person's leave to start those items again (recorded on each, used up
-/// when it starts). An id the phase does not have, or an item that is complete or skipped,
-/// is a usage error before anything runs.
-fn leave_to_rerun(m: &mut Manifest, ids: &[String], at: &str) -> Result<Vec<String>, Failure> {
-    let mut given = Vec::new();
-    for id in ids {
-        let Some(e) = m.items.iter_mut().find(|e| &e.id == id) else {
-            let known: Vec<&str> = m.items.iter().map(|e| e.id.as_str()).collect();
-            return Err(Failure::usage(format!(
-                "--rerun `{id}`: phase {} of workflow {} has no such item (its items: {})",
-                m.phase,
-                m.workflow_id,
-                known.join(", ")
-            )));
-        };
-        if matches!(e.state(), ItemState::Complete | ItemState::Skipped) {
-            return Err(Failure::usage(format!(
-                "--rerun `{id}`: the item is {}; resume runs only what is unfinished",
-                e.state().as_str()
-            )));
-        }
-        e.rerun = Some(format!("`phase resume --rerun` at {at}"));
-        if !given.contains(id) {
-            given.push(id.clone());
-        }
-    }
-    Ok(given)
+/// The items' progress, drawn on stderr when it is a terminal.
+fn watcher(items: usize) -> Option<Box<dyn Watch>> {
+    progress::Progress::on_stderr(items).map(|p| Box::new(p) as Box<dyn Watch>)
 }
 
-/// Runs `todo`, decides, writes the manifest and answers.
-#[allow(clippy::too_many_arguments)]
-fn go(
-    cx: &Context,
-    which: &Which,
-    stopping: &Stopping,
-    plan: &PhasePlan,
-    policy: Policy,
-    path: &Path,
-    m: &mut Manifest,
-    todo: Vec<usize>,
-    resumed: Option<Value>,
-) -> Result<Outcome, Failure> {
-    let budget = plan
-        .timeout
-        .or_else(|| policy.phase(&which.phase).and_then(|p| p.timeout))
-        .map(|d| d.0);
-    let abort_ratio = plan
-        .abort_ratio
-        .unwrap_or(policy.thresholds.phase_failure_ratio);
-    let job = Job {
-        cx,
-        plan,
-        policy,
-        workflow: &which.workflow,
-        phase: &which.phase,
-        session: stopping.session.as_deref(),
-        grace: stopping.grace.0,
-        kill_after: stopping.kill_after.0,
-        budget,
-        manifest: path,
-        files: runner::files_dir(&cx.state_root(), &which.workflow, &which.phase),
-        fixed_clock: cx.fixed_now,
-    };
-    m.runner_pid = Some(std::process::id());
-    m.status = PhaseStatus::Running;
-    m.updated_at = job.stamp();
-    // The runner's first write (items filed as running) must work; with nothing to run, this
-    // one must.
-    if todo.is_empty() {
-        write_manifest(path, m)?;
-    }
-    let ran = runner::run(&job, m, todo)?;
-    let d = core::decide(&m.items, abort_ratio, plan.mandatory);
-    m.runner_pid = None;
-    // Items waiting for a decision keep the phase open: `phase run` without --fresh refuses to
-    // start it over (which would run them again), and `resume --rerun` continues it.
-    let waiting = m.decision_line();
-    let paused = (d.decision == core::Verdict::Paused).then(|| m.resume_line());
-    m.message = match (paused, waiting) {
-        (Some(p), Some(w)) => Some(format!("{p}\n{w}")),
-        (p, w) => p.or(w),
-    };
-    m.status = if m.message.is_some() {
-        PhaseStatus::Paused
-    } else {
-        PhaseStatus::Decided
-    };
-    let texts = answer::texts(&job, m, &d)?;
-    m.decision = Some(json!({
-        "decision": d.decision,
-        "reason": d.reason,
-        "template": texts.template.as_ref().and_then(|t| t.get("template").cloned()),
-        "at": job.stamp(),
-    }));
-    job.save(m);
-    if let Some(msg) = &m.message {
-        say!("{msg}");
-    }
-    let doc = answer::document(&job, m, &d, &ran, texts, abort_ratio, resumed);
-    let status = d.decision.exit_status();
+fn answer(cx: &Context, done: Answered) -> Answer {
     let out = if cx.global.text {
-        Outcome::text(answer::text(&doc))
+        Answer::text(text::text(&done.doc))
     } else {
-        Outcome::json(&doc)
+        Answer::json(&done.doc)
     };
-    Ok(out.exit(status))
+    out.exit(done.status)
 }
 
-/// The policy with the plan's phase name, budget and size, and every item's settings.
-fn phase_settings(base: &Policy, plan: &PhasePlan, phase: &str) -> Policy {
-    let mut p = plan::phase_policy(base, plan);
-    let entry = p.phases.entry(phase.to_string()).or_default();
-    if plan.name.is_some() {
-        entry.name = plan.name.clone();
-    }
-    if plan.timeout.is_some() {
-        entry.timeout = plan.timeout;
-    }
-    entry.size = Some(u32::try_from(plan.items.len()).unwrap_or(u32::MAX));
-    p
-}
-
-/// The manifest's lock, or the answer of a process that could not take it.
-enum Held {
-    /// Held for the whole run.
-    Lock(store::Lock),
-    /// Another process holds it: the refusal to print (exit 75).
-    Busy(Outcome),
-}
-
-/// Takes the manifest's lock for the whole run. A second runner (or a `decide` while one
-/// runs) is refused as a busy resource: exit 75 (EX_TEMPFAIL: try again later), its one JSON
-/// line on stdout, the reason on stderr.
-fn hold(cx: &Context, path: &Path, which: &Which) -> Result<Held, Failure> {
-    if let Some(dir) = path.parent() {
-        store::create_dirs(dir)?;
-    }
-    match store::lock(path, cx.lock_wait()) {
-        Ok(lock) => Ok(Held::Lock(lock)),
-        Err(e) if e.is_lock_timeout() => Ok(Held::Busy(busy(cx, path, which))),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The refusal of a process that found the phase's lock held.
-fn busy(cx: &Context, path: &Path, which: &Which) -> Outcome {
-    // For people only: the pid is what the manifest says, and the manifest is not trusted.
-    let pid = read_manifest(path)
-        .ok()
-        .flatten()
-        .and_then(|(m, _)| m.runner_pid);
-    let reason = format!(
-        "phase {} of workflow {} is being run by another process{}; wait for it, or interrupt it and resume",
-        which.phase,
-        which.workflow,
-        pid.map_or(String::new(), |p| format!(" (pid {p})"))
-    );
-    cx.trace("lock", &reason);
-    let out = if cx.global.text {
-        Outcome::text(reason)
-    } else {
-        say!("triage phase: {}", crate::context::printable(&reason));
-        Outcome::json(&json!({
-            "workflow_id": which.workflow,
-            "phase": which.phase,
-            "refused": "busy",
-            "reason": reason,
-            "runner_pid": pid,
-            "exit_status": BUSY,
-        }))
-    };
-    out.exit(BUSY)
-}
-
-/// Stops what is left of a process group a dead runner started: SIGTERM, SIGKILL after
-/// `grace`. Returns whether anyone was left.
-fn stop_group(pgid: u32, grace: Duration) -> bool {
-    use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal};
-    let Some(group) = i32::try_from(pgid).ok().and_then(Pid::from_raw) else {
-        return false;
-    };
-    if test_kill_process_group(group).is_err() {
-        return false;
-    }
-    let _ = kill_process_group(group, Signal::TERM);
-    let until = std::time::Instant::now() + grace;
-    while std::time::Instant::now() < until {
-        if test_kill_process_group(group).is_err() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = kill_process_group(group, Signal::KILL);
-    true
-}
-
-/// Reads the manifest; a torn or corrupt one falls back to its `.bak` (then `true`: a version
-/// that may predate the last write).
-fn read_manifest(path: &Path) -> Result<Option<(Manifest, bool)>, Failure> {
-    let Some(bytes) = store::read_optional(path)? else {
-        return Ok(None);
-    };
-    match serde_json::from_slice::<Manifest>(&bytes) {
-        Ok(m) => Ok(Some((m, false))),
-        Err(e) => {
-            let bak = store::with_suffix(path, ".bak");
-            if let Some(m) = store::read_optional(&bak)?
-                .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok())
-            {
-                return Ok(Some((m, true)));
-            }
-            Err(Failure::data(format!(
-                "the manifest {} is not readable ({e}) and has no readable .bak",
-                path.display()
-            )))
-        }
-    }
-}
-
-/// Writes the manifest atomically (temp file, fsync, rename, previous version as `.bak`).
-/// The caller holds its lock.
-pub fn write_manifest(path: &Path, m: &Manifest) -> Result<(), Failure> {
-    write_manifest_as(path, m, true)
-}
-
-/// [`write_manifest`]; `durable: false` leaves out the folder's fsync (the file itself is
-/// fsynced, so never torn): for the writes while items run, whose loss to a power cut only
-/// means `resume` runs again what they had filed as ended.
-pub fn write_manifest_as(path: &Path, m: &Manifest, durable: bool) -> Result<(), Failure> {
-    let mut bytes = serde_json::to_vec_pretty(m)
-        .map_err(|e| Failure::data(format!("cannot serialize the manifest: {e}")))?;
-    bytes.push(b'\n');
-    if durable {
-        store::replace(path, &bytes, Backup::Keep)?;
-    } else {
-        store::replace_deferred(path, &bytes, Backup::Keep)?;
-    }
-    Ok(())
-}
-
-fn status(w: &Which, cx: &Context) -> Result<Outcome, Failure> {
+fn status(w: &Which, cx: &Context) -> Result<Answer, Failure> {
     w.check()?;
     let path = w.manifest(cx);
-    let (m, _) = read_manifest(&path)?.ok_or_else(|| {
+    let (m, _) = manifests::read(&path)?.ok_or_else(|| {
         Failure::usage(format!(
             "no manifest for phase {} of workflow {} ({})",
             w.phase,
@@ -593,33 +248,19 @@ fn status(w: &Which, cx: &Context) -> Result<Outcome, Failure> {
         ))
     })?;
     if cx.global.text {
-        return Ok(Outcome::text(answer::status_text(&m)));
+        return Ok(Answer::text(text::status_text(&m)));
     }
-    Ok(Outcome::json(&m))
+    Ok(Answer::json(&m))
 }
 
-/// A choice: its letter and the action recorded.
-fn choice(word: &str, template: Option<&str>) -> Option<(&'static str, &'static str)> {
-    let single = template == Some("agent-failure");
-    Some(match word.trim().to_ascii_lowercase().as_str() {
-        "a" | "retry" => ("A", "retry"),
-        "b" | "proceed" | "proceed_without" | "skip" => ("B", "proceed_without"),
-        "c" if single => ("C", "manual_input"),
-        "manual_input" => ("C", "manual_input"),
-        "c" | "abort_phase" => ("C", "abort_phase"),
-        "d" | "abort" | "abort_workflow" => ("D", "abort_workflow"),
-        _ => return None,
-    })
-}
-
-fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
+fn decide(a: &DecideArgs, cx: &Context) -> Result<Answer, Failure> {
     a.which.check()?;
     let path = a.which.manifest(cx);
     let _lock = match hold(cx, &path, &a.which)? {
         Held::Lock(l) => l,
         Held::Busy(refusal) => return Ok(refusal),
     };
-    let (mut m, _) = read_manifest(&path)?.ok_or_else(|| {
+    let (mut m, _) = manifests::read(&path)?.ok_or_else(|| {
         Failure::usage(format!(
             "no manifest for phase {} of workflow {} ({}); run the phase first",
             a.which.phase,
@@ -637,49 +278,9 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
             a.choice
         ))
     })?;
-    let sel = Selection {
-        workflow: Some(a.which.workflow.clone()),
-        phase: Some(crate::error_record::Phase::parse(&a.which.phase).to_string()),
-        ..Selection::default()
-    };
-    let resolution = Resolution {
-        action_taken: Some(action.into()),
-        user_choice: Some(letter.into()),
-        ..Resolution::default()
-    };
-    let done = error_log::resolve(cx, &sel, resolution)?;
+    let which = (a.which.workflow.as_str(), a.which.phase.as_str());
+    let done = manifests::decide(cx, which, &path, &mut m, (letter, action))?;
     let skips = matches!(action, "proceed_without" | "manual_input");
-    let at = crate::saga::stamp(cx.now);
-    let mut skipped = Vec::new();
-    let mut rerun = Vec::new();
-    for e in m.items.iter_mut() {
-        let open = matches!(e.state(), ItemState::Failed | ItemState::NeedsDecision);
-        if open && skips {
-            e.state = Some(ItemState::Skipped);
-            e.note = Some(format!("skipped by decision {letter} ({action})"));
-            e.rerun = None;
-            skipped.push(e.id.clone());
-        } else if open
-            && action == "retry"
-            && (e.state() == ItemState::NeedsDecision || e.side_effects && e.may_have_run())
-        {
-            // Retry is a person's leave to start them again, side effects and all.
-            e.rerun = Some(format!("decision {letter} ({action}) at {at}"));
-            rerun.push(e.id.clone());
-        }
-    }
-    let resolved: Vec<String> = done.lines.iter().map(|l| l.resolves.clone()).collect();
-    let record = json!({
-        "choice": letter, "action": action, "at": at,
-        "resolved": resolved, "skipped": skipped, "rerun": rerun,
-    });
-    if let Some(d) = m.decision.as_mut().and_then(Value::as_object_mut) {
-        d.insert("choice".into(), record.clone());
-    } else {
-        m.decision = Some(json!({ "choice": record }));
-    }
-    m.updated_at = crate::saga::stamp(cx.now);
-    write_manifest(&path, &m)?;
     // Retry runs through resume; so does going on without items that waited for a decision
     // (the phase stayed paused for them: resume decides it).
     let next = (action == "retry" || skips && m.status == PhaseStatus::Paused).then(|| {
@@ -691,34 +292,11 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Outcome, Failure> {
     let doc = json!({
         "workflow_id": a.which.workflow, "phase": a.which.phase,
         "choice": letter, "action": action,
-        "resolved": resolved, "already_resolved": done.already_resolved,
-        "skipped": skipped, "rerun": rerun, "next": next,
+        "resolved": done.resolved, "already_resolved": done.already_resolved,
+        "skipped": done.items.skipped, "rerun": done.items.rerun, "next": next,
     });
     if cx.global.text {
-        let mut t = format!(
-            "Phase {} of {}: choice {letter} ({action}) recorded on {} open error{}",
-            a.which.phase,
-            a.which.workflow,
-            resolved.len(),
-            if resolved.len() == 1 { "" } else { "s" }
-        );
-        if !skipped.is_empty() {
-            t.push_str(&format!("; skipped: {}", skipped.join(", ")));
-        }
-        if !rerun.is_empty() {
-            t.push_str(&format!(
-                "; may run again, side effects and all: {}",
-                rerun.join(", ")
-            ));
-        }
-        if let Some(n) = next {
-            let what = match action {
-                "retry" => "Retry the failed items",
-                _ => "Go on with the phase",
-            };
-            t.push_str(&format!("\n{what} with: {n}"));
-        }
-        return Ok(Outcome::text(t));
+        return Ok(Answer::text(text::decided(&doc)));
     }
-    Ok(Outcome::json(&doc))
+    Ok(Answer::json(&doc))
 }

@@ -3,15 +3,15 @@
 //! record plus the thresholds it crossed (seeds 000 and 001). `--resolve ID` appends the
 //! resolution of an earlier record (seed 002), never rewriting a line.
 //!
-//! The command is the glue: what it writes and resolves goes through [`crate::error_log`]
+//! The command is the glue: what it writes and resolves goes through [`crate::store::error_log`]
 //! (which the hooks and `run` use too), and an input becomes a record by
-//! [`crate::error_record::classified_at`].
+//! [`crate::core::error_record::classified_at`].
 
-use crate::context::{Context, Outcome};
-use crate::error_log::{record, resolve, Recorded, Selection};
-use crate::error_record::{classified_at, error_fields, ErrorRecord, Phase, Resolution};
+use crate::context::{Answer, Context};
+use crate::core::error_record::{classified_at, error_fields, ErrorRecord, Phase, Resolution};
+use crate::core::vocab::{Kind, Severity};
 use crate::exit::Failure;
-use crate::vocab::{Kind, Severity};
+use crate::store::error_log::{record, resolve, Recorded, Selection};
 use serde_json::Value;
 
 /// Arguments of `triage record-error`.
@@ -82,7 +82,7 @@ pub struct Args {
 }
 
 /// Runs `triage record-error`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     if let Some(id) = &args.resolve {
         return resolve_command(args, id, cx);
     }
@@ -114,13 +114,13 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     };
     let mut done = record(cx, rec, size)?;
     if let Some(k) = &key {
-        done.breaker = on_breaker(cx, k, &done.record);
+        done.breaker = crate::store::breakers::calls::record_logged(cx, k, &done.record);
     }
     let negative = !done.warnings.is_empty();
     if cx.global.text {
-        return Ok(Outcome::text(text(&done)).negative(negative));
+        return Ok(Answer::text(text(&done)).negative(negative));
     }
-    Ok(Outcome::json(&done).negative(negative))
+    Ok(Answer::json(&done).negative(negative))
 }
 
 /// The breaker a record goes on: `--breaker`, else the agent's `breaker_key` template (a
@@ -136,49 +136,20 @@ fn breaker_key(cx: &Context, args: &Args, rec: &ErrorRecord) -> Result<Option<St
         return Ok(None);
     };
     let phase = rec.phase.as_ref().map(Phase::to_string);
-    let vars = crate::policy::KeyVars {
+    let vars = crate::core::policy::KeyVars {
         agent,
         task_id: rec.task_id.as_deref(),
         phase: phase.as_deref(),
         session: rec.session_id.as_deref(),
         workflow: rec.workflow_id.as_deref(),
     };
-    match crate::policy::expand_key(&template, &vars) {
+    match crate::core::policy::expand_key(&template, &vars) {
         Ok(k) => Ok(Some(k)),
         Err(why) => {
             cx.warn(&format!(
                 "breaker_key of agent `{agent}`: {why}; the failure was not recorded on a breaker"
             ));
             Ok(None)
-        }
-    }
-}
-
-/// Records the failure on breaker `key` (an interrupt as neutral); a failure is a warning.
-fn on_breaker(cx: &Context, key: &str, rec: &ErrorRecord) -> Option<Value> {
-    let interrupt = rec.kind() == Some(Kind::Interrupted.as_str());
-    let report = crate::breaker::CallReport {
-        outcome: Some(if interrupt {
-            crate::breaker::Outcome::Ignored
-        } else {
-            crate::breaker::Outcome::Failure
-        }),
-        kind: rec.kind().and_then(|k| k.parse().ok()),
-        detail: rec
-            .error
-            .get("detail")
-            .and_then(Value::as_str)
-            .map(String::from),
-        duration_ms: rec.duration_ms,
-        ticket: None,
-    };
-    match crate::breaker::calls::record_in(cx, key, rec.session_id.as_deref(), &report) {
-        Ok(r) => Some(serde_json::json!({"key": r.key, "state": r.state, "effect": r.effect})),
-        Err(f) => {
-            cx.warn(&format!(
-                "the failure was not recorded on breaker `{key}`: {f}"
-            ));
-            None
         }
     }
 }
@@ -200,64 +171,13 @@ fn text(done: &Recorded) -> String {
 /// Stdin as JSON, as a record in YAML (seeds 001 and 002 write theirs so), or as the text of
 /// a raw error.
 fn read_input(cx: &Context) -> Result<Option<Value>, Failure> {
-    let Some(bytes) = cx.read_stdin()? else {
-        return Ok(None);
-    };
-    if let Ok(v) = crate::input::parse_json(&bytes) {
-        return Ok(Some(v));
-    }
-    if let Some(v) = yaml_record(&bytes) {
-        return Ok(Some(v));
-    }
-    // A raw error is kept even when it is not UTF-8 (invalid bytes become U+FFFD), as
-    // `classify` reads it: a failure is never dropped for its encoding.
-    Ok(Some(Value::String(
-        String::from_utf8_lossy(&bytes).trim_end().to_string(),
-    )))
-}
-
-/// Field names that say a YAML text is an error record, not the text of an error (which YAML
-/// would read as a mapping too: `Error: connection refused`).
-const YAML_RECORD_KEYS: &[&str] = &[
-    "error_type",
-    "error_message",
-    "message",
-    "skill",
-    "stage",
-    "agent",
-    "kind",
-    "detail",
-    "error_id",
-    "timestamp",
-    "workflow_id",
-    "session_id",
-    "task_id",
-    "severity",
-    "resolution",
-];
-
-/// A YAML error record: seed 001's `error_context:` or log entry (`- timestamp: …`), seed
-/// 002's `error_log:`, or a mapping with at least two of a record's field names.
-fn yaml_record(bytes: &[u8]) -> Option<Value> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let v = crate::output_check::yaml_value(text).ok()?;
-    let obj = match &v {
-        Value::Array(a) if a.len() == 1 => a[0].as_object()?,
-        Value::Object(o) => o,
-        _ => return None,
-    };
-    let wrapped = ["error_context", "error_log"]
-        .iter()
-        .any(|k| obj.get(*k).is_some_and(Value::is_object));
-    let known = obj
-        .keys()
-        .filter(|k| YAML_RECORD_KEYS.contains(&k.as_str()))
-        .count();
-    (wrapped || known >= 2).then_some(v)
+    Ok(cx
+        .read_stdin()?
+        .map(|bytes| crate::core::error_record::parse::sent(&bytes)))
 }
 
 /// `--resolve [ID]`: one record, or every unresolved one the selectors pick.
-fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Outcome, Failure> {
+fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Answer, Failure> {
     if args.action_taken.is_none() && args.user_choice.is_none() {
         return Err(Failure::usage(
             "--resolve needs what was done: --action-taken ACTION (and --successful BOOL) or --user-choice CHOICE",
@@ -303,7 +223,7 @@ fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Outcome, Failu
                 done.recovered.len()
             ));
         }
-        return Ok(Outcome::text(text));
+        return Ok(Answer::text(text));
     }
     let mut out = match (&sel.id, done.lines.first()) {
         (Some(_), Some(line)) => serde_json::to_value(line).unwrap_or_default(),
@@ -321,7 +241,7 @@ fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Outcome, Failu
             o.insert("recovered".into(), serde_json::json!(ids));
         }
     }
-    Ok(Outcome::json(&out))
+    Ok(Answer::json(&out))
 }
 
 /// Flags override the input's fields.

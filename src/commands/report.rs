@@ -2,18 +2,18 @@
 //! memory; `--template NAME` renders the seeds' escalation texts from it; `report prune` moves
 //! old records to `logs/archive/` under the log's lock, losing nothing (seed 002's retention).
 
-use crate::context::{Context, Outcome};
-use crate::duration::Dur;
-use crate::error_log;
-use crate::error_log::log_path;
-use crate::error_record::LogLine;
+use crate::context::{Answer, Context};
+use crate::core::duration::Dur;
+use crate::core::error_record::LogLine;
+use crate::core::summary::time_flag;
+use crate::core::summary::{By, Filter};
+use crate::core::templates::{self, Rec, TemplateInput, TemplateName};
 use crate::exit::Failure;
 use crate::report::text::{self, Hourly, Source};
-use crate::report::time_flag;
-use crate::report::{Aggregator, By, Filter};
-use crate::store;
-use crate::templates::{self, Rec, TemplateInput, TemplateName};
-use chrono::{DateTime, Utc};
+use crate::store::breakers::calls::{self, Status};
+use crate::store::error_log;
+use crate::store::error_log::log_path;
+use crate::store::files;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -78,7 +78,7 @@ pub enum Action {
 }
 
 /// Runs `triage report`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     if let Some(Action::Prune { older_than }) = &args.action {
         return prune(*older_than, cx);
     }
@@ -90,7 +90,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         since: args
             .since
             .as_deref()
-            .map(|s| since(s, cx.now))
+            .map(|s| time_flag("--since", s, cx.now))
             .transpose()?,
     };
     // With a fleet store the log is the fleet's stream, named by its URL and namespace.
@@ -110,18 +110,12 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     if let Some(target) = &args.html {
         return html(target, args, filter, &log, cx);
     }
-    let policy = cx.policy()?;
-    let mut agg = Aggregator::new(filter.clone(), args.by, policy);
     let mut hourly = Hourly::new(cx.now);
-    let stats = error_log::read_all_in(cx, &cx.state_root(), |line| {
-        agg.add_with(line, &mut |l, _, admitted| hourly.observe(l, admitted))
+    let summary = error_log::summarize(cx, filter.clone(), args.by, cx.policy()?, |l, _, a| {
+        hourly.observe(l, a)
     })?;
-    // The reader skips a torn last line without showing it; the aggregator counted the rest.
-    let torn = stats.skipped.saturating_sub(agg.rejected());
-    agg.skipped(torn);
-    let summary = agg.finish();
     let root = cx.state_root();
-    let states = breaker_states(cx);
+    let states = calls::peek_all_or_warn(cx);
     let breakers: Vec<String> = not_closed(&states)
         .map(|b| match b.totals.opened {
             // Seed 000: a breaker that opens twice is a reason to abort; say so.
@@ -137,11 +131,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             log_exists: fleet_log.is_some() || error_log::local_exists(&root),
             records_in_log: hourly.records_in_log,
         };
-        let term = crate::context::terminal();
+        let term = crate::term::terminal();
         let text = text::render(
             &summary, &source, &filter, &hourly, &breakers, &term, cx.now,
         );
-        return Ok(Outcome::for_terminal(text, term.colour));
+        return Ok(Answer::for_terminal(text, term.colour));
     }
     let mut out = serde_json::to_value(&summary).unwrap_or_default();
     if let Some(o) = out.as_object_mut() {
@@ -156,27 +150,12 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
             json!(states.iter().map(breaker_json).collect::<Vec<_>>()),
         );
     }
-    Ok(Outcome::json(&out))
-}
-
-/// `--since` (and `errors --until`): a duration back from now, or a time.
-pub fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Failure> {
-    time_flag("--since", text, now)
-}
-
-/// Every breaker as stored now (read, never written); a breaker that cannot be read is a warning, and the report goes on without it.
-fn breaker_states(cx: &Context) -> Vec<crate::breaker::calls::Status> {
-    crate::breaker::calls::peek_all(cx).unwrap_or_else(|f| {
-        cx.warn(&format!("the breakers were not read: {f}"));
-        Vec::new()
-    })
+    Ok(Answer::json(&out))
 }
 
 /// The breakers that refuse calls or test them: open, half-open and forced open.
-fn not_closed(
-    states: &[crate::breaker::calls::Status],
-) -> impl Iterator<Item = &crate::breaker::calls::Status> {
-    use crate::breaker::State;
+fn not_closed(states: &[Status]) -> impl Iterator<Item = &Status> {
+    use crate::core::breaker::State;
     states
         .iter()
         .filter(|b| matches!(b.state, State::Open | State::HalfOpen | State::ForcedOpen))
@@ -184,7 +163,7 @@ fn not_closed(
 
 /// A breaker in the report: its state, how often it opened (seed 000: "circuit breaker opens
 /// twice" is a reason to abort), its failures, and when it lets a probe through.
-fn breaker_json(b: &crate::breaker::calls::Status) -> Value {
+fn breaker_json(b: &Status) -> Value {
     json!({
         "key": b.key, "state": b.state, "opened": b.totals.opened,
         "consecutive_failures": b.consecutive_failures, "half_open_in_s": b.half_open_in_s,
@@ -199,41 +178,23 @@ fn html(
     filter: Filter,
     log: &Path,
     cx: &Context,
-) -> Result<Outcome, Failure> {
+) -> Result<Answer, Failure> {
     use crate::report::dashboard::Dashboard;
     use crate::report::html::{self, BreakerNow, Breakers, Page};
     let policy = cx.policy()?;
-    let mut agg = Aggregator::new(filter.clone(), args.by, policy);
     let mut dash = Dashboard::new(policy);
-    let stats = error_log::read_all_in(cx, &cx.state_root(), |line| {
-        agg.add_with(line, &mut |l, raw, admitted| {
-            if admitted {
-                dash.observe(l, raw);
-            }
-        })
+    let summary = error_log::summarize(cx, filter.clone(), args.by, policy, |l, raw, a| {
+        if a {
+            dash.observe(l, raw);
+        }
     })?;
-    let torn = stats.skipped.saturating_sub(agg.rejected());
-    agg.skipped(torn);
-    let summary = agg.finish();
     let drawn = dash.finish();
     let root = cx.state_root();
     let mut breakers = Breakers::default();
-    crate::breaker::store::events(cx, &root, |b| breakers.observe_event(b))?;
-    breakers.now = crate::breaker::calls::peek_all(cx)?
+    crate::store::breakers::events(cx, &root, |b| breakers.observe_event(b))?;
+    breakers.now = crate::store::breakers::calls::peek_all(cx)?
         .into_iter()
-        .map(|s| BreakerNow {
-            last_error: s.last_error.as_ref().map(|e| {
-                [e.kind.map(|k| k.to_string()), e.detail.clone()]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join(": ")
-            }),
-            key: s.key,
-            state: s.state.to_string(),
-            failures: (s.consecutive_failures, s.failure_threshold),
-            half_open_in_s: s.half_open_in_s,
-        })
+        .map(BreakerNow::from)
         .collect();
     let page = html::render(&Page {
         summary: &summary,
@@ -242,13 +203,13 @@ fn html(
         log: &log.display().to_string(),
         filters: &text::filters(&filter, cx.now),
         now: cx.now,
-        version: crate::cli::LONG_VERSION,
+        version: crate::version::LONG_VERSION,
     });
     if target == Path::new("-") {
-        return Ok(Outcome::text(page));
+        return Ok(Answer::text(page));
     }
-    store::replace(target, page.as_bytes(), store::Backup::Skip)?;
-    Ok(Outcome::json(&json!({
+    files::replace(target, page.as_bytes(), files::Backup::Skip)?;
+    Ok(Answer::json(&json!({
         "html": target,
         "bytes": page.len(),
         "records": summary.records,
@@ -262,7 +223,7 @@ fn template(
     args: &Args,
     filter: Filter,
     cx: &Context,
-) -> Result<Outcome, Failure> {
+) -> Result<Answer, Failure> {
     let mut recs: Vec<Rec> = Vec::new();
     error_log::read_all_in(cx, &cx.state_root(), |bytes| match LogLine::parse(bytes) {
         Some(l) => {
@@ -290,23 +251,9 @@ fn template(
         completed: args.completed.clone(),
         pipeline: args.pipeline.clone(),
         runs: args.runs,
-        breakers: breaker_states(cx)
+        breakers: calls::peek_all_or_warn(cx)
             .iter()
-            .map(|b| templates::BreakerFacts {
-                key: b.key.clone(),
-                state: b.state.to_string(),
-                consecutive_failures: b.consecutive_failures,
-                last_error: b.last_error.as_ref().map(|e| {
-                    [e.kind.map(|k| k.to_string()), e.detail.clone()]
-                        .into_iter()
-                        .flatten()
-                        .collect::<Vec<_>>()
-                        .join(" - ")
-                }),
-                since_last_success_s: b.since_last_success_s,
-                half_open_in_s: b.half_open_in_s,
-                opened: b.totals.opened,
-            })
+            .map(Status::facts)
             .collect(),
     };
     let rendered = templates::build(name, &input).map_err(Failure::data)?;
@@ -319,18 +266,18 @@ fn template(
                 text.push_str(&prompt);
             }
         }
-        return Ok(Outcome::text(text));
+        return Ok(Answer::text(text));
     }
-    Ok(Outcome::json(&rendered.fields))
+    Ok(Answer::json(&rendered.fields))
 }
 
-fn prune(older_than: Dur, cx: &Context) -> Result<Outcome, Failure> {
+fn prune(older_than: Dur, cx: &Context) -> Result<Answer, Failure> {
     let root = cx.ensure_root()?;
     let cutoff = chrono::Duration::from_std(older_than.0)
         .ok()
         .and_then(|age| cx.now.checked_sub_signed(age))
         .ok_or_else(|| Failure::usage("--older-than: reaches before the earliest time"))?;
-    if crate::fleet::select::configured(cx) {
+    if crate::store::fleet::select::configured(cx) {
         cx.warn("the fleet's log is trimmed by [store] log_max_len, not pruned; pruning only what this host kept in its own files");
     }
     let moved = error_log::prune(cx, &root, cutoff)?;
@@ -341,10 +288,10 @@ fn prune(older_than: Dur, cx: &Context) -> Result<Outcome, Failure> {
         "cutoff": cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     });
     if cx.global.text {
-        return Ok(Outcome::text(format!(
+        return Ok(Answer::text(format!(
             "moved {} records older than {} to logs/archive/; {} kept",
             moved.moved, older_than, moved.kept
         )));
     }
-    Ok(Outcome::json(&out))
+    Ok(Answer::json(&out))
 }

@@ -9,17 +9,16 @@
 //! compensation runs, so the command may update it with `triage state-write` itself; a second
 //! `compensate` of the same saga is kept out by a lock of its own (`FILE.saga.lock`).
 
-use crate::commands::state_read::{checkpoint_dir, recover};
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
+use crate::core::saga::{Saga, SagaStatus};
+use crate::core::state::Validation;
+use crate::exec::child::Interrupts;
+use crate::exec::compensation::{self, inherit, Limits};
 use crate::exit::Failure;
-use crate::run::child::{self, Interrupts, Spec};
-use crate::run::plan::End;
-use crate::saga::{CompensationRecord, Ended, Saga, SagaStatus};
-use crate::state::Validation;
-use crate::store::{self, Backup};
+use crate::store::files;
+use crate::store::recovery::{checkpoint_dir, recover};
+use crate::store::sagas::{self, not_begun, put, saga_of, update};
 use serde_json::{json, Value};
-use std::ffi::OsString;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// Arguments of `triage saga`.
@@ -86,14 +85,14 @@ pub struct CompensateArgs {
     /// group, SIGKILL after --kill-after); 0 for no limit [default: the policy's
     /// saga.compensation_timeout, 10m]
     #[arg(long, value_name = "DUR")]
-    pub timeout: Option<crate::duration::Dur>,
+    pub timeout: Option<crate::core::duration::Dur>,
     /// SIGKILL this long after the timeout's SIGTERM
     #[arg(long, value_name = "DUR", default_value = "10s")]
-    pub kill_after: crate::duration::Dur,
+    pub kill_after: crate::core::duration::Dur,
 }
 
 /// Runs `triage saga`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     match &args.action {
         Action::Begin(t) => begin(t, cx),
         Action::Step(a) => step(a, cx),
@@ -104,22 +103,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
 
 impl Target {
     fn file(&self, cx: &Context) -> Result<PathBuf, Failure> {
-        if self.workflow.trim().is_empty() {
-            return Err(Failure::usage(
-                "the workflow id is empty; name the workflow",
-            ));
-        }
-        Ok(match &self.state {
-            Some(f) => f.clone(),
-            None => cx
-                .state_root()
-                .join("sagas")
-                .join(format!("{}.json", store::escape_key(&self.workflow))),
-        })
+        sagas::state_file(cx, &self.workflow, self.state.as_deref())
     }
 }
 
-fn begin(t: &Target, cx: &Context) -> Result<Outcome, Failure> {
+fn begin(t: &Target, cx: &Context) -> Result<Answer, Failure> {
     let file = t.file(cx)?;
     let saga = update(&file, cx, |doc| {
         let mut doc = doc.unwrap_or_else(|| json!({"workflow_id": t.workflow}));
@@ -131,7 +119,7 @@ fn begin(t: &Target, cx: &Context) -> Result<Outcome, Failure> {
                 "saga `{}` already began in {} and is {} with {} step(s); see `triage saga status {}`, or begin another workflow id",
                 t.workflow,
                 file.display(),
-                crate::saga::status_word(existing.status),
+                crate::core::saga::status_word(existing.status),
                 existing.steps.len(),
                 t.workflow
             )));
@@ -143,12 +131,13 @@ fn begin(t: &Target, cx: &Context) -> Result<Outcome, Failure> {
     answer(cx, &file, &saga, json!({}), false)
 }
 
-fn step(a: &StepArgs, cx: &Context) -> Result<Outcome, Failure> {
+fn step(a: &StepArgs, cx: &Context) -> Result<Answer, Failure> {
     let t = &a.target;
     let file = t.file(cx)?;
     let saga = update(&file, cx, |doc| {
-        let mut doc = doc.ok_or_else(|| not_begun(t, &file))?;
-        let mut saga = saga_of(&doc, &t.workflow, &file)?.ok_or_else(|| not_begun(t, &file))?;
+        let mut doc = doc.ok_or_else(|| not_begun(&t.workflow, &file))?;
+        let mut saga =
+            saga_of(&doc, &t.workflow, &file)?.ok_or_else(|| not_begun(&t.workflow, &file))?;
         saga.add_step(&a.name, a.stage.as_deref(), a.compensate.as_deref(), cx.now)
             .map_err(Failure::data)?;
         put(&mut doc, &saga)?;
@@ -157,11 +146,11 @@ fn step(a: &StepArgs, cx: &Context) -> Result<Outcome, Failure> {
     answer(cx, &file, &saga, json!({"step": a.name}), false)
 }
 
-fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Outcome, Failure> {
+fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Answer, Failure> {
     let t = &a.target;
     let file = t.file(cx)?;
     let run_lock =
-        store::lock(&store::with_suffix(&file, ".saga"), cx.lock_wait()).map_err(|e| {
+        files::lock(&files::with_suffix(&file, ".saga"), cx.lock_wait()).map_err(|e| {
             let mut f = Failure::from(e);
             f.message = format!(
                 "{}; is another `triage saga compensate {}` running, or a compensation it started?",
@@ -181,332 +170,34 @@ fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Outcome, Failure> {
         interrupts: Interrupts::install()
             .map_err(|e| Failure::io(format!("cannot catch SIGINT/SIGTERM: {e}")))?,
     };
-    let (mut saga, resumed) = update(&file, cx, |doc| {
-        let mut doc = doc.ok_or_else(|| not_begun(t, &file))?;
-        let mut saga = saga_of(&doc, &t.workflow, &file)?.ok_or_else(|| not_begun(t, &file))?;
-        let resumed = saga.compensation_began();
-        if saga.status != SagaStatus::Compensated {
-            let archived = match &saga.state_archived {
-                Some(_) => None,
-                None => Some(archive(&file, &doc, cx)?.display().to_string()),
-            };
-            saga.start_compensation(&a.reason, archived);
-            put(&mut doc, &saga)?;
-        }
-        Ok((doc, (saga, resumed)))
-    })?;
-    let already: Vec<String> = saga
-        .steps
-        .iter()
-        .filter(|s| s.compensation.status == crate::saga::CompensationStatus::Succeeded)
-        .map(|s| s.name.clone())
-        .collect();
-    let notified = std::io::stderr().is_terminal();
-    let (mut done, mut failed) = (Vec::new(), Vec::new());
-    for i in saga.plan() {
-        let Some(s) = saga.steps.get(i).cloned() else {
-            continue;
-        };
-        say!(
-            "triage saga: rolling back step {}{}. Reason: {}",
-            s.name,
-            s.stage
-                .as_deref()
-                .map(|g| format!(" (stage {g})"))
-                .unwrap_or_default(),
-            saga.reason.as_deref().unwrap_or(&a.reason)
-        );
-        checkpoint(&file, cx, t, |saga, _| {
-            saga.mark_started(i, now(cx));
-            Ok(())
-        })?;
-        let Compensated { ended, interrupted } = run_compensation(
-            s.compensate.as_deref().unwrap_or("true"),
-            t,
-            &s.name,
-            &limits,
-        );
-        saga = checkpoint(&file, cx, t, |saga, doc| {
-            if let Some(rec) = saga.mark_finished(i, &ended, notified, now(cx)) {
-                push_record(doc, &rec);
-            }
-            Ok(())
-        })?;
-        match &ended.failure {
-            None => done.push(s.name.clone()),
-            Some(why) => {
-                cx.warn(&format!("compensation of step `{}` {why}", s.name));
-                failed
-                    .push(json!({"step": s.name, "detail": why, "exit_status": ended.exit_status}));
-            }
-        }
-        if interrupted {
-            // The rest stays to do: the next compensate resumes there.
-            break;
-        }
-    }
-    saga = checkpoint(&file, cx, t, |saga, _| {
-        saga.finish();
-        Ok(())
-    })?;
+    let c = compensation::compensate(cx, &file, &t.workflow, &a.reason, &limits)?;
     let extra = json!({
-        "resumed": resumed,
-        "compensated": done,
-        "already_compensated": already,
-        "failed": failed,
+        "resumed": c.resumed,
+        "compensated": c.done,
+        "already_compensated": c.already,
+        "failed": c.failed,
     });
-    answer(cx, &file, &saga, extra, !failed.is_empty())
+    answer(cx, &file, &c.saga, extra, !c.failed.is_empty())
 }
 
-fn status(t: &Target, cx: &Context) -> Result<Outcome, Failure> {
+fn status(t: &Target, cx: &Context) -> Result<Answer, Failure> {
     let file = t.file(cx)?;
     let rules = Validation::shape_only(false);
     let found = recover(&file, &rules, &checkpoint_dir(&file, None), None)?;
-    let doc = found.data.ok_or_else(|| not_begun(t, &file))?;
-    let saga = saga_of(&doc, &t.workflow, &file)?.ok_or_else(|| not_begun(t, &file))?;
+    let doc = found.data.ok_or_else(|| not_begun(&t.workflow, &file))?;
+    let saga = saga_of(&doc, &t.workflow, &file)?.ok_or_else(|| not_begun(&t.workflow, &file))?;
     if cx.global.text {
-        return Ok(Outcome::text(saga.to_text()));
+        return Ok(Answer::text(saga.to_text()));
     }
     let history = doc
         .get("compensation_history")
         .cloned()
         .unwrap_or(json!([]));
-    Ok(Outcome::json(&json!({
+    Ok(Answer::json(&json!({
         "state": file,
         "saga": saga,
         "compensation_history": history,
     })))
-}
-
-/// The time of a checkpoint: `TRIAGE_NOW` when set (tests), else the clock, so that records
-/// of a long compensation run carry their own times.
-fn now(cx: &Context) -> chrono::DateTime<chrono::Utc> {
-    if cx.fixed_now {
-        cx.now
-    } else {
-        chrono::Utc::now()
-    }
-}
-
-fn not_begun(t: &Target, file: &Path) -> Failure {
-    Failure::data(format!(
-        "no saga `{}` in {}; begin it with `triage saga begin {}`",
-        t.workflow,
-        file.display(),
-        t.workflow
-    ))
-}
-
-/// The saga in `doc`, if any; one of another workflow is refused.
-fn saga_of(doc: &Value, workflow: &str, file: &Path) -> Result<Option<Saga>, Failure> {
-    let Some(v) = doc.get("saga") else {
-        return Ok(None);
-    };
-    let saga: Saga = serde_json::from_value(v.clone()).map_err(|e| {
-        Failure::data(format!(
-            "the `saga` of {} is not a saga ({e}); repair the file or restore {}.bak",
-            file.display(),
-            file.display()
-        ))
-    })?;
-    if saga.workflow_id != workflow {
-        return Err(Failure::data(format!(
-            "{} holds the saga of workflow `{}`, not `{workflow}`; name that workflow or another --state file",
-            file.display(),
-            saga.workflow_id
-        )));
-    }
-    Ok(Some(saga))
-}
-
-fn put(doc: &mut Value, saga: &Saga) -> Result<(), Failure> {
-    let obj = doc.as_object_mut().ok_or_else(|| {
-        Failure::data("the workflow state is not a JSON object; a saga needs an object to live in")
-    })?;
-    let v = serde_json::to_value(saga)
-        .map_err(|e| Failure::data(format!("cannot serialize the saga: {e}")))?;
-    obj.insert("saga".into(), v);
-    obj.entry("compensation_history").or_insert(json!([]));
-    Ok(())
-}
-
-fn push_record(doc: &mut Value, rec: &CompensationRecord) {
-    let Some(obj) = doc.as_object_mut() else {
-        return;
-    };
-    let entry = obj.entry("compensation_history").or_insert(json!([]));
-    if !entry.is_array() {
-        *entry = json!([]);
-    }
-    if let (Some(list), Ok(v)) = (entry.as_array_mut(), serde_json::to_value(rec)) {
-        list.push(v);
-    }
-}
-
-/// Read-modify-write of the state document under its lock, with `state-write`'s protocol:
-/// a corrupt primary is quarantined and the last good version (`.bak`, checkpoint) used.
-fn update<T>(
-    file: &Path,
-    cx: &Context,
-    f: impl FnOnce(Option<Value>) -> Result<(Value, T), Failure>,
-) -> Result<T, Failure> {
-    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        store::ensure_dir(dir)?;
-    }
-    let _lock = store::lock(file, cx.lock_wait())?;
-    let found = recover(
-        file,
-        &Validation::shape_only(false),
-        &checkpoint_dir(file, None),
-        Some(&cx.stamp()),
-    )?;
-    if found.all_invalid() {
-        return Err(Failure::data(format!(
-            "no valid version of {}; repair it with `triage state-read {}`",
-            file.display(),
-            file.display()
-        )));
-    }
-    if let Some(src) = found.recovered_from.as_deref().filter(|s| *s != "primary") {
-        cx.warn(&format!("{} was recovered from {src}", file.display()));
-    }
-    let (doc, out) = f(found.data)?;
-    let mut bytes = serde_json::to_vec_pretty(&doc)
-        .map_err(|e| Failure::data(format!("cannot serialize the state: {e}")))?;
-    bytes.push(b'\n');
-    store::replace(file, &bytes, Backup::Keep)?;
-    Ok(out)
-}
-
-/// Re-reads the saga under the lock, applies one checkpoint, writes it back.
-fn checkpoint(
-    file: &Path,
-    cx: &Context,
-    t: &Target,
-    f: impl FnOnce(&mut Saga, &mut Value) -> Result<(), Failure>,
-) -> Result<Saga, Failure> {
-    update(file, cx, |doc| {
-        let mut doc = doc.ok_or_else(|| not_begun(t, file))?;
-        let mut saga = saga_of(&doc, &t.workflow, file)?.ok_or_else(|| not_begun(t, file))?;
-        f(&mut saga, &mut doc)?;
-        put(&mut doc, &saga)?;
-        Ok((doc, saga))
-    })
-}
-
-/// Keeps a copy of the state as it was before compensation: `archive/NAME.STAMP` beside it.
-fn archive(file: &Path, doc: &Value, cx: &Context) -> Result<PathBuf, Failure> {
-    let dir = file
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .join("archive");
-    store::ensure_dir(&dir)?;
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "state".into());
-    let mut path = dir.join(format!("{name}.{}", cx.stamp()));
-    let mut n = 1;
-    while path.exists() {
-        path = dir.join(format!("{name}.{}-{n}", cx.stamp()));
-        n += 1;
-    }
-    let mut bytes = serde_json::to_vec_pretty(doc)
-        .map_err(|e| Failure::data(format!("cannot serialize the state: {e}")))?;
-    bytes.push(b'\n');
-    store::replace(&path, &bytes, Backup::Skip)?;
-    Ok(path)
-}
-
-/// How long a compensation may run, and the signals to forward to it.
-struct Limits {
-    timeout: std::time::Duration,
-    kill_after: std::time::Duration,
-    interrupts: Interrupts,
-}
-
-/// Lets child processes inherit the lock's descriptor (it is close-on-exec by default).
-fn inherit(lock: &store::Lock) -> Result<(), Failure> {
-    use std::os::fd::AsFd;
-    rustix::io::fcntl_setfd(lock.as_fd(), rustix::io::FdFlags::empty()).map_err(|e| {
-        Failure::io(format!(
-            "cannot hand the saga's lock to its compensations: {e}"
-        ))
-    })
-}
-
-/// One compensation's end, as the saga records it, and whether we were interrupted.
-struct Compensated {
-    ended: Ended,
-    interrupted: bool,
-}
-
-/// Runs one compensation with `sh -c` the way `triage run` runs an attempt: in a process
-/// group of its own, SIGTERM to the group at the timeout and SIGKILL after `kill_after`,
-/// SIGINT/SIGTERM forwarded. No stdin; its stdout goes onto our stderr afterwards (stdout
-/// carries the one JSON answer); told which workflow and step through the environment.
-fn run_compensation(command: &str, t: &Target, step: &str, limits: &Limits) -> Compensated {
-    let argv = [OsString::from("sh"), "-c".into(), command.into()];
-    let spec = Spec {
-        command: &argv,
-        stdin: None,
-        timeout: (!limits.timeout.is_zero()).then_some(limits.timeout),
-        kill_after: limits.kill_after,
-        grace: limits.kill_after,
-        env: vec![
-            ("TRIAGE_SAGA_WORKFLOW".into(), t.workflow.clone()),
-            ("TRIAGE_SAGA_STEP".into(), step.to_string()),
-        ],
-        ..Spec::default()
-    };
-    let ended = |exit_status, failure: Option<String>| Ended {
-        exit_status,
-        failure,
-    };
-    let attempt = match child::run(&spec, &limits.interrupts) {
-        Ok(a) => a,
-        Err(e) => {
-            return Compensated {
-                ended: ended(None, Some(format!("could not be started: {e}"))),
-                interrupted: false,
-            }
-        }
-    };
-    let mut out = attempt.stdout;
-    let _ = std::io::copy(&mut out, &mut std::io::stderr());
-    let dur = crate::duration::Dur(limits.timeout);
-    let (ended, interrupted) = match attempt.end {
-        End::Exited(0) => (ended(Some(0), None), false),
-        End::Exited(c) => (
-            ended(Some(c), Some(format!("exited with status {c}"))),
-            false,
-        ),
-        End::Signaled(sig) => (
-            ended(None, Some(format!("was killed by signal {sig}"))),
-            false,
-        ),
-        End::TimedOut { killed } => (
-            ended(
-                None,
-                Some(if killed {
-                    format!("timed out after {dur} and was killed (it ignored SIGTERM)")
-                } else {
-                    format!("timed out after {dur} and was stopped with SIGTERM")
-                }),
-            ),
-            false,
-        ),
-        End::Interrupted(sig) => (
-            ended(None, Some(format!("was interrupted (signal {sig})"))),
-            true,
-        ),
-        End::CannotRun { detail, .. } => (
-            ended(None, Some(format!("could not be started: {detail}"))),
-            false,
-        ),
-    };
-    Compensated { ended, interrupted }
 }
 
 fn answer(
@@ -515,9 +206,9 @@ fn answer(
     saga: &Saga,
     extra: Value,
     negative: bool,
-) -> Result<Outcome, Failure> {
+) -> Result<Answer, Failure> {
     if cx.global.text {
-        return Ok(Outcome::text(saga.to_text()).negative(negative));
+        return Ok(Answer::text(saga.to_text()).negative(negative));
     }
     let mut out = json!({
         "workflow_id": saga.workflow_id,
@@ -532,5 +223,5 @@ fn answer(
         }
         o.extend(e);
     }
-    Ok(Outcome::json(&out).negative(negative))
+    Ok(Answer::json(&out).negative(negative))
 }

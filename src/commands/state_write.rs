@@ -3,11 +3,11 @@
 //! keep the old version as `.bak`, rename, fsync the folder. `--update JQ` reads, transforms
 //! and writes under one lock, so concurrent updates never lose one another.
 
-use crate::commands::state_read::{self, checkpoint_dir};
-use crate::context::{Context, Outcome};
+use crate::context::{Answer, Context};
+use crate::core::state::{check_writable, type_name, Validation};
 use crate::exit::Failure;
-use crate::state::{check_writable, type_name, Validation};
-use crate::store::{self, Backup};
+use crate::store::files::{self, Backup};
+use crate::store::recovery::{self, checkpoint_dir};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -42,12 +42,12 @@ pub struct Args {
 }
 
 /// Runs `triage state-write`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let rules = Validation::new(args.any, &args.require, args.check.as_deref())
         .map_err(|e| Failure::usage(format!("--check: {e}")))?;
     let update = match &args.update {
         Some(code) => Some(
-            crate::jq::Filter::compile(code)
+            crate::core::jq::Filter::compile(code)
                 .map_err(|e| Failure::usage(format!("--update: {e}")))?,
         ),
         None => None,
@@ -56,7 +56,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         check_checkpoint_name(name)?;
     }
     let checkpoints = checkpoint_dir(&args.file, args.checkpoint_dir.as_deref());
-    state_read::anchor_state_folders(&args.file, &checkpoints);
+    recovery::anchor_state_folders(&args.file, &checkpoints);
 
     // Plain writes validate before taking the lock: bad input never touches the file.
     let input = match &update {
@@ -79,9 +79,9 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     };
 
     if let Some(dir) = args.file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        store::ensure_dir(dir)?;
+        files::ensure_dir(dir)?;
     }
-    let _lock = store::lock(&args.file, cx.lock_wait())?;
+    let _lock = files::lock(&args.file, cx.lock_wait())?;
     let bytes = match (&update, input) {
         (Some(filter), _) => updated(&args.file, filter, &rules, &checkpoints, cx)?,
         (None, Some(bytes)) => bytes,
@@ -89,9 +89,9 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
     };
 
     // A corrupt current version is quarantined, not made the backup: the good .bak stays.
-    let backup = match store::read_optional(&args.file)? {
+    let backup = match files::read_optional(&args.file)? {
         Some(old) if Validation::shape_only(true).parse(&old).is_err() => {
-            let q = store::quarantine(&args.file, &cx.stamp())?;
+            let q = files::quarantine(&args.file, &cx.stamp())?;
             cx.warn(&format!(
                 "{} was corrupt; kept it as {}",
                 args.file.display(),
@@ -101,13 +101,13 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         }
         _ => Backup::Keep,
     };
-    let replaced = store::replace(&args.file, &bytes, backup)?;
+    let replaced = files::replace(&args.file, &bytes, backup)?;
 
     let checkpoint = match &args.checkpoint {
         Some(name) => {
-            store::ensure_dir(&checkpoints)?;
+            files::ensure_dir(&checkpoints)?;
             let path = checkpoints.join(name);
-            store::replace(&path, &bytes, Backup::Skip)?;
+            files::replace(&path, &bytes, Backup::Skip)?;
             Some(path)
         }
         None => None,
@@ -122,25 +122,25 @@ pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
         "written": true,
     });
     if cx.global.text {
-        return Ok(Outcome::text(format!(
+        return Ok(Answer::text(format!(
             "wrote {} ({} bytes)",
             args.file.display(),
             bytes.len()
         )));
     }
-    Ok(Outcome::json(&out))
+    Ok(Answer::json(&out))
 }
 
 /// `--update`: the current document (recovered if need be; `{}` when none ever existed),
 /// transformed by the filter, validated, serialized.
 fn updated(
     file: &Path,
-    filter: &crate::jq::Filter,
+    filter: &crate::core::jq::Filter,
     rules: &Validation,
     checkpoints: &Path,
     cx: &Context,
 ) -> Result<Vec<u8>, Failure> {
-    let current = state_read::recover(file, &Validation::shape_only(rules.any), checkpoints, None)?;
+    let current = recovery::recover(file, &Validation::shape_only(rules.any), checkpoints, None)?;
     if current.all_invalid() {
         let what: Vec<String> = current
             .tried

@@ -3,11 +3,11 @@
 //! Redis was away; `migrate --to URL` copies the local breakers and error log into a Redis
 //! (idempotent: run it again and nothing is copied twice).
 
-use crate::breaker::store as breakers;
-use crate::context::{Context, Outcome};
-use crate::error_log;
+use crate::context::{Answer, Context};
 use crate::exit::Failure;
-use crate::fleet::{Config, Remote, Target};
+use crate::store::breakers;
+use crate::store::error_log;
+use crate::store::fleet::{Config, Remote, Target};
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
@@ -64,7 +64,7 @@ struct Status {
 }
 
 /// Runs `triage store`.
-pub fn run(args: &Args, cx: &Context) -> Result<Outcome, Failure> {
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     match &args.action {
         Action::Status => status(cx),
         Action::Sync => sync(cx),
@@ -113,11 +113,11 @@ fn connect(config: &Config) -> Result<Remote, Failure> {
     Remote::connect(config).map_err(|e| Failure::io(e.to_string()))
 }
 
-fn remote_failure(e: crate::fleet::RemoteError) -> Failure {
+fn remote_failure(e: crate::store::fleet::RemoteError) -> Failure {
     Failure::io(e.to_string())
 }
 
-fn status(cx: &Context) -> Result<Outcome, Failure> {
+fn status(cx: &Context) -> Result<Answer, Failure> {
     let root = cx.state_root();
     let waiting = error_log::waiting(&root).map_or(0, |w| w.len() as u64);
     let mut st = Status {
@@ -155,7 +155,7 @@ fn status(cx: &Context) -> Result<Outcome, Failure> {
             st.backend = "redis";
             st.url = Some(c.target.to_string());
             st.namespace = Some(c.namespace.clone());
-            match probe(&c) {
+            match crate::store::fleet::probe(&c) {
                 Ok((latency, offset, counts)) => {
                     st.reachable = Some(true);
                     st.latency_ms = Some(latency);
@@ -174,23 +174,9 @@ fn status(cx: &Context) -> Result<Outcome, Failure> {
     }
     let negative = st.reachable == Some(false);
     if cx.global.text {
-        return Ok(Outcome::text(status_text(&st)).negative(negative));
+        return Ok(Answer::text(status_text(&st)).negative(negative));
     }
-    Ok(Outcome::json(&st).negative(negative))
-}
-
-fn probe(c: &Config) -> Result<(f64, i64, crate::fleet::Counts), crate::fleet::RemoteError> {
-    let mut r = Remote::connect(c)?;
-    let mut rtts = Vec::new();
-    for _ in 0..5 {
-        rtts.push(r.ping()?.as_secs_f64() * 1000.0);
-    }
-    rtts.sort_by(f64::total_cmp);
-    let before = chrono::Utc::now().timestamp_millis();
-    let server = r.time_ms()?;
-    let after = chrono::Utc::now().timestamp_millis();
-    let offset = server - (before + after) / 2;
-    Ok((rtts[rtts.len() / 2], offset, r.counts()?))
+    Ok(Answer::json(&st).negative(negative))
 }
 
 fn status_text(st: &Status) -> String {
@@ -225,18 +211,18 @@ fn status_text(st: &Status) -> String {
     out
 }
 
-fn sync(cx: &Context) -> Result<Outcome, Failure> {
+fn sync(cx: &Context) -> Result<Answer, Failure> {
     let c = config(cx, None)?;
     let root = cx.state_root();
     let mut r = connect(&c)?;
     let done = error_log::sync(cx, &root, &mut r, usize::MAX).map_err(remote_failure)?;
     if cx.global.text {
-        return Ok(Outcome::text(format!(
+        return Ok(Answer::text(format!(
             "pushed {} records to {} ({} were there already); {} waiting",
             done.pushed, c.target, done.already, done.waiting
         )));
     }
-    Ok(Outcome::json(&done))
+    Ok(Answer::json(&done))
 }
 
 /// What `migrate` did.
@@ -252,7 +238,7 @@ struct Migrated {
     seconds: f64,
 }
 
-fn migrate(cx: &Context, to: Option<&str>) -> Result<Outcome, Failure> {
+fn migrate(cx: &Context, to: Option<&str>) -> Result<Answer, Failure> {
     let start = Instant::now();
     let c = config(cx, to)?;
     let root = cx.state_root();
@@ -273,7 +259,7 @@ fn migrate(cx: &Context, to: Option<&str>) -> Result<Outcome, Failure> {
     done.unreadable = b.unreadable + l.unreadable;
     done.seconds = start.elapsed().as_secs_f64();
     if cx.global.text {
-        return Ok(Outcome::text(format!(
+        return Ok(Answer::text(format!(
             "copied {} breakers ({} kept as the fleet has them) and {} log lines ({} there already) to {}, namespace {}",
             done.breakers_copied,
             done.breakers_kept,
@@ -283,5 +269,5 @@ fn migrate(cx: &Context, to: Option<&str>) -> Result<Outcome, Failure> {
             done.namespace
         )));
     }
-    Ok(Outcome::json(&done))
+    Ok(Answer::json(&done))
 }

@@ -2,9 +2,9 @@
 //! the policy's own types (their doc comments, types and serde defaults through schemars, the
 //! resolved defaults from [`Policy::default`]), so the page cannot drift from the parser.
 
-use crate::duration::Dur;
-use crate::policy::{BreakerOverrides, BreakerSection, Policy};
-use crate::vocab::{Criticality, Kind, Severity, Tier};
+use crate::core::duration::Dur;
+use crate::core::policy::{BreakerOverrides, BreakerSection, Policy};
+use crate::core::vocab::{Criticality, Kind, Severity, Tier};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use std::borrow::Cow;
 
@@ -439,9 +439,9 @@ fn resolved_default(table: &str, key: &str) -> String {
         "agents.NAME" => serde_json::to_value(policy.agent("any"))
             .ok()
             .and_then(|v| v.get(key).cloned()),
-        "agents.NAME.output" if key == "max_rejections" => {
-            Some(Value::from(crate::output_check::DEFAULT_MAX_REJECTIONS))
-        }
+        "agents.NAME.output" if key == "max_rejections" => Some(Value::from(
+            crate::core::output_check::DEFAULT_MAX_REJECTIONS,
+        )),
         "[classify.rules]" if key == "name" => return "required".into(),
         _ => None,
     };
@@ -607,7 +607,7 @@ mod tests {
     fn the_example_document_is_a_valid_policy() {
         let doc = example_document();
         assert!(!doc.contains("MISSING"), "{doc}");
-        let policy = crate::policy::load(&doc);
+        let policy = crate::core::policy::load(&doc);
         assert!(policy.is_ok(), "{policy:?}\n{doc}");
         let Ok(policy) = policy else { return };
         assert_eq!(policy.agent("researcher").output.min_chars, Some(500));

@@ -4,8 +4,8 @@
 //! and kinds — all capped — never with the number of lines, so a log of a million records
 //! makes a page of the same size as one of a thousand.
 
-use crate::error_record::LogLine;
-use crate::policy::Policy;
+use crate::core::error_record::LogLine;
+use crate::core::policy::Policy;
 use chrono::DateTime;
 use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -200,7 +200,6 @@ pub struct Dashboard<'p> {
     recent: VecDeque<Vec<u8>>,
     first: Option<i64>,
     last: Option<i64>,
-    records: u64,
 }
 
 impl<'p> Dashboard<'p> {
@@ -224,7 +223,6 @@ impl<'p> Dashboard<'p> {
             recent: VecDeque::new(),
             first: None,
             last: None,
-            records: 0,
         }
     }
 
@@ -283,7 +281,6 @@ impl<'p> Dashboard<'p> {
             }
             return;
         }
-        self.records += 1;
         let agent = self.agent_id(l.agent().unwrap_or("(none)"));
         let kind = self.kind_id(l.kind().unwrap_or("unknown"));
         self.agent_counts[agent as usize] += 1;
@@ -430,7 +427,6 @@ impl<'p> Dashboard<'p> {
             unresolved,
             first: self.first,
             last: self.last,
-            records: self.records,
         }
     }
 }
@@ -471,8 +467,6 @@ pub struct Drawn {
     pub first: Option<i64>,
     /// The last record's time.
     pub last: Option<i64>,
-    /// Records seen.
-    pub records: u64,
 }
 
 #[cfg(test)]
@@ -514,7 +508,6 @@ mod tests {
             r#"{"resolves":"e7","resolution":{"action_taken":"retry","successful":false}}"#,
         );
         let out = d.finish();
-        assert_eq!(out.records, 10);
         assert_eq!(out.agents[0].0, "a");
         assert_eq!(out.agents[0].1, 7);
         assert_eq!(out.agents[0].2.count, 7);

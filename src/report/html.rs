@@ -15,7 +15,8 @@
 
 use super::dashboard::{bin_start_ms, Drawn, DURATION_BINS};
 use super::svg::{self, esc, Lane, Stack};
-use super::Summary;
+use crate::core::summary::Summary;
+use crate::store::breakers::calls::Status;
 use crate::term::{count, human};
 use chrono::{DateTime, TimeZone, Utc};
 use serde::Deserialize;
@@ -56,6 +57,24 @@ pub struct BreakerNow {
     pub half_open_in_s: Option<u64>,
     /// The last error in one line.
     pub last_error: Option<String>,
+}
+
+impl From<Status> for BreakerNow {
+    fn from(s: Status) -> BreakerNow {
+        BreakerNow {
+            last_error: s.last_error.as_ref().map(|e| {
+                [e.kind.map(|k| k.to_string()), e.detail.clone()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(": ")
+            }),
+            key: s.key,
+            state: s.state.to_string(),
+            failures: (s.consecutive_failures, s.failure_threshold),
+            half_open_in_s: s.half_open_in_s,
+        }
+    }
 }
 
 #[derive(Deserialize)]

@@ -48,7 +48,7 @@ fn visible_bidi(text: &str) -> String {
 
 /// Text made safe for HTML and SVG content and attributes: markup characters escaped,
 /// control characters replaced, and bidirectional controls shown as `\u{202e}` (as
-/// [`crate::context::printable`] shows a C1 control), so that no text reads reversed — in a
+/// [`crate::core::text::printable`] shows a C1 control), so that no text reads reversed — in a
 /// cell, an SVG label or a `<title>` alike, where no markup could isolate it.
 pub fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());

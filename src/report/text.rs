@@ -2,8 +2,8 @@
 //! read, counts in words that agree with their numbers, a sparkline of failures per hour over
 //! the last day, and tables that fit the terminal's width.
 
-use super::{By, Filter, Summary};
-use crate::error_record::LogLine;
+use crate::core::error_record::LogLine;
+use crate::core::summary::{By, Filter, Summary};
 use crate::term::{count, cut, human, sparkline, when, when_text, Term, Tone};
 use chrono::{DateTime, Utc};
 use std::path::Path;
@@ -94,7 +94,7 @@ pub fn filters(f: &Filter, now: DateTime<Utc>) -> String {
 }
 
 /// A path on one line: its control characters in caret notation (`^J` for a newline, `^I`
-/// for a tab, `^[` for ESC), as [`crate::context::printable`] shows the rest of the text — a
+/// for a tab, `^[` for ESC), as [`crate::core::text::printable`] shows the rest of the text — a
 /// state root named with a newline must not print as two lines that look like two messages.
 pub fn shown_path(path: &Path) -> String {
     let text = path.display().to_string();
@@ -106,7 +106,7 @@ pub fn shown_path(path: &Path) -> String {
             c => out.push(c),
         }
     }
-    crate::context::printable(&out)
+    crate::core::text::printable(&out)
 }
 
 /// Why there is nothing to show, when there is nothing: a missing root or log is named with

@@ -45,7 +45,7 @@ fn failed(v: &Value) -> Vec<String> {
 #[test]
 fn the_example_policy_stays_valid() {
     let text = std::fs::read_to_string(example()).unwrap();
-    let p = triage::policy::load(&text).expect("hooks/triage.example.toml must load");
+    let p = triage::core::policy::load(&text).expect("hooks/triage.example.toml must load");
     for agent in [
         "researcher",
         "synthesizer",

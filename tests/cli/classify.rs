@@ -220,8 +220,8 @@ fn triage_seed_makes_jitter_exact() {
             .run();
         json_out(&out)["retry"]["delay_s"].as_f64().unwrap()
     };
-    let policy: triage::policy::Policy = toml::from_str(&s.read("p.toml")).unwrap();
-    let expected = triage::classify::retry::delay_for(&policy.retry, 3, 7);
+    let policy: triage::core::policy::Policy = toml::from_str(&s.read("p.toml")).unwrap();
+    let expected = triage::core::classify::retry::delay_for(&policy.retry, 3, 7);
     assert!(
         (delay("7") - expected).abs() < 1e-3,
         "{} vs {expected}",
@@ -375,7 +375,7 @@ fn long_help_lists_every_kind_with_its_defaults() {
     let s = Sandbox::new();
     let out = s.triage(["classify", "--help"]).run();
     let help = String::from_utf8_lossy(&out.stdout);
-    for k in triage::vocab::Kind::ALL {
+    for k in triage::core::vocab::Kind::ALL {
         assert!(
             help.contains(&format!(" {:<17} ", k.as_str())),
             "{k} missing from --help"

@@ -72,10 +72,20 @@ impl Sandbox {
         s
     }
 
-    /// The namespace of this sandbox's keys (its folder's name, as triage escapes it).
+    /// The namespace of this sandbox's keys: its folder's name, as it goes between the braces
+    /// of a key (`triage:{NS}:...`): letters, digits, `.`, `_` and `-` as they are, every other
+    /// byte as `%XX`.
     pub fn namespace(&self) -> String {
         let name = self.path().file_name().expect("name").to_string_lossy();
-        triage::fleet::escape_namespace(&name)
+        let mut out = String::new();
+        for b in name.bytes() {
+            if b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-') {
+                out.push(char::from(b));
+            } else {
+                out.push_str(&format!("%{b:02X}"));
+            }
+        }
+        out
     }
 
     /// The lines of a Redis stream of this sandbox (`breaker-events`, `errors`).
@@ -679,4 +689,73 @@ pub fn in_small_tmpfs(child: &str, var: &str) {
         text.contains("1 passed"),
         "the child test did not run: {text}"
     );
+}
+
+/// The cache's checksum (and a policy text's name), as anyone can read it in the source: it
+/// has no key.
+pub fn checksum(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h: u64 = bytes.len() as u64 ^ K;
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().unwrap());
+        h = (h ^ w).wrapping_mul(K).rotate_left(29);
+    }
+    for &b in chunks.remainder() {
+        h = (h ^ u64::from(b)).wrapping_mul(K).rotate_left(29);
+    }
+    h ^ (h >> 32)
+}
+
+/// Where triage keeps the compiled cache of the policy text `policy` in the cache folder
+/// `dir`: named by the text's checksum.
+pub fn cache_file(dir: &Path, policy: &str) -> PathBuf {
+    dir.join(format!("policy-{:016x}.bin", checksum(policy.as_bytes())))
+}
+
+/// The subcommands `triage PATH... --help` lists (its `Commands:` section), in its order.
+pub fn subcommands(path: &[&str]) -> Vec<String> {
+    let out = command(bin()).args(path).arg("--help").run().status(0);
+    out.stdout()
+        .lines()
+        .skip_while(|l| l.trim_end() != "Commands:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+/// One manual page as `triage man --install` writes it.
+pub struct ManPage {
+    /// Its section (1 or 5).
+    pub section: u8,
+    /// Its file name (`triage-classify.1`).
+    pub file: String,
+    /// Its roff.
+    pub body: String,
+}
+
+/// Every man page, as `triage man --install DIR` writes them, in file name order.
+pub fn man_pages() -> Vec<ManPage> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    command(bin())
+        .args(["man", "--install"])
+        .arg(dir.path())
+        .run()
+        .status(0);
+    let mut pages = Vec::new();
+    for section in [1u8, 5] {
+        let Ok(entries) = std::fs::read_dir(dir.path().join(format!("man{section}"))) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            pages.push(ManPage {
+                section,
+                file: e.file_name().to_string_lossy().into_owned(),
+                body: std::fs::read_to_string(e.path()).expect("a page"),
+            });
+        }
+    }
+    pages.sort_by(|a, b| a.file.cmp(&b.file));
+    pages
 }

@@ -22,22 +22,6 @@ fn policy(pattern: &str) -> String {
     )
 }
 
-/// The cache's checksum (and a policy text's name), as anyone can read it in the source: it
-/// has no key.
-fn checksum(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut h: u64 = bytes.len() as u64 ^ K;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let w = u64::from_le_bytes(c.try_into().unwrap());
-        h = (h ^ w).wrapping_mul(K).rotate_left(29);
-    }
-    for &b in chunks.remainder() {
-        h = (h ^ u64::from(b)).wrapping_mul(K).rotate_left(29);
-    }
-    h ^ (h >> 32)
-}
-
 /// A length-prefixed string as the cache writes it.
 fn string(s: &str) -> Vec<u8> {
     let mut out = (s.len() as u32).to_le_bytes().to_vec();
@@ -117,7 +101,7 @@ fn a_resigned_cache_shipped_in_a_projects_state_root_never_changes_what_a_rule_d
     for d in [s.root(), dir.clone()] {
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
     }
-    let planted = dir.join(format!("policy-{:016x}.bin", checksum(real.as_bytes())));
+    let planted = cache_file(&dir, &real);
     std::fs::write(&planted, &forged).unwrap();
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o600)).unwrap();
 
@@ -133,16 +117,22 @@ fn a_resigned_cache_shipped_in_a_projects_state_root_never_changes_what_a_rule_d
     // The forgery itself is sound — it passes every check a cache file gets (this build's id,
     // this text, a checksum that fits), so the cache reader would take it, with the decoy's
     // automata — so it is only where it lies that keeps it out.
-    let own = tempfile::tempdir().unwrap();
-    let at = triage::policy_cache::path(own.path(), &triage::policy_cache::identify(&real));
+    // Planted in the user's own cache folder, where a cache is read, it is taken: the rule
+    // then decides with the decoy's automata.
+    let own = Sandbox::new();
+    own.write(".triage.toml", &real);
+    let at = cache_file(&own.cache_dir(), &real);
     assert_eq!(at.file_name(), planted.file_name());
+    std::fs::create_dir_all(own.cache_dir()).unwrap();
+    std::fs::set_permissions(own.cache_dir(), std::fs::Permissions::from_mode(0o700)).unwrap();
     std::fs::write(&at, &forged).unwrap();
     std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let known = triage::policy_cache::identify(&real);
-    assert_eq!(triage::policy_cache::load(own.path(), &known), Ok(true));
-    let m = triage::policy_cache::matcher(RULE);
-    assert!(m.find(DECOY).unwrap().is_some(), "the decoy's automata");
-    assert!(m.find(REAL_ERROR).unwrap().is_none());
+    assert_eq!(
+        matched_rule(&own, DECOY),
+        "config:corpus-missing",
+        "the decoy's automata"
+    );
+    assert_ne!(matched_rule(&own, REAL_ERROR), "config:corpus-missing");
 }
 
 /// Everything under `dir`, links not followed: path → content or link target.
@@ -170,10 +160,7 @@ fn snapshot(dir: &std::path::Path) -> Vec<(PathBuf, String)> {
 #[test]
 fn a_link_in_place_of_the_users_cache_folder_or_file_changes_nothing_outside() {
     let real = policy(RULE);
-    let name = triage::policy_cache::path(
-        std::path::Path::new(""),
-        &triage::policy_cache::identify(&real),
-    );
+    let name = cache_file(std::path::Path::new(""), &real);
     // Links to a file and to a folder outside, in place of the cache folder and of the file.
     for (link_at, to_folder) in [("", true), ("", false), ("f", false), ("f", true)] {
         let s = Sandbox::new();

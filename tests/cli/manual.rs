@@ -20,7 +20,7 @@ fn install_links_puts_the_pages_where_man_finds_them() {
     std::fs::create_dir(&bin).unwrap();
     let out = s.triage(["install-links", bin.to_str().unwrap()]).run();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let pages = triage::man::pages();
+    let pages = crate::common::man_pages();
     assert_eq!(v["man_pages"], pages.len());
     for p in &pages {
         let installed = s

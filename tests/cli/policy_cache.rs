@@ -137,8 +137,7 @@ fn a_cache_under_another_policys_name_is_stale() {
     // still validated, still refused, with the same warning.
     let bad = "[[classify.rules]]\nname = \"x\"\nmatch = '(unclosed'\n";
     s.write(".triage.toml", bad);
-    let digest = triage::policy_cache::identify(bad);
-    let planted = triage::policy_cache::path(&s.cache_dir(), &digest);
+    let planted = crate::common::cache_file(&s.cache_dir(), bad);
     std::fs::copy(&other, &planted).unwrap();
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o600)).unwrap();
     let out = s.triage(["classify", "--message", "boom"]).run();

@@ -4,7 +4,6 @@
 use crate::common::{json_out, skip_unless_script, Sandbox};
 use serde_json::Value;
 use std::collections::HashSet;
-use std::process::Stdio;
 
 const NOW: &str = "2026-02-04T14:30:22Z";
 
@@ -34,80 +33,6 @@ fn warning_names(v: &Value) -> Vec<String> {
         .iter()
         .map(|w| w["name"].as_str().unwrap().to_string())
         .collect()
-}
-
-/// The child of `thirty_two_writers_leave_6400_whole_lines`: 200 records with 8 KB messages,
-/// written in-process through the same `record` the command uses, so the test spawns 32
-/// processes rather than 6 400.
-#[test]
-#[ignore = "a child process of thirty_two_writers_leave_6400_whole_lines"]
-fn writer_child() {
-    let root = std::env::var("RECORD_CHILD_ROOT").expect("run by the parent test");
-    let id = std::env::var("RECORD_CHILD_ID").unwrap();
-    let global = triage::context::GlobalArgs {
-        dir: Some(root.into()),
-        ..Default::default()
-    };
-    let cx = triage::context::Context::new("record-error", global, true).unwrap();
-    let detail: String = format!("writer {id} ")
-        .repeat(1000)
-        .chars()
-        .take(8192)
-        .collect();
-    for seq in 0..200 {
-        let input = serde_json::json!({
-            "kind": "timeout", "detail": detail, "session_id": format!("s{id}"),
-            "agent": format!("w{id}"), "task_id": format!("{id}-{seq}"),
-        });
-        let rec = triage::error_record::record_from_input(&input);
-        triage::error_log::record(&cx, rec, None).unwrap();
-    }
-}
-
-#[test]
-fn thirty_two_writers_leave_6400_whole_lines() {
-    let s = Sandbox::new();
-    let root = s.root();
-    std::fs::create_dir_all(&root).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let children: Vec<_> = (0..32)
-        .map(|i| {
-            std::process::Command::new(&exe)
-                .args([
-                    "--ignored",
-                    "--exact",
-                    "record::writer_child",
-                    "--test-threads=1",
-                ])
-                .env("RECORD_CHILD_ROOT", &root)
-                .env("RECORD_CHILD_ID", i.to_string())
-                .env("TRIAGE_LOCK_TIMEOUT", "60s")
-                .env_remove("TRIAGE_DIR")
-                .env_remove("TRIAGE_NOW")
-                .stdout(Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for mut c in children {
-        assert!(c.wait().unwrap().success());
-    }
-    let lines = log_lines(&s);
-    assert_eq!(lines.len(), 6400);
-    let mut ids = HashSet::new();
-    let mut tasks = HashSet::new();
-    for l in &lines {
-        let v: Value = serde_json::from_str(l).expect("every line is whole JSON");
-        assert!(v["detail"].as_str().unwrap().len() >= 8000);
-        ids.insert(v["error_id"].as_str().unwrap().to_string());
-        tasks.insert(v["task_id"].as_str().unwrap().to_string());
-    }
-    assert_eq!(ids.len(), 6400);
-    assert_eq!(tasks.len(), 6400);
-    let counters: Value =
-        serde_json::from_str(&s.read(".triage/logs/errors.counters.json")).unwrap();
-    assert_eq!(counters["seq"], 6400);
-    assert_eq!(counters["sessions"]["s7"], 200);
 }
 
 /// The command itself, from real parallel processes (fewer of them: each is a process start).

@@ -721,21 +721,31 @@ fn design_words(text: &str) -> Vec<String> {
 /// does not claim that every subcommand prints one JSON line.
 #[test]
 fn help_at_any_depth_says_what_things_are_without_design_note_words() {
-    use clap::CommandFactory;
-    fn walk(cmd: &mut clap::Command, name: String, found: &mut Vec<String>) {
-        let help = cmd.render_long_help().to_string();
-        for w in design_words(&help) {
-            found.push(format!("{name}: {w}"));
+    // Each subcommand's long help, as `triage PATH... --help` prints it, at every depth.
+    fn walk(path: &mut Vec<String>, found: &mut Vec<String>) -> usize {
+        let args: Vec<&str> = path.iter().map(String::as_str).collect();
+        let out = crate::common::command(crate::common::bin())
+            .args(&args)
+            .arg("--help")
+            .run()
+            .status(0);
+        let name = std::iter::once("triage")
+            .chain(args.iter().copied())
+            .collect::<Vec<_>>();
+        for w in design_words(&out.stdout()) {
+            found.push(format!("{}: {w}", name.join(" ")));
         }
-        for sub in cmd.get_subcommands_mut() {
-            let n = format!("{name} {}", sub.get_name());
-            walk(sub, n, found);
+        let mut seen = 1;
+        for sub in crate::common::subcommands(&args) {
+            path.push(sub);
+            seen += walk(path, found);
+            path.pop();
         }
+        seen
     }
-    let mut cmd = triage::cli::Cli::command();
-    cmd.build();
     let mut found = Vec::new();
-    walk(&mut cmd, "triage".into(), &mut found);
+    let helps = walk(&mut Vec::new(), &mut found);
+    assert!(helps > 30, "only {helps} help texts found");
     assert!(found.is_empty(), "{found:#?}");
     let top = Sandbox::new().triage(["--help"]).run();
     let top = String::from_utf8_lossy(&top.stdout);
@@ -791,12 +801,8 @@ fn each_negative_verdict_in_the_exit_status_table_exits_1_with_e_and_0_without()
         .skip_while(|l| !l.starts_with("| subcommand | `-e` exits 1 when |"))
         .take_while(|l| l.starts_with('|'))
         .collect();
-    use clap::CommandFactory;
-    for sub in triage::cli::Cli::command().get_subcommands() {
-        let (whole, first_word) = (
-            format!("`{}`", sub.get_name()),
-            format!("`{} ", sub.get_name()),
-        );
+    for sub in crate::common::subcommands(&[]) {
+        let (whole, first_word) = (format!("`{sub}`"), format!("`{sub} "));
         assert!(
             table.iter().any(|row| row
                 .split('|')

@@ -417,21 +417,38 @@ fn full_disk_child() {
         .count();
     assert_eq!(temps, 0);
 
-    // An append that runs out of space leaves no partial line.
-    let log = dir.join("log.jsonl");
-    let line = format!("{{\"pad\":\"{}\"}}", "b".repeat(8000));
+    // An append that runs out of space leaves no partial line: records of 8 KB each until
+    // the disk is full (74 with --strict), and the log holds whole lines only.
+    let detail = "b".repeat(8000);
     let mut ok = 0;
     let err = loop {
-        match triage::store::append_line(&log, line.as_bytes(), std::time::Duration::from_secs(1)) {
-            Ok(()) => ok += 1,
-            Err(e) => break e,
+        let out = run(
+            &[
+                "record-error",
+                "--kind",
+                "timeout",
+                "--detail",
+                &detail,
+                "--strict",
+            ],
+            b"",
+        );
+        if out.code() == Some(0) {
+            ok += 1;
+            assert!(ok < 100, "the disk never filled");
+            continue;
         }
-        assert!(ok < 100, "the disk never filled");
+        assert_eq!(out.code(), Some(74), "{}", out.stderr());
+        break out.stderr();
     };
-    assert!(err.is_no_space(), "{err}");
-    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(err.contains("No space left on device"), "{err}");
+    let text = std::fs::read_to_string(dir.join(".triage/logs/errors.jsonl")).unwrap();
     assert!(text.ends_with('\n'));
-    assert_eq!(text.lines().count(), ok);
+    assert!(
+        text.lines().count() >= ok,
+        "{} lines, {ok} records",
+        text.lines().count()
+    );
     assert!(text
         .lines()
         .all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()));

@@ -1,7 +1,6 @@
 //! The fleet backend against a real `redis-server` (see `server`): one server per test,
 //! started on a free port and stopped at the end.
 //!
-//! - `remote`: the scripts themselves, through the library;
 //! - `breaker`: every breaker scenario of the file store's suite (`tests/cli/breaker.rs`,
 //!   included as it is), run here with `TRIAGE_STORE` pointing at the test's Redis;
 //! - `counts`: the file store's suite of the counters' rules (`tests/cli/counts.rs`: open
@@ -27,8 +26,9 @@ mod clock;
 mod faults;
 mod hosts;
 mod operator;
-mod remote;
 mod server;
+
+use common::skip_unless_tool;
 
 /// Where the shared scenarios keep their state: here, a Redis of the test's own.
 mod backend {

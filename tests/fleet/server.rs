@@ -3,7 +3,9 @@
 //! Installed by `.ci/run` with apt-get; when it is missing the tests skip, saying why, unless
 //! `TRIAGE_REQUIRE_REDIS=1` (set by `.ci/run` once it is installed) makes that a failure.
 
-use crate::common::skip_unless_tool;
+// The includer provides it: `tests/fleet/main.rs` (the suites' own), and the scripts' unit
+// tests in `src/store/fleet/against_redis.rs`.
+use super::skip_unless_tool;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;

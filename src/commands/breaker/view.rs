@@ -1,8 +1,8 @@
 //! How `triage breaker` shows breakers: the `--text` forms (the status rows themselves, with
-//! RFC 3339 times, and Template 4 are [`crate::breaker::calls`]'s).
+//! RFC 3339 times, and Template 4 are [`crate::store::breakers::calls`]'s).
 
-use crate::breaker::calls::{CheckResult, RecordResult, Status};
-use crate::breaker::{self as core};
+use crate::core::breaker::{self as core};
+use crate::store::breakers::calls::{CheckResult, RecordResult, Status};
 use crate::term::{count, cut, when_text, Term, Tone};
 use chrono::Utc;
 
@@ -34,7 +34,7 @@ pub fn record_text(r: &RecordResult) -> String {
 /// colour, durations for people; an empty or missing folder says so and what to check.
 pub fn status_table(
     list: &[Status],
-    at: &crate::breaker::store::Location,
+    at: &crate::store::breakers::Location,
     term: &Term,
     now: chrono::DateTime<Utc>,
 ) -> String {
@@ -130,5 +130,5 @@ pub fn status_table(
 
 /// Seconds as the one duration format (`1m30s`), shortened to its two largest units.
 fn secs(n: u64) -> String {
-    crate::duration::Dur::secs(n).approx().to_string()
+    crate::core::duration::Dur::secs(n).approx().to_string()
 }

@@ -7,7 +7,8 @@
 //! line instead of a redraw; colour follows `NO_COLOR` and `TERM` as `--text` does (see
 //! [`crate::term`]). Rendering ([`lines`]) is pure; [`Progress`] holds the clock and the tty.
 
-use crate::phase::{ItemState, Manifest};
+use crate::core::phase::{ItemState, Manifest};
+use crate::exec::phase_runner::Watch;
 use crate::term::{cut, Term, Tone};
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -161,9 +162,11 @@ impl Progress {
             changed: true,
         })
     }
+}
 
+impl Watch for Progress {
     /// Item `i` was filed as running.
-    pub fn started(&mut self, i: usize) {
+    fn started(&mut self, i: usize) {
         if let Some(s) = self.started.get_mut(i) {
             *s = Some(Instant::now());
         }
@@ -174,7 +177,7 @@ impl Progress {
     }
 
     /// Item `i` started an attempt.
-    pub fn attempt(&mut self, i: usize) {
+    fn attempt(&mut self, i: usize) {
         if let Some(a) = self.attempts.get_mut(i) {
             *a += 1;
         }
@@ -182,7 +185,7 @@ impl Progress {
     }
 
     /// Item `i` ended.
-    pub fn ended(&mut self, i: usize) {
+    fn ended(&mut self, i: usize) {
         let took = self.started.get(i).copied().flatten().map(|s| s.elapsed());
         if let Some(e) = self.ended.get_mut(i) {
             *e = took;
@@ -191,7 +194,7 @@ impl Progress {
     }
 
     /// Draws what changed (and, every [`TICK`], the times of running items).
-    pub fn draw(&mut self, m: &Manifest, force: bool) {
+    fn draw(&mut self, m: &Manifest, force: bool) {
         let due = self.last.is_none_or(|t| t.elapsed() >= TICK);
         if !(force || self.changed || (self.redraw && due)) {
             return;
@@ -259,59 +262,4 @@ impl Progress {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(id: &str, state: ItemState, attempt: u32, ms: Option<u64>) -> Row {
-        Row {
-            id: id.into(),
-            state,
-            attempt,
-            elapsed: ms.map(Duration::from_millis),
-        }
-    }
-
-    #[test]
-    fn one_line_per_item_with_state_attempt_and_time() {
-        let rows = [
-            row("writer", ItemState::Running, 2, Some(1500)),
-            row("checker-long-name", ItemState::Complete, 1, Some(61_000)),
-            row("later", ItemState::NotStarted, 0, None),
-        ];
-        let got = lines(&rows, 10, 80, &Term::plain(80));
-        assert_eq!(
-            got,
-            [
-                "writer             running      attempt 2   1.5s",
-                "checker-long-name  complete     attempt 1   1m01s",
-                "later              not_started",
-            ]
-        );
-    }
-
-    #[test]
-    fn rows_that_do_not_fit_give_way_to_a_summary_and_lines_fit_the_width() {
-        let mut rows: Vec<Row> = (0..10)
-            .map(|i| row(&format!("i{i}"), ItemState::Complete, 1, Some(10)))
-            .collect();
-        rows[3].state = ItemState::Running;
-        rows[9].state = ItemState::NotStarted;
-        rows[8].state = ItemState::Failed;
-        let got = lines(&rows, 4, 60, &Term::plain(60));
-        assert_eq!(got.len(), 2, "{got:?}");
-        assert!(got[0].starts_with("i3  running"), "{got:?}");
-        assert_eq!(got[1], "… 9 more: 7 complete, 1 failed, 1 waiting");
-        let narrow = lines(&rows[..1], 4, 12, &Term::plain(12));
-        assert!(narrow[0].chars().count() <= 11, "{narrow:?}");
-    }
-
-    #[test]
-    fn colour_paints_the_state_word_only() {
-        let colour = Term {
-            width: 80,
-            colour: true,
-        };
-        let got = lines(&[row("a", ItemState::Failed, 1, None)], 5, 80, &colour);
-        assert_eq!(got[0], "a  \x1b[1;31mfailed\x1b[0m       attempt 1");
-    }
-}
+mod tests;

@@ -1,7 +1,7 @@
 //! `triage run --text`: the final report for a person, from the same document as the JSON
 //! report (so the two never disagree).
 
-use crate::duration::Dur;
+use crate::core::duration::Dur;
 use serde_json::Value;
 use std::time::Duration;
 

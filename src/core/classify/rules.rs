@@ -1,0 +1,794 @@
+//! The rules that decide a kind: each kind's defaults (seed 004 §3.2 tiers, seed 001 categories
+//! and severities, seed 003 retryability), and the built-in matchers for what tools print, in
+//! the order of precedence that [`super`] describes.
+//!
+//! Order matters: the specific wordings (Claude Code's timeout line, compiler and test-runner
+//! output, parse errors) come before the generic ones, so a pytest run that fails on a
+//! `ConnectionRefusedError` is a failed test, and a test run cut off by Claude Code's timeout
+//! is a timeout.
+
+use crate::core::vocab::{Action, Category, Kind, Severity, Tier};
+
+/// What a kind means when nothing more specific is said.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct KindDefaults {
+    /// Seed 001's category.
+    pub category: Category,
+    /// Seed 004's tier.
+    pub tier: Tier,
+    /// Seed 003: whether a retry can help.
+    pub retryable: bool,
+    /// Seed 001's severity.
+    pub severity: Severity,
+    /// The action when it is not retried (seed 003: ask the user, escalate, or degrade).
+    pub fallback: Action,
+    /// How the detail line says it.
+    pub verb: &'static str,
+    /// What to do about it.
+    pub suggestions: &'static [&'static str],
+    /// At most this many attempts (seed 004: "retry 1x, then proceed"); the policy's
+    /// `[retry.kinds.KIND]` still wins.
+    pub max_attempts: Option<u32>,
+}
+
+/// The defaults of `kind`.
+pub fn defaults(kind: Kind) -> KindDefaults {
+    use Action::*;
+    use Category::*;
+    use Severity::{Critical, Error, Info, Warning};
+    use Tier::*;
+    let d = |category, tier, retryable, severity, fallback, verb, suggestions| KindDefaults {
+        category,
+        tier,
+        retryable,
+        severity,
+        fallback,
+        verb,
+        suggestions,
+        max_attempts: None,
+    };
+    match kind {
+        Kind::Timeout => d(Transient, SelfRecoverable, true, Warning, Escalate, "timed out", &[
+            "Retry with a longer timeout, or narrow the scope of the step",
+            "Run long commands in the background and poll for the result",
+        ]),
+        Kind::RateLimited => d(Transient, SelfRecoverable, true, Warning, Escalate, "was rate limited", &[
+            "Wait before retrying (the server's Retry-After, else 5 s)",
+            "Send fewer requests in a burst",
+        ]),
+        Kind::Overloaded => d(Transient, SelfRecoverable, true, Warning, Escalate, "found the service overloaded or failing", &[
+            "Retry after the advised wait; the service is busy, not the request wrong",
+        ]),
+        Kind::NetworkError => d(Transient, SelfRecoverable, true, Error, ProceedDegraded, "could not reach the network service", &[
+            "Check that the host name is right and the service is running",
+            "Retry once; if it still fails, proceed without that service",
+        ]),
+        // Seed 003: "tool_failure: retry once".
+        Kind::ToolFailure => KindDefaults {
+            max_attempts: Some(2),
+            ..d(SkillError, EscalationRequired, true, Error, Escalate, "failed", &[
+                "Retry once; if it fails again, report what the tool printed",
+            ])
+        },
+        Kind::PermissionDenied => d(SkillError, EscalationRequired, false, Error, AskUser, "was denied permission", &[
+            "Check the file's owner and mode, or ask the user to grant access",
+            "Do not retry the same call: it will be denied again",
+        ]),
+        Kind::NotFound => d(SkillError, SelfRecoverable, false, Warning, ProceedDegraded, "did not find what it needed", &[
+            "Check the path or name (list the folder, or `command -v` the program)",
+            "Create it from a template, or skip this step with a warning",
+        ]),
+        Kind::InvalidInput => d(ValidationFailure, EscalationRequired, false, Error, AskUser, "got input it cannot use", &[
+            "Fix the input so it matches what the tool expects (syntax, required fields, types)",
+        ]),
+        Kind::SpecAmbiguous => d(ValidationFailure, EscalationRequired, false, Warning, AskUser, "needs a clearer request", &[
+            "Ask the user for the missing detail before going on",
+        ]),
+        Kind::ValidationFailed => d(ValidationFailure, EscalationRequired, false, Error, AskUser, "failed validation", &[
+            "Report what was missing; retry only if the user accepts lower standards",
+        ]),
+        Kind::QualityFailed => d(QualityFailure, EscalationRequired, false, Warning, AskUser, "produced output below the quality bar", &[
+            "Route the output to the user for review: accept, retry or abort",
+        ]),
+        Kind::OutputMissing => d(ValidationFailure, EscalationRequired, false, Error, Escalate, "produced no usable output", &[
+            "Check that the output file exists and is complete; regenerate, fix or abort",
+        ]),
+        Kind::BuildFailed => d(SkillError, EscalationRequired, false, Error, Escalate, "failed to build", &[
+            "Fix the reported compile errors at the file:line positions, then build again",
+        ]),
+        Kind::TestFailed => d(SkillError, EscalationRequired, false, Error, Escalate, "has failing tests", &[
+            "Read the first failing test's assertion and fix the code, then rerun that test",
+        ]),
+        Kind::CorpusError => d(SkillError, SelfRecoverable, false, Warning, ProceedDegraded, "hit a corpus problem", &[
+            "Continue without the corpus and note the gap",
+        ]),
+        Kind::Crash => d(SkillError, EscalationRequired, false, Error, Escalate, "crashed", &[
+            "Read the panic or signal and the last lines before it; report them if the cause is not yours",
+        ]),
+        Kind::ContextExhausted => d(SkillError, EscalationRequired, false, Error, Escalate, "ran out of context", &[
+            "Save progress, then continue in a fresh context with a smaller input",
+            "Read files in parts (offset and limit) instead of whole",
+        ]),
+        Kind::AuthFailed => d(SkillError, EscalationRequired, false, Critical, AskUser, "could not authenticate", &[
+            "Ask the user to check the API key, login or billing; retrying will not help",
+        ]),
+        Kind::Interrupted => d(Transient, EscalationRequired, false, Info, AskUser, "was interrupted", &[
+            "Ask the user whether to resume; do not restart the step on your own",
+        ]),
+        Kind::ToolUnavailable => KindDefaults {
+            max_attempts: Some(2),
+            ..d(Transient, SelfRecoverable, true, Warning, ProceedDegraded, "found a tool or MCP server unavailable", &[
+                "Retry once; if it is still unavailable, go on without that tool and say what is missing",
+                "Check the server (`claude mcp list`, `/mcp`): its command, URL or credentials",
+            ])
+        },
+        Kind::HookFailed => d(SkillError, SelfRecoverable, false, Warning, ProceedDegraded, "hit a failing hook", &[
+            "Hooks are best effort: the hook failed, not the call; do not repeat the call because of it",
+            "Fix the hook script (run it by hand with the payload on stdin); a jq parse error means its input or its filter is wrong",
+        ]),
+        Kind::TargetNotFound => d(SkillError, EscalationRequired, false, Error, Escalate, "could not reach its task or message target", &[
+            "The task or agent is gone: work from the task content you already have and alert the coordinator or lead",
+            "Do not resend to an agent that is not running; ask for it to be re-spawned",
+        ]),
+        Kind::Unresponsive => d(Transient, EscalationRequired, false, Error, Escalate, "got no answer in time", &[
+            "Send one status query; if there is still no answer, escalate to the lead for a re-spawn",
+        ]),
+        Kind::GateFailed => d(QualityFailure, PipelineAffecting, false, Critical, Escalate, "failed its gate", &[
+            "Stop the pipeline here: the lead decides whether to retry, skip or abort",
+            "Keep the gate's findings with the error so the decision can be made from them",
+        ]),
+        Kind::StateCorrupt => d(ValidationFailure, PipelineAffecting, false, Critical, Escalate, "found its state corrupt", &[
+            "Stop writing to it; recover the last good copy (`triage state-read` falls back to .bak, then a checkpoint) or re-create it from the conversation",
+        ]),
+        Kind::PhaseFailed => d(SkillError, PipelineAffecting, false, Critical, Escalate, "cannot go on: the phase failed", &[
+            "Stop retrying: the lead decides whether to re-spawn, skip the phase or abort the pipeline",
+            "Keep every worker's output and error for that decision",
+        ]),
+        Kind::Unknown => d(SkillError, EscalationRequired, false, Error, Escalate, "failed", &[
+            "Read the full error output; add a [[classify.rules]] entry if this failure recurs",
+        ]),
+    }
+}
+
+/// One built-in text matcher, with what it says beyond its kind. Everything a rule decides is
+/// in its entry here, so the table is the single source of truth for the matching code.
+#[derive(Debug)]
+pub struct TextRule {
+    /// Shown as `builtin:NAME`.
+    pub name: &'static str,
+    /// The kind it decides.
+    pub kind: Kind,
+    /// The regex (written for ASCII-lowercased text; `(?i)` is implied).
+    pub pattern: &'static str,
+    /// A tier other than the kind's.
+    pub tier: Option<Tier>,
+    /// A severity other than the kind's.
+    pub severity: Option<Severity>,
+    /// A retryability other than the kind's.
+    pub retryable: Option<bool>,
+    /// At most this many attempts (the policy's `[retry.kinds.KIND]` still wins).
+    pub max_attempts: Option<u32>,
+    /// Seconds to wait before the retry, instead of the schedule's.
+    pub delay_s: Option<u32>,
+    /// Suggestions that replace the kind's.
+    pub advice: &'static [&'static str],
+    /// The action when it is not retried, or out of attempts (`proceed_degraded`: go on and
+    /// say what is missing), instead of the kind's.
+    pub fallback: Option<Action>,
+}
+
+const fn rule(name: &'static str, kind: Kind, pattern: &'static str) -> TextRule {
+    TextRule {
+        name,
+        kind,
+        pattern,
+        tier: None,
+        severity: None,
+        retryable: None,
+        max_attempts: None,
+        delay_s: None,
+        advice: &[],
+        fallback: None,
+    }
+}
+
+impl TextRule {
+    const fn tier(self, tier: Tier) -> TextRule {
+        TextRule {
+            tier: Some(tier),
+            ..self
+        }
+    }
+    const fn severity(self, severity: Severity) -> TextRule {
+        TextRule {
+            severity: Some(severity),
+            ..self
+        }
+    }
+    const fn retryable(self, retryable: bool) -> TextRule {
+        TextRule {
+            retryable: Some(retryable),
+            ..self
+        }
+    }
+    const fn attempts(self, max: u32, delay_s: u32) -> TextRule {
+        TextRule {
+            max_attempts: Some(max),
+            delay_s: Some(delay_s),
+            ..self
+        }
+    }
+    const fn advice(self, advice: &'static [&'static str]) -> TextRule {
+        TextRule { advice, ..self }
+    }
+    const fn fallback(self, action: Action) -> TextRule {
+        TextRule {
+            fallback: Some(action),
+            ..self
+        }
+    }
+}
+
+/// Wordings that decide on their own, before any HTTP status: a wrapper that says whose failure
+/// it is (a hook's, the edit tool's), compiler and test-runner output, parse errors, limits and
+/// seed 004's pipeline conditions. The first rule (in this order) that matches decides.
+pub const SPECIFIC: &[TextRule] = &[
+    // Claude Code wraps a hook's failure as "<Event>:<Tool> hook error"; a deny or an exit-2
+    // block arrives the same way, with the reason after it.
+    rule(
+        "hook-deny",
+        Kind::PermissionDenied,
+        r"hook (?:error|stopped continuation)\b.{0,200}\b(?:blocked|deny|denied|forbidden|not allowed|refused|rejected)\b|hook stopped continuation|hook \(blocked\)|blocked by (?:a |the )?(?:[\w:-]+ )?hook\b|operation blocked by hook|hook command (?:completed|exited) with status 2\b",
+    ),
+    // A hook that crashed, timed out or printed what the client cannot use; the tool call went
+    // on (seed 004: hooks never block, best effort).
+    rule(
+        "hook-error",
+        Kind::HookFailed,
+        r"\bhook error\b|\bhook (?:\[[^\]\n]{0,300}\] )?failed\b|failed with non-blocking status code|hook cancelled|hook blocking error|\bhook timed out|hook command (?:completed|exited) with status [1-9]|hook output (?:does not start|is not valid|looks like)",
+    ),
+    rule(
+        "edit-mismatch",
+        Kind::InvalidInput,
+        r"string to replace (?:was )?not found|old_?string (?:was )?not found|occurrences? found for old_?string|could not find old_?string|unable to find insert_(?:after|before)|file has not been read yet|has not been read in this session|must read (?:the )?file before|read it first before writing|file has been (?:unexpectedly )?modified since (?:it was )?read|found \d+ matches of the string to replace",
+    )
+    .tier(Tier::SelfRecoverable)
+    .advice(&[
+        "Read the file again, then copy old_string exactly as Read shows it (whitespace, indentation, line endings)",
+        "Make old_string unique (include more surrounding lines) or set replace_all; do not repeat the same edit unchanged",
+    ]),
+    // Claude's plan limits: "Claude AI usage limit reached|<epoch>", "You've hit your limit ·
+    // resets 9am (Europe/London)", "Opus weekly limit reached ∙ resets Oct 31, 9am".
+    rule(
+        "usage-limit",
+        Kind::RateLimited,
+        r"usage limit reached|you.{1,3}ve hit your (?:\w+ )?limit|you have hit your (?:\w+ )?limit|\b(?:weekly|opus|sonnet|session|5-hour|daily) limit reached|limit will reset",
+    )
+    .advice(&[
+        "Wait until the limit resets (retry_after_s, retry_at), or ask the user to switch plan or model",
+        "Do not retry before the reset: every request until then is refused",
+    ]),
+    // The API refused the request's content; the same request is refused again.
+    rule(
+        "usage-policy",
+        Kind::InvalidInput,
+        r"violate our usage policy|blocked under anthropic.s usage policy",
+    )
+    .advice(&[
+        "The API refused this request's content (Usage Policy): do not resend it unchanged; rephrase, leave out the content that triggered it, or start a new session",
+        "If the refusal looks wrong, tell the user: it may be a false positive",
+    ]),
+    rule(
+        "cc-timeout",
+        Kind::Timeout,
+        r"command timed out after|timed out after \d|stream idle timeout|\bidle timeout\b",
+    ),
+    rule(
+        "context-exhausted",
+        Kind::ContextExhausted,
+        r"prompt is too long|context[_ ]length[_ ]exceeded|maximum context length|exceeds? the context window|context window (?:is )?(?:full|exceeded)|input is too long for|too many (?:input )?tokens|conversation too long|error during compaction|output token maximum|exceeded the \d+ output tokens?",
+    ),
+    // Seed 004: "Agent context approaching 75%" is tier 2 (save L1/L2/L3, alert the lead).
+    rule(
+        "context-pressure",
+        Kind::ContextExhausted,
+        r"\bcontext low\b|context left until auto-?compact|\bcontext (?:window |usage )?(?:is )?(?:at|above|over|approaching|reached) \d{2,3} ?%|\b\d{2,3} ?% of (?:the |its |your )?context\b",
+    )
+    .severity(Severity::Warning)
+    .advice(&[
+        "Save progress now (checkpoint the state), then alert the coordinator or lead",
+        "Compact or continue in a fresh context before the window fills",
+    ]),
+    rule(
+        "too-large",
+        Kind::InvalidInput,
+        r"exceeds maximum allowed (?:size|tokens)",
+    ),
+    // Seed 004 §3.2: a task or message target that is gone (TaskGet, SendMessage to a dead
+    // agent) is tier 2.
+    rule(
+        "target-gone",
+        Kind::TargetNotFound,
+        r"no task found with id|\btask (?:or subtask )?(?:with id )?\S{1,64} (?:was )?not found|\btask not found|taskget failed|no (?:agent|teammate|recipient) (?:named|found|with)|\b(?:agent|teammate|recipient) \S{1,64} (?:was )?not found|\b(?:agent|teammate) \S{1,64} (?:is not running|is not active|has exited|is dead)",
+    ),
+    // Seed 004: an unresponsive coordinator is tier 3 (the lead takes over its workers).
+    rule(
+        "coordinator-unresponsive",
+        Kind::Unresponsive,
+        r"\bcoordinator\b.{0,60}\b(?:unresponsive|not responding|no response|did not respond|has not responded|timed out waiting)",
+    )
+    .tier(Tier::PipelineAffecting)
+    .severity(Severity::Critical)
+    .advice(&[
+        "Stop waiting on the coordinator: the lead takes over its workers",
+    ]),
+    rule(
+        "unresponsive",
+        Kind::Unresponsive,
+        r"\b(?:worker|agent|teammate|subagent|peer)\b.{0,60}\b(?:unresponsive|not responding|did not respond|has not responded)|\b(?:worker|agent|teammate|subagent|peer)\b.{0,60}\bno response (?:in|after|within|for)\b|\bno heartbeat\b|heartbeat (?:missed|lost|timed out)",
+    ),
+    rule(
+        "gate-failed",
+        Kind::GateFailed,
+        r"\bgate\b[\w :#-]{0,20}\b(?:fail|failed)\b",
+    ),
+    rule(
+        "state-corrupt",
+        Kind::StateCorrupt,
+        r"\bstate\b.{0,40}\bcorrupt|\bcorrupt\w* (?:state|checkpoint|workflow)\b|\bpt corruption|permanent task .{0,30}corrupt",
+    ),
+    rule(
+        "phase-failed",
+        Kind::PhaseFailed,
+        r"\ball (?:\d+ )?(?:workers|agents|subagents|tasks)\b.{0,40}\bfailed\b|fix[- ]loop (?:was |is )?exhausted|exhausted (?:the |its )?fix[- ]loop",
+    ),
+    // Seed 004 §3.2: "jq parse failure in hook" is tier 1 (use a fallback, never block). In a
+    // hook's own wrapper it is the hook's failure (`hook-error` above).
+    rule("jq", Kind::InvalidInput, r"\bjq: (?:error|parse error)\b")
+        .tier(Tier::SelfRecoverable)
+        .severity(Severity::Warning)
+        .advice(&[
+            "The JSON given to jq is not what the filter expects: fall back to a default (`jq -e … || echo default`) and go on",
+            "Print the input jq was given to see its shape before changing the filter",
+        ]),
+    rule(
+        "json-parse",
+        Kind::InvalidInput,
+        r"jsondecodeerror|in json at position|end of json input|is not valid json|invalid json|json\.parse|json parse error|error parsing json|expecting value: line \d+ column|expected value at line \d+ column|parse error: .* at line \d+, column \d+|jq: error \(at ",
+    ),
+    rule(
+        "yaml-parse",
+        Kind::InvalidInput,
+        r"yaml\.(?:scanner|parser|constructor)\.\w+|yamlexception|mapping values are not allowed|did not find expected (?:key|node|-)|could not find expected ':'|yaml: line \d+:",
+    ),
+    rule(
+        "rustc",
+        Kind::BuildFailed,
+        r"error\[e\d{4}\]|error: could not compile|error: aborting due to",
+    ),
+    rule(
+        "tsc",
+        Kind::BuildFailed,
+        r"\bts(?:1|2|3|4|5|6|7|8|9)\d{3,4}: ",
+    ),
+    rule(
+        "gcc",
+        Kind::BuildFailed,
+        r"\.(?:c|cc|cpp|cxx|h|hpp|m):\d+(?::\d+)?: (?:fatal )?error:|undefined reference to|ld returned \d+ exit status|ninja: build stopped",
+    ),
+    rule(
+        "go-build",
+        Kind::BuildFailed,
+        r"\.go:\d+:\d+: (?:undefined:|cannot use|syntax error|.*(?:imported|declared) and not used|missing return|too many arguments|not enough arguments|no required module provides package)|go: cannot find main module|go: errors parsing go\.mod",
+    ),
+    rule(
+        "deps",
+        Kind::BuildFailed,
+        r"\beresolve\b|unable to resolve dependency tree|could not resolve dependency|failed to select a version for|candidate versions found which didn't match",
+    )
+    .advice(&[
+        "Fix the version constraints (or upgrade the toolchain the package needs), then install again",
+        "For npm peer conflicts, align the versions; use --legacy-peer-deps only if the user agrees",
+    ]),
+    rule(
+        "build",
+        Kind::BuildFailed,
+        r"compilation failed|\bbuild failed\b|compilation error|failed to compile|^\s*syntaxerror: |did not complete successfully: exit code",
+    ),
+    rule(
+        "package-missing",
+        Kind::NotFound,
+        r"could not find a version that satisfies the requirement|no matching distribution found|is not in (?:this|the npm) registry|couldn't find package|\bcode e404\b|npm err! 404|no matching version found for|\betarget\b|couldn't find any versions for|registry returned 404|manifest (?:for \S+ )?(?:not found|unknown)",
+    )
+    .advice(&[
+        "Check the package name and version: a typo, a private or removed package, or a version this runtime cannot use",
+        "List the versions the registry has (npm view NAME versions, pip index versions NAME) and pick one",
+    ]),
+    // PEP 668: the system Python refuses pip installs; a refusal, not a broken package.
+    rule(
+        "pep668",
+        Kind::PermissionDenied,
+        r"externally-managed-environment|this environment is externally managed",
+    )
+    .advice(&[
+        "Install into a virtual environment (python3 -m venv .venv) or with pipx",
+        "Do not pass --break-system-packages unless the user asks for it",
+    ]),
+    rule(
+        "pytest",
+        Kind::TestFailed,
+        r"^failed \S+::|=+ (?:.*, )?\d+ failed\b|short test summary info|^\s*\d+ failed(?:, \d+ \w+)* in [\d.]+ ?s|^e\s+(?:assert|assertionerror)\b",
+    ),
+    rule(
+        "cargo-test",
+        Kind::TestFailed,
+        r"test result: failed|error: test failed|^test \S+ \.\.\. failed",
+    ),
+    rule(
+        "jest",
+        Kind::TestFailed,
+        r"^tests:\s+\d+ failed|^\s*fail\s+\S+\.(?:test|spec)\.[jt]sx?|expect\(received\)\.|\bexpected .{1,60} to (?:be|equal|deep\.equal|have|include|contain|match)\b|\d+ tests? failed, \d+ tests? passed|^\s*\d+ fail\s*$",
+    ),
+    rule("go-test", Kind::TestFailed, r"^--- fail: |^fail\s+\S+\s+[\d.]+s\s*$"),
+    rule("mocha", Kind::TestFailed, r"^\s*\d+ failing\s*$"),
+    // Seed 004 §3.2: an MCP server that is unavailable is tier 1, retried once, then the work
+    // goes on without it.
+    rule(
+        "tool-unavailable",
+        Kind::ToolUnavailable,
+        r"mcp error -32000|mcp server .{0,60}(?:failed|unavailable|not connected|disconnected|closed)|(?:failed|unable) to (?:re)?connect to (?:the )?mcp|error connecting to mcp server|failed to reconnect to |mcp startup incomplete|no such tool available|\btool \S{1,64} not found|tool not available|not available in this environment|_mcp_server\b.{1,12}\bfailed\b|failed to spawn: ",
+    ),
+    rule(
+        "git-rejected",
+        Kind::ToolFailure,
+        r"\(non-fast-forward\)|failed to push some refs|updates were rejected because",
+    )
+    .tier(Tier::SelfRecoverable)
+    .retryable(false)
+    .advice(&[
+        "Integrate the remote changes first (git pull --rebase), resolve any conflicts, then push again",
+        "Do not force-push unless the user asks for it",
+    ]),
+    rule(
+        "git-conflict",
+        Kind::ToolFailure,
+        r"conflict \((?:content|add/add|modify/delete|rename/\w+)\)|merge conflict in |automatic merge failed|fix conflicts and then commit|you have unmerged paths|would be overwritten by (?:merge|checkout)|commit your changes or stash them|refusing to merge unrelated histories",
+    )
+    .tier(Tier::SelfRecoverable)
+    .retryable(false)
+    .advice(&[
+        "Resolve the <<<<<<< ======= >>>>>>> markers in the conflicted files, git add them, then continue the merge or rebase",
+        "Ask the user when the two sides disagree on intent",
+    ]),
+    // Docker: "Conflict. The container name \"/x\" is already in use by container …".
+    rule(
+        "name-conflict",
+        Kind::ToolFailure,
+        r"is already in use by container",
+    )
+    .tier(Tier::SelfRecoverable)
+    .retryable(false)
+    .advice(&[
+        "Remove or rename the existing container (docker rm -f NAME), or give the new one another name",
+    ]),
+    rule(
+        "disk-full",
+        Kind::ToolFailure,
+        r"\benospc\b|no space left on device|disk quota exceeded|not enough space on the disk",
+    )
+    .retryable(false)
+    .advice(&[
+        "Free disk space (df -h; remove caches, old builds, unused images), then retry",
+        "A retry before space is freed fails the same way",
+    ]),
+    rule(
+        "too-many-files",
+        Kind::ToolFailure,
+        r"\bemfile\b|too many open(?:ed)? files",
+    )
+    .retryable(false)
+    .advice(&[
+        "The process ran out of file descriptors: raise the limit (ulimit -n) or watch fewer files, then retry",
+    ]),
+    // Kubernetes RBAC: "pods is forbidden: User \"x\" cannot list resource \"pods\"".
+    rule(
+        "k8s-forbidden",
+        Kind::PermissionDenied,
+        r"\bis forbidden: user |error from server \(forbidden\)",
+    ),
+    // GitHub answers a rate limit with 403: the wording decides before the status.
+    rule(
+        "rate-limit",
+        Kind::RateLimited,
+        r"rate[ _-]?limit|too many requests|quota exceeded|throttl",
+    ),
+];
+
+/// Structured evidence after the HTTP status: the error `type` of the Anthropic and OpenAI
+/// APIs, which decides over any incidental word (a client's "Retrying in 37 seconds", "esc to
+/// interrupt").
+pub const API_TYPES: &[TextRule] = &[
+    rule("api-overloaded", Kind::Overloaded, r"\boverloaded_error\b"),
+    rule("api-rate-limit", Kind::RateLimited, r"\brate_limit_error\b"),
+    rule(
+        "api-auth",
+        Kind::AuthFailed,
+        r"\b(?:authentication_error|permission_error|billing_error)\b",
+    ),
+    rule("api-not-found", Kind::NotFound, r"\bnot_found_error\b"),
+    rule("api-timeout", Kind::Timeout, r"\btimeout_error\b"),
+    rule(
+        "api-invalid-request",
+        Kind::InvalidInput,
+        r"\b(?:invalid_request_error|request_too_large)\b",
+    ),
+    rule("api-server-error", Kind::Overloaded, r"\bapi_error\b"),
+];
+
+/// Generic wordings. The one on the earliest line wins (the first line of a multi-line error
+/// weighs more than what follows it); on one line, the first in this order.
+pub const GENERIC: &[TextRule] = &[
+    rule(
+        "interrupted",
+        Kind::Interrupted,
+        r"keyboardinterrupt|\[request interrupted by user|interrupted by (?:the )?user|^\^c$|interrupted\W{1,4}what (?:should|do you want) claude|request was aborted|operation was aborted|operation aborted|\baborterror\b|tool use was cancell?ed|\bcancell?ed by (?:the )?user|operation (?:was )?cancell?ed",
+    ),
+    rule(
+        "auth",
+        Kind::AuthFailed,
+        r"invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|token is expired|invalid bearer token|invalid authentication credentials|failed to authenticate|password authentication was removed|host key verification failed|not logged in|/login\b|credit balance is too low|billing|could not read username|terminal prompts disabled",
+    ),
+    rule(
+        "overloaded",
+        Kind::Overloaded,
+        r"overloaded|service unavailable|serviceunavailable|server is busy|internal server error|bad gateway",
+    ),
+    rule(
+        "timeout",
+        Kind::Timeout,
+        r"timed out|etimedout|esockettimedout|deadline exceeded|timeouterror|timeoutexception|\btimeout\b|gateway time-?out",
+    ),
+    rule(
+        "tool-error",
+        Kind::ToolFailure,
+        r"error calling tool|exit handler never called",
+    ),
+    rule(
+        "network",
+        Kind::NetworkError,
+        r"\b(?:econnrefused|econnreset|enotfound|eai_again|ehostunreach|enetunreach|econnaborted)\b|getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|connection error|connection closed|connection aborted|forcibly closed|network is unreachable|no route to host|socket hang up|fetch failed|failed to fetch|failed to establish a new connection|\bdns\b|cannot connect to the docker daemon|couldn't connect to|failed to connect to|unable to connect|und_err_socket|was refused|no such host|ssl certificate problem|ssl connect error|certificate verif|handshake failed|remote end hung up",
+    ),
+    rule(
+        "permission",
+        Kind::PermissionDenied,
+        r"\b(?:eacces|eperm)\b|permission denied|operation not permitted|access denied|read-only file system|permission to use \w+ has been denied|permission check failed|\bwas blocked\b|insufficient permissions|\bforbidden\b|access to the resource is denied|rejected by the user|user denied|denied by (?:the )?user|invalidated by the user|doesn't want to proceed with this tool use|tool use was rejected|permission to \S{1,100} denied",
+    ),
+    rule(
+        "not-found",
+        Kind::NotFound,
+        r"\benoent\b|no such file or directory|command not found|filenotfounderror|no module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b|could not be found|no logs found|no conversation found|doesn't have a resource type|could not find the requested resource|did not match any files?|or any parent directory|no such (?:container|image|object)\b",
+    ),
+    rule(
+        "schema",
+        Kind::InvalidInput,
+        r"is a required property|validation errors? for|validationerror|missing (?:required )?field|inputvalidationerror|does not match (?:the )?schema|schema validation|unrecognized (?:arguments?|options?|subcommand)|unexpected argument|invalid (?:argument|option|parameter)|bad request|unknown directive|unknown (?:option|flag)\b|found argument .{1,100} which wasn't expected|following (?:required )?arguments (?:are required|were not (?:supplied|provided))|\beisdir\b|illegal operation on a directory|\benotdir\b",
+    ),
+    rule(
+        "crash",
+        Kind::Crash,
+        r"panicked at|segmentation fault|sigsegv|sigabrt|sigbus|core dumped|fatal runtime error|\bmemoryerror\b|traceback \(most recent call last\)|abort trap|stack overflow|out of memory|oomkilled|^killed$|signal: killed|fatal error: runtime|^panic: |cannot read propert(?:y|ies) of (?:undefined|null)|is not a function\b|maximum call stack size exceeded|unhandledpromiserejection",
+    ),
+    // An uncaught exception's own line (`KeyError: 'x'`, `TypeError: …`), when no wording
+    // above said more about it.
+    rule(
+        "exception",
+        Kind::Crash,
+        r"^[a-z][\w.]*(?:error|exception): ",
+    ),
+];
+
+/// A Claude Code tool call that failed with its `Exit code N` line and nothing any rule above
+/// recognises (what `grep` returns on no match, `diff` on a difference): a plain tool failure,
+/// retried once (seed 003), with calm advice instead of "stop and report".
+pub const TOOL_EXIT: TextRule = rule(
+    "tool-exit",
+    Kind::ToolFailure,
+    r"^(?:error: )?exit code -?\d+\s*$",
+)
+.tier(Tier::SelfRecoverable)
+.severity(Severity::Warning)
+.attempts(2, 0)
+.fallback(Action::ProceedDegraded)
+.advice(&[
+    "A non-zero exit without an error message is often an answer, not a fault (grep found no match, diff found differences, test was false): read the output first",
+    "Retry once only if the command should have succeeded; if it fails again, say what it printed",
+]);
+
+/// The facts read from an error text besides its kind (see `input`), matched like the rules
+/// (ASCII-lowercased text, multi-line) by automata built from these patterns. Their captures
+/// are read by hand from the span of the leftmost-first match (`input::captures`), so a change
+/// to a pattern's groups needs the same change there; a test compares both with `regex`.
+pub mod facts {
+    /// `usage limit reached|<epoch seconds>`.
+    pub const USAGE_EPOCH: &str = r"limit reached\|(\d{9,11})\b";
+    /// A usage limit's reset as a wall-clock time: `resets Jan 18, 11:30am (Asia/Calcutta)`.
+    pub const USAGE_CLOCK: &str = r"\breset(?:s|ting)?\s+(?:at\s+)?(?:(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? (\d{1,2}),? (?:at )?)?(\d{1,2})(?::(\d{2}))?\s*([ap]m)\b(?:\s*\(([^)\n]{1,40})\))?";
+    /// Claude Code's Bash errors start with `Exit code N` (`Error: Exit code N` on screen);
+    /// Python says `non-zero exit status N`, CI runners `exited with code N`.
+    pub const EXIT_STATUS: &str = r"(?:^(?:error: )?exit code:?|\bwith exit code|exit status|exited with code|non-zero exit status)\s+(-?\d+)";
+    /// An HTTP status after what names it: `HTTP/1.1 429`, `status code 401`, `API Error: 529`.
+    pub const HTTP_STATUS: &str = r"(?:\bhttp(?:/\d(?:\.\d)?)?[ :]+|\bstatus(?:[ _]?code)?[ :=]+|\berror code[ :=]+|\bapi error:?\s*\(?|returned error:?\s*|\berror:\s+|\brejected \()([45]\d\d)\b";
+    /// An HTTP status before its reason phrase: `429 Too Many Requests`.
+    pub const HTTP_PHRASE: &str = r"\b([45]\d\d) (?:too many requests|service unavailable|bad gateway|gateway time-?out|not found|unauthorized|forbidden|bad request|internal server error|unprocessable entity|request timeout)";
+    /// `Retry-After: 30`, `retry after 2.5`, `try again in 20s`.
+    pub const RETRY_AFTER: &str = r#"retry[-_ ]after["']?\s*[:=]?\s*"?(\d+(?:\.\d+)?)|(?:retry|try again) in (\d+(?:\.\d+)?)\s*s"#;
+    /// An errno name.
+    pub const ERRNO: &str = r"\b(e(?:noent|acces|perm|connrefused|connreset|notfound|timedout|hostunreach|netunreach|ai_again|pipe|rofs|nospc|mfile))\b";
+}
+
+/// The kind an HTTP status stands for, with whether that status is worth a retry when it
+/// differs from the kind's default (500 and 502 are server faults: transient).
+pub fn http_kind(status: u16) -> Option<Kind> {
+    Some(match status {
+        429 => Kind::RateLimited,
+        500 | 502 | 503 | 529 => Kind::Overloaded,
+        401 | 403 | 407 => Kind::AuthFailed,
+        404 | 410 => Kind::NotFound,
+        408 | 504 => Kind::Timeout,
+        400 | 413 | 422 => Kind::InvalidInput,
+        _ => return None,
+    })
+}
+
+/// Claude Code's StopFailure `error` words (reference: claude-code-hooks.md §1).
+pub fn stop_failure_kind(word: &str) -> Option<Kind> {
+    Some(match word {
+        "rate_limit" => Kind::RateLimited,
+        "overloaded" | "server_error" => Kind::Overloaded,
+        "authentication_failed" | "oauth_org_not_allowed" | "billing_error" => Kind::AuthFailed,
+        "invalid_request" => Kind::InvalidInput,
+        "model_not_found" => Kind::NotFound,
+        "max_output_tokens" => Kind::ContextExhausted,
+        "unknown" => Kind::Unknown,
+        _ => return None,
+    })
+}
+
+/// The kind an exit status stands for when the text says nothing better, with its rule name
+/// and whether it is retryable. 124 is `timeout(1)`; 126/127 are the shell's "cannot execute"
+/// and "not found"; 128+N is death by signal N.
+pub fn exit_kind(code: i64) -> Option<(Kind, &'static str, bool)> {
+    Some(match code {
+        124 => (Kind::Timeout, "exit-124", true),
+        126 => (Kind::PermissionDenied, "exit-126", false),
+        127 => (Kind::NotFound, "exit-127", false),
+        130 => (Kind::Interrupted, "exit-130-sigint", false),
+        // SIGHUP, SIGKILL (often the OOM killer), SIGPIPE, SIGTERM: killed from outside, so a
+        // new attempt may well succeed.
+        129 | 137 | 141 | 143 => (Kind::Crash, "exit-signal-killed", true),
+        // SIGILL, SIGABRT, SIGBUS, SIGFPE, SIGSEGV and the rest: the program itself failed.
+        131..=192 => (Kind::Crash, "exit-signal", false),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all() -> impl Iterator<Item = &'static TextRule> {
+        SPECIFIC
+            .iter()
+            .chain(API_TYPES)
+            .chain(GENERIC)
+            .chain(std::iter::once(&TOOL_EXIT))
+    }
+
+    #[test]
+    fn rule_names_are_unique() {
+        // That every pattern compiles, is written folded and matches as its automaton does is
+        // `automata::tests`'s part.
+        let mut names = std::collections::BTreeSet::new();
+        for r in all() {
+            assert!(names.insert(r.name), "two rules are named {}", r.name);
+        }
+    }
+
+    #[test]
+    fn the_automata_find_what_the_rules_say() {
+        use super::super::matching::{api_type, generic, specific, tool_exit};
+        let name = |hit: Option<(&TextRule, usize)>| hit.map(|(r, at)| (r.name, at));
+        assert_eq!(
+            name(specific(b"exit code 1\nerror[e0308]: mismatched types")),
+            Some(("rustc", 12))
+        );
+        assert_eq!(
+            name(api_type(b"api error: 529 {\"type\":\"overloaded_error\"}")),
+            Some(("api-overloaded", 24))
+        );
+        assert_eq!(
+            name(generic(b"fine\nkilled\nkeyerror: 'x'")),
+            Some(("crash", 5))
+        );
+        assert_eq!(name(tool_exit(b"exit code 1")), Some(("tool-exit", 0)));
+        assert_eq!(name(generic(b"all good here")), None);
+    }
+
+    #[test]
+    fn every_kind_has_defaults_that_are_consistent() {
+        for k in Kind::ALL {
+            let d = defaults(*k);
+            assert!(!d.suggestions.is_empty(), "{k}");
+            assert_ne!(
+                d.fallback,
+                Action::Retry,
+                "{k}: the fallback is what to do instead"
+            );
+        }
+        // Seed 003's retryability.
+        for k in [Kind::RateLimited, Kind::NetworkError, Kind::ToolFailure] {
+            assert!(defaults(k).retryable, "{k}");
+        }
+        for k in [
+            Kind::SpecAmbiguous,
+            Kind::InvalidInput,
+            Kind::BuildFailed,
+            Kind::TestFailed,
+        ] {
+            assert!(!defaults(k).retryable, "{k}");
+        }
+        // Seed 004 §3.2: file not found is tier 1, context exhaustion tier 2.
+        assert_eq!(defaults(Kind::NotFound).tier, Tier::SelfRecoverable);
+        assert_eq!(
+            defaults(Kind::ContextExhausted).tier,
+            Tier::EscalationRequired
+        );
+    }
+
+    /// Seed 004 §3.2, row by row: the kind each row stands for, and its tier.
+    #[test]
+    fn seed_004s_tier_mapping() {
+        use Tier::*;
+        let rows = [
+            (Kind::NotFound, SelfRecoverable),   // file not found during Read
+            (Kind::HookFailed, SelfRecoverable), // jq parse failure in hook
+            (Kind::ToolUnavailable, SelfRecoverable), // MCP server unavailable
+            (Kind::ContextExhausted, EscalationRequired), // context at 75 %, exhaustion
+            (Kind::TargetNotFound, EscalationRequired), // TaskGet fails, SendMessage to a dead agent
+            (Kind::Unresponsive, EscalationRequired),   // worker unresponsive
+            (Kind::GateFailed, PipelineAffecting),      // gate FAIL
+            (Kind::StateCorrupt, PipelineAffecting),    // PT corruption
+            (Kind::PhaseFailed, PipelineAffecting),     // all workers failed, fix loop exhausted
+        ];
+        for (k, t) in rows {
+            assert_eq!(defaults(k).tier, t, "{k}");
+        }
+        // MCP unavailable: retry 1x, then proceed without it.
+        let d = defaults(Kind::ToolUnavailable);
+        assert_eq!(
+            (d.max_attempts, d.fallback),
+            (Some(2), Action::ProceedDegraded)
+        );
+        // An unresponsive coordinator is pipeline-affecting.
+        let r = SPECIFIC
+            .iter()
+            .find(|r| r.name == "coordinator-unresponsive")
+            .unwrap();
+        assert_eq!(
+            (r.kind, r.tier),
+            (Kind::Unresponsive, Some(PipelineAffecting))
+        );
+    }
+
+    #[test]
+    fn exit_statuses() {
+        assert_eq!(exit_kind(124).map(|k| k.0), Some(Kind::Timeout));
+        assert_eq!(
+            exit_kind(137),
+            Some((Kind::Crash, "exit-signal-killed", true))
+        );
+        assert_eq!(exit_kind(139), Some((Kind::Crash, "exit-signal", false)));
+        assert_eq!(exit_kind(1), None);
+        assert_eq!(exit_kind(128), None, "git's fatal status is not a signal");
+    }
+}

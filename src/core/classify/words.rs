@@ -1,0 +1,203 @@
+//! The words of an error object: its one-line detail, its suggestions, the paragraph a hook
+//! gives the model, and the kinds table of the man page.
+
+use super::{input, rules, ErrorObject, Verdict};
+use crate::core::vocab::{Action, Kind, Tier};
+use serde_json::Value;
+
+fn subject(f: &input::Facts) -> String {
+    let mut s = match (&f.tool, &f.agent) {
+        (Some(t), Some(a)) => format!("{t} (agent {a})"),
+        (Some(t), None) => t.clone(),
+        (None, Some(a)) => format!("agent {a}"),
+        (None, None) if f.stop_failure.is_some() => "the API request".into(),
+        (None, None) => "the command".into(),
+    };
+    if let Some(c) = f.exit_code {
+        s.push_str(&format!(" (exit {c})"));
+    }
+    s
+}
+
+pub(super) fn detail_line(f: &input::Facts, v: &Verdict, verb: &str) -> String {
+    let mut subject = subject(f);
+    if let Some(c) = subject.get(..1) {
+        subject = c.to_uppercase() + &subject[1..];
+    }
+    let mut line = match &v.evidence {
+        Some(e) if !e.is_empty() => format!("{subject} {verb}: {e}"),
+        _ => format!("{subject} {verb}"),
+    };
+    match (v.kind, f.retry_at, f.retry_after_s) {
+        (Kind::RateLimited, Some(at), Some(s)) => line.push_str(&format!(
+            "; the limit resets at {} (in {})",
+            at.format("%Y-%m-%d %H:%M UTC"),
+            fmt_wait(s)
+        )),
+        (Kind::RateLimited, Some(at), None) => line.push_str(&format!(
+            "; the limit resets at {}",
+            at.format("%Y-%m-%d %H:%M UTC")
+        )),
+        (Kind::RateLimited, None, Some(s)) => {
+            line.push_str(&format!("; the server asks to wait {s} s"))
+        }
+        _ => {}
+    }
+    line
+}
+
+pub(super) fn suggestions(
+    f: &input::Facts,
+    v: &Verdict,
+    defaults: &[&str],
+    reason: Option<&str>,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    if let Some(r) = reason {
+        out.push(upper_first(r));
+    }
+    match (v.kind, f.retry_at, f.retry_after_s) {
+        (Kind::RateLimited, Some(at), _) => out.push(format!(
+            "Wait until {} when the limit resets, then retry",
+            at.format("%Y-%m-%d %H:%M UTC")
+        )),
+        (Kind::RateLimited, None, Some(s)) => out.push(format!(
+            "Wait {s} s as the server asked (Retry-After), then retry"
+        )),
+        _ => {}
+    }
+    out.extend(defaults.iter().map(|s| s.to_string()));
+    out
+}
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(first) => first.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+/// The one short paragraph a hook puts in `additionalContext`: the classification and the
+/// next step, for the model to act on.
+pub fn hook_context(e: &ErrorObject) -> String {
+    let retryable = if e.retryable {
+        "retryable"
+    } else {
+        "not retryable"
+    };
+    let next = match (e.action, &e.retry) {
+        (Action::Retry, Some(r)) if r.delay_s <= 0.0 => format!(
+            "retry the same call once more now (attempt {} of {})",
+            r.attempt, r.max_attempts
+        ),
+        (Action::Retry, Some(r)) => format!(
+            "wait {}, then retry the same call (attempt {} of {})",
+            fmt_wait(r.delay_s),
+            r.attempt,
+            r.max_attempts
+        ),
+        (Action::Retry, None) => "retry the same call".into(),
+        (Action::AskUser, _) => "do not retry on your own; ask the user how to proceed".into(),
+        (Action::Escalate, _) => {
+            "stop retrying and report this to the user with the options: retry, skip, abort".into()
+        }
+        (Action::ProceedDegraded, _) => {
+            "continue without this result and say what is missing".into()
+        }
+        (Action::Skip, _) => "skip this step and go on".into(),
+        (Action::Abort, _) => "stop the workflow and keep what is done".into(),
+    };
+    // Seed 004: a tier-1 error is one the agent handles itself, so the model is told to; a
+    // tier-3 one stops the pipeline and is the lead's to decide.
+    let next = match e.tier {
+        Tier::SelfRecoverable if e.action != Action::Retry => format!(
+            "handle it yourself (a tier-1 error), without repeating the same call; if you cannot, {next}"
+        ),
+        Tier::PipelineAffecting if e.action != Action::Retry => {
+            "stop this step and escalate to the lead or the user now (tier 3, pipeline-affecting): retry, skip or abort is their call".into()
+        }
+        _ => next,
+    };
+    let mut p = format!(
+        "triage: this failure is `{}` (tier {} {}, {}, {}). {}. Next step: {}.",
+        e.kind,
+        e.tier.number(),
+        e.tier.name(),
+        e.category,
+        retryable,
+        e.detail.trim_end_matches('.'),
+        next
+    );
+    let reason = e
+        .context
+        .get("action_reason")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !reason.is_empty() {
+        p.push_str(&format!(" Why: {reason}."));
+    }
+    let tips: Vec<&str> = e
+        .suggestions
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !s.eq_ignore_ascii_case(reason))
+        .take(2)
+        .collect();
+    if !tips.is_empty() {
+        p.push_str(&format!(
+            " Suggestions: {}.",
+            tips.join("; ").trim_end_matches('.')
+        ));
+    }
+    p.replace('\n', " ")
+}
+
+/// A wait for a person or a model to read: `30 s`, `12 min`, `5 h 12 min`.
+pub fn fmt_wait(s: f64) -> String {
+    let s = s.max(0.0);
+    if s < 120.0 {
+        format!("{} s", fmt_secs(s))
+    } else if s < 7200.0 {
+        format!("{} min", (s / 60.0).round())
+    } else {
+        let m = (s / 60.0).round() as u64;
+        format!("{} h {} min", m / 60, m % 60)
+    }
+}
+
+fn fmt_secs(s: f64) -> String {
+    if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{s}")
+    }
+}
+
+/// The man page's table: every kind with its default tier, category, retryability and
+/// severity (narrow enough for an 80-column man page).
+pub fn kinds_table() -> String {
+    let mut out = String::from(
+        "Kinds and their defaults. [[classify.rules]] and [retry.kinds.KIND] change them.\n\n",
+    );
+    // Padded by hand: `classify`'s long help is built on every call that parses its
+    // arguments, and `format!` padding cost ~0.1 M instructions of each.
+    let mut row = |cells: [&str; 5]| {
+        for (cell, width) in cells.iter().zip([17, 4, 18, 9, 0]) {
+            out.push(' ');
+            out.push_str(cell);
+            out.extend(std::iter::repeat_n(' ', width - cell.len().min(width)));
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    };
+    row(["kind", "tier", "category", "retryable", "severity"]);
+    for k in Kind::ALL {
+        let d = rules::defaults(*k);
+        let tier = d.tier.number().to_string();
+        let retry = if d.retryable { "yes" } else { "no" };
+        let severity = [d.severity.as_str(), " (", d.severity.priority(), ")"].concat();
+        row([k.as_str(), &tier, d.category.as_str(), retry, &severity]);
+    }
+    out
+}

@@ -1,0 +1,83 @@
+//! A person's word on a phase: `phase decide --choice` (the options of the escalation text),
+//! and `phase resume --rerun ID` (leave to start an item with side effects again).
+
+use super::{ItemState, Manifest};
+
+/// A choice: its letter and the action recorded; `None` when `word` is not an option.
+/// After one failed item (`agent-failure`'s text) C is giving its output by hand.
+pub fn choice(word: &str, template: Option<&str>) -> Option<(&'static str, &'static str)> {
+    let single = template == Some("agent-failure");
+    Some(match word.trim().to_ascii_lowercase().as_str() {
+        "a" | "retry" => ("A", "retry"),
+        "b" | "proceed" | "proceed_without" | "skip" => ("B", "proceed_without"),
+        "c" if single => ("C", "manual_input"),
+        "manual_input" => ("C", "manual_input"),
+        "c" | "abort_phase" => ("C", "abort_phase"),
+        "d" | "abort" | "abort_workflow" => ("D", "abort_workflow"),
+        _ => return None,
+    })
+}
+
+/// What a choice did to the items.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// Items skipped (B, or C as manual input).
+    pub skipped: Vec<String>,
+    /// Items given leave to run again, side effects and all (A).
+    pub rerun: Vec<String>,
+}
+
+impl Manifest {
+    /// Applies choice `letter` (`action`) at `at` to the failed items and those waiting for a
+    /// decision: skipped when it goes on without them, given leave to run again on retry.
+    pub fn apply_choice(&mut self, letter: &str, action: &str, at: &str) -> Applied {
+        let skips = matches!(action, "proceed_without" | "manual_input");
+        let mut done = Applied::default();
+        for e in self.items.iter_mut() {
+            let open = matches!(e.state(), ItemState::Failed | ItemState::NeedsDecision);
+            if open && skips {
+                e.state = Some(ItemState::Skipped);
+                e.note = Some(format!("skipped by decision {letter} ({action})"));
+                e.rerun = None;
+                done.skipped.push(e.id.clone());
+            } else if open
+                && action == "retry"
+                && (e.state() == ItemState::NeedsDecision || e.side_effects && e.may_have_run())
+            {
+                // Retry is a person's leave to start them again, side effects and all.
+                e.rerun = Some(format!("decision {letter} ({action}) at {at}"));
+                done.rerun.push(e.id.clone());
+            }
+        }
+        done
+    }
+
+    /// `--rerun ID...`: a person's leave to start those items again (recorded on each, used
+    /// up when it starts). An id the phase does not have, or an item that is complete or
+    /// skipped, is refused (with why) before anything runs.
+    pub fn leave_to_rerun(&mut self, ids: &[String], at: &str) -> Result<Vec<String>, String> {
+        let mut given = Vec::new();
+        for id in ids {
+            let Some(e) = self.items.iter_mut().find(|e| &e.id == id) else {
+                let known: Vec<&str> = self.items.iter().map(|e| e.id.as_str()).collect();
+                return Err(format!(
+                    "--rerun `{id}`: phase {} of workflow {} has no such item (its items: {})",
+                    self.phase,
+                    self.workflow_id,
+                    known.join(", ")
+                ));
+            };
+            if matches!(e.state(), ItemState::Complete | ItemState::Skipped) {
+                return Err(format!(
+                    "--rerun `{id}`: the item is {}; resume runs only what is unfinished",
+                    e.state().as_str()
+                ));
+            }
+            e.rerun = Some(format!("`phase resume --rerun` at {at}"));
+            if !given.contains(id) {
+                given.push(id.clone());
+            }
+        }
+        Ok(given)
+    }
+}

@@ -1,0 +1,565 @@
+//! The runner of `triage phase run` and `resume`: each work item's `triage run` attempt loop
+//! on a thread of its own (breaker gate, timeout, classified retries, output checks, error
+//! records), at most `concurrency` at once, within the phase's time budget. The manifest is
+//! written (atomically, by this thread only) whenever an item changes state, so a runner
+//! killed outright leaves a file `resume` can trust.
+//!
+//! SIGINT/SIGTERM: each item watches flags of its own, and the runner raises them all, so
+//! every running item's process group gets the signal (and SIGKILL after the grace period);
+//! items not started yet stay not started. A second signal kills the groups at once.
+//!
+//! An item with side effects starts only once a durable write has filed it as running (a
+//! person's leave to run it again used up in the same write), and its end is written at once:
+//! whatever kills the runner, `resume` can tell it may have run, and asks before running it
+//! again (seed 001).
+
+mod answer;
+mod item;
+
+use crate::context::Context;
+use crate::core::phase::plan::{self, Item, PhasePlan};
+use crate::core::phase::{self as model, ItemState, Manifest, PhaseStatus};
+use crate::core::policy::Policy;
+use crate::exec::child::Interrupts;
+use crate::exit::Failure;
+use crate::store::files;
+use crate::store::manifests;
+use item::{not_reached, run_item, settle, unfiled, ItemRun, Shared};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Which phase of which workflow a run is, and how its items are stopped.
+pub struct Target<'a> {
+    /// The workflow's id.
+    pub workflow: &'a str,
+    /// The phase (number or name).
+    pub phase: &'a str,
+    /// The session id, for the error log.
+    pub session: Option<&'a str>,
+    /// After forwarding SIGINT/SIGTERM to the items, SIGKILL what is left this long after.
+    pub grace: Duration,
+    /// SIGKILL an item this long after its timeout's SIGTERM.
+    pub kill_after: Duration,
+}
+
+/// Who watches the items start and end (`phase run` draws their progress on a terminal).
+pub trait Watch {
+    /// Item `i` was filed as running.
+    fn started(&mut self, i: usize);
+    /// Item `i` started an attempt.
+    fn attempt(&mut self, i: usize);
+    /// Item `i` ended.
+    fn ended(&mut self, i: usize);
+    /// Shows the manifest's state (`last`: the phase has ended).
+    fn draw(&mut self, m: &Manifest, last: bool);
+}
+
+/// Makes the watcher of a phase of that many items, if anyone watches.
+pub type Watcher = fn(usize) -> Option<Box<dyn Watch>>;
+
+/// What a run or resume answers: its JSON document and the exit status.
+pub struct Answered {
+    /// The JSON document (`phase run`'s answer).
+    pub doc: Value,
+    /// The exit status of the decision.
+    pub status: u8,
+}
+
+/// What the runner needs of one phase run.
+pub struct Job<'a> {
+    cx: &'a Context,
+    plan: &'a PhasePlan,
+    /// The policy with the plan's phase settings (items are laid over it one by one).
+    policy: Policy,
+    workflow: &'a str,
+    phase: &'a str,
+    session: Option<&'a str>,
+    grace: Duration,
+    kill_after: Duration,
+    budget: Option<Duration>,
+    manifest: &'a Path,
+    files: PathBuf,
+    fixed_clock: bool,
+}
+
+impl Job<'_> {
+    /// Now, as the manifest writes it (`TRIAGE_NOW` when set).
+    fn stamp(&self) -> String {
+        let now = if self.fixed_clock {
+            self.cx.now
+        } else {
+            chrono::Utc::now()
+        };
+        crate::core::saga::stamp(now)
+    }
+}
+
+/// `phase run`: runs every item of `plan`, decides, and writes the manifest at `path` (the
+/// caller holds its lock). A phase left unfinished is continued with `resume`, not run again,
+/// unless `fresh`.
+pub fn start(
+    cx: &Context,
+    t: &Target,
+    plan: &PhasePlan,
+    fresh: bool,
+    path: &Path,
+    watcher: Watcher,
+) -> Result<Answered, Failure> {
+    if let (Some((old, _)), false) = (manifests::read(path)?, fresh) {
+        if old.status != PhaseStatus::Decided {
+            return Err(Failure::usage(format!(
+                "phase {} of workflow {} was left {} ({}); continue it with `triage phase resume --workflow {} --phase {}`, or start over with --fresh",
+                t.phase,
+                t.workflow,
+                match old.status { PhaseStatus::Paused => "paused", _ => "running by a runner that died" },
+                path.display(),
+                t.workflow,
+                t.phase,
+            )));
+        }
+    }
+    let policy = plan::phase_settings(cx.policy()?, plan, t.phase);
+    let mut m = Manifest::new(
+        t.workflow,
+        t.phase,
+        plan.clone(),
+        |item| {
+            (
+                policy.agent(item.agent()).criticality,
+                plan::side_effects(&policy, item),
+            )
+        },
+        &crate::core::saga::stamp(cx.now),
+    );
+    let todo: Vec<usize> = (0..plan.items.len()).collect();
+    go(cx, t, plan, policy, path, &mut m, todo, None, watcher)
+}
+
+/// `phase resume`: runs again what a paused or killed run left unfinished (`rerun`: items
+/// with side effects a person gave leave to run again), decides, and writes the manifest at
+/// `path` (the caller holds its lock).
+pub fn resume(
+    cx: &Context,
+    t: &Target,
+    rerun: &[String],
+    path: &Path,
+    watcher: Watcher,
+) -> Result<Answered, Failure> {
+    let (mut m, from_backup) = manifests::read(path)?.ok_or_else(|| {
+        Failure::usage(format!(
+            "no manifest for phase {} of workflow {} ({}); start it with `triage phase run PLAN --workflow {} --phase {}`",
+            t.phase, t.workflow, path.display(), t.workflow, t.phase
+        ))
+    })?;
+    let rerun = m
+        .leave_to_rerun(rerun, &crate::core::saga::stamp(cx.now))
+        .map_err(Failure::usage)?;
+    let died = m.status == PhaseStatus::Running;
+    // Items a dead runner left running: their groups may live on. Stop what is left; they run
+    // again (their result was never filed), unless they have side effects (held below).
+    for e in m
+        .items
+        .iter_mut()
+        .filter(|e| e.state() == ItemState::Running)
+    {
+        let left = e.pgid.map(|g| crate::exec::reap::stop_group(g, t.grace));
+        e.note = Some(match left {
+            Some(true) => "was running when the runner died; its process group was still alive and was stopped".into(),
+            _ => "was running when the runner died; its result is unknown".into(),
+        });
+        e.state = Some(ItemState::Partial);
+        e.pgid = None;
+    }
+    let plan = m.plan.clone();
+    let policy = plan::phase_settings(cx.policy()?, &plan, t.phase);
+    // The policy of the day may say side effects where the manifest did not: either holds.
+    for (e, item) in m.items.iter_mut().zip(&plan.items) {
+        e.side_effects |= plan::side_effects(&policy, item);
+    }
+    let held = m.hold(from_backup);
+    let summary = json!({
+        "runner_died": died,
+        "read_from_backup": from_backup,
+        "complete": m.ids(ItemState::Complete),
+        "partial": m.ids(ItemState::Partial),
+        "not_started": m.ids(ItemState::NotStarted),
+        "failed": m.ids(ItemState::Failed),
+        "skipped": m.ids(ItemState::Skipped),
+        "needs_decision": held,
+        "rerun": rerun,
+    });
+    let todo: Vec<usize> = m
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.state().unfinished())
+        .map(|(i, _)| i)
+        .collect();
+    m.resumes += 1;
+    m.status = PhaseStatus::Running;
+    m.message = None;
+    go(
+        cx,
+        t,
+        &plan,
+        policy,
+        path,
+        &mut m,
+        todo,
+        Some(summary),
+        watcher,
+    )
+}
+
+/// Runs `todo`, decides, writes the manifest and answers.
+#[allow(clippy::too_many_arguments)]
+fn go(
+    cx: &Context,
+    t: &Target,
+    plan: &PhasePlan,
+    policy: Policy,
+    path: &Path,
+    m: &mut Manifest,
+    todo: Vec<usize>,
+    resumed: Option<Value>,
+    watcher: Watcher,
+) -> Result<Answered, Failure> {
+    let budget = plan
+        .timeout
+        .or_else(|| policy.phase(t.phase).and_then(|p| p.timeout))
+        .map(|d| d.0);
+    let abort_ratio = plan
+        .abort_ratio
+        .unwrap_or(policy.thresholds.phase_failure_ratio);
+    let job = Job {
+        cx,
+        plan,
+        policy,
+        workflow: t.workflow,
+        phase: t.phase,
+        session: t.session,
+        grace: t.grace,
+        kill_after: t.kill_after,
+        budget,
+        manifest: path,
+        files: manifests::files_dir(&cx.state_root(), t.workflow, t.phase),
+        fixed_clock: cx.fixed_now,
+    };
+    m.runner_pid = Some(std::process::id());
+    m.status = PhaseStatus::Running;
+    m.updated_at = job.stamp();
+    // The runner's first write (items filed as running) must work; with nothing to run, this
+    // one must.
+    if todo.is_empty() {
+        manifests::write(path, m)?;
+    }
+    let ran = run(&job, m, todo, watcher)?;
+    let d = model::decide(&m.items, abort_ratio, plan.mandatory);
+    m.runner_pid = None;
+    // Items waiting for a decision keep the phase open: `phase run` without --fresh refuses to
+    // start it over (which would run them again), and `resume --rerun` continues it.
+    let waiting = m.decision_line();
+    let paused = (d.decision == model::Verdict::Paused).then(|| m.resume_line());
+    m.message = match (paused, waiting) {
+        (Some(p), Some(w)) => Some(format!("{p}\n{w}")),
+        (p, w) => p.or(w),
+    };
+    m.status = if m.message.is_some() {
+        PhaseStatus::Paused
+    } else {
+        PhaseStatus::Decided
+    };
+    let texts = answer::texts(&job, m, &d)?;
+    m.decision = Some(json!({
+        "decision": d.decision,
+        "reason": d.reason,
+        "template": texts.template.as_ref().and_then(|t| t.get("template").cloned()),
+        "at": job.stamp(),
+    }));
+    job.save(m);
+    if let Some(msg) = &m.message {
+        say!("{msg}");
+    }
+    let doc = answer::document(&job, m, &d, &ran, texts, abort_ratio, resumed);
+    Ok(Answered {
+        doc,
+        status: d.decision.exit_status(),
+    })
+}
+
+/// How often the runner looks for ended items and signals.
+const POLL: Duration = Duration::from_millis(10);
+
+/// What the runner did.
+#[derive(Default)]
+pub struct Ran {
+    /// The signal that interrupted the phase, if one did.
+    pub interrupted: Option<i32>,
+    /// Whether the phase's time budget ended with items left.
+    pub budget_ended: bool,
+    /// Each item's `triage run` report, by id.
+    pub reports: BTreeMap<String, Value>,
+}
+
+enum Msg {
+    Spawned(usize, u32),
+    Done(usize, Box<ItemRun>),
+}
+
+/// How often, at most, the manifest is written while items end (it is always written before
+/// items start and when the phase ends). An item that ended since the last write is filed as
+/// running: a runner killed now leaves it to `resume`, which runs it again — never lost.
+const SAVE_EVERY: Duration = Duration::from_millis(100);
+
+/// How long a running item's process group may go unrecorded in the manifest. Until it is, a
+/// runner killed outright leaves that group to run on unseen by `resume` (which runs the item
+/// again); the window was a manifest write's length before, and most items of a fan-out of
+/// short commands end within it, so they never need the write.
+const GROUP_GRACE: Duration = Duration::from_millis(20);
+
+/// Runs the items at `todo` (indexes into the plan), writing the manifest as they change.
+fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Result<Ran, Failure> {
+    let interrupts = Interrupts::install()
+        .map_err(|e| Failure::io(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
+    let cascade = AtomicBool::new(false);
+    let started = Instant::now();
+    let deadline = job.budget.map(|t| started + t);
+    let limit = job
+        .plan
+        .concurrency
+        .map_or(usize::MAX, |c| usize::try_from(c).unwrap_or(usize::MAX));
+    let mut ran = Ran::default();
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let mut pending: VecDeque<usize> = todo.into();
+    let mut running: HashMap<usize, Interrupts> = HashMap::new();
+    let shared = Shared {
+        files: &job.files,
+        kill_after: job.kill_after,
+        grace: job.grace,
+        phase: job.phase,
+        session: job.session,
+        workflow: job.workflow,
+        retry: job.plan.retry,
+    };
+    let shared = &shared;
+    let mut progress = watcher(m.items.len());
+    let mut book = Book::default();
+    std::thread::scope(|s| -> Result<(), Failure> {
+        loop {
+            // Every item that may start now is filed as running in one write before any
+            // starts: a runner killed after that leaves them for `resume` to re-check.
+            let over = deadline.is_some_and(|d| Instant::now() >= d);
+            let mut starting = Vec::new();
+            while ran.interrupted.is_none() && !over && running.len() + starting.len() < limit {
+                let Some(i) = pending.pop_front() else {
+                    break;
+                };
+                if i >= job.plan.items.len() {
+                    continue;
+                }
+                let e = &mut m.items[i];
+                e.state = Some(ItemState::Running);
+                e.started_at = Some(job.stamp());
+                e.ended_at = None;
+                let leave = e.rerun.take();
+                e.note = leave.as_ref().map(|l| format!("run again by {l}"));
+                starting.push((i, leave));
+            }
+            if !starting.is_empty() {
+                if book.written.is_none() {
+                    // The first write must work: without a manifest, an interrupt would lose
+                    // the phase.
+                    book.sync_files(job)?;
+                    m.updated_at = job.stamp();
+                    manifests::write(job.manifest, m)?;
+                    book.written = Some(Instant::now());
+                    book.dirty = false;
+                } else if starting.iter().any(|(i, _)| m.items[*i].side_effects) {
+                    if let Err(f) = book.save_durably(job, m) {
+                        book.dirty = true;
+                        starting.retain_mut(|(i, leave)| {
+                            !m.items[*i].side_effects || !unfiled(job, m, *i, leave.take(), &f)
+                        });
+                    }
+                } else {
+                    book.save(job, m);
+                }
+            }
+            for (i, _) in starting {
+                let Some(item) = job.plan.items.get(i) else {
+                    continue;
+                };
+                if let Some(p) = progress.as_mut() {
+                    p.started(i);
+                }
+                let flags = Interrupts::detached();
+                running.insert(i, flags.clone());
+                let cx = job.cx.with_policy(job.item_policy(item));
+                let tx = tx.clone();
+                let cascade = &cascade;
+                s.spawn(move || {
+                    let told = {
+                        let tx = tx.clone();
+                        move |pid: u32| {
+                            let _ = tx.send(Msg::Spawned(i, pid));
+                        }
+                    };
+                    let r = run_item(shared, item, &cx, &flags, cascade, deadline, &told);
+                    let _ = tx.send(Msg::Done(i, Box::new(r)));
+                });
+            }
+            if let Some(p) = progress.as_mut() {
+                p.draw(m, false);
+            }
+            let over = deadline.is_some_and(|d| Instant::now() >= d);
+            if running.is_empty() && (pending.is_empty() || ran.interrupted.is_some() || over) {
+                ran.budget_ended = over && !pending.is_empty();
+                return Ok(());
+            }
+            let mut next = rx.recv_timeout(POLL).ok();
+            while let Some(msg) = next {
+                book.dirty = true;
+                match msg {
+                    Msg::Spawned(i, pid) => {
+                        m.items[i].pgid = Some(pid);
+                        book.unsaved_groups.insert(i, Instant::now());
+                        if let Some(p) = progress.as_mut() {
+                            p.attempt(i);
+                        }
+                    }
+                    Msg::Done(i, r) => {
+                        running.remove(&i);
+                        book.unsaved_groups.remove(&i);
+                        // Filed as ended at once: left as running, it would wait for a
+                        // decision after a runner killed now.
+                        book.urgent |= m.items[i].side_effects;
+                        book.files_unsynced |= r.out.is_some() || r.err.is_some();
+                        if let Some(p) = progress.as_mut() {
+                            p.ended(i);
+                        }
+                        let id = m.items[i].id.clone();
+                        if let Ok((_, doc)) = &r.result {
+                            ran.reports.insert(id, doc.clone());
+                        }
+                        settle(job, m, i, *r);
+                    }
+                }
+                next = rx.try_recv().ok();
+            }
+            // What happened since the last write, written once: soon when a running item's
+            // process group is not on file (a dead runner's `resume` must find it to stop
+            // it) — after GROUP_GRACE, by when a short item has ended and needs no record of
+            // it —, else at most every SAVE_EVERY, and not at all when the phase just ended
+            // (its final write follows).
+            let ending = running.is_empty() && pending.is_empty();
+            let due = book.written.is_none_or(|t| t.elapsed() >= SAVE_EVERY);
+            let group_due = book
+                .unsaved_groups
+                .values()
+                .any(|t| t.elapsed() >= GROUP_GRACE);
+            if book.dirty && !ending && (group_due || due || book.urgent) {
+                book.save(job, m);
+            }
+            if let Some(p) = progress.as_mut() {
+                p.draw(m, false);
+            }
+            if let Some(sig) = interrupts.take() {
+                ran.interrupted.get_or_insert(sig);
+                for f in running.values() {
+                    f.raise(sig);
+                }
+            }
+        }
+    })?;
+    // The kept outputs are durable before the final manifest names them.
+    if let Err(f) = book.sync_files(job) {
+        job.cx
+            .warn(&format!("cannot fsync the items' files: {}", f.message));
+    }
+    if ran.budget_ended && ran.interrupted.is_none() {
+        for i in pending {
+            not_reached(job, m, i);
+        }
+        job.save(m);
+    }
+    if let Some(p) = progress.as_mut() {
+        p.draw(m, true);
+    }
+    Ok(ran)
+}
+
+/// What the runner has written, and what it owes the disk.
+#[derive(Default)]
+struct Book {
+    /// When the manifest was last written by this runner.
+    written: Option<Instant>,
+    /// The manifest changed since.
+    dirty: bool,
+    /// Items whose running process group is not on file yet, and since when.
+    unsaved_groups: HashMap<usize, Instant>,
+    /// Items' files were kept since the folder's last fsync.
+    files_unsynced: bool,
+    /// An item with side effects ended since the last write.
+    urgent: bool,
+}
+
+impl Book {
+    /// Makes kept files durable (one folder fsync for all of them).
+    fn sync_files(&mut self, job: &Job) -> Result<(), Failure> {
+        if self.files_unsynced {
+            files::sync_dir(&job.files)?;
+            self.files_unsynced = false;
+        }
+        Ok(())
+    }
+
+    /// Writes the manifest after the files it names; a failure is a warning.
+    fn save(&mut self, job: &Job, m: &mut Manifest) {
+        if let Err(f) = self.sync_files(job) {
+            job.cx
+                .warn(&format!("cannot fsync the items' files: {}", f.message));
+        }
+        m.updated_at = job.stamp();
+        if let Err(f) = manifests::write_as(job.manifest, m, false) {
+            job.cx
+                .warn(&format!("cannot write the manifest: {}", f.message));
+        }
+        self.written = Some(Instant::now());
+        self.dirty = false;
+        self.urgent = false;
+        self.unsaved_groups.clear();
+    }
+
+    /// Writes the manifest durably (the folder fsynced too: not even a power cut loses it),
+    /// before an item with side effects starts; a failure is the caller's to handle.
+    fn save_durably(&mut self, job: &Job, m: &mut Manifest) -> Result<(), Failure> {
+        self.sync_files(job)?;
+        m.updated_at = job.stamp();
+        manifests::write(job.manifest, m)?;
+        self.written = Some(Instant::now());
+        self.dirty = false;
+        self.urgent = false;
+        self.unsaved_groups.clear();
+        Ok(())
+    }
+}
+
+impl Job<'_> {
+    /// The policy item `item` runs under.
+    fn item_policy(&self, item: &Item) -> Policy {
+        plan::item_policy(&self.policy, self.plan, item)
+    }
+
+    /// Writes the manifest; a failure is a warning (the items go on).
+    pub fn save(&self, m: &mut Manifest) {
+        m.updated_at = self.stamp();
+        if let Err(f) = manifests::write(self.manifest, m) {
+            self.cx
+                .warn(&format!("cannot write the manifest: {}", f.message));
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! What `triage phase` answers: the escalation text of the decision (seed 000's Template 2 for
+//! several failed items, Template 1 for one), the degradation summary, rendered from the
+//! phase's records in the error log like `triage report --template`; and the JSON document.
+
+use super::{Job, Ran};
+use crate::core::error_record::LogLine;
+use crate::core::phase::{Decision, ItemState, Manifest, Verdict};
+use crate::core::templates::{self, Rec, TemplateInput, TemplateName};
+use crate::exit::Failure;
+use crate::store::error_log;
+use serde_json::{json, Value};
+
+/// The texts of a decision.
+pub(super) struct Texts {
+    /// The escalation's fields (`template`, its lists, `options`) and text.
+    pub template: Option<Value>,
+    /// Its text.
+    pub text: Option<String>,
+    /// The degradation summary's fields and text, when items failed.
+    pub degradation: Option<Value>,
+}
+
+/// Renders the texts from the phase's records in the log.
+pub(super) fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Failure> {
+    let mut none = Texts {
+        template: None,
+        text: None,
+        degradation: None,
+    };
+    if d.failed.is_empty() || d.decision == Verdict::Paused {
+        return Ok(none);
+    }
+    let phase = crate::core::error_record::Phase::parse(job.phase).to_string();
+    let mut recs = Vec::new();
+    error_log::read_all(&job.cx.state_root(), |bytes| {
+        if let Some(l) = LogLine::parse(bytes) {
+            let ours = l.workflow_id.as_deref() == Some(job.workflow)
+                && l.phase_text().as_deref() == Some(phase.as_str());
+            // Resolution lines name their record's ids; keep them all (they only close).
+            if ours || l.resolves.is_some() {
+                recs.push(Rec::from_line(&l));
+            }
+        }
+        true
+    })?;
+    let completed: Vec<String> = m
+        .items
+        .iter()
+        .filter(|e| e.state() == ItemState::Complete)
+        .map(|e| e.agent.clone())
+        .collect();
+    let failed_agents: Vec<&str> = m
+        .items
+        .iter()
+        .filter(|e| e.state() == ItemState::Failed)
+        .map(|e| e.agent.as_str())
+        .collect();
+    let input = |agent: Option<String>| TemplateInput {
+        records: recs.clone(),
+        policy: &job.policy,
+        now: job.cx.now,
+        state_root: job.cx.state_root().display().to_string(),
+        session: job.session.map(str::to_string),
+        workflow: Some(job.workflow.to_string()),
+        agent,
+        phase: Some(phase.clone()),
+        completed: completed.clone(),
+        pipeline: Vec::new(),
+        runs: None,
+        breakers: Vec::new(),
+    };
+    if matches!(d.decision, Verdict::Stop | Verdict::Skip) {
+        let single = failed_agents.len() == 1;
+        let (name, agent) = if single {
+            (
+                TemplateName::AgentFailure,
+                failed_agents.first().map(|a| a.to_string()),
+            )
+        } else {
+            (TemplateName::MultipleFailures, None)
+        };
+        let mut i = input(agent.clone());
+        if let Some(a) = &agent {
+            i.records
+                .retain(|r| r.agent.as_deref() == Some(a) || r.resolves.is_some());
+        }
+        match templates::build(name, &i) {
+            Ok(r) => {
+                none.text = Some(r.text);
+                none.template = Some(r.fields);
+            }
+            Err(why) => job.cx.warn(&format!("no escalation text: {why}")),
+        }
+    }
+    if let Ok(r) = templates::build(TemplateName::Degradation, &input(None)) {
+        let mut f = r.fields;
+        if let Some(o) = f.as_object_mut() {
+            o.insert("text".into(), r.text.into());
+        }
+        none.degradation = Some(f);
+    }
+    Ok(none)
+}
+
+/// The JSON answer of `run` and `resume`.
+pub(super) fn document(
+    job: &Job,
+    m: &Manifest,
+    d: &Decision,
+    ran: &Ran,
+    texts: Texts,
+    abort_ratio: f64,
+    resumed: Option<Value>,
+) -> Value {
+    let items: Vec<Value> = m
+        .items
+        .iter()
+        .map(|e| {
+            let mut v = json!(e);
+            if let (Some(o), Some(r)) = (v.as_object_mut(), ran.reports.get(&e.id)) {
+                o.insert("attempt_log".into(), r["attempts"].clone());
+                if let Some(w) = r
+                    .get("warnings")
+                    .filter(|w| w.as_array().is_some_and(|a| !a.is_empty()))
+                {
+                    o.insert("warnings".into(), w.clone());
+                }
+            }
+            v
+        })
+        .collect();
+    let mut counts = serde_json::Map::new();
+    for s in [
+        ItemState::Complete,
+        ItemState::Failed,
+        ItemState::Partial,
+        ItemState::NotStarted,
+        ItemState::Skipped,
+        ItemState::NeedsDecision,
+    ] {
+        counts.insert(s.as_str().into(), m.ids(s).len().into());
+    }
+    let name = job.policy.phase(job.phase).and_then(|p| p.name.clone());
+    json!({
+        "workflow_id": m.workflow_id,
+        "phase": m.phase,
+        "name": name,
+        "decision": d.decision,
+        "reason": d.reason,
+        "exit_status": d.decision.exit_status(),
+        "failure_ratio": d.failure_ratio,
+        "abort_ratio": abort_ratio,
+        "counts": counts,
+        "failed": d.failed,
+        "critical_failed": d.critical_failed,
+        "complete": d.complete,
+        "needs_decision": d.needs_decision,
+        "items": items,
+        "template": texts.template,
+        "text": texts.text,
+        "degradation": texts.degradation,
+        "budget_ended": ran.budget_ended,
+        "interrupted_by": ran.interrupted,
+        "message": m.message,
+        "resumed": resumed,
+        "manifest": job.manifest.display().to_string(),
+    })
+}

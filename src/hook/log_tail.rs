@@ -1,0 +1,118 @@
+//! What the session hooks read from the end of the error log (through
+//! [`crate::store::error_log::visit_tail`], whichever backend holds it): Template 5 for a session,
+//! and the unresolved errors of other sessions that SessionStart names.
+
+use crate::context::Context;
+use crate::core::error_record::LogLine;
+use crate::core::templates::{self, Rec, TemplateInput, TemplateName};
+use crate::exit::Failure;
+use std::collections::{BTreeMap, HashMap};
+
+/// How much of the end of the error log the session hooks read (Template 5, SessionStart).
+const LOG_TAIL: u64 = 4 << 20;
+
+/// Visits the log lines in the last [`LOG_TAIL`] bytes of the error log.
+fn visit_tail(cx: &Context, mut visit: impl FnMut(&LogLine)) -> Result<(), Failure> {
+    crate::store::error_log::visit_tail(cx, &cx.state_root(), LOG_TAIL, |line| {
+        if let Some(l) = LogLine::parse(line) {
+            visit(&l);
+        }
+    })
+}
+
+/// Template 5 for `session`, from the records of the session at the end of the log.
+pub fn stability_warning(cx: &Context, session: &str) -> Result<String, Failure> {
+    let mut records = Vec::new();
+    visit_tail(cx, |l| {
+        if l.session_id.as_deref() == Some(session) {
+            records.push(Rec::from_line(l));
+        }
+    })?;
+    let input = TemplateInput {
+        records,
+        policy: cx.policy()?,
+        now: cx.now,
+        state_root: cx.state_root().display().to_string(),
+        session: Some(session.to_string()),
+        workflow: None,
+        agent: None,
+        phase: None,
+        completed: Vec::new(),
+        pipeline: Vec::new(),
+        runs: None,
+        breakers: Vec::new(),
+    };
+    let rendered =
+        templates::build(TemplateName::StabilityWarning, &input).map_err(Failure::data)?;
+    Ok(rendered.text)
+}
+
+/// Unresolved errors of other sessions, near the end of the log.
+#[derive(Debug, Default)]
+pub struct Earlier {
+    /// How many.
+    pub count: usize,
+    /// How many per `agent kind`.
+    pub by_what: BTreeMap<String, usize>,
+}
+
+impl Earlier {
+    /// `researcher timeout ×2, Bash tool_failure`, the most frequent first, at most five.
+    pub fn summary(&self) -> String {
+        let mut list: Vec<(&String, &usize)> = self.by_what.iter().collect();
+        list.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let mut parts: Vec<String> = list
+            .iter()
+            .take(5)
+            .map(|(what, n)| {
+                if **n > 1 {
+                    format!("{what} ×{n}")
+                } else {
+                    what.to_string()
+                }
+            })
+            .collect();
+        if list.len() > 5 {
+            parts.push("…".into());
+        }
+        parts.join(", ")
+    }
+}
+
+/// The errors near the end of the log that belong to another session than `current` and have
+/// no resolution.
+pub fn unresolved_elsewhere(cx: &Context, current: Option<&str>) -> Result<Earlier, Failure> {
+    let mut open: HashMap<String, String> = HashMap::new();
+    visit_tail(cx, |l| {
+        if let Some(id) = &l.resolves {
+            open.remove(id.as_ref());
+            return;
+        }
+        let Some(id) = &l.error_id else {
+            return;
+        };
+        // Another session's failures of unguarded tools are not worth the model's attention.
+        // An inline resolution that did not succeed (an agent let go, seed 002's "proceed
+        // without") leaves the failure standing.
+        if l.resolution.as_ref().is_some_and(|r| r.successful())
+            || !l.counts()
+            || l.session_id.is_some() && l.session_id.as_deref() == current
+        {
+            return;
+        }
+        let what = format!(
+            "{} {}",
+            l.agent().unwrap_or("unknown agent"),
+            l.kind().unwrap_or("unknown")
+        );
+        open.insert(id.to_string(), what);
+    })?;
+    let mut earlier = Earlier {
+        count: open.len(),
+        ..Earlier::default()
+    };
+    for what in open.into_values() {
+        *earlier.by_what.entry(what).or_default() += 1;
+    }
+    Ok(earlier)
+}

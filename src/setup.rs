@@ -1,0 +1,442 @@
+//! Setting a project up for triage (`triage init`): wire `triage hook` into Claude Code's
+//! `settings.json` in one step, keeping
+//! every existing key and hook and the file's own indentation; write a starter `.triage.toml`
+//! and ignore `.triage/` in git. `--uninstall` takes away exactly what was added: when nothing
+//! else changed in between, every file it touched comes back byte for byte (the originals are
+//! kept in `<project>/.triage/init/`, or for `--user` under the user's config folder).
+//!
+//! The project is found as a Claude Code session would see it: `$CLAUDE_PROJECT_DIR` when
+//! set; else, inside a git work tree, the nearest folder at or above this one that already has
+//! Claude Code settings, or the work tree's top; else this folder ([`place`]).
+
+mod gitignore;
+pub mod place;
+
+use crate::context::Context;
+use crate::exit::Failure;
+use crate::settings::{self, Change};
+use crate::store::files;
+use gitignore::{ignores_state, with_state_line, without_state_line};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The starter policy: quiet and right for any project (`hooks/triage.starter.toml`); the
+/// seeds' project-specific agent rules stay an opt-in example in `hooks/triage.example.toml`.
+pub const STARTER: &str = include_str!("../hooks/triage.starter.toml");
+
+const STARTER_HEADER: &str = "\
+# triage policy: written by `triage init` (hooks/triage.starter.toml).
+# Every section is optional; what is left out takes the built-in defaults
+# (`triage config show` prints them). Check your edits with `triage config check .triage.toml`.
+#
+";
+
+/// What init remembers so that `--uninstall` can give the files back as they were.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Manifest {
+    /// settings.json as it was before the first install; `None`: it did not exist.
+    settings_original: Option<String>,
+    /// Whether init wrote `.triage.toml`.
+    toml_created: bool,
+    /// `created` or `appended` when init touched `.gitignore`.
+    gitignore: Option<String>,
+    /// `.gitignore` as it was before init appended to it.
+    #[serde(default)]
+    gitignore_original: Option<String>,
+    /// The settings file's `.bak` as it was before the first install (`None`: there was none).
+    #[serde(default)]
+    settings_bak_original: Option<String>,
+    /// Whether init created the settings file's folder (`.claude/`).
+    #[serde(default)]
+    settings_dir_created: bool,
+}
+
+/// One file's fate.
+#[derive(Debug, Serialize)]
+pub struct FileChange {
+    /// The file.
+    pub path: PathBuf,
+    /// `created`, `updated` or `removed`.
+    pub action: &'static str,
+    #[serde(skip)]
+    before: String,
+    #[serde(skip)]
+    after: Option<String>,
+}
+
+/// What init did (or would do): its JSON answer.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    /// The settings file.
+    pub settings: PathBuf,
+    /// What to give back besides the files (uninstall only).
+    #[serde(skip)]
+    restore: Option<Manifest>,
+    /// Whether it took triage away.
+    pub uninstall: bool,
+    dry_run: bool,
+    hook_command: Option<String>,
+    events_added: Vec<String>,
+    events_removed: Vec<String>,
+    /// The files changed.
+    pub files: Vec<FileChange>,
+}
+
+/// What init will change, and the record that lets `--uninstall` give it back.
+pub struct Plan {
+    /// The changes.
+    pub report: Report,
+    manifest: Option<Manifest>,
+    manifest_path: PathBuf,
+    project: PathBuf,
+}
+
+/// Plans `triage init` (`uninstall`: `--uninstall`) into the user's settings (`user`), the
+/// project's local ones (`local`), or the project's shared ones.
+pub fn plan(
+    cx: &Context,
+    user: bool,
+    local: bool,
+    uninstall: bool,
+    dry_run: bool,
+) -> Result<Plan, Failure> {
+    let project = place::project_root(cx)?;
+    let (settings_path, manifest_dir) = if user {
+        let settings = place::claude_config_dir()?.join("settings.json");
+        (
+            settings,
+            place::user_config_dir()?.join("triage").join("init"),
+        )
+    } else {
+        let name = if local {
+            "settings.local.json"
+        } else {
+            "settings.json"
+        };
+        let state = cx
+            .global
+            .dir
+            .clone()
+            .unwrap_or_else(|| project.join(".triage"));
+        (project.join(".claude").join(name), state.join("init"))
+    };
+    let manifest_path = manifest_dir.join(format!(
+        "{}.json",
+        files::escape_key(&settings_path.to_string_lossy())
+    ));
+    let manifest = read_manifest(&manifest_path)?;
+    let (report, new_manifest) = if uninstall {
+        plan_uninstall(&settings_path, &project, user, manifest)?
+    } else {
+        plan_install(&settings_path, &project, user, manifest)?
+    };
+    Ok(Plan {
+        report: Report { dry_run, ..report },
+        manifest: new_manifest,
+        manifest_path,
+        project,
+    })
+}
+
+impl Plan {
+    /// The unified diff of every change (`--dry-run`).
+    pub fn diff(&self) -> String {
+        diff(&self.report.files, &self.project)
+    }
+
+    /// Makes the changes.
+    pub fn apply(self) -> Result<Report, Failure> {
+        apply(&self.report, &self.manifest_path, self.manifest)?;
+        Ok(self.report)
+    }
+}
+
+fn read_text(path: &Path) -> Result<Option<String>, Failure> {
+    match files::read_optional(path)? {
+        None => Ok(None),
+        Some(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| Failure::data(format!("{} is not UTF-8 text", path.display()))),
+    }
+}
+
+fn read_manifest(path: &Path) -> Result<Option<Manifest>, Failure> {
+    let Some(text) = read_text(path)? else {
+        return Ok(None);
+    };
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        Failure::data(format!(
+            "{} is corrupt ({e}); move it aside and run again",
+            path.display()
+        ))
+    })
+}
+
+fn parse_settings(path: &Path, text: &str) -> Result<Value, Failure> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(text).map_err(|e| {
+        Failure::data(format!(
+            "{} is not valid JSON ({e}); fix it, then run `triage init` again",
+            path.display()
+        ))
+    })
+}
+
+fn plan_install(
+    settings_path: &Path,
+    project: &Path,
+    user: bool,
+    manifest: Option<Manifest>,
+) -> Result<(Report, Option<Manifest>), Failure> {
+    let command = settings::HOOK_COMMAND.to_string();
+    let before = read_text(settings_path)?;
+    let value = parse_settings(settings_path, before.as_deref().unwrap_or(""))?;
+    let (after, change) = settings::install(&value, &command)
+        .map_err(|e| Failure::data(format!("{}: {e}", settings_path.display())))?;
+    let newline = before.as_deref().is_none_or(|b| b.ends_with('\n'));
+    let indent = settings::indent_of(before.as_deref().unwrap_or(""));
+    let mut files = Vec::new();
+    let mut first = Manifest {
+        settings_original: before.clone(),
+        settings_bak_original: read_text(&files::with_suffix(settings_path, ".bak"))?,
+        settings_dir_created: settings_path.parent().is_some_and(|d| !d.exists()),
+        ..Manifest::default()
+    };
+    if !change.is_empty() {
+        files.push(file_change(
+            settings_path,
+            before,
+            Some(settings::render_with(&after, &indent, newline)),
+        ));
+    }
+    if !user {
+        let toml = project.join(".triage.toml");
+        if read_text(&toml)?.is_none() {
+            first.toml_created = true;
+            files.push(file_change(&toml, None, Some(starter())));
+        }
+        let gitignore = project.join(".gitignore");
+        let old = read_text(&gitignore)?;
+        if !ignores_state(old.as_deref().unwrap_or("")) {
+            first.gitignore = Some(if old.is_some() { "appended" } else { "created" }.into());
+            first.gitignore_original = old.clone();
+            let new = with_state_line(old.as_deref());
+            files.push(file_change(&gitignore, old, Some(new)));
+        }
+    }
+    // The first install's originals are the ones to give back; a later install keeps them.
+    let manifest = match manifest {
+        Some(m) => Some(Manifest {
+            toml_created: m.toml_created || first.toml_created,
+            gitignore: m.gitignore.clone().or(first.gitignore),
+            gitignore_original: if m.gitignore.is_some() {
+                m.gitignore_original.clone()
+            } else {
+                first.gitignore_original
+            },
+            ..m
+        }),
+        None if files.is_empty() => None,
+        None => Some(first),
+    };
+    Ok((
+        report(settings_path, false, Some(command), change, files),
+        manifest,
+    ))
+}
+
+fn plan_uninstall(
+    settings_path: &Path,
+    project: &Path,
+    user: bool,
+    manifest: Option<Manifest>,
+) -> Result<(Report, Option<Manifest>), Failure> {
+    let manifest = manifest.unwrap_or_default();
+    let mut files = Vec::new();
+    let mut change = Change::default();
+    if let Some(before) = read_text(settings_path)? {
+        let value = parse_settings(settings_path, &before)?;
+        let (after, removed) = settings::uninstall(&value)
+            .map_err(|e| Failure::data(format!("{}: {e}", settings_path.display())))?;
+        if !removed.is_empty() {
+            let indent = settings::indent_of(&before);
+            let restored = restore(
+                &after,
+                &manifest.settings_original,
+                &indent,
+                before.ends_with('\n'),
+            );
+            files.push(file_change(settings_path, Some(before), restored));
+        }
+        change = removed;
+    }
+    if !user {
+        let toml = project.join(".triage.toml");
+        if manifest.toml_created && read_text(&toml)?.as_deref() == Some(starter().as_str()) {
+            files.push(file_change(&toml, Some(starter()), None));
+        }
+        let gitignore = project.join(".gitignore");
+        if let (Some(how), Some(old)) = (&manifest.gitignore, read_text(&gitignore)?) {
+            let new = without_state_line(
+                &old,
+                manifest.gitignore_original.as_deref(),
+                how == "created",
+            );
+            let new = match new {
+                Some(n) if n.is_empty() && how == "created" => None,
+                n => n,
+            };
+            if new.as_deref() != Some(old.as_str()) {
+                files.push(file_change(&gitignore, Some(old), new));
+            }
+        }
+    }
+    let mut report = report(settings_path, true, None, change, files);
+    report.restore = Some(manifest);
+    Ok((report, None))
+}
+
+/// The settings after removal: the original bytes when nothing else changed since the first
+/// install (so the file comes back byte for byte), or `None` (remove the file) when there was
+/// none; else the document without triage's entries.
+fn restore(
+    after: &Value,
+    original: &Option<String>,
+    indent: &str,
+    newline: bool,
+) -> Option<String> {
+    let rendered = settings::render_with(after, indent, newline);
+    match original {
+        Some(orig) => {
+            let same = serde_json::from_str::<Value>(orig)
+                .ok()
+                .or_else(|| {
+                    orig.trim()
+                        .is_empty()
+                        .then(|| Value::Object(Default::default()))
+                })
+                .is_some_and(|v| &v == after);
+            Some(if same { orig.clone() } else { rendered })
+        }
+        None if after.as_object().is_some_and(|m| m.is_empty()) => None,
+        None => Some(rendered),
+    }
+}
+
+fn starter() -> String {
+    format!("{STARTER_HEADER}{STARTER}")
+}
+
+fn file_change(path: &Path, before: Option<String>, after: Option<String>) -> FileChange {
+    let action = match (&before, &after) {
+        (None, _) => "created",
+        (Some(_), None) => "removed",
+        (Some(_), Some(_)) => "updated",
+    };
+    FileChange {
+        path: path.to_path_buf(),
+        action,
+        before: before.unwrap_or_default(),
+        after,
+    }
+}
+
+fn report(
+    settings: &Path,
+    uninstall: bool,
+    hook_command: Option<String>,
+    change: Change,
+    files: Vec<FileChange>,
+) -> Report {
+    Report {
+        settings: settings.to_path_buf(),
+        restore: None,
+        uninstall,
+        dry_run: false,
+        hook_command,
+        events_added: change.added,
+        events_removed: change.removed,
+        files,
+    }
+}
+
+fn apply(report: &Report, manifest_path: &Path, manifest: Option<Manifest>) -> Result<(), Failure> {
+    // The manifest goes first: a crash after it and before the settings leaves a manifest of
+    // the untouched originals, which is still right.
+    if let Some(m) = &manifest {
+        if let Some(dir) = manifest_path.parent() {
+            files::ensure_dir(dir)?;
+        }
+        let bytes = serde_json::to_vec_pretty(m)
+            .map_err(|e| Failure::io(format!("cannot encode the init manifest: {e}")))?;
+        files::replace(manifest_path, &bytes, files::Backup::Skip)?;
+    }
+    for f in &report.files {
+        match &f.after {
+            Some(text) => {
+                if let Some(dir) = f.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    files::create_dirs(dir)?;
+                }
+                // Only settings keeps a .bak: the other files are new or one line longer.
+                let backup = if f.path == report.settings {
+                    files::Backup::Keep
+                } else {
+                    files::Backup::Skip
+                };
+                files::replace(&f.path, text.as_bytes(), backup)?;
+            }
+            None => files::remove(&f.path)?,
+        }
+    }
+    if let Some(m) = &report.restore {
+        // The settings' .bak as it was before the first install, and no .claude/ left empty
+        // by init.
+        let bak = files::with_suffix(&report.settings, ".bak");
+        if report.files.iter().any(|f| f.path == report.settings) {
+            match &m.settings_bak_original {
+                Some(text) => {
+                    files::replace(&bak, text.as_bytes(), files::Backup::Skip)?;
+                }
+                None => files::remove(&bak)?,
+            }
+        }
+        if m.settings_dir_created {
+            if let Some(dir) = report.settings.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+    }
+    if report.uninstall {
+        files::remove(manifest_path)?;
+        if let Some(dir) = manifest_path.parent() {
+            // Only when empty: another settings file's record may live beside it.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+    Ok(())
+}
+
+/// The unified diff of every change, named like `git diff` names them: `a/.claude/settings.json`
+/// for a file of the project, the absolute path for one outside it.
+fn diff(files: &[FileChange], project: &Path) -> String {
+    let mut out = String::new();
+    for f in files {
+        let (a, b) = match f.path.strip_prefix(project) {
+            Ok(rel) => {
+                let rel = rel.display();
+                (format!("a/{rel}"), format!("b/{rel}"))
+            }
+            Err(_) => (f.path.display().to_string(), f.path.display().to_string()),
+        };
+        let after = f.after.as_deref().unwrap_or("");
+        let d = similar::TextDiff::from_lines(f.before.as_str(), after);
+        out.push_str(&d.unified_diff().header(&a, &b).to_string());
+    }
+    if out.is_empty() {
+        out.push_str("nothing to change\n");
+    }
+    out
+}

@@ -1,0 +1,65 @@
+//! Where init writes: the project as a Claude Code session started here would see it, Claude
+//! Code's and the user's config folders; and whether `triage` is on PATH.
+
+use crate::context::Context;
+use crate::exit::Failure;
+use std::path::{Path, PathBuf};
+
+/// The project folder, as a Claude Code session started here would see it.
+pub fn project_root(cx: &Context) -> Result<PathBuf, Failure> {
+    if let Some(dir) = &cx.project_dir {
+        return Ok(dir.clone());
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| Failure::io(format!("cannot read the current folder: {e}")))?;
+    // Only within a git work tree: above it is someone else's folder (and $HOME/.claude is
+    // the user's own config, not a project).
+    let Some(top) = cwd.ancestors().find(|d| d.join(".git").exists()) else {
+        return Ok(cwd);
+    };
+    let has_settings = |d: &Path| {
+        let dot = d.join(".claude");
+        dot.join("settings.json").is_file() || dot.join("settings.local.json").is_file()
+    };
+    Ok(cwd
+        .ancestors()
+        .take_while(|d| d.starts_with(top))
+        .find(|d| has_settings(d))
+        .unwrap_or(top)
+        .to_path_buf())
+}
+
+pub fn home() -> Result<PathBuf, Failure> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| Failure::usage("--user needs HOME to be set"))
+}
+
+/// Claude Code's own config folder: `$CLAUDE_CONFIG_DIR`, else `~/.claude`.
+pub fn claude_config_dir() -> Result<PathBuf, Failure> {
+    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|d| !d.is_empty()) {
+        Some(d) => Ok(PathBuf::from(d)),
+        None => Ok(home()?.join(".claude")),
+    }
+}
+
+/// The user's config folder: `$XDG_CONFIG_HOME`, else `~/.config`.
+pub fn user_config_dir() -> Result<PathBuf, Failure> {
+    match std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        Some(d) => Ok(PathBuf::from(d)),
+        None => Ok(home()?.join(".config")),
+    }
+}
+
+/// Whether `program` is found on PATH, as `command -v` in the hook command finds it.
+pub fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|d| {
+            std::fs::metadata(d.join(program)).is_ok_and(|m| {
+                m.is_file()
+                    && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+            })
+        })
+    })
+}

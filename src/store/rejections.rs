@@ -1,0 +1,54 @@
+//! The loop guard's counters (`check-output --hook`, the Stop and SubagentStop hooks): one
+//! counter of consecutive rejections per session and agent, under
+//! `<root>/rejections/<session>/<agent>.json`, read and written under its lock. Kept per host
+//! even with a fleet store: a session's hooks run where the session runs.
+
+use crate::context::Context;
+use crate::exit::Failure;
+use crate::store::files::{self, Backup};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// Where the counter of `key` in `session` is.
+pub fn counter_path(cx: &Context, session: &str, key: &str) -> PathBuf {
+    cx.state_root()
+        .join("rejections")
+        .join(files::escape_key(session))
+        .join(format!("{}.json", files::escape_key(key)))
+}
+
+/// The counter's value (0 when missing or unreadable).
+pub fn read_count(path: &Path) -> Result<u32, Failure> {
+    Ok(files::read_optional(path)?
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .and_then(|v| v.get("count").and_then(Value::as_u64))
+        .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)))
+}
+
+/// One more consecutive rejection, counted under the counter's lock.
+pub fn bump(cx: &Context, path: &Path, agent: &str) -> Result<u32, Failure> {
+    if let Some(dir) = path.parent() {
+        cx.ensure_root()?;
+        files::ensure_dir(dir)?;
+    }
+    let _lock = files::lock(path, cx.lock_wait())?;
+    let count = read_count(path)?.saturating_add(1);
+    let doc = json!({"agent": agent, "count": count, "updated": cx.now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)});
+    files::replace(path, doc.to_string().as_bytes(), Backup::Skip)?;
+    Ok(count)
+}
+
+/// Back to zero (a passing output, or an agent let go). Nothing is written when it is zero.
+pub fn reset(cx: &Context, path: &Path) -> Result<(), Failure> {
+    if !path.exists() {
+        return Ok(());
+    }
+    let _lock = files::lock(path, cx.lock_wait())?;
+    if read_count(path)? == 0 {
+        return Ok(());
+    }
+    let doc =
+        json!({"count": 0, "updated": cx.now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)});
+    files::replace(path, doc.to_string().as_bytes(), Backup::Skip)?;
+    Ok(())
+}

@@ -1,0 +1,308 @@
+//! What the hooks keep per session between events, under `<root>/sessions/`: the one seam for
+//! that state (the hook command only calls these). Kept per host even with a fleet store: a
+//! session's hooks all run where the session runs, and these files live for one call.
+//!
+//!
+//! - `<session>/<tool_use_id>.start`: when a guarded call started, its breaker key and probe
+//!   ticket. One small file per call, created by PreToolUse and taken by PostToolUse, so that
+//!   parallel calls never contend for a lock. A lost one only costs the timeout check.
+//! - `<session>/agent-<agent_id>.start` and `agent-<agent_id>.done`: the two halves of a
+//!   subagent's call that meet by its `agent_id`. PostToolUse(Agent) knows the call (its
+//!   `tool_use_id`, so its start and probe ticket) and the `agentId`; SubagentStop knows the
+//!   `agent_id` and how the subagent ended. In the background the call's half comes first
+//!   (`async_launched`), in the foreground the end comes first; whichever comes second finds
+//!   the other's file and completes the call, under the session's agents lock so that it is
+//!   completed exactly once.
+//! - `<session>.json`: the thresholds already announced, read and written under its lock, so
+//!   that of many hooks crossing a threshold at once exactly one announces it.
+
+use crate::context::Context;
+use crate::core::output_check::Final;
+use crate::exit::Failure;
+use crate::store::files::{self, Backup};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// The session used when a payload has none.
+const NO_SESSION: &str = "no-session";
+
+/// A guarded call in flight.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Start {
+    /// The breaker key.
+    pub key: String,
+    /// The probe ticket `check` gave, to hand back with the outcome.
+    pub ticket: Option<String>,
+    /// When PreToolUse allowed it, in Unix milliseconds.
+    pub at_ms: i64,
+}
+
+fn session_dir(cx: &Context, session: Option<&str>) -> PathBuf {
+    cx.state_root()
+        .join("sessions")
+        .join(files::escape_key(session.unwrap_or(NO_SESSION)))
+}
+
+fn start_name(tool_use_id: &str) -> String {
+    format!("{}.start", files::escape_key(tool_use_id))
+}
+
+/// Remembers that call `tool_use_id` started now.
+pub fn remember_start(
+    cx: &Context,
+    session: Option<&str>,
+    tool_use_id: &str,
+    start: &Start,
+) -> Result<(), Failure> {
+    // One stat on the hot path: ensure_dir creates the root and `sessions/` with it (0700).
+    let dir = session_dir(cx, session);
+    files::ensure_dir(&dir)?;
+    let bytes = serde_json::to_vec(start)
+        .map_err(|e| Failure::data(format!("cannot serialize the start: {e}")))?;
+    // A cache in the store's sense: nobody else writes this call's file, and a torn one is
+    // read as missing.
+    files::overwrite_cache(&dir.join(start_name(tool_use_id)), &bytes)?;
+    Ok(())
+}
+
+/// Takes (reads and removes) the start of call `tool_use_id`, if it was kept.
+pub fn take_start(cx: &Context, session: Option<&str>, tool_use_id: &str) -> Option<Start> {
+    let path = session_dir(cx, session).join(start_name(tool_use_id));
+    let bytes = match files::read_optional(&path) {
+        Ok(b) => b?,
+        Err(e) => {
+            cx.warn(&format!("the call's start time is unusable: {e}"));
+            return None;
+        }
+    };
+    if let Err(e) = files::remove(&path) {
+        cx.trace("warning", &e.to_string());
+    }
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn agent_file(cx: &Context, session: Option<&str>, agent_id: &str, ext: &str) -> PathBuf {
+    session_dir(cx, session).join(format!("agent-{}.{ext}", files::escape_key(agent_id)))
+}
+
+/// How a subagent ended, kept by SubagentStop until its PostToolUse takes it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Ended {
+    /// The verdict.
+    pub last: Final,
+    /// When it stopped, in Unix milliseconds.
+    pub at_ms: i64,
+    /// Its breaker key (`agent_type`), for a call that ends without its `agentId`.
+    #[serde(default)]
+    pub key: String,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Option<T> {
+    files::read_optional(path)
+        .ok()
+        .flatten()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+}
+
+/// Reads and removes a hand-over file. One that is not there is the common case (the other
+/// half has not come yet) and costs one open; anything else found under the name (unparsable,
+/// a link, not a regular file) is removed as well, so it cannot stand in the way.
+fn take_file<T: serde::de::DeserializeOwned>(cx: &Context, path: &std::path::Path) -> Option<T> {
+    let found = match files::read_optional(path) {
+        Ok(None) => return None,
+        Ok(Some(bytes)) => serde_json::from_slice(&bytes).ok(),
+        Err(_) => None,
+    };
+    if let Err(e) = files::remove(path) {
+        cx.trace("warning", &e.to_string());
+    }
+    found
+}
+
+fn agents_lock(cx: &Context, session: Option<&str>) -> Result<files::Lock, Failure> {
+    let root = cx.ensure_root()?;
+    let dir = session_dir(cx, session);
+    files::ensure_dir(&dir)?;
+    let name = format!(
+        "{}.agents",
+        files::escape_key(session.unwrap_or(NO_SESSION))
+    );
+    Ok(files::lock(
+        &root.join("sessions").join(name),
+        cx.lock_wait(),
+    )?)
+}
+
+/// PostToolUse(Agent)'s half: takes the end SubagentStop left for `agent_id`, if it came
+/// first; else, when `park` is given (a background launch), leaves the call's start for
+/// SubagentStop to take.
+pub fn meet_end(
+    cx: &Context,
+    session: Option<&str>,
+    agent_id: &str,
+    park: Option<&Start>,
+) -> Result<Option<Ended>, Failure> {
+    let _lock = agents_lock(cx, session)?;
+    let done = agent_file(cx, session, agent_id, "done");
+    if let Some(ended) = take_file::<Ended>(cx, &done) {
+        return Ok(Some(ended));
+    }
+    if let Some(start) = park {
+        let bytes = serde_json::to_vec(start)
+            .map_err(|e| Failure::data(format!("cannot serialize the start: {e}")))?;
+        files::overwrite_cache(&agent_file(cx, session, agent_id, "start"), &bytes)?;
+    }
+    Ok(None)
+}
+
+/// SubagentStop's half: takes the call's start PostToolUse(Agent) parked for `agent_id` (a
+/// background subagent: SubagentStop completes the call), or leaves the end for the
+/// PostToolUse still to come (a foreground one).
+pub fn meet_start(
+    cx: &Context,
+    session: Option<&str>,
+    agent_id: &str,
+    ended: &Ended,
+) -> Result<Option<Start>, Failure> {
+    let _lock = agents_lock(cx, session)?;
+    let parked = agent_file(cx, session, agent_id, "start");
+    if let Some(start) = take_file::<Start>(cx, &parked) {
+        return Ok(Some(start));
+    }
+    let bytes = serde_json::to_vec(ended)
+        .map_err(|e| Failure::data(format!("cannot serialize the verdict: {e}")))?;
+    files::overwrite_cache(&agent_file(cx, session, agent_id, "done"), &bytes)?;
+    Ok(None)
+}
+
+/// PostToolUseFailure of a subagent call, which carries no `agentId` (a foreground subagent
+/// that said nothing ends as a tool failure, "No assistant messages found", after its
+/// SubagentStop): takes the oldest end SubagentStop left in the session for `key`, so that
+/// the one failure is not recorded twice.
+pub fn take_end_for_key(cx: &Context, session: Option<&str>, key: &str) -> Option<Ended> {
+    let _lock = agents_lock(cx, session).ok()?;
+    let dir = session_dir(cx, session);
+    let oldest = files::list_dir(&dir)
+        .ok()?
+        .into_iter()
+        .filter(|e| e.kind == files::Kind::File)
+        .map(|e| dir.join(e.name))
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "done")
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("agent-"))
+        })
+        .filter_map(|p| read_json::<Ended>(&p).map(|e| (p, e)))
+        .filter(|(_, e)| e.key == key)
+        .min_by_key(|(_, e)| e.at_ms)?;
+    take_file::<Ended>(cx, &oldest.0)
+}
+
+/// How long a call's start is kept when no PostToolUse takes it (a session that crashed, a
+/// call another hook denied): longer than any agent runs.
+const START_TTL_MS: i64 = 24 * 3600 * 1000;
+
+/// Removes the starts (and subagent ends) that nothing took within [`START_TTL_MS`], and the
+/// session folders left empty; returns how many it removed. Run at SessionStart, so the
+/// folder does not grow with every crashed session.
+pub fn prune_starts(cx: &Context) -> usize {
+    let now = cx.now.timestamp_millis();
+    let sessions = cx.state_root().join("sessions");
+    // Under the state root a linked `sessions/` or session folder is refused by the store,
+    // so nothing is ever deleted through a link.
+    let folders = match files::list_dir(&sessions) {
+        Ok(f) => f,
+        Err(e) => {
+            cx.warn(&format!("call starts not pruned: {e}"));
+            return 0;
+        }
+    };
+    let mut removed = 0;
+    // A link among them is listed so the store refuses it (with the warning below).
+    let folders = folders
+        .into_iter()
+        .filter(|e| matches!(e.kind, files::Kind::Dir | files::Kind::Link));
+    for folder in folders {
+        let dir = sessions.join(&folder.name);
+        let files = match files::list_dir(&dir) {
+            Ok(f) => f,
+            Err(e) => {
+                cx.warn(&format!("call starts not pruned: {e}"));
+                continue;
+            }
+        };
+        for file in files {
+            let ext = std::path::Path::new(&file.name)
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_string);
+            if !matches!(ext.as_deref(), Some("start" | "done")) {
+                continue;
+            }
+            let path = dir.join(&file.name);
+            if file.kind != files::Kind::File {
+                // Planted: a link or a FIFO. Its name goes (never what a link points to).
+                if files::remove(&path).is_ok() {
+                    let what = match file.kind {
+                        files::Kind::Link => "a symbolic link",
+                        _ => "not a regular file",
+                    };
+                    cx.warn(&format!(
+                        "refusing {}: it is {what}; removed it (a call start is a regular file)",
+                        path.display()
+                    ));
+                }
+                continue;
+            }
+            let at = match ext.as_deref() {
+                Some("start") => read_json::<Start>(&path).map(|s| s.at_ms),
+                _ => read_json::<Ended>(&path).map(|s| s.at_ms),
+            };
+            // An unreadable start is as good as gone.
+            if at.is_none_or(|at| now - at > START_TTL_MS) && files::remove(&path).is_ok() {
+                removed += 1;
+            }
+        }
+        // Fails, as it should, while the folder still holds a start.
+        files::remove_empty_dir(&dir);
+    }
+    removed
+}
+
+/// The per-session file.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct SessionFile {
+    /// Threshold names already announced in this session.
+    #[serde(default)]
+    announced: Vec<String>,
+}
+
+/// Of `names`, those not announced before in `session`; they are marked announced.
+pub fn first_announcements(
+    cx: &Context,
+    session: &str,
+    names: &[&str],
+) -> Result<Vec<String>, Failure> {
+    let root = cx.ensure_root()?;
+    files::ensure_dir(&root.join("sessions"))?;
+    let path = root
+        .join("sessions")
+        .join(format!("{}.json", files::escape_key(session)));
+    let _lock = files::lock(&path, cx.lock_wait())?;
+    let mut file: SessionFile = files::read_optional(&path)?
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let fresh: Vec<String> = names
+        .iter()
+        .filter(|n| !file.announced.iter().any(|a| a == *n))
+        .map(|n| n.to_string())
+        .collect();
+    if fresh.is_empty() {
+        return Ok(fresh);
+    }
+    file.announced.extend(fresh.iter().cloned());
+    let bytes = serde_json::to_vec(&file)
+        .map_err(|e| Failure::data(format!("cannot serialize the session file: {e}")))?;
+    files::replace(&path, &bytes, Backup::Skip)?;
+    Ok(fresh)
+}
