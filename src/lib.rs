@@ -28,7 +28,9 @@
 //! judged by), [`core::vocab`] and [`core::duration`] (the words and durations in their
 //! answers). Everything else is `pub(crate)`; [`cli::main`] is public for the binary.
 
-/// `say!` that never panics: a closed or full stderr (`2>/dev/full`, a reader gone) loses
+#![cfg_attr(not(test), deny(clippy::print_stderr))]
+
+/// `eprintln!` that never panics: a closed or full stderr (`2>/dev/full`, a reader gone) loses
 /// the line, never the call (a panic on a phase item's thread once left its runner hanging).
 macro_rules! say {
     ($($arg:tt)*) => {{
@@ -37,7 +39,7 @@ macro_rules! say {
     }};
 }
 
-/// `say_more!` that never panics (see `say!`).
+/// `eprint!` that never panics (see `say!`).
 macro_rules! say_more {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
