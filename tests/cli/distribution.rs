@@ -204,6 +204,61 @@ fn plugin_launcher_runs_the_first_triage_on_path_that_is_not_a_plugin_launcher()
     );
 }
 
+#[test]
+fn plugin_launcher_stands_aside_where_init_hooks_are_installed() {
+    let s = Sandbox::new();
+    let project = s.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let real = s.path().join("real");
+    std::fs::create_dir_all(&real).unwrap();
+    std::os::unix::fs::symlink(bin(), real.join("triage")).unwrap();
+    let path = format!("{}:{}", real.display(), bare_path(&s).display());
+    let payload = format!(
+        "{{\"hook_event_name\":\"PostToolUseFailure\",\"session_id\":\"s1\",\"tool_name\":\"Bash\",\"tool_use_id\":\"t1\",\"tool_input\":{{\"command\":\"false\"}},\"error\":\"Exit code 1\",\"cwd\":{}}}",
+        serde_json::to_string(&project).unwrap()
+    );
+    let hook = || {
+        let mut c = launcher(&s, &path, &["hook"]);
+        c.env("CLAUDE_PROJECT_DIR", &project).current_dir(&project);
+        run_with_input(c, payload.as_bytes())
+    };
+    let log = project.join(".triage/logs/errors.jsonl");
+    let records = || {
+        std::fs::read_to_string(&log)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+
+    // Alone, the plugin's hook judges the failure: advice, and a record.
+    let out = hook();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("additionalContext"),
+        "{out:?}"
+    );
+    assert_eq!(records(), 1);
+
+    // With init's hooks in the project's settings, they judge it; the plugin's does nothing.
+    let init = Command::new(bin())
+        .arg("init")
+        .current_dir(&project)
+        .env_clear()
+        .env("PATH", &path)
+        .env("HOME", s.path().join("home"))
+        .env("CLAUDE_PROJECT_DIR", &project)
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{init:?}");
+    let out = hook();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("stands aside"),
+        "{out:?}"
+    );
+    assert_eq!(records(), 1, "the failure was recorded a second time");
+}
+
 /// Node's name for this machine (`${process.platform}-${process.arch}`), where a platform
 /// package exists for it.
 fn npm_platform() -> Option<String> {
