@@ -43,6 +43,25 @@ fn plugin_hooks_wire_the_events_init_wires_with_the_same_fail_open_command() {
     assert_eq!(plugin_hooks, init["hooks"]);
 }
 
+#[test]
+fn the_plugin_the_marketplace_and_the_npm_launcher_carry_the_crate_version() {
+    let read = |rel: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(repo().join(rel)).unwrap()).unwrap()
+    };
+    let version = env!("CARGO_PKG_VERSION");
+    let plugin = read("plugin/.claude-plugin/plugin.json");
+    assert_eq!(plugin["version"], version);
+    let marketplace = read(".claude-plugin/marketplace.json");
+    let entry = &marketplace["plugins"][0];
+    assert_eq!(entry["name"], plugin["name"]);
+    assert_eq!(entry["source"], "./plugin");
+    assert_eq!(entry["version"], version);
+    let npm = read("npm/agent-triage/package.json");
+    assert_eq!(npm["version"], version);
+    assert_eq!(npm["bin"]["triage"], "bin/triage");
+    assert!(npm.get("scripts").is_none(), "no install script: {npm:#}");
+}
+
 /// A folder holding links to the few programs the launcher may use, and no `triage`.
 fn bare_path(s: &Sandbox) -> PathBuf {
     let dir = s.path().join("usr-bin");
