@@ -33,6 +33,7 @@ mod classify;
 mod config;
 mod contract;
 mod counts;
+mod distribution;
 mod docs;
 mod errors;
 mod fuzz;

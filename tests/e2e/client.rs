@@ -38,6 +38,13 @@ fn path_env() -> String {
 impl Project {
     /// A fresh project with `triage init` run in it, nothing else.
     pub fn new(name: &str) -> Project {
+        let p = Project::bare(name);
+        p.triage(&["init"], None).status(0);
+        p
+    }
+
+    /// A fresh, empty project: no `triage init`, no settings, no policy.
+    pub fn bare(name: &str) -> Project {
         let tmp = tempfile::Builder::new()
             .prefix(&format!("triage-e2e-{name}-"))
             .tempdir()
@@ -53,7 +60,6 @@ impl Project {
             home,
             runs: std::cell::Cell::new(0),
         };
-        p.triage(&["init"], None).status(0);
         if keep {
             let kept = p.tmp.as_ref().map(|t| t.path().to_path_buf());
             eprintln!("e2e: {name}: kept in {kept:?}");

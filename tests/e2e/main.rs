@@ -23,6 +23,7 @@
 mod common;
 
 mod client;
+mod plugin;
 mod scenarios;
 mod server;
 

@@ -43,6 +43,14 @@ const SCENARIOS: &[(&str, fn() -> Outcome)] = &[
         "fresh_init_ordinary_session_earns_nothing",
         fresh_init_ordinary_session_earns_nothing,
     ),
+    (
+        "plugin_and_marketplace_pass_the_clients_strict_validator",
+        crate::plugin::plugin_and_marketplace_pass_the_clients_strict_validator,
+    ),
+    (
+        "plugin_hooks_judge_like_init_in_a_project_without_init",
+        crate::plugin::plugin_hooks_judge_like_init_in_a_project_without_init,
+    ),
 ];
 
 /// Runs the scenarios whose names contain one of `filter` (all when empty); the exit status.

@@ -1,0 +1,462 @@
+//! The ways triage reaches Claude Code users: the Claude Code plugin (`plugin/`: its hooks
+//! wire what `triage init` wires; its launcher finds a binary or fails open) and the npm
+//! packages (`npm/`, made by `dist/npm-packages`: packed, installed offline, run with npx).
+
+use crate::common::{bin, Sandbox};
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+const PLUGIN_BINARY: &str = "\"${CLAUDE_PLUGIN_ROOT}/bin/triage\"";
+
+#[test]
+fn plugin_hooks_wire_the_events_init_wires_with_the_same_fail_open_command() {
+    let s = Sandbox::new();
+    let out = s.cmd(&["init"]).env("HOME", s.path()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let init: Value = serde_json::from_str(&s.read(".claude/settings.json")).unwrap();
+    let text = std::fs::read_to_string(repo().join("plugin/hooks/hooks.json")).unwrap();
+    let plugin: Value = serde_json::from_str(&text).unwrap();
+
+    // Every plugin command runs the plugin's launcher, by its path, and nothing else does.
+    let mut commands = 0;
+    let mut plugin_hooks = plugin["hooks"].clone();
+    for groups in plugin_hooks.as_object_mut().unwrap().values_mut() {
+        for group in groups.as_array_mut().unwrap() {
+            for handler in group["hooks"].as_array_mut().unwrap() {
+                let cmd = handler["command"].as_str().unwrap();
+                assert_eq!(cmd.matches(PLUGIN_BINARY).count(), 2, "{cmd}");
+                handler["command"] = Value::from(cmd.replace(PLUGIN_BINARY, "triage"));
+                commands += 1;
+            }
+        }
+    }
+    assert_eq!(commands, 7);
+    // The same events, in the same order, with the same matchers, timeouts and commands.
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&plugin_hooks), keys(&init["hooks"]));
+    assert_eq!(plugin_hooks, init["hooks"]);
+}
+
+#[test]
+fn the_plugin_the_marketplace_and_the_npm_launcher_carry_the_crate_version() {
+    let read = |rel: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(repo().join(rel)).unwrap()).unwrap()
+    };
+    let version = env!("CARGO_PKG_VERSION");
+    let plugin = read("plugin/.claude-plugin/plugin.json");
+    assert_eq!(plugin["version"], version);
+    let marketplace = read(".claude-plugin/marketplace.json");
+    let entry = &marketplace["plugins"][0];
+    assert_eq!(entry["name"], plugin["name"]);
+    assert_eq!(entry["source"], "./plugin");
+    assert_eq!(entry["version"], version);
+    let npm = read("npm/agent-triage/package.json");
+    assert_eq!(npm["version"], version);
+    assert_eq!(npm["bin"]["triage"], "bin/triage");
+    assert!(npm.get("scripts").is_none(), "no install script: {npm:#}");
+}
+
+/// A folder holding links to the few programs the launcher may use, and no `triage`.
+fn bare_path(s: &Sandbox) -> PathBuf {
+    let dir = s.path().join("usr-bin");
+    std::fs::create_dir_all(&dir).unwrap();
+    for tool in ["cat", "sh", "uname"] {
+        let found = ["/usr/bin", "/bin"]
+            .iter()
+            .map(|d| Path::new(d).join(tool))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| panic!("no {tool} in /usr/bin or /bin"));
+        std::os::unix::fs::symlink(found, dir.join(tool)).unwrap();
+    }
+    dir
+}
+
+fn launcher(s: &Sandbox, path: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(repo().join("plugin/bin/triage"));
+    c.args(args)
+        .current_dir(s.path())
+        .env_clear()
+        .env("PATH", path)
+        .env("HOME", s.path().join("home"));
+    c
+}
+
+fn run_with_input(mut c: Command, input: &[u8]) -> Output {
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A launcher that did not read its stdin would make this fail with EPIPE.
+    stdin
+        .write_all(input)
+        .expect("the payload is read to its end");
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn the_launchers_and_release_scripts_are_shellcheck_clean() {
+    let scripts = ["plugin/bin/triage", "dist/build", "dist/npm-packages"];
+    match Command::new("shellcheck").arg("--version").output() {
+        Ok(o) if o.status.success() => {
+            let out = Command::new("shellcheck")
+                .args(scripts)
+                .current_dir(repo())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        _ => eprintln!("skipped shellcheck: it is not installed (apt install shellcheck)"),
+    }
+    let out = Command::new("node")
+        .args(["--check", "npm/agent-triage/bin/triage"])
+        .current_dir(repo())
+        .output();
+    match out {
+        Ok(o) => assert!(o.status.success(), "{o:?}"),
+        Err(_) => eprintln!("skipped node --check: node is not installed"),
+    }
+}
+
+#[test]
+fn plugin_launcher_without_a_triage_fails_open_for_hooks_and_says_what_to_install() {
+    let s = Sandbox::new();
+    let path = bare_path(&s);
+    let payload = format!(
+        "{{\"hook_event_name\":\"Stop\",\"pad\":\"{}\"}}",
+        "x".repeat(1 << 20)
+    );
+    let out = run_with_input(
+        launcher(&s, path.to_str().unwrap(), &["hook"]),
+        payload.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.starts_with("triage: not found") && err.contains("hook skipped"),
+        "{err}"
+    );
+
+    let out = launcher(&s, path.to_str().unwrap(), &["report", "--text"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no triage binary") && err.contains("npm install -g agent-triage"),
+        "{err}"
+    );
+}
+
+#[test]
+fn plugin_launcher_runs_the_first_triage_on_path_that_is_not_a_plugin_launcher() {
+    let s = Sandbox::new();
+    let bare = bare_path(&s);
+    // Another copy of the plugin (a second version in Claude Code's cache), first on PATH.
+    let other = s.path().join("other-plugin");
+    std::fs::create_dir_all(other.join(".claude-plugin")).unwrap();
+    std::fs::create_dir_all(other.join("bin")).unwrap();
+    std::fs::write(other.join(".claude-plugin/plugin.json"), "{}").unwrap();
+    std::fs::copy(repo().join("plugin/bin/triage"), other.join("bin/triage")).unwrap();
+    let real = s.path().join("real");
+    std::fs::create_dir_all(&real).unwrap();
+    std::os::unix::fs::symlink(bin(), real.join("triage")).unwrap();
+    let path = format!(
+        "{}:{}:{}:{}",
+        repo().join("plugin/bin").display(),
+        other.join("bin").display(),
+        real.display(),
+        bare.display()
+    );
+    let out = launcher(&s, &path, &["--version"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("triage "),
+        "{out:?}"
+    );
+
+    // Arguments, stdin and the exit status pass through.
+    let out = run_with_input(
+        launcher(&s, &path, &["classify", "--raw"]),
+        b"API Error: 529 Overloaded",
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kind"], "overloaded");
+    let out = launcher(&s, &path, &["no-such-subcommand"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(64), "{out:?}");
+
+    // No triage on PATH: the project's npm install is found.
+    let project = s.path().join("project");
+    std::fs::create_dir_all(project.join("node_modules/.bin")).unwrap();
+    std::os::unix::fs::symlink(bin(), project.join("node_modules/.bin/triage")).unwrap();
+    let out = launcher(&s, bare.to_str().unwrap(), &["--version"])
+        .env("CLAUDE_PROJECT_DIR", &project)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("triage "),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn plugin_launcher_stands_aside_where_init_hooks_are_installed() {
+    let s = Sandbox::new();
+    let project = s.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let real = s.path().join("real");
+    std::fs::create_dir_all(&real).unwrap();
+    std::os::unix::fs::symlink(bin(), real.join("triage")).unwrap();
+    let path = format!("{}:{}", real.display(), bare_path(&s).display());
+    let payload = format!(
+        "{{\"hook_event_name\":\"PostToolUseFailure\",\"session_id\":\"s1\",\"tool_name\":\"Bash\",\"tool_use_id\":\"t1\",\"tool_input\":{{\"command\":\"false\"}},\"error\":\"Exit code 1\",\"cwd\":{}}}",
+        serde_json::to_string(&project).unwrap()
+    );
+    let hook = || {
+        let mut c = launcher(&s, &path, &["hook"]);
+        c.env("CLAUDE_PROJECT_DIR", &project).current_dir(&project);
+        run_with_input(c, payload.as_bytes())
+    };
+    let log = project.join(".triage/logs/errors.jsonl");
+    let records = || {
+        std::fs::read_to_string(&log)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+
+    // Alone, the plugin's hook judges the failure: advice, and a record.
+    let out = hook();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("additionalContext"),
+        "{out:?}"
+    );
+    assert_eq!(records(), 1);
+
+    // With init's hooks in the project's settings, they judge it; the plugin's does nothing.
+    let init = Command::new(bin())
+        .arg("init")
+        .current_dir(&project)
+        .env_clear()
+        .env("PATH", &path)
+        .env("HOME", s.path().join("home"))
+        .env("CLAUDE_PROJECT_DIR", &project)
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{init:?}");
+    let out = hook();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("stands aside"),
+        "{out:?}"
+    );
+    assert_eq!(records(), 1, "the failure was recorded a second time");
+}
+
+/// Node's name for this machine (`${process.platform}-${process.arch}`), where a platform
+/// package exists for it.
+fn npm_platform() -> Option<String> {
+    let os = match std::env::consts::OS {
+        "linux" => "linux",
+        "macos" => "darwin",
+        _ => return None,
+    };
+    let cpu = match std::env::consts::ARCH {
+        "x86_64" => "x64",
+        "aarch64" => "arm64",
+        _ => return None,
+    };
+    Some(format!("{os}-{cpu}"))
+}
+
+fn npm(dir: &Path, home: &Path, args: &[&str]) -> Output {
+    let mut c = Command::new(args[0]);
+    c.args(&args[1..]).current_dir(dir);
+    for (k, _) in std::env::vars() {
+        if k.starts_with("TRIAGE_") || k.starts_with("CLAUDE_") || k.starts_with("npm_") {
+            c.env_remove(k);
+        }
+    }
+    // Its own cache (empty: anything npm wanted from the registry would fail offline), home
+    // and user config; no network.
+    c.env("HOME", home)
+        .env("npm_config_cache", home.join("npm-cache"))
+        .env("npm_config_userconfig", home.join("npmrc"))
+        .env("npm_config_offline", "true")
+        .env("npm_config_update_notifier", "false")
+        .env("npm_config_fund", "false")
+        .env("npm_config_audit", "false")
+        .stdin(Stdio::null());
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?} in {}: {}\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn npm_packages_install_offline_and_run_triage_init_through_npx() {
+    let have_npm = Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_npm {
+        if std::env::var_os("TRIAGE_REQUIRE_NPM").is_some() {
+            panic!("TRIAGE_REQUIRE_NPM is set but npm is not installed");
+        }
+        eprintln!("skipped: npm is not installed (.ci/run installs Debian's nodejs and npm)");
+        return;
+    }
+    let Some(platform) = npm_platform() else {
+        eprintln!("skipped: no npm platform package is made for this machine");
+        return;
+    };
+    let s = Sandbox::new();
+    let home = s.path().join("home");
+    let packages = s.path().join("packages");
+    let tarballs = s.path().join("tarballs");
+    let project = s.path().join("project");
+    for d in [&home, &tarballs, &project] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let version = env!("CARGO_PKG_VERSION");
+    let made = Command::new(repo().join("dist/npm-packages"))
+        .arg(&packages)
+        .arg(version)
+        .arg(format!("{platform}={}", bin().display()))
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    let manifest: Value = serde_json::from_str(
+        &std::fs::read_to_string(packages.join("agent-triage/package.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest["version"], version);
+    assert_eq!(
+        manifest["optionalDependencies"],
+        serde_json::json!({ format!("@agent-triage/{platform}"): version })
+    );
+    assert!(
+        manifest.get("scripts").is_none(),
+        "no install script: {manifest:#}"
+    );
+
+    for name in ["agent-triage", platform.as_str()] {
+        let dir = packages.join(name);
+        npm(
+            &tarballs,
+            &home,
+            &["npm", "pack", "--silent", dir.to_str().unwrap()],
+        );
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&tarballs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            format!("agent-triage-{version}.tgz"),
+            format!("agent-triage-{platform}-{version}.tgz"),
+        ]
+    );
+    let mut install = vec!["npm", "install", "--offline", "--no-audit", "--no-fund"];
+    let paths: Vec<String> = names
+        .iter()
+        .map(|n| tarballs.join(n).display().to_string())
+        .collect();
+    install.extend(paths.iter().map(String::as_str));
+    npm(&project, &home, &install);
+
+    let out = npm(
+        &project,
+        &home,
+        &["npx", "--offline", "triage", "--version"],
+    );
+    let version_line = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        version_line.starts_with(&format!("triage {version} ")),
+        "{version_line}"
+    );
+    let out = npm(
+        &project,
+        &home,
+        &["npx", "--offline", "agent-triage", "--version"],
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), version_line);
+
+    let out = npm(&project, &home, &["npx", "--offline", "triage", "init"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["events_added"].as_array().map(Vec::len),
+        Some(7),
+        "{report:#}"
+    );
+    let settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.join(".claude/settings.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(settings["hooks"].as_object().map(|h| h.len()), Some(7));
+
+    // A global install (`npm install -g`): the plugin's launcher runs the platform package's
+    // binary itself, without Node (not on this PATH).
+    let prefix = s.path().join("global");
+    let mut global = vec!["npm", "install", "-g", "--prefix", prefix.to_str().unwrap()];
+    global.extend(["--offline", "--no-audit", "--no-fund"]);
+    global.extend(paths.iter().map(String::as_str));
+    npm(&tarballs, &home, &global);
+    let path = format!(
+        "{}:{}",
+        prefix.join("bin").display(),
+        bare_path(&s).display()
+    );
+    let out = launcher(&s, &path, &["--version"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        version_line,
+        "{out:?}"
+    );
+
+    // The launcher passes the exit status through.
+    let status = Command::new(project.join("node_modules/.bin/triage"))
+        .arg("no-such-subcommand")
+        .current_dir(&project)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+        .status;
+    assert_eq!(status.code(), Some(64));
+}
