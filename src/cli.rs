@@ -188,9 +188,11 @@ fn subcommand_names() -> Vec<String> {
         .collect()
 }
 
-/// Multi-call: under the name of a subcommand, run that subcommand.
-/// Returns the argument list to parse, or the usage error for an unknown program name.
-pub(crate) fn dispatch_args(argv: Vec<OsString>) -> Result<Vec<OsString>, String> {
+/// Multi-call: under the name of a subcommand (or `triage-SUBCOMMAND`), run that subcommand;
+/// under any other name (`triage-linux-x64`, `triage-musl`: release archives and npm's
+/// platform packages name the binary so), answer as `triage`. Returns the argument list to
+/// parse.
+pub(crate) fn dispatch_args(argv: Vec<OsString>) -> Vec<OsString> {
     let mut args = argv.into_iter();
     let argv0 = args.next().unwrap_or_else(|| "triage".into());
     let name = Path::new(&argv0)
@@ -198,7 +200,7 @@ pub(crate) fn dispatch_args(argv: Vec<OsString>) -> Result<Vec<OsString>, String
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     if name == "triage" {
-        return Ok(std::iter::once(argv0).chain(args).collect());
+        return std::iter::once(argv0).chain(args).collect();
     }
     // Git style, `triage-classify` for `triage classify`, for every subcommand; the plain
     // names only for the few that cannot be mistaken for another program.
@@ -206,16 +208,14 @@ pub(crate) fn dispatch_args(argv: Vec<OsString>) -> Result<Vec<OsString>, String
         Some(sub) if subcommand_names().iter().any(|n| n == sub) => Some(sub.to_string()),
         _ => MULTICALL.contains(&name.as_str()).then_some(name.clone()),
     };
-    if let Some(sub) = sub {
-        return Ok([OsString::from("triage"), OsString::from(sub)]
-            .into_iter()
+    let head = std::iter::once(OsString::from("triage"));
+    match sub {
+        Some(sub) => head
+            .chain(std::iter::once(OsString::from(sub)))
             .chain(args)
-            .collect());
+            .collect(),
+        None => head.chain(args).collect(),
     }
-    Err(format!(
-        "triage: unknown program name `{name}`; run it as `triage`, as triage-SUBCOMMAND, or under one of these names: {}",
-        MULTICALL.join(", ")
-    ))
 }
 
 /// `triage help [SUB...]` is `triage [SUB...] --help`, as in git and cargo.
@@ -229,13 +229,7 @@ fn help_as_flag(mut args: Vec<OsString>) -> Vec<OsString> {
 
 /// Runs the command line and returns the exit status.
 pub fn main(argv: Vec<OsString>) -> ExitCode {
-    let args = match dispatch_args(argv) {
-        Ok(a) => help_as_flag(a),
-        Err(msg) => {
-            say!("{msg}");
-            return ExitStatus::Usage.into();
-        }
-    };
+    let args = help_as_flag(dispatch_args(argv));
     if let [_, flag] = args.as_slice() {
         if let Some(line) = version_line(flag) {
             // The one line clap would print, without building every subcommand to print it
@@ -538,25 +532,35 @@ mod tests {
     fn program_name_selects_the_subcommand() {
         assert_eq!(
             dispatch_args(os(&["/usr/local/bin/state-read", "f.json"])),
-            Ok(os(&["triage", "state-read", "f.json"]))
+            os(&["triage", "state-read", "f.json"])
         );
         assert_eq!(
             dispatch_args(os(&["./triage", "x"])),
-            Ok(os(&["./triage", "x"]))
+            os(&["./triage", "x"])
         );
         assert_eq!(
             dispatch_args(os(&["/usr/bin/triage-classify", "--raw"])),
-            Ok(os(&["triage", "classify", "--raw"]))
+            os(&["triage", "classify", "--raw"])
         );
         assert_eq!(
             dispatch_args(os(&["triage-run", "true"])),
-            Ok(os(&["triage", "run", "true"]))
+            os(&["triage", "run", "true"])
         );
-        assert!(dispatch_args(os(&["triage-nosuch"])).is_err());
-        let err = dispatch_args(os(&["/tmp/frobnicate"])).expect_err("unknown name");
-        assert!(
-            err.contains("frobnicate") && err.contains("state-write"),
-            "{err}"
-        );
+    }
+
+    #[test]
+    fn any_other_name_answers_as_triage() {
+        for name in [
+            "triage-linux-x64",
+            "/opt/bin/triage-musl",
+            "frobnicate",
+            "triage-nosuch",
+        ] {
+            assert_eq!(
+                dispatch_args(os(&[name, "classify", "--raw"])),
+                os(&["triage", "classify", "--raw"]),
+                "{name}"
+            );
+        }
     }
 }

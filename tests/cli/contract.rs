@@ -36,12 +36,28 @@ fn symlink_named_after_a_subcommand_runs_it() {
 }
 
 #[test]
-fn symlink_with_another_name_exits_64() {
+/// Release archives and npm's platform packages name the binary `triage-linux-x64`,
+/// `triage-musl`: under a name that is none of its multi-call names it answers as `triage`.
+/// Failed on 9aa153f ("unknown program name", exit 64).
+fn a_copy_under_another_name_answers_as_triage() {
     let s = Sandbox::new();
-    let link = s.path().join("frobnicate");
-    std::os::unix::fs::symlink(bin(), &link).unwrap();
-    let out = s.command(&link).run().status(64);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("state-write"));
+    for name in ["triage-linux-x64", "frobnicate"] {
+        let copy = s.path().join(name);
+        std::fs::copy(bin(), &copy).unwrap();
+        let out = s.command(&copy).arg("--version").run().status(0);
+        assert!(
+            out.stdout().starts_with("triage "),
+            "{name}: {}",
+            out.stdout()
+        );
+        let out = s
+            .command(&copy)
+            .args(["classify", "--raw"])
+            .stdin("connection reset by peer")
+            .run()
+            .status(0);
+        assert_eq!(out.stdout_json()["kind"], "network_error", "{name}");
+    }
 }
 
 #[test]
