@@ -15,7 +15,7 @@ pub enum ExitStatus {
     Negative = 1,
     /// `--hook --block-with-exit-2`: the hook protocol's blocking form.
     Block = 2,
-    /// A usage error: unknown flag, bad argument, unknown program name.
+    /// A usage error: unknown flag, bad argument.
     Usage = 64,
     /// `--strict`: the input data was bad.
     DataErr = 65,
