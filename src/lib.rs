@@ -7,7 +7,9 @@
 //!                                   ┌──────────────────────────────────────────┘  the world
 //!                                   ▼
 //!   exec/   running commands: a child in its group, the attempt loop, the phase runner
-//!   store/  what persists: files, locks, Redis; the seams (breakers, error_log, sessions...)
+//!   store/  what persists: files, locks, Redis; the seams (breakers, error_log, sessions...);
+//!           beside it `platform`, the Linux-only calls (pidfd, memfd, subreaper) with their
+//!           portable fallbacks
 //!   core/   pure: vocab, policy, classify, breaker machine, output checks, templates...
 //!   exit    Failure and ExitStatus, below them all
 //! ```
@@ -60,6 +62,7 @@ pub(crate) mod hook;
 #[cfg(test)]
 mod hostile_input;
 pub(crate) mod man;
+pub(crate) mod platform;
 pub(crate) mod report;
 pub(crate) mod settings;
 pub(crate) mod setup;

@@ -225,8 +225,8 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
     let mut watch = Watch::default();
     // The child's pidfd becomes readable when it exits: wait on it, waking every POLL for the
     // timeout and the signals, with no thread of its own. Kernels without pidfds get one.
-    let status = match rustix::process::pidfd_open(group, rustix::process::PidfdFlags::empty()) {
-        Ok(pidfd) => {
+    let status = match crate::platform::pidfd(group) {
+        Some(pidfd) => {
             let every = rustix::event::Timespec {
                 tv_sec: 0,
                 tv_nsec: i64::try_from(POLL.as_nanos()).unwrap_or(10_000_000),
@@ -242,7 +242,7 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
                 watch.tick(group, deadline, spec, interrupts);
             }
         }
-        Err(_) => {
+        None => {
             let (done_tx, done_rx) = mpsc::channel();
             std::thread::spawn(move || {
                 let _ = done_tx.send(child.wait());
@@ -332,10 +332,7 @@ fn read_tail(f: &File, from: u64) -> io::Result<Vec<u8>> {
 
 /// An anonymous file in memory (memfd), else a temp file where memfds are not available.
 pub fn scratch() -> io::Result<File> {
-    match rustix::fs::memfd_create("triage-scratch", rustix::fs::MemfdFlags::CLOEXEC) {
-        Ok(fd) => Ok(File::from(fd)),
-        Err(_) => tempfile::tempfile(),
-    }
+    crate::platform::memfd("triage-scratch")
 }
 
 #[derive(Default)]

@@ -73,13 +73,8 @@ pub fn spawn(cmd: &mut Command) -> io::Result<(Child, Registered)> {
 /// Makes this process the subreaper of its descendants (once; a failure leaves orphans to
 /// PID 1, as before).
 fn become_subreaper() {
-    #[cfg(target_os = "linux")]
-    {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
-        });
-    }
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(crate::platform::become_subreaper);
 }
 
 /// Reaps the exited children in `group`, whose leader's status was taken already (until

@@ -150,7 +150,8 @@ fn layer(module: &str) -> Layer {
     match module.split("::").next().unwrap_or_default() {
         "exit" => Layer::Foundation,
         "core" => Layer::Core,
-        "store" => Layer::Store,
+        // The Linux-only calls and their fallbacks: I/O, so never the core's.
+        "store" | "platform" => Layer::Store,
         "exec" => Layer::Exec,
         _ => Layer::Edge,
     }

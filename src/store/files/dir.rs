@@ -22,6 +22,22 @@ pub const FILE_MODE: u32 = 0o600;
 /// Mode of every folder the store creates, whatever the umask.
 pub const DIR_MODE: u32 = 0o700;
 
+/// [`DIR_MODE`] as rustix takes it (whose mode type is 16 bits wide on Apple's systems).
+fn dir_mode() -> Mode {
+    Mode::RWXU
+}
+
+/// [`FILE_MODE`] as rustix takes it.
+fn file_mode() -> Mode {
+    Mode::RUSR | Mode::WUSR
+}
+
+/// The permission bits of an `st_mode` (a `u32` on Linux, a `u16` on Apple's systems).
+#[allow(clippy::useless_conversion)]
+fn permission_bits(st_mode: impl Into<u32>) -> u32 {
+    st_mode.into() & 0o7777
+}
+
 /// An opened, checked folder.
 #[derive(Clone, Debug)]
 pub struct Dir {
@@ -92,7 +108,7 @@ fn check_folder(fd: &OwnedFd, path: &Path) -> Result<()> {
             ),
         ));
     }
-    let mode = st.st_mode & 0o7777;
+    let mode = permission_bits(st.st_mode);
     if mode & 0o022 != 0 {
         return Err(StoreError::refused(
             path,
@@ -193,7 +209,7 @@ impl Dir {
                     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
                         create_all(parent)?;
                     }
-                    match rfs::mkdirat(rfs::CWD, path, Mode::from_raw_mode(DIR_MODE)) {
+                    match rfs::mkdirat(rfs::CWD, path, dir_mode()) {
                         Ok(()) | Err(Errno::EXIST) => created = true,
                         Err(e) => {
                             return Err(StoreError::io("cannot create folder", path, io_err(e)))
@@ -213,7 +229,7 @@ impl Dir {
             }
         };
         if created {
-            let _ = rfs::fchmod(&fd, Mode::from_raw_mode(DIR_MODE));
+            let _ = rfs::fchmod(&fd, dir_mode());
         }
         check_folder(&fd, path)?;
         Ok(Some(Dir {
@@ -238,7 +254,7 @@ impl Dir {
             match rfs::openat(&*self.fd, name, flags, Mode::empty()) {
                 Ok(fd) => break fd,
                 Err(Errno::NOENT) if create && !created => {
-                    match rfs::mkdirat(&*self.fd, name, Mode::from_raw_mode(DIR_MODE)) {
+                    match rfs::mkdirat(&*self.fd, name, dir_mode()) {
                         Ok(()) => created = true,
                         Err(Errno::EXIST) => created = true,
                         Err(e) => {
@@ -259,7 +275,7 @@ impl Dir {
             }
         };
         if created {
-            let _ = rfs::fchmod(&fd, Mode::from_raw_mode(DIR_MODE));
+            let _ = rfs::fchmod(&fd, dir_mode());
         }
         check_folder(&fd, &path)?;
         Ok(Some(Dir {
@@ -280,7 +296,7 @@ impl Dir {
             ));
         }
         let flags = access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY;
-        let mode = Mode::from_raw_mode(FILE_MODE);
+        let mode = file_mode();
         // The file usually exists (a lock, a log): open it first, and create it (exclusively,
         // so a file made here is known and made 0600) only when it is missing.
         let mut created = false;
@@ -317,7 +333,7 @@ impl Dir {
         match rfs::statat(&*self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => Ok(Some((
                 kind_of(FileType::from_raw_mode(st.st_mode)),
-                st.st_mode & 0o7777,
+                permission_bits(st.st_mode),
             ))),
             Err(Errno::NOENT) => Ok(None),
             Err(e) => Err(StoreError::io("cannot stat", &self.child(name), io_err(e))),
@@ -349,7 +365,7 @@ impl Dir {
             tmp.push(random_part());
             let flags =
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            match rfs::openat(&*self.fd, &tmp, flags, Mode::from_raw_mode(FILE_MODE)) {
+            match rfs::openat(&*self.fd, &tmp, flags, file_mode()) {
                 Ok(fd) => return Ok((tmp, File::from(fd))),
                 Err(Errno::EXIST) => last = Some(Errno::EXIST),
                 Err(e) => {
