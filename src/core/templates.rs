@@ -12,10 +12,10 @@
 
 mod parallel;
 
+use crate::core::breaker::State;
 use crate::core::error_record::LogLine;
 use crate::core::policy::Policy;
-use crate::core::summary::phase_text;
-use crate::core::vocab::Criticality;
+use crate::core::vocab::{Criticality, Kind};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -107,7 +107,7 @@ impl Rec {
                 .map(|t| t.with_timezone(&Utc)),
             session: l.session_id.as_deref().map(String::from),
             workflow: l.workflow_id.as_deref().map(String::from),
-            phase: phase_text(l.phase()),
+            phase: l.phase_text(),
             agent: l.agent().map(String::from),
             unit: l.unit().map(String::from),
             kind: l.kind().map(String::from),
@@ -142,6 +142,11 @@ impl Rec {
     fn name(&self) -> Option<&str> {
         self.unit.as_deref().or(self.agent.as_deref())
     }
+
+    /// Whether its kind is `kind` (a word outside the vocabulary is none of them).
+    fn is(&self, kind: Kind) -> bool {
+        self.kind.as_deref() == Some(kind.as_str())
+    }
 }
 
 /// A breaker as its file shows it, for the templates.
@@ -149,8 +154,8 @@ impl Rec {
 pub struct BreakerFacts {
     /// Its key.
     pub key: String,
-    /// `closed`, `open`, `half_open`, `forced_open` or `disabled`.
-    pub state: String,
+    /// Where it stands.
+    pub state: State,
     /// Consecutive failures (the count that opened it, while open).
     pub consecutive_failures: u32,
     /// The last failure, as text.
@@ -570,7 +575,7 @@ fn multiple_failures(v: &View) -> Result<(Value, String), String> {
 }
 
 fn phase_timeout(v: &View) -> Result<(Value, String), String> {
-    let phase = target_phase(v, |r| r.kind.as_deref() == Some("timeout"))?;
+    let phase = target_phase(v, |r| r.is(Kind::Timeout))?;
     let in_phase = |r: &Rec| r.phase.as_deref() == Some(phase.as_str());
     let minutes = v
         .input
@@ -591,7 +596,7 @@ fn phase_timeout(v: &View) -> Result<(Value, String), String> {
         })?;
     let completed = v.input.completed.clone();
     let in_progress: Vec<String> = v
-        .units(|r| in_phase(r) && r.kind.as_deref() == Some("timeout"))
+        .units(|r| in_phase(r) && r.is(Kind::Timeout))
         .iter()
         .filter(|u| u.failing())
         .map(|u| u.name.to_string())
@@ -653,11 +658,11 @@ fn breaker_open(v: &View) -> Result<(Value, String), String> {
             v.input.state_root
         )
     })?;
-    let headline = match b.state.as_str() {
-        "open" => "circuit breaker opened",
-        "forced_open" => "circuit breaker was forced open",
-        "half_open" => "circuit breaker is half-open (a probe may test it)",
-        other => {
+    let headline = match b.state {
+        State::Open => "circuit breaker opened",
+        State::ForcedOpen => "circuit breaker was forced open",
+        State::HalfOpen => "circuit breaker is half-open (a probe may test it)",
+        other @ (State::Closed | State::Disabled) => {
             return Err(format!(
                 "breaker `{}` is {other}, not open: this text is for an open breaker",
                 b.key
@@ -672,8 +677,8 @@ fn breaker_open(v: &View) -> Result<(Value, String), String> {
         Some(s) => elapsed(i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX)),
         None => "none recorded".into(),
     };
-    let wait = match (b.state.as_str(), b.half_open_in_s) {
-        ("half_open", _) => "Retry now (the breaker lets one probe through)".to_string(),
+    let wait = match (b.state, b.half_open_in_s) {
+        (State::HalfOpen, _) => "Retry now (the breaker lets one probe through)".to_string(),
         (_, Some(s)) => format!("Wait {s} seconds and retry"),
         (_, None) => format!("Wait until it is reset (`triage breaker reset {}`)", b.key),
     };
@@ -713,10 +718,7 @@ fn stability_warning(v: &View) -> Result<(Value, String), String> {
         .collect();
     let open: Vec<&Rec> = ours.iter().copied().filter(|r| v.is_open(r)).collect();
     let recovered = ours.iter().filter(|r| r.opens && v.resolved(r)).count() as u64;
-    let interrupts = ours
-        .iter()
-        .filter(|r| r.kind.as_deref() == Some("interrupted"))
-        .count() as u64;
+    let interrupts = ours.iter().filter(|r| r.is(Kind::Interrupted)).count() as u64;
     let n = open.len() as u64;
     // The log holds failures, not runs: a rate needs --runs.
     let rate = v
@@ -1095,7 +1097,7 @@ criticality = "optional"
             runs: None,
             breakers: vec![BreakerFacts {
                 key: "statistician-consultant".into(),
-                state: "open".into(),
+                state: State::Open,
                 consecutive_failures: 2,
                 last_error: Some("timeout - Agent exceeded 5 minute timeout".into()),
                 since_last_success_s: None,
@@ -1130,7 +1132,7 @@ criticality = "optional"
             runs: None,
             breakers: vec![BreakerFacts {
                 key: "statistician-consultant".into(),
-                state: "open".into(),
+                state: State::Open,
                 ..BreakerFacts::default()
             }],
         };
@@ -1180,7 +1182,7 @@ criticality = "optional"
             "{e}"
         );
         let e = render_err(TemplateName::BreakerOpen, |i| {
-            i.breakers[0].state = "closed".into();
+            i.breakers[0].state = State::Closed;
         });
         assert!(e.contains("is closed, not open"), "{e}");
     }
