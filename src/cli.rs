@@ -46,82 +46,109 @@ pub(crate) struct Cli {
     pub command: Command,
 }
 
-/// The subcommands. Each is added with the issue that builds it; none exists as a stub.
-#[derive(Subcommand, Debug)]
-pub(crate) enum Command {
-    /// Write a JSON state file atomically, keeping the previous version as .bak
-    StateWrite(commands::state_write::Args),
-    /// Read a JSON state file, recovering from .bak or a checkpoint when it is corrupt
-    StateRead(commands::state_read::Args),
-    /// Check an agent's output for silent failures: empty, short, missing sections, BLOCKED
-    CheckOutput(commands::check_output::Args),
-    /// Show the effective policy, or check a policy file
-    Config(commands::config::Args),
-    /// Answer a Claude Code hook event: breaker gate, classify and log failures, check outputs
-    Hook(commands::hook::Args),
-    /// Wire `triage hook` into Claude Code's settings.json, with a starter policy
-    Init(commands::init::Args),
-    /// Circuit breakers shared by every process: check, record, status, reset, trip, disable
-    Breaker(commands::breaker::Args),
-    /// Create the multi-call symlinks (state-write, ...) next to the binary
-    InstallLinks(commands::install_links::Args),
-    /// Classify a failure: kind, tier, retryable, and what to do next
-    Classify(commands::classify::Args),
-    /// Append an error record to logs/errors.jsonl and report the thresholds it crosses
-    RecordError(commands::record_error::Args),
-    /// Summarize the error log, render escalation messages, or prune old records
-    Report(commands::report::Args),
-    /// List error records with their ids, newest first, filtered; --follow prints new ones
-    Errors(commands::errors::Args),
-    /// Print a shell's completion script (bash, zsh, fish, ...)
-    Completions(commands::completions::Args),
-    /// Print a manual page, or install them all
-    Man(commands::man::Args),
-    /// Record a workflow's steps with their compensations, and undo them in reverse
-    Saga(commands::saga::Args),
-    /// Run a command with a timeout, retries on the policy's schedule and clean interrupts
-    Run(commands::run::Args),
-    /// Where breakers and the error log are kept: status, sync after an outage, migrate to Redis
-    Store(commands::store::Args),
-    /// Run a phase's work items in parallel, decide once, survive interrupts and resume
-    Phase(commands::phase::Args),
+/// The subcommands, each once: its variant, the module under `commands/` that does it, its
+/// name, and for the few the binary answers to under their plain name (see [`MULTICALL`])
+/// their place in that list; a module whose `run` needs more than its arguments and the
+/// context says how it is called. The clap enum [`Command`], [`Command::name`], the dispatch
+/// to each module's `run`, the fast parse's [`DEFINITIONS`] and [`MULTICALL`] are all made
+/// from this one table. Help lists the subcommands in its order.
+macro_rules! subcommands {
+    (@run $args:ident $cx:ident $module:ident) => {
+        commands::$module::run($args, $cx)
+    };
+    (@run $args:ident $cx:ident $module:ident |$a:ident, $c:ident| $run:expr) => {{
+        let ($a, $c) = ($args, $cx);
+        $run
+    }};
+    ($(
+        $(#[doc = $doc:literal])*
+        $variant:ident($module:ident) $name:literal $(multicall $at:literal)?
+            $(=> |$a:ident, $c:ident| $run:expr)?;
+    )+) => {
+        /// The subcommands. Each is added with the issue that builds it; none exists as a stub.
+        #[derive(Subcommand, Debug)]
+        pub(crate) enum Command {
+            $(
+                $(#[doc = $doc])*
+                #[command(name = $name)]
+                $variant(commands::$module::Args),
+            )+
+        }
+
+        impl Command {
+            /// The subcommand's name, which starts its messages.
+            pub(crate) fn name(&self) -> &'static str {
+                match self {
+                    $(Command::$variant(_) => $name,)+
+                }
+            }
+
+            fn run(&self, cx: &Context) -> Result<Answer, Failure> {
+                match self {
+                    $(Command::$variant(args) => {
+                        subcommands!(@run args cx $module $(|$a, $c| $run)?)
+                    })+
+                }
+            }
+        }
+
+        /// Each subcommand's name and its arguments' definition, as `Command` derives them
+        /// (less the one-line about, which only help shows), in help's order.
+        const DEFINITIONS: &[(&str, fn(clap::Command) -> clap::Command)] = &[
+            $(($name, <commands::$module::Args as clap::Args>::augment_args),)+
+        ];
+
+        /// Names the binary answers to when a link or copy of it carries that name.
+        pub(crate) const MULTICALL: &[&str] = &{
+            let mut names = [""; 0 $($(+ [$at].len())?)+];
+            $($(names[$at] = $name;)?)+
+            names
+        };
+    };
 }
 
-/// Names the binary answers to when a link or copy of it carries that name.
-pub(crate) const MULTICALL: &[&str] = &[
-    "state-write",
-    "state-read",
-    "classify",
-    "breaker",
-    "check-output",
-    "record-error",
-];
+subcommands! {
+    /// Write a JSON state file atomically, keeping the previous version as .bak
+    StateWrite(state_write) "state-write" multicall 0;
+    /// Read a JSON state file, recovering from .bak or a checkpoint when it is corrupt
+    StateRead(state_read) "state-read" multicall 1;
+    /// Check an agent's output for silent failures: empty, short, missing sections, BLOCKED
+    CheckOutput(check_output) "check-output" multicall 4;
+    /// Show the effective policy, or check a policy file
+    Config(config) "config";
+    /// Answer a Claude Code hook event: breaker gate, classify and log failures, check outputs
+    Hook(hook) "hook";
+    /// Wire `triage hook` into Claude Code's settings.json, with a starter policy
+    Init(init) "init";
+    /// Circuit breakers shared by every process: check, record, status, reset, trip, disable
+    Breaker(breaker) "breaker" multicall 3;
+    /// Create the multi-call symlinks (state-write, ...) next to the binary
+    InstallLinks(install_links) "install-links"
+        => |a, cx| commands::install_links::run(a, cx, MULTICALL, Cli::command());
+    /// Classify a failure: kind, tier, retryable, and what to do next
+    Classify(classify) "classify" multicall 2;
+    /// Append an error record to logs/errors.jsonl and report the thresholds it crosses
+    RecordError(record_error) "record-error" multicall 5;
+    /// Summarize the error log, render escalation messages, or prune old records
+    Report(report) "report";
+    /// List error records with their ids, newest first, filtered; --follow prints new ones
+    Errors(errors) "errors";
+    /// Print a shell's completion script (bash, zsh, fish, ...)
+    Completions(completions) "completions"
+        => |a, cx| commands::completions::run(a, cx, Cli::command());
+    /// Print a manual page, or install them all
+    Man(man) "man" => |a, cx| commands::man::run(a, cx, Cli::command());
+    /// Record a workflow's steps with their compensations, and undo them in reverse
+    Saga(saga) "saga";
+    /// Run a command with a timeout, retries on the policy's schedule and clean interrupts
+    Run(run) "run";
+    /// Where breakers and the error log are kept: status, sync after an outage, migrate to Redis
+    Store(store) "store";
+    /// Run a phase's work items in parallel, decide once, survive interrupts and resume
+    Phase(phase) "phase";
+}
 
 impl Command {
-    /// The subcommand's name, which starts its messages.
-    pub(crate) fn name(&self) -> &'static str {
-        match self {
-            Command::StateWrite(_) => "state-write",
-            Command::StateRead(_) => "state-read",
-            Command::CheckOutput(_) => "check-output",
-            Command::Config(_) => "config",
-            Command::Hook(_) => "hook",
-            Command::Init(_) => "init",
-            Command::InstallLinks(_) => "install-links",
-            Command::Classify(_) => "classify",
-            Command::Breaker(_) => "breaker",
-            Command::RecordError(_) => "record-error",
-            Command::Report(_) => "report",
-            Command::Errors(_) => "errors",
-            Command::Completions(_) => "completions",
-            Command::Man(_) => "man",
-            Command::Saga(_) => "saga",
-            Command::Run(_) => "run",
-            Command::Store(_) => "store",
-            Command::Phase(_) => "phase",
-        }
-    }
-
     /// The key of the JSON line a refusal prints (`{"written": false, "problems": [...]}`), or
     /// `None` for a command whose stdout is something else: a hook answer, the command `run`
     /// runs, `init`'s diff, the links made, or text for a person.
@@ -154,38 +181,11 @@ impl Command {
                 | Command::Man(_)
         )
     }
-
-    fn run(&self, cx: &Context) -> Result<Answer, Failure> {
-        match self {
-            Command::StateWrite(a) => commands::state_write::run(a, cx),
-            Command::StateRead(a) => commands::state_read::run(a, cx),
-            Command::CheckOutput(a) => commands::check_output::run(a, cx),
-            Command::Config(a) => commands::config::run(a, cx),
-            Command::Hook(a) => commands::hook::run(a, cx),
-            Command::Init(a) => commands::init::run(a, cx),
-            Command::InstallLinks(a) => {
-                commands::install_links::run(a, cx, MULTICALL, Cli::command())
-            }
-            Command::Classify(a) => commands::classify::run(a, cx),
-            Command::Breaker(a) => commands::breaker::run(a, cx),
-            Command::RecordError(a) => commands::record_error::run(a, cx),
-            Command::Report(a) => commands::report::run(a, cx),
-            Command::Errors(a) => commands::errors::run(a, cx),
-            Command::Completions(a) => commands::completions::run(a, cx, Cli::command()),
-            Command::Man(a) => commands::man::run(a, cx, Cli::command()),
-            Command::Saga(a) => commands::saga::run(a, cx),
-            Command::Run(a) => commands::run::run(a, cx),
-            Command::Store(a) => commands::store::run(a, cx),
-            Command::Phase(a) => commands::phase::run(a, cx),
-        }
-    }
 }
 
-fn subcommand_names() -> Vec<String> {
-    Cli::command()
-        .get_subcommands()
-        .map(|c| c.get_name().to_string())
-        .collect()
+/// Every subcommand's name, in help's order (without building the command line).
+fn subcommand_names() -> Vec<&'static str> {
+    DEFINITIONS.iter().map(|(name, _)| *name).collect()
 }
 
 /// Multi-call: under the name of a subcommand (or `triage-SUBCOMMAND`), run that subcommand;
@@ -205,7 +205,7 @@ pub(crate) fn dispatch_args(argv: Vec<OsString>) -> Vec<OsString> {
     // Git style, `triage-classify` for `triage classify`, for every subcommand; the plain
     // names only for the few that cannot be mistaken for another program.
     let sub = match name.strip_prefix("triage-") {
-        Some(sub) if subcommand_names().iter().any(|n| n == sub) => Some(sub.to_string()),
+        Some(sub) if subcommand_names().contains(&sub) => Some(sub.to_string()),
         _ => MULTICALL.contains(&name.as_str()).then_some(name.clone()),
     };
     let head = std::iter::once(OsString::from("triage"));
@@ -318,31 +318,8 @@ fn named_subcommand(args: &[OsString]) -> Option<&str> {
     None
 }
 
-/// One subcommand's definition, as `Command` derives it (less its one-line about, which only
-/// help shows).
+/// One subcommand's definition (see [`DEFINITIONS`]).
 fn subcommand_definition(name: &str) -> Option<clap::Command> {
-    use clap::Args;
-    type Augment = fn(clap::Command) -> clap::Command;
-    const DEFINITIONS: &[(&str, Augment)] = &[
-        ("state-write", commands::state_write::Args::augment_args),
-        ("state-read", commands::state_read::Args::augment_args),
-        ("check-output", commands::check_output::Args::augment_args),
-        ("config", commands::config::Args::augment_args),
-        ("hook", commands::hook::Args::augment_args),
-        ("init", commands::init::Args::augment_args),
-        ("breaker", commands::breaker::Args::augment_args),
-        ("install-links", commands::install_links::Args::augment_args),
-        ("classify", commands::classify::Args::augment_args),
-        ("record-error", commands::record_error::Args::augment_args),
-        ("report", commands::report::Args::augment_args),
-        ("errors", commands::errors::Args::augment_args),
-        ("completions", commands::completions::Args::augment_args),
-        ("man", commands::man::Args::augment_args),
-        ("saga", commands::saga::Args::augment_args),
-        ("run", commands::run::Args::augment_args),
-        ("phase", commands::phase::Args::augment_args),
-        ("store", commands::store::Args::augment_args),
-    ];
     let (name, augment) = DEFINITIONS.iter().find(|(n, _)| *n == name)?;
     Some(augment(clap::Command::new(*name)))
 }
@@ -429,11 +406,21 @@ mod tests {
         assert_eq!(version_line(&"--help".into()), None);
     }
 
+    /// The subcommands clap knows, from the full definition.
+    fn clap_names() -> Vec<String> {
+        Cli::command()
+            .get_subcommands()
+            .map(|c| c.get_name().to_string())
+            .collect()
+    }
+
     #[test]
     fn every_subcommand_has_a_fast_parse() {
-        for name in subcommand_names() {
+        for name in clap_names() {
             assert!(subcommand_definition(&name).is_some(), "{name}");
         }
+        // In help's order, the one the usage error lists.
+        assert_eq!(subcommand_names(), clap_names());
     }
 
     /// Where the fast parse succeeds, it parses as the full one does; where it does not, the
@@ -522,7 +509,7 @@ mod tests {
 
     #[test]
     fn multicall_names_are_subcommands() {
-        let names = subcommand_names();
+        let names = clap_names();
         for m in MULTICALL {
             assert!(names.iter().any(|n| n == m), "{m}");
         }

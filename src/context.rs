@@ -239,6 +239,23 @@ impl Context {
         }
     }
 
+    /// Now, read again for a command that lasts: `TRIAGE_NOW` when it fixed the time (it
+    /// holds for the whole run), else the clock. The one place a command rereads the clock.
+    pub fn clock(&self) -> DateTime<Utc> {
+        if self.fixed_now {
+            self.now
+        } else {
+            Utc::now()
+        }
+    }
+
+    /// This context at [`Context::clock`]'s time, for a command that lasts (`triage run`
+    /// before and after each attempt); `None` when `TRIAGE_NOW` fixed the time, and this
+    /// context stands as it is.
+    pub fn later(&self) -> Option<Context> {
+        (!self.fixed_now).then(|| self.at(self.clock()))
+    }
+
     /// The same context at another time, for a command that lasts (`triage run` between
     /// attempts); the policy already read is kept.
     pub fn at(&self, now: DateTime<Utc>) -> Context {

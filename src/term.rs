@@ -3,8 +3,9 @@
 //! and `NO_COLOR` is unset, short times (`14:02:07`, `3 min ago`), plurals that agree with
 //! their number, and sparklines.
 //!
-//! Pure: [`Term`] is decided once from the environment by [`terminal`] and
-//! handed in, so every function here is a function of its arguments.
+//! Pure but for [`Screen::of`]: [`Term`] is decided once from the environment by [`terminal`]
+//! (or [`Screen`] for stderr) and handed in, so every other function here is a function of
+//! its arguments.
 
 use chrono::{DateTime, Local, Utc};
 use comfy_table::{
@@ -12,6 +13,7 @@ use comfy_table::{
     Width,
 };
 use std::io::IsTerminal;
+use std::os::fd::AsFd;
 
 /// The narrowest and widest layouts we make, whatever `COLUMNS` says.
 const MIN_WIDTH: usize = 40;
@@ -45,11 +47,11 @@ pub enum Tone {
 
 impl Term {
     /// Decides from what the environment says: `columns` (`COLUMNS`), the terminal's own
-    /// width, whether stdout is a terminal, `NO_COLOR` and `TERM`.
+    /// width, whether the output is a terminal, `NO_COLOR` and `TERM`.
     pub fn decide(
         columns: Option<&str>,
         tty_width: Option<usize>,
-        stdout_is_terminal: bool,
+        is_terminal: bool,
         no_color: bool,
         term: Option<&str>,
     ) -> Term {
@@ -59,7 +61,7 @@ impl Term {
             .or(tty_width.filter(|w| *w > 0))
             .unwrap_or(80)
             .clamp(MIN_WIDTH, MAX_WIDTH);
-        let colour = stdout_is_terminal && !no_color && term != Some("dumb");
+        let colour = is_terminal && !no_color && term != Some("dumb");
         Term { width, colour }
     }
 
@@ -278,20 +280,52 @@ pub fn cut(text: &str, max: usize) -> String {
 /// How `--text` output meets the terminal: `COLUMNS` (else the terminal's width), and colour
 /// only when stdout is a terminal, `NO_COLOR` is unset or empty and `TERM` is not `dumb`.
 pub fn terminal() -> Term {
-    let stdout = std::io::stdout();
-    let is_terminal = stdout.is_terminal();
-    let tty_width = is_terminal
-        .then(|| rustix::termios::tcgetwinsize(&stdout).ok())
-        .flatten()
-        .map(|w| usize::from(w.ws_col));
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    Term::decide(
-        var("COLUMNS").as_deref(),
-        tty_width,
-        is_terminal,
-        var("NO_COLOR").is_some(),
-        var("TERM").as_deref(),
-    )
+    Screen::of(&std::io::stdout()).term
+}
+
+/// A stream as the person watching it sees it: stdout for `--text` ([`terminal`]), stderr
+/// for the live views (`phase run`'s progress). The one place that asks whether a stream is a
+/// terminal and reads `COLUMNS`, `LINES`, `NO_COLOR` and `TERM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Screen {
+    /// Width and colour ([`Term::decide`]).
+    pub term: Term,
+    /// Whether the stream is a terminal at all.
+    pub is_terminal: bool,
+    /// Lines: `LINES`, else the terminal's own height, else 24.
+    pub height: usize,
+    /// Whether the cursor may move to redraw (`TERM` is not `dumb`).
+    pub redraw: bool,
+}
+
+impl Screen {
+    /// What `stream` is, and what the environment says of the terminal.
+    pub fn of(stream: &(impl AsFd + IsTerminal)) -> Screen {
+        let is_terminal = stream.is_terminal();
+        let size = is_terminal
+            .then(|| rustix::termios::tcgetwinsize(stream).ok())
+            .flatten();
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let term_name = var("TERM");
+        let term = Term::decide(
+            var("COLUMNS").as_deref(),
+            size.map(|w| usize::from(w.ws_col)),
+            is_terminal,
+            var("NO_COLOR").is_some(),
+            term_name.as_deref(),
+        );
+        let height = var("LINES")
+            .and_then(|l| l.trim().parse::<usize>().ok())
+            .or(size.map(|w| usize::from(w.ws_row)))
+            .filter(|h| *h > 0)
+            .unwrap_or(24);
+        Screen {
+            term,
+            is_terminal,
+            height,
+            redraw: term_name.as_deref() != Some("dumb"),
+        }
+    }
 }
 
 #[cfg(test)]

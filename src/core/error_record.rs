@@ -576,7 +576,7 @@ impl<'a> LogLine<'a> {
         self.breaker_key.as_deref().or(self.agent())
     }
 
-    /// The phase written out.
+    /// The phase written out, for keys and filters (the one place a phase becomes text).
     pub fn phase_text(&self) -> Option<String> {
         self.phase().map(|p| match p {
             PhaseRef::Number(n) => n.to_string(),

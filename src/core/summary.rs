@@ -9,7 +9,7 @@ mod query;
 
 pub use query::Query;
 
-use crate::core::error_record::{LogLine, OpenCounts, PhaseRef};
+use crate::core::error_record::{LogLine, OpenCounts};
 use crate::core::policy::Policy;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -86,14 +86,6 @@ fn rfc3339<S: serde::Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::O
     }
 }
 
-/// The phase as text, for keys and filters.
-pub fn phase_text(p: Option<&PhaseRef>) -> Option<String> {
-    p.map(|p| match p {
-        PhaseRef::Number(n) => n.to_string(),
-        PhaseRef::Name(s) => s.to_string(),
-    })
-}
-
 impl Filter {
     /// True when the line is in scope.
     pub fn admits(&self, l: &LogLine) -> bool {
@@ -108,7 +100,7 @@ impl Filter {
             return false;
         }
         if let Some(p) = &self.phase {
-            if phase_text(l.phase()).as_deref() != Some(p.as_str()) {
+            if l.phase_text().as_deref() != Some(p.as_str()) {
                 return false;
             }
         }
@@ -367,7 +359,7 @@ impl<'p> Aggregator<'p> {
         let k = match self.by {
             By::Agent => l.agent().map(Cow::Borrowed),
             By::Kind => l.kind().map(Cow::Borrowed),
-            By::Phase => phase_text(l.phase()).map(Cow::Owned),
+            By::Phase => l.phase_text().map(Cow::Owned),
             By::Category => l.category.as_deref().map(Cow::Borrowed),
         };
         k.unwrap_or(Cow::Borrowed("(none)"))

@@ -296,8 +296,9 @@ mod tests {
         assert_eq!("target_not_found".parse::<Kind>(), Ok(Kind::TargetNotFound));
     }
 
+    /// Seed 001's "Severity Indicators".
     #[test]
-    fn severities_carry_seed_001s_priorities() {
+    fn severities_carry_priorities_p0_to_p3() {
         let p: Vec<&str> = Severity::ALL.iter().map(|s| s.priority()).collect();
         assert_eq!(p, ["P0", "P1", "P2", "P3"]);
     }

@@ -115,7 +115,6 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
     let seed = cx.jitter_seed();
     // Attempts and waits take time: the breaker and the log get the time of each event,
     // unless TRIAGE_NOW fixes it.
-    let fixed_clock = cx.fixed_now;
     let base = cx;
     let mut report = Report::new(args, &name, timeout);
     let mut attempt_no = 0u32;
@@ -125,13 +124,8 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
     let mut previous: Option<Attempt> = None;
     let (last, status) = loop {
         attempt_no += 1;
-        let before;
-        let cx = if fixed_clock {
-            base
-        } else {
-            before = base.at(chrono::Utc::now());
-            &before
-        };
+        let before = base.later();
+        let cx = before.as_ref().unwrap_or(base);
         let started = cx.now;
         let ticket = match effects::gate(cx, key, session, own_open)? {
             Gate::Go(ticket) => ticket,
@@ -181,13 +175,8 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
         };
         let attempt = child::run(&spec, interrupts)
             .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;
-        let after;
-        let cx = if fixed_clock {
-            base
-        } else {
-            after = base.at(chrono::Utc::now());
-            &after
-        };
+        let after = base.later();
+        let cx = after.as_ref().unwrap_or(base);
         let mut entry = json!({
             "attempt": attempt_no,
             "delay_before_ms": delay_before.as_millis() as u64,

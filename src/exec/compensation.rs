@@ -73,8 +73,10 @@ pub fn compensate(
                 .unwrap_or_default(),
             saga.reason.as_deref().unwrap_or(reason)
         );
+        // Each checkpoint at the time it is made: a long compensation run's records carry
+        // their own times.
         checkpoint(file, cx, workflow, |saga, _| {
-            saga.mark_started(i, now(cx));
+            saga.mark_started(i, cx.clock());
             Ok(())
         })?;
         let Compensated { ended, interrupted } = run_compensation(
@@ -84,7 +86,7 @@ pub fn compensate(
             limits,
         );
         saga = checkpoint(file, cx, workflow, |saga, doc| {
-            if let Some(rec) = saga.mark_finished(i, &ended, notified, now(cx)) {
+            if let Some(rec) = saga.mark_finished(i, &ended, notified, cx.clock()) {
                 push_record(doc, &rec);
             }
             Ok(())
@@ -113,16 +115,6 @@ pub fn compensate(
         already,
         failed,
     })
-}
-
-/// The time of a checkpoint: `TRIAGE_NOW` when set (tests), else the clock, so that records
-/// of a long compensation run carry their own times.
-fn now(cx: &Context) -> chrono::DateTime<chrono::Utc> {
-    if cx.fixed_now {
-        cx.now
-    } else {
-        chrono::Utc::now()
-    }
 }
 
 /// How long a compensation may run, and the signals to forward to it.

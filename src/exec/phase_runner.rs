@@ -83,18 +83,12 @@ pub struct Job<'a> {
     budget: Option<Duration>,
     manifest: &'a Path,
     files: PathBuf,
-    fixed_clock: bool,
 }
 
 impl Job<'_> {
     /// Now, as the manifest writes it (`TRIAGE_NOW` when set).
     fn stamp(&self) -> String {
-        let now = if self.fixed_clock {
-            self.cx.now
-        } else {
-            chrono::Utc::now()
-        };
-        crate::core::saga::stamp(now)
+        crate::core::saga::stamp(self.cx.clock())
     }
 }
 
@@ -247,7 +241,6 @@ fn go(
         budget,
         manifest: path,
         files: manifests::files_dir(&cx.state_root(), t.workflow, t.phase),
-        fixed_clock: cx.fixed_now,
     };
     m.runner_pid = Some(std::process::id());
     m.status = PhaseStatus::Running;

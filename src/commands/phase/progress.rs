@@ -9,8 +9,8 @@
 
 use crate::core::phase::{ItemState, Manifest};
 use crate::exec::phase_runner::Watch;
-use crate::term::{cut, Term, Tone};
-use std::io::{IsTerminal, Write};
+use crate::term::{cut, Screen, Term, Tone};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// How often the times of running items are brought up to date.
@@ -131,29 +131,14 @@ pub struct Progress {
 impl Progress {
     /// A progress for `items` items, or none when stderr is not a terminal.
     pub fn on_stderr(items: usize) -> Option<Progress> {
-        let stderr = std::io::stderr();
-        if !stderr.is_terminal() {
+        let screen = Screen::of(&std::io::stderr());
+        if !screen.is_terminal {
             return None;
         }
-        let size = rustix::termios::tcgetwinsize(&stderr).ok();
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let term_name = var("TERM");
-        let term = Term::decide(
-            var("COLUMNS").as_deref(),
-            size.map(|w| usize::from(w.ws_col)),
-            true,
-            var("NO_COLOR").is_some(),
-            term_name.as_deref(),
-        );
-        let height = var("LINES")
-            .and_then(|l| l.trim().parse::<usize>().ok())
-            .or(size.map(|w| usize::from(w.ws_row)))
-            .filter(|h| *h > 0)
-            .unwrap_or(24);
         Some(Progress {
-            term,
-            redraw: term_name.as_deref() != Some("dumb"),
-            height: height.saturating_sub(1),
+            term: screen.term,
+            redraw: screen.redraw,
+            height: screen.height.saturating_sub(1),
             drawn: Vec::new(),
             started: vec![None; items],
             ended: vec![None; items],

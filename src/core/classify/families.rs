@@ -338,8 +338,9 @@ fn a_tools_plain_non_zero_exit_is_a_tool_failure_retried_once() {
     assert_eq!(e.retry.map(|r| r.max_attempts), Some(3));
 }
 
+/// Seed 004 §3.2's rows, as the failures' own texts.
 #[test]
-fn seed_004s_rows_through_the_classifier() {
+fn the_error_to_tier_table_s_failures_classify_to_their_kind_tier_and_action() {
     use Action::*;
     use Kind::*;
     use Tier::*;

@@ -285,8 +285,9 @@ mod tests {
         (1..=6).map(|n| round_ms(delay_for(p, n, seed))).collect()
     }
 
+    /// Seed 001's "Retry Protocol" table.
     #[test]
-    fn seed_001_schedule_then_escalate() {
+    fn a_timeout_retries_after_30_s_then_120_s_then_escalates() {
         let p = RetryPolicy::default();
         let d1 = decide(&failure(Kind::Timeout, 1), &p, 0);
         assert_eq!(d1.action, Action::Retry);

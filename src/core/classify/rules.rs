@@ -747,7 +747,7 @@ mod tests {
 
     /// Seed 004 §3.2, row by row: the kind each row stands for, and its tier.
     #[test]
-    fn seed_004s_tier_mapping() {
+    fn each_kind_of_the_error_to_tier_table_has_its_tier() {
         use Tier::*;
         let rows = [
             (Kind::NotFound, SelfRecoverable),   // file not found during Read

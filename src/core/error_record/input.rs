@@ -368,8 +368,9 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Seed 000's "Logging" line: `error_type`, `error_message` and a plain-string resolution.
     #[test]
-    fn seed_000_log_lines_keep_their_meaning() {
+    fn an_error_type_line_keeps_its_kind_phase_retries_and_resolution() {
         let r = record_from_input(&json!({
             "timestamp": "2026-02-04T14:30:22Z",
             "session_id": "session-20260204-143022-12345",
@@ -417,8 +418,9 @@ mod tests {
         assert_eq!(r.error["context"]["hook_event_name"], "PostToolUseFailure");
     }
 
+    /// Seed 001's "Error Context Preservation" words (`SKILL_TIMEOUT`, ...).
     #[test]
-    fn seed_001_error_types_map_to_kinds() {
+    fn error_type_words_name_a_kind_in_any_case_and_a_category_names_none() {
         assert_eq!(kind_word("SKILL_TIMEOUT"), Some(Kind::Timeout));
         assert_eq!(kind_word("rate_limited"), Some(Kind::RateLimited));
         assert_eq!(kind_word("QUALITY_FAILURE"), None);

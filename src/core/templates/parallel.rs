@@ -1,7 +1,8 @@
 //! Seed 001's parallel execution status and cascade message, and seed 002's "Stage N failed
 //! X times" escalation: what a fan-out and a workflow came to, from the log.
 
-use super::{list, options, or_unknown, target_phase, Rec, Unit, View};
+use super::view::{list, options, or_unknown, target_phase, Unit, View};
+use super::Rec;
 use serde_json::{json, Value};
 
 /// `timeout` → `Timeout`, `validation_failed` → `Validation failed` (seed 001's words).

@@ -117,7 +117,7 @@ impl Status {
     pub fn facts(&self) -> crate::core::templates::BreakerFacts {
         crate::core::templates::BreakerFacts {
             key: self.key.clone(),
-            state: self.state.to_string(),
+            state: self.state,
             consecutive_failures: self.consecutive_failures,
             last_error: self.last_error.as_ref().map(|e| {
                 [e.kind.map(|k| k.to_string()), e.detail.clone()]

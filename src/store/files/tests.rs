@@ -1,7 +1,8 @@
 use super::names::NAME_MAX;
 use super::*;
 use std::fs;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::time::Duration;
 
 #[test]
 fn jsonl_reader_skips_and_counts_torn_and_invalid_lines() {
