@@ -3,6 +3,7 @@
 
 use crate::commands;
 use crate::context::{self, Answer, Context, GlobalArgs};
+use crate::env::Env;
 use crate::exit::{ExitStatus, Failure, FailureClass};
 use crate::version::LONG_VERSION;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -245,10 +246,16 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
     };
     let name = cli.command.name();
     let refusal = cli.command.refusal_key(&cli.global);
-    let cx = match Context::new(name, cli.global.clone(), cli.command.writes_state()) {
+    let env = Env::from_process();
+    let cx = match Context::new(name, cli.global.clone(), cli.command.writes_state(), &env) {
         Ok(cx) => cx,
         Err(f) => return failed(name, &f, None, &cli.global, None),
     };
+    // Before anything is read or written, the environment's warnings traced included.
+    cx.anchor_folders();
+    for w in &env.warnings {
+        cx.warn(w);
+    }
     let global = &cx.global;
     let result = cli.command.run(&cx);
     cx.save_policy_cache();

@@ -1,21 +1,26 @@
 //! What every command is handed: the common options, the clock, the state root, the policy
 //! (loaded lazily, only by commands that need it), bounded stdin, and the diagnostics trace.
 //!
-//! This is the only place that reads the environment, so the core stays pure.
+//! This is the only place that reads the environment, so the core stays pure. The layers
+//! below never see it: a command hands them [`Context::ground`] (the store's
+//! [`Ground`]: root, now, lock deadline, and this context behind [`Surroundings`] for the
+//! warnings and the backend) and the policy.
 
 use crate::core::policy::{self, Policy};
 use crate::env::Env;
 use crate::exit::Failure;
 use crate::stdin;
 use crate::store::files;
+use crate::store::fleet;
+use crate::store::ground::{deadline_after, Ground, Surroundings};
 use crate::store::pattern_cache;
 use chrono::{DateTime, Utc};
 use clap::Args;
 use serde::Serialize;
 use serde_json::Value;
-use std::cell::{Cell, OnceCell};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long `triage hook` may wait for locks in all, unless `TRIAGE_LOCK_TIMEOUT` says
@@ -155,8 +160,9 @@ pub struct Context {
     /// `TRIAGE_LOCK_TIMEOUT`, default 2 s (1 s for `triage hook`): the time all the lock
     /// waits of one invocation share.
     pub lock_timeout: Duration,
-    /// When this invocation's lock waits must be over.
-    deadline: Cell<Instant>,
+    /// When this invocation's lock waits must be over (a `Mutex`, not a `Cell`: the context
+    /// is the [`Surroundings`] of a phase's items, on threads of their own).
+    deadline: Mutex<Instant>,
     /// `TRIAGE_MAX_INPUT`, default 16 MiB.
     pub max_input: usize,
     /// `CLAUDE_PROJECT_DIR`, if set.
@@ -170,20 +176,21 @@ pub struct Context {
     /// The user's own cache folder (`$XDG_CACHE_HOME/triage`, else `~/.cache/triage`), where
     /// a policy's compiled patterns are kept; `None`: no call has a cache.
     pub cache_dir: Option<PathBuf>,
-    policy: OnceCell<(Policy, Option<PathBuf>)>,
+    policy: OnceLock<(Policy, Option<PathBuf>)>,
 }
 
 impl Context {
-    /// Reads the environment for subcommand `name`: the variables fill in the options the
-    /// command line left out, and a malformed one is a warning and its default (SPEC §2).
+    /// The context of subcommand `name` in environment `env`: the variables fill in the
+    /// options the command line left out. A malformed one is its default, and a warning the
+    /// caller gives (`env.warnings`) once the store knows its folders ([`Context::anchor_folders`]).
     pub fn new(
         name: &'static str,
         mut global: GlobalArgs,
         writes_state: bool,
+        env: &Env,
     ) -> Result<Context, Failure> {
-        let env = Env::from_process();
-        global.dir = global.dir.or(env.dir);
-        global.config = global.config.or(env.config);
+        global.dir = global.dir.or_else(|| env.dir.clone());
+        global.config = global.config.or_else(|| env.config.clone());
         // `triage hook` exits 0 whatever its environment holds: only the flag makes it strict.
         global.strict = global.strict || (name != "hook" && env.strict == Some(true));
         let lock_timeout = match env.lock_timeout {
@@ -191,102 +198,81 @@ impl Context {
             None if name == "hook" => HOOK_LOCK_BUDGET,
             None => Duration::from_secs(2),
         };
-        // A root the user named may be a link they chose; the default one in the project is
-        // what a cloned repository could ship, so there even the root must not be a link.
-        let root = state_root(&global, &env.project_dir);
-        files::set_root(&root, global.dir.is_some());
         // Compiled caches are never kept where a project could ship them (see `pattern_cache`).
         let cache_dir =
             pattern_cache::user_dir(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"));
-        if let Some(d) = &cache_dir {
-            files::set_private_dir(d);
-        }
-        let cx = Context {
+        Ok(Context {
             name,
             global,
             now: env.now.unwrap_or_else(Utc::now),
             fixed_now: env.now.is_some(),
             lock_timeout,
-            deadline: Cell::new(deadline_after(lock_timeout)),
+            deadline: Mutex::new(deadline_after(lock_timeout)),
             max_input: env.max_input.unwrap_or(16 * 1024 * 1024),
             seed: env.seed,
-            project_dir: env.project_dir,
+            project_dir: env.project_dir.clone(),
             writes_state,
-            store_url: env.store,
-            redis_password: env.redis_password,
+            store_url: env.store.clone(),
+            redis_password: env.redis_password.clone(),
             cache_dir,
-            policy: OnceCell::new(),
-        };
-        for w in &env.warnings {
-            cx.warn(w);
+            policy: OnceLock::new(),
+        })
+    }
+
+    /// Tells the file store which folders it walks without following a link, checking each
+    /// (see `store::files`): the state root and the user's cache folder. A root the user named
+    /// (`--dir`, `TRIAGE_DIR`) may itself be a link they chose; the default one in the project
+    /// is what a cloned repository could ship, so there even the root must not be a link.
+    ///
+    /// Process-wide, not part of the [`Ground`]: every file call of the run, on any thread and
+    /// whoever made it, must be resolved against them. So the dispatcher calls this once,
+    /// right after making the context and before anything is read or written (the
+    /// environment's warnings, traced under the root, included).
+    pub fn anchor_folders(&self) {
+        files::set_root(&self.state_root(), self.global.dir.is_some());
+        if let Some(d) = &self.cache_dir {
+            files::set_private_dir(d);
         }
-        Ok(cx)
+    }
+
+    /// What the store and `exec` stand on: the state root, now, the lock deadline of this
+    /// invocation, and this context for the warnings and the backend.
+    pub fn ground(&self) -> Ground<'_> {
+        Ground {
+            root: self.state_root(),
+            project: self.project(),
+            now: self.now,
+            fixed_now: self.fixed_now,
+            strict: self.global.strict,
+            lock_timeout: self.lock_timeout,
+            deadline: self.deadline(),
+            around: self,
+        }
+    }
+
+    /// When this invocation's lock waits must be over.
+    fn deadline(&self) -> Instant {
+        match self.deadline.lock() {
+            Ok(d) => *d,
+            Err(poisoned) => *poisoned.into_inner(),
+        }
     }
 
     /// How long a lock may still be waited for: what is left of the invocation's time.
     pub fn lock_wait(&self) -> Duration {
-        self.deadline
-            .get()
-            .saturating_duration_since(Instant::now())
+        self.deadline().saturating_duration_since(Instant::now())
     }
 
     /// Ends the invocation's lock waits within `limit` from now, if that is sooner (the
     /// `StopFailure` hook runs while the client exits and has a few tens of milliseconds).
     pub fn limit_lock_wait(&self, limit: Duration) {
         let soon = deadline_after(limit);
-        if soon < self.deadline.get() {
-            self.deadline.set(soon);
-        }
-    }
-
-    /// Now, read again for a command that lasts: `TRIAGE_NOW` when it fixed the time (it
-    /// holds for the whole run), else the clock. The one place a command rereads the clock.
-    pub fn clock(&self) -> DateTime<Utc> {
-        if self.fixed_now {
-            self.now
-        } else {
-            Utc::now()
-        }
-    }
-
-    /// This context at [`Context::clock`]'s time, for a command that lasts (`triage run`
-    /// before and after each attempt); `None` when `TRIAGE_NOW` fixed the time, and this
-    /// context stands as it is.
-    pub fn later(&self) -> Option<Context> {
-        (!self.fixed_now).then(|| self.at(self.clock()))
-    }
-
-    /// The same context at another time, for a command that lasts (`triage run` between
-    /// attempts); the policy already read is kept.
-    pub fn at(&self, now: DateTime<Utc>) -> Context {
-        Context {
-            name: self.name,
-            global: self.global.clone(),
-            now,
-            fixed_now: self.fixed_now,
-            seed: self.seed,
-            lock_timeout: self.lock_timeout,
-            deadline: Cell::new(deadline_after(self.lock_timeout)),
-            max_input: self.max_input,
-            project_dir: self.project_dir.clone(),
-            writes_state: self.writes_state,
-            store_url: self.store_url.clone(),
-            redis_password: self.redis_password.clone(),
-            cache_dir: self.cache_dir.clone(),
-            policy: self.policy.clone(),
-        }
-    }
-
-    /// The same context with `policy` in force instead of the file's (`triage phase` lays a
-    /// plan's item settings over the policy).
-    pub fn with_policy(&self, policy: Policy) -> Context {
-        let cx = self.at(self.now);
-        let path = self.policy.get().and_then(|(_, p)| p.clone());
-        let fresh = OnceCell::new();
-        let _ = fresh.set((policy, path));
-        Context {
-            policy: fresh,
-            ..cx
+        let mut deadline = match self.deadline.lock() {
+            Ok(d) => d,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if soon < *deadline {
+            *deadline = soon;
         }
     }
 
@@ -313,9 +299,7 @@ impl Context {
 
     /// The state root, created 0700 if missing.
     pub fn ensure_root(&self) -> Result<PathBuf, Failure> {
-        let root = self.state_root();
-        files::ensure_dir(&root)?;
-        Ok(root)
+        self.ground().ensure_root()
     }
 
     /// The policy file in force, if any: `--config`, else `.triage.toml` in the project.
@@ -527,18 +511,22 @@ impl Context {
 
     /// A warning that does not stop the command: on stderr, and in `logs/triage.log`.
     pub fn warn(&self, message: &str) {
-        say!("triage {}: warning: {message}", self.name);
-        self.trace("warning", message);
+        self.ground().warn(message);
     }
 
-    /// One line in `<root>/logs/triage.log`; never fails the command. A command that never
-    /// writes state leaves no trace when the state root does not exist.
+    /// One line in `<root>/logs/triage.log`; never fails the command.
     pub fn trace(&self, level: &str, message: &str) {
+        self.ground().trace(level, message);
+    }
+
+    /// One line in `logs/triage.log` under the ground's root, at its time. A command that
+    /// never writes state leaves no trace when the state root does not exist.
+    fn trace_on(&self, g: &Ground, level: &str, message: &str) {
         // `install-links` works on a bin folder, never a project: it keeps no trace at all.
         if self.name == "install-links" {
             return;
         }
-        let root = self.state_root();
+        let root = &g.root;
         if !self.writes_state && !root.is_dir() {
             return;
         }
@@ -559,14 +547,14 @@ impl Context {
             message.push_str("…[cut]");
         }
         let line = serde_json::json!({
-            "at": self.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "at": g.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             "subcommand": self.name,
             "level": level,
             "pid": std::process::id(),
             "message": message,
         });
         // Never waits long: a busy log gets the line without the lock (on a fresh line).
-        let wait = self.lock_wait().min(Duration::from_millis(20));
+        let wait = g.lock_wait().min(Duration::from_millis(20));
         if let Err(e) = files::append_line_best_effort(
             &logs.join("triage.log"),
             line.to_string().as_bytes(),
@@ -588,7 +576,7 @@ impl Context {
 
     /// The fleet's Redis, when `TRIAGE_STORE` or `[store] url` names one: `None` for the local
     /// files; `Some(Err)` when the URL is not valid (the caller warns and uses the files).
-    pub fn fleet_config(&self) -> Option<Result<crate::store::fleet::Config, String>> {
+    pub fn fleet_config(&self) -> Option<Result<fleet::Config, String>> {
         let policy = self.policy().ok()?;
         let store = &policy.store;
         let url = self.store_url.as_deref().or(store.url.as_deref())?;
@@ -597,7 +585,7 @@ impl Context {
             return None;
         }
         let password = self.redis_password.as_deref().filter(|p| !p.is_empty());
-        let target = match crate::store::fleet::Target::parse(url, password) {
+        let target = match fleet::Target::parse(url, password) {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
         };
@@ -606,7 +594,7 @@ impl Context {
             .clone()
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| self.project_name());
-        Some(Ok(crate::store::fleet::Config {
+        Some(Ok(fleet::Config {
             target,
             namespace,
             connect_timeout: store.connect_timeout.0,
@@ -631,7 +619,24 @@ impl Context {
 
     /// A timestamp for file names: `20260102T030405Z`.
     pub fn stamp(&self) -> String {
-        self.now.format("%Y%m%dT%H%M%SZ").to_string()
+        self.ground().stamp()
+    }
+}
+
+/// The context is what the store's calls stand in: its name starts their warnings, its
+/// trace keeps them, its policy and environment choose their backend.
+impl Surroundings for Context {
+    fn warn(&self, g: &Ground, message: &str) {
+        say!("triage {}: warning: {message}", self.name);
+        self.trace_on(g, "warning", message);
+    }
+
+    fn trace(&self, g: &Ground, level: &str, message: &str) {
+        self.trace_on(g, level, message);
+    }
+
+    fn fleet(&self) -> Option<Result<fleet::Config, String>> {
+        self.fleet_config()
     }
 }
 
@@ -658,12 +663,6 @@ fn state_root(global: &GlobalArgs, project_dir: &Option<PathBuf>) -> PathBuf {
             .unwrap_or_else(|| PathBuf::from("."))
             .join(".triage"),
     }
-}
-
-fn deadline_after(wait: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(wait)
-        .unwrap_or_else(|| now + Duration::from_secs(86_400 * 365))
 }
 
 /// The policy file read leniently: every good entry and every problem; `Err` only when the

@@ -3,7 +3,7 @@
 //! not parse is a warning and the default — never a usage error, so a hook whose environment
 //! holds a typo keeps guarding its agent.
 //!
-//! Pure: [`Env::read`] is handed a lookup function; [`crate::context`] hands it the process's
+//! Pure: [`Env::read`] is handed a lookup function; [`crate::cli`] hands it the process's
 //! environment.
 
 use crate::core::duration::{parse_now, Dur};

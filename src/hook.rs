@@ -134,7 +134,7 @@ fn store_record(cx: &Context, p: &Payload, mut rec: ErrorRecord) -> Result<Vec<W
     if rec.workflow_id.is_none() {
         rec.workflow_id = rec.session_id.clone();
     }
-    Ok(error_log::record(cx, rec, None)?.warnings)
+    Ok(error_log::record(&cx.ground(), cx.policy()?, rec, None)?.warnings)
 }
 
 /// Adds Template 5's warning to the answer for each threshold this session crosses for the
@@ -147,7 +147,7 @@ fn announce(cx: &Context, p: &Payload, warnings: &[Warning], r: &mut Response) {
         return;
     }
     let names: Vec<&str> = warnings.iter().map(|w| w.name.as_str()).collect();
-    let fresh = match sessions::first_announcements(cx, sid, &names) {
+    let fresh = match sessions::first_announcements(&cx.ground(), sid, &names) {
         Ok(fresh) => fresh,
         Err(f) => {
             cx.warn(&format!("thresholds crossed but not announced: {f}"));

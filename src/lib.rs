@@ -20,9 +20,12 @@
 //! may import its own layer and those below it, never one above: `core` never opens a file,
 //! reads the clock or the environment (it is handed `now` and the policy); `store` is the only
 //! layer that opens shared state, and its seams choose the backend (the files, or a fleet's
-//! Redis); `exec` runs processes through both. For now `store` and `exec` are still handed the
-//! edge's `context::Context` (the next step decouples it). No command imports another, and
-//! no two files import each other (`tests/cli/seam.rs` reads the source and checks all three).
+//! Redis); `exec` runs processes through both. Neither sees the edge: the edge's `Context`
+//! (the environment, the options, the lazily read policy) hands them a
+//! `store::ground::Ground` (the state root, now, the lock deadline, and itself behind the
+//! store's `Surroundings` trait for warnings and the backend) and the policy beside it. No
+//! command imports another, and no two files import each other (`tests/cli/seam.rs` reads the
+//! source and checks all three).
 //!
 //! The library surface is the part of the core a program can call in-process to classify an
 //! error text, judge an output or run a breaker without the binary: [`core::classify`],

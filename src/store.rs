@@ -8,6 +8,7 @@ pub mod breakers;
 pub mod error_log;
 pub mod files;
 pub mod fleet;
+pub mod ground;
 pub mod manifests;
 pub mod pattern_cache;
 pub mod project_files;

@@ -168,10 +168,13 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             )
         })
     };
+    let g = cx.ground();
     match action {
         Action::Check { key, .. } => {
-            let id = resolve(cx, &key_of(key)?, session.as_deref(), false)?;
-            let r = check_id(cx, &id)?;
+            let key = key_of(key)?;
+            let policy = cx.policy()?;
+            let id = resolve(&g, policy, &key, session.as_deref(), false)?;
+            let r = check_id(&g, policy, &id)?;
             let negative = !r.allowed;
             let out = if cx.global.text {
                 Answer::text(view::check_text(&r))
@@ -191,8 +194,10 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         } => {
             let report =
                 call_input::from_input(&input, *outcome, ticket, *kind, *duration, detail)?;
-            let id = resolve(cx, &key_of(key)?, session.as_deref(), false)?;
-            let r = record_id(cx, &id, &report)?;
+            let key = key_of(key)?;
+            let policy = cx.policy()?;
+            let id = resolve(&g, policy, &key, session.as_deref(), false)?;
+            let r = record_id(&g, policy, &id, &report)?;
             if cx.global.text {
                 return Ok(Answer::text(view::record_text(&r)));
             }
@@ -200,15 +205,15 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         }
         Action::Status { keys } => {
             let list = if keys.is_empty() {
-                status_all(cx)?
+                status_all(&g, || cx.policy())?
             } else {
                 let mut list = Vec::new();
                 for k in keys {
-                    let id = resolve(cx, k, session.as_deref(), false)?;
-                    if breakers::exists(cx, &id) {
-                        list.push(status_id(cx, &id)?);
+                    let id = resolve(&g, cx.policy()?, k, session.as_deref(), false)?;
+                    if breakers::exists(&g, &id) {
+                        list.push(status_id(&g, cx.policy()?, &id)?);
                     } else {
-                        cx.warn(&no_breaker(cx, &id, "nothing to show"));
+                        cx.warn(&no_breaker(&g, &id, "nothing to show"));
                     }
                 }
                 list
@@ -217,48 +222,54 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             let negative = list.len() < keys.len();
             if cx.global.text {
                 let term = crate::term::terminal();
-                let text = view::status_table(&list, &breakers::location(cx), &term, cx.now);
+                let text = view::status_table(&list, &breakers::location(&g), &term, cx.now);
                 return Ok(Answer::for_terminal(text, term.colour).negative(negative));
             }
             Ok(Answer::json(&serde_json::json!({ "breakers": list })).negative(negative))
         }
         Action::Reset { key, all } => {
             let ids = if *all {
-                stored_ids(cx)?
+                stored_ids(&g)?
             } else {
-                vec![existing(cx, &key_of(key)?, session.as_deref())?]
+                let key = key_of(key)?;
+                vec![existing(&g, cx.policy()?, &key, session.as_deref())?]
             };
             let mut done = Vec::new();
             for id in &ids {
-                done.push(manual(cx, id, |b, now| Ok(machine::reset(b, now)))?);
+                done.push(manual(&g, cx.policy()?, id, |b, now| {
+                    Ok(machine::reset(b, now))
+                })?);
             }
             Ok(manual_answer(cx, done))
         }
         Action::Trip { key, for_ } => {
-            let id = resolve(cx, key, session.as_deref(), false)?;
-            if !breakers::exists(cx, &id) {
+            let policy = cx.policy()?;
+            let id = resolve(&g, policy, key, session.as_deref(), false)?;
+            if !breakers::exists(&g, &id) {
                 // Tripping a key before its first call is how an operator fences it off.
                 say!(
                     "triage breaker: note: {}",
-                    no_breaker(cx, &id, "tripping a new one")
+                    no_breaker(&g, &id, "tripping a new one")
                 );
             }
             // Until when is counted from the store's `now` (a fleet's server clock), as every
             // time the machine compares it with.
             let for_ms = for_.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-            let r = manual(cx, &id, |b, now| {
+            let r = manual(&g, policy, &id, |b, now| {
                 Ok(machine::trip(b, for_ms.map(|d| now.saturating_add(d)), now))
             })?;
             Ok(manual_answer(cx, vec![r]))
         }
         Action::Disable { key } => {
-            let id = existing(cx, key, session.as_deref())?;
-            let r = manual(cx, &id, |b, now| Ok(machine::disable(b, now)))?;
+            let policy = cx.policy()?;
+            let id = existing(&g, policy, key, session.as_deref())?;
+            let r = manual(&g, policy, &id, |b, now| Ok(machine::disable(b, now)))?;
             Ok(manual_answer(cx, vec![r]))
         }
         Action::HalfOpen { key } => {
-            let id = existing(cx, key, session.as_deref())?;
-            let r = manual(cx, &id, |b, now| {
+            let policy = cx.policy()?;
+            let id = existing(&g, policy, key, session.as_deref())?;
+            let r = manual(&g, policy, &id, |b, now| {
                 machine::half_open(b, now).map_err(|r| {
                     Failure::usage(format!(
                         "breaker `{}` is {}; only an open or forced-open breaker can go half-open (reset it to close it)",

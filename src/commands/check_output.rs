@@ -98,7 +98,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             .map_err(|e| Failure::io(format!("--original {}: cannot read: {e}", path.display())))?;
         input.original = Some(String::from_utf8_lossy(&bytes).into_owned());
     }
-    let (mut verdict, _, _) = project_files::judge(cx, &input, &flags)?;
+    let (mut verdict, _, _) = project_files::judge(&cx.ground(), cx.policy()?, &input, &flags);
     if let (false, Some(dir)) = (verdict.ok, &args.preserve_partial) {
         preserve(cx, dir, &input, &mut verdict);
     }

@@ -79,14 +79,15 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let root = cx.state_root();
     let log = log_path(&root);
     let limit = args.limit.or(args.follow.then_some(10));
-    let fleet = crate::store::fleet::select::configured(cx);
+    let g = cx.ground();
+    let fleet = crate::store::fleet::select::configured(&g);
     let mut follower = if args.follow && !fleet {
         Some(error_log::follow_local(&root)?)
     } else {
         None
     };
     let (listed, in_log, position) = newest(
-        cx,
+        &g,
         &root,
         &query,
         limit,
@@ -156,9 +157,10 @@ fn follow_fleet(
         }
     }
     let none = HashSet::new();
+    let g = cx.ground();
     loop {
         let mut open = true;
-        let polled = error_log::fleet_after(cx, after.as_deref(), |bytes| {
+        let polled = error_log::fleet_after(&g, after.as_deref(), |bytes| {
             if open && LogLine::parse(bytes).is_some_and(|l| query.admits(&l, &none)) {
                 open = emit(&mut out, bytes, cx.global.text, &term, chrono::Utc::now());
             }

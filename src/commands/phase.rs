@@ -162,11 +162,12 @@ impl Which {
         manifests::path(&cx.state_root(), &self.workflow, &self.phase)
     }
 
-    fn target<'a>(&'a self, stopping: &'a Stopping) -> Target<'a> {
+    fn target<'a>(&'a self, stopping: &'a Stopping, seed: u64) -> Target<'a> {
         Target {
             workflow: &self.workflow,
             phase: &self.phase,
             session: stopping.session.as_deref(),
+            seed,
             grace: stopping.grace.0,
             kill_after: stopping.kill_after.0,
         }
@@ -205,8 +206,9 @@ fn run_phase(a: &RunArgs, cx: &Context) -> Result<Answer, Failure> {
         Held::Lock(l) => l,
         Held::Busy(refusal) => return Ok(refusal),
     };
-    let t = a.which.target(&a.stopping);
-    let done = phase_runner::start(cx, &t, &plan, a.fresh, &path, watcher)?;
+    let t = a.which.target(&a.stopping, cx.jitter_seed());
+    let policy = || cx.policy();
+    let done = phase_runner::start(&cx.ground(), policy, &t, &plan, a.fresh, &path, watcher)?;
     Ok(answer(cx, done))
 }
 
@@ -217,8 +219,9 @@ fn resume(a: &ResumeArgs, cx: &Context) -> Result<Answer, Failure> {
         Held::Lock(l) => l,
         Held::Busy(refusal) => return Ok(refusal),
     };
-    let t = a.which.target(&a.stopping);
-    let done = phase_runner::resume(cx, &t, &a.rerun, &path, watcher)?;
+    let t = a.which.target(&a.stopping, cx.jitter_seed());
+    let policy = || cx.policy();
+    let done = phase_runner::resume(&cx.ground(), policy, &t, &a.rerun, &path, watcher)?;
     Ok(answer(cx, done))
 }
 
@@ -279,7 +282,7 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Answer, Failure> {
         ))
     })?;
     let which = (a.which.workflow.as_str(), a.which.phase.as_str());
-    let done = manifests::decide(cx, which, &path, &mut m, (letter, action))?;
+    let done = manifests::decide(&cx.ground(), which, &path, &mut m, (letter, action))?;
     let skips = matches!(action, "proceed_without" | "manual_input");
     // Retry runs through resume; so does going on without items that waited for a decision
     // (the phase stayed paused for them: resume decides it).

@@ -112,9 +112,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         (None, Some(p)) => cx.policy()?.phase(&p.to_string()).and_then(|p| p.size),
         (None, None) => None,
     };
-    let mut done = record(cx, rec, size)?;
+    let g = cx.ground();
+    let policy = cx.policy()?;
+    let mut done = record(&g, policy, rec, size)?;
     if let Some(k) = &key {
-        done.breaker = crate::store::breakers::calls::record_logged(cx, k, &done.record);
+        done.breaker = crate::store::breakers::calls::record_logged(&g, policy, k, &done.record);
     }
     let negative = !done.warnings.is_empty();
     if cx.global.text {
@@ -206,7 +208,7 @@ fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Answer, Failur
         user_choice: args.user_choice.clone(),
         automatic: false,
     };
-    let done = resolve(cx, &sel, resolution)?;
+    let done = resolve(&cx.ground(), &sel, resolution)?;
     if cx.global.text {
         let mut text = match (&sel.id, done.lines.first()) {
             (Some(id), Some(_)) => format!("resolved {id}"),

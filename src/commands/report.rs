@@ -111,11 +111,13 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         return html(target, args, filter, &log, cx);
     }
     let mut hourly = Hourly::new(cx.now);
-    let summary = error_log::summarize(cx, filter.clone(), args.by, cx.policy()?, |l, _, a| {
+    let g = cx.ground();
+    let policy = cx.policy()?;
+    let summary = error_log::summarize(&g, filter.clone(), args.by, policy, |l, _, a| {
         hourly.observe(l, a)
     })?;
     let root = cx.state_root();
-    let states = calls::peek_all_or_warn(cx);
+    let states = calls::peek_all_or_warn(&g, policy);
     let breakers: Vec<String> = not_closed(&states)
         .map(|b| match b.totals.opened {
             // Seed 000: a breaker that opens twice is a reason to abort; say so.
@@ -183,7 +185,8 @@ fn html(
     use crate::report::html::{self, BreakerNow, Breakers, Page};
     let policy = cx.policy()?;
     let mut dash = Dashboard::new(policy);
-    let summary = error_log::summarize(cx, filter.clone(), args.by, policy, |l, raw, a| {
+    let g = cx.ground();
+    let summary = error_log::summarize(&g, filter.clone(), args.by, policy, |l, raw, a| {
         if a {
             dash.observe(l, raw);
         }
@@ -191,8 +194,8 @@ fn html(
     let drawn = dash.finish();
     let root = cx.state_root();
     let mut breakers = Breakers::default();
-    crate::store::breakers::events(cx, &root, |b| breakers.observe_event(b))?;
-    breakers.now = crate::store::breakers::calls::peek_all(cx)?
+    crate::store::breakers::events(&g, &root, |b| breakers.observe_event(b))?;
+    breakers.now = crate::store::breakers::calls::peek_all(&g, policy)?
         .into_iter()
         .map(BreakerNow::from)
         .collect();
@@ -225,7 +228,8 @@ fn template(
     cx: &Context,
 ) -> Result<Answer, Failure> {
     let mut recs: Vec<Rec> = Vec::new();
-    error_log::read_all_in(cx, &cx.state_root(), |bytes| match LogLine::parse(bytes) {
+    let g = cx.ground();
+    error_log::read_all_in(&g, &g.root, |bytes| match LogLine::parse(bytes) {
         Some(l) => {
             if filter.admits(&l) {
                 recs.push(Rec::from_line(&l));
@@ -251,7 +255,7 @@ fn template(
         completed: args.completed.clone(),
         pipeline: args.pipeline.clone(),
         runs: args.runs,
-        breakers: calls::peek_all_or_warn(cx)
+        breakers: calls::peek_all_or_warn(&g, cx.policy()?)
             .iter()
             .map(Status::facts)
             .collect(),
@@ -277,10 +281,11 @@ fn prune(older_than: Dur, cx: &Context) -> Result<Answer, Failure> {
         .ok()
         .and_then(|age| cx.now.checked_sub_signed(age))
         .ok_or_else(|| Failure::usage("--older-than: reaches before the earliest time"))?;
-    if crate::store::fleet::select::configured(cx) {
+    let g = cx.ground();
+    if crate::store::fleet::select::configured(&g) {
         cx.warn("the fleet's log is trimmed by [store] log_max_len, not pruned; pruning only what this host kept in its own files");
     }
-    let moved = error_log::prune(cx, &root, cutoff)?;
+    let moved = error_log::prune(&g, &root, cutoff)?;
     let out = json!({
         "moved": moved.moved,
         "kept": moved.kept,

@@ -136,7 +136,8 @@ fn run_attempts(args: &Args, cx: &Context) -> Result<u8, Failure> {
     let stdin = read_stdin(cx)?.map(Arc::new);
     let interrupts = Interrupts::install()
         .map_err(|e| Failure::io(format!("cannot catch SIGINT/SIGTERM: {e}")))?;
-    let (status, doc) = attempts::run(&request(args), cx, &Wiring::own(stdin, &interrupts))?;
+    let wiring = Wiring::own(stdin, &interrupts, cx.jitter_seed());
+    let (status, doc) = attempts::run(&request(args), &cx.ground(), cx.policy()?, &wiring)?;
     emit(args, cx, &doc)?;
     Ok(status)
 }

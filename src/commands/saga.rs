@@ -103,13 +103,13 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
 
 impl Target {
     fn file(&self, cx: &Context) -> Result<PathBuf, Failure> {
-        sagas::state_file(cx, &self.workflow, self.state.as_deref())
+        sagas::state_file(&cx.ground(), &self.workflow, self.state.as_deref())
     }
 }
 
 fn begin(t: &Target, cx: &Context) -> Result<Answer, Failure> {
     let file = t.file(cx)?;
-    let saga = update(&file, cx, |doc| {
+    let saga = update(&file, &cx.ground(), |doc| {
         let mut doc = doc.unwrap_or_else(|| json!({"workflow_id": t.workflow}));
         if let Some(existing) = saga_of(&doc, &t.workflow, &file)? {
             if existing.status == SagaStatus::Open && existing.steps.is_empty() {
@@ -134,7 +134,7 @@ fn begin(t: &Target, cx: &Context) -> Result<Answer, Failure> {
 fn step(a: &StepArgs, cx: &Context) -> Result<Answer, Failure> {
     let t = &a.target;
     let file = t.file(cx)?;
-    let saga = update(&file, cx, |doc| {
+    let saga = update(&file, &cx.ground(), |doc| {
         let mut doc = doc.ok_or_else(|| not_begun(&t.workflow, &file))?;
         let mut saga =
             saga_of(&doc, &t.workflow, &file)?.ok_or_else(|| not_begun(&t.workflow, &file))?;
@@ -170,7 +170,7 @@ fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Answer, Failure> {
         interrupts: Interrupts::install()
             .map_err(|e| Failure::io(format!("cannot catch SIGINT/SIGTERM: {e}")))?,
     };
-    let c = compensation::compensate(cx, &file, &t.workflow, &a.reason, &limits)?;
+    let c = compensation::compensate(&cx.ground(), &file, &t.workflow, &a.reason, &limits)?;
     let extra = json!({
         "resumed": c.resumed,
         "compensated": c.done,

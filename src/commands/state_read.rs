@@ -47,7 +47,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         .map_err(|e| Failure::usage(format!("--check: {e}")))?;
     let checkpoints = checkpoint_dir(&args.file, args.checkpoint_dir.as_deref());
     let workflow = args.workflow.as_deref();
-    let r = recovery::read_and_repair(cx, &args.file, &rules, &checkpoints, workflow)?;
+    let r = recovery::read_and_repair(&cx.ground(), &args.file, &rules, &checkpoints, workflow)?;
     for q in &r.quarantined {
         cx.warn(&format!(
             "{} is corrupt; kept it as {}",

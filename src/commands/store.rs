@@ -140,7 +140,7 @@ fn status(cx: &Context) -> Result<Answer, Failure> {
     };
     match fleet {
         None => {
-            st.breakers = breakers::stored_ids(cx)?.len() as u64;
+            st.breakers = breakers::stored_ids(&cx.ground())?.len() as u64;
             let mut n = 0u64;
             error_log::read_all(&root, |_| {
                 n += 1;
@@ -215,7 +215,7 @@ fn sync(cx: &Context) -> Result<Answer, Failure> {
     let c = config(cx, None)?;
     let root = cx.state_root();
     let mut r = connect(&c)?;
-    let done = error_log::sync(cx, &root, &mut r, usize::MAX).map_err(remote_failure)?;
+    let done = error_log::sync(&cx.ground(), &root, &mut r, usize::MAX).map_err(remote_failure)?;
     if cx.global.text {
         return Ok(Answer::text(format!(
             "pushed {} records to {} ({} were there already); {} waiting",
@@ -250,7 +250,7 @@ fn migrate(cx: &Context, to: Option<&str>) -> Result<Answer, Failure> {
     };
     // Breakers: each copied as it is unless the fleet has that key already (the fleet's is
     // newer: hosts have been using it). Then the log, keyed by content: nothing twice.
-    let b = breakers::migrate(cx, &root, &mut r)?.map_err(remote_failure)?;
+    let b = breakers::migrate(&cx.ground(), &root, &mut r)?.map_err(remote_failure)?;
     let l = error_log::migrate(&root, &mut r)?.map_err(remote_failure)?;
     done.breakers_copied = b.copied;
     done.breakers_kept = b.kept;

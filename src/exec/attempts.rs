@@ -9,7 +9,6 @@
 mod effects;
 mod report;
 
-use crate::context::Context;
 use crate::core::attempt_plan::{self, End, Next};
 use crate::core::breaker::Outcome;
 use crate::core::duration::Dur;
@@ -19,6 +18,7 @@ use crate::exec::child::{self, Attempt, Interrupts, Spec};
 use crate::exec::wiring::Wiring;
 use crate::exit::Failure;
 use crate::store::files::{self, Backup};
+use crate::store::ground::Ground;
 use effects::Gate;
 use report::{finish, Report};
 use serde_json::json;
@@ -75,17 +75,24 @@ const BREAKER_OPEN: u8 = 75;
 /// `--until-output-ok` rejected the output.
 const OUTPUT_REJECTED: u8 = 1;
 
-/// The attempt loop, wired by `wiring` (`triage phase` runs one per work item): the exit
-/// status and the JSON report.
-pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value), Failure> {
-    let policy = &retry_flags(args, cx.policy()?);
-    let agent = args.agent.as_deref().map(|a| policy.agent(a));
+/// The attempt loop under `policy`, wired by `wiring` (`triage phase` runs one per work item):
+/// the exit status and the JSON report.
+pub fn run(
+    args: &Request,
+    g: &Ground,
+    policy: &Policy,
+    wiring: &Wiring,
+) -> Result<(u8, Value), Failure> {
+    // The classifier judges by the policy with the retry flags; the breaker, the log and the
+    // output check by the policy itself.
+    let flagged = &retry_flags(args, policy);
+    let agent = args.agent.as_deref().map(|a| flagged.agent(a));
     let timeout = args
         .timeout
         .or_else(|| agent.as_ref().and_then(|a| a.timeout))
         .or_else(|| {
             let p = args.phase.as_deref()?;
-            policy.phase(p).and_then(|p| p.timeout)
+            flagged.phase(p).and_then(|p| p.timeout)
         })
         .map(|d| d.0)
         // `--timeout 0` (or a 0 in the policy) is no timeout, as in timeout(1).
@@ -104,7 +111,7 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
                 .unwrap_or_else(|| "command".into())
         });
 
-    let key = breaker_key(args, cx, agent.as_ref());
+    let key = breaker_key(args, g, agent.as_ref());
     let key = key.as_deref();
     let session = args.session.as_deref();
     // Whose failures a success resolves: the work item's own breaker key, else the agent.
@@ -112,10 +119,10 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
     let own_key = key.filter(|k| Some(*k) != args.agent.as_deref());
     // The generation of the breaker this run's own failure opened: its retries go ahead.
     let mut own_open: Option<u64> = None;
-    let seed = cx.jitter_seed();
+    let seed = wiring.seed;
     // Attempts and waits take time: the breaker and the log get the time of each event,
     // unless TRIAGE_NOW fixes it.
-    let base = cx;
+    let base = g;
     let mut report = Report::new(args, &name, timeout);
     let mut attempt_no = 0u32;
     let mut delay_before = Duration::ZERO;
@@ -125,9 +132,9 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
     let (last, status) = loop {
         attempt_no += 1;
         let before = base.later();
-        let cx = before.as_ref().unwrap_or(base);
-        let started = cx.now;
-        let ticket = match effects::gate(cx, key, session, own_open)? {
+        let g = before.as_ref().unwrap_or(base);
+        let started = g.now;
+        let ticket = match effects::gate(g, policy, key, session, own_open)? {
             Gate::Go(ticket) => ticket,
             Gate::Own(ticket) => {
                 // A per-attempt line: --quiet drops it.
@@ -144,7 +151,7 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
                 let Some(last) = previous else {
                     say!("{message}");
                     report.outcome = "breaker_open";
-                    return finish(cx, &report, BREAKER_OPEN);
+                    return finish(g, &report, BREAKER_OPEN);
                 };
                 report.outcome = "breaker_opened";
                 report.note = Some(format!(
@@ -156,7 +163,7 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
                     say!("{message}");
                 }
                 pass_stdout(last.stdout, wiring.stdout)?;
-                return finish(cx, &report, last.end.exit_status());
+                return finish(g, &report, last.end.exit_status());
             }
         };
         let spec = Spec {
@@ -171,12 +178,12 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
             on_spawn: wiring.on_spawn,
             // A caller that takes the final stdout (a phase) reads it whole: keep it in memory.
             in_memory: wiring.stdout.is_some(),
-            orphan_grace: Some(policy.run.orphan_grace.0),
+            orphan_grace: Some(flagged.run.orphan_grace.0),
         };
         let attempt = child::run(&spec, interrupts)
             .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;
         let after = base.later();
-        let cx = after.as_ref().unwrap_or(base);
+        let g = after.as_ref().unwrap_or(base);
         let mut entry = json!({
             "attempt": attempt_no,
             "delay_before_ms": delay_before.as_millis() as u64,
@@ -193,8 +200,8 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
         }
         let (error, rejected) = if !attempt.end.success() {
             let e = effects::classify_failure(
-                cx,
-                policy,
+                g,
+                flagged,
                 key,
                 attempt_no,
                 &attempt,
@@ -203,7 +210,7 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
             (Some(e), false)
         } else if args.until_output_ok {
             let stdout = read_back(&attempt.stdout)?;
-            let e = effects::check_stdout(cx, key, attempt_no, &stdout)?;
+            let e = effects::check_stdout(g, policy, key, attempt_no, &stdout)?;
             let rejected = e.is_some();
             (e, rejected)
         } else {
@@ -211,7 +218,8 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
         };
         let Some(error) = error else {
             let b = effects::breaker_outcome(
-                cx,
+                g,
+                policy,
                 key,
                 session,
                 Outcome::Success,
@@ -224,7 +232,7 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
             // is the program's file name, which two different commands (`sh -c …`) share.
             let named = args.agent.is_some() || args.breaker.is_some() || args.name.is_some();
             let resolved = if named {
-                effects::recovered(cx, args, &unit, started)
+                effects::recovered(g, args, &unit, started)
             } else {
                 Vec::new()
             };
@@ -249,14 +257,15 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
         let keep = if interrupted { Some(true) } else { Some(false) };
         let mut preserved = Vec::new();
         if let Some(always) = keep {
-            if let Some(p) = preserve(args, cx, &name, attempt_no, &attempt, always)? {
+            if let Some(p) = preserve(args, g, &name, attempt_no, &attempt, always)? {
                 entry["partial"] = json!(p);
                 report.preserved.push(p.clone());
                 preserved.push(p);
             }
         }
         let (id, crossed) = effects::record_failure(
-            cx,
+            g,
+            policy,
             args,
             &error,
             effects::Failed {
@@ -282,7 +291,8 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
             Outcome::Failure
         };
         let b = effects::breaker_outcome(
-            cx,
+            g,
+            policy,
             key,
             session,
             outcome,
@@ -309,9 +319,11 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
                 }
                 if let Some(sig) = wait(interrupts, delay, args.quiet) {
                     report.interrupted_between(sig);
-                    let e = effects::interrupted_while_waiting(cx, key, attempt_no + 1, sig)?;
+                    let e =
+                        effects::interrupted_while_waiting(g, policy, key, attempt_no + 1, sig)?;
                     let (id, crossed) = effects::record_failure(
-                        cx,
+                        g,
+                        policy,
                         args,
                         &e,
                         effects::Failed {
@@ -328,7 +340,7 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
                     if let Some(last) = report.attempts.last_mut() {
                         last["error_id"] = json!(id);
                     }
-                    return finish(cx, &report, 130);
+                    return finish(g, &report, 130);
                 }
                 delay_before = delay;
             }
@@ -362,11 +374,7 @@ pub fn run(args: &Request, cx: &Context, wiring: &Wiring) -> Result<(u8, Value),
         Some(_) => "output_rejected",
         None => outcome_word(&last.end),
     };
-    finish(
-        cx,
-        &report,
-        status.unwrap_or_else(|| last.end.exit_status()),
-    )
+    finish(g, &report, status.unwrap_or_else(|| last.end.exit_status()))
 }
 
 /// The policy with `--retries`, `--no-retry` and `--delay` applied: the flags replace the
@@ -402,7 +410,7 @@ fn retry_flags(args: &Request, policy: &Policy) -> Policy {
 /// with a warning.
 fn breaker_key(
     args: &Request,
-    cx: &Context,
+    g: &Ground,
     agent: Option<&crate::core::policy::AgentSettings>,
 ) -> Option<String> {
     if let Some(k) = &args.breaker {
@@ -422,7 +430,7 @@ fn breaker_key(
     match crate::core::policy::expand_key(template, &vars) {
         Ok(k) => Some(k),
         Err(why) => {
-            cx.warn(&format!(
+            g.warn(&format!(
                 "breaker_key of agent `{name}`: {why}; using the breaker `{name}`"
             ));
             Some(name.to_string())
@@ -434,7 +442,7 @@ fn breaker_key(
 /// is kept even without `--preserve-partial`, under `<dir>/partial/`.
 fn preserve(
     args: &Request,
-    cx: &Context,
+    g: &Ground,
     name: &str,
     attempt_no: u32,
     attempt: &Attempt,
@@ -442,7 +450,7 @@ fn preserve(
 ) -> Result<Option<String>, Failure> {
     let dir = match (&args.preserve_partial, always) {
         (Some(d), _) => d.clone(),
-        (None, true) => cx.state_root().join("partial"),
+        (None, true) => g.root.join("partial"),
         (None, false) => return Ok(None),
     };
     let bytes = read_back(&attempt.stdout)?;

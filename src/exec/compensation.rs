@@ -2,12 +2,12 @@
 //! runs an attempt (a process group of its own, the timeout, signals forwarded), each
 //! checkpointed in the saga before and after it runs ([`crate::store::sagas`]).
 
-use crate::context::Context;
 use crate::core::attempt_plan::End;
 use crate::core::saga::{CompensationStatus, Ended, Saga, SagaStatus};
 use crate::exec::child::{self, Interrupts, Spec};
 use crate::exit::Failure;
 use crate::store::files;
+use crate::store::ground::Ground;
 use crate::store::sagas::{archive, checkpoint, not_begun, push_record, put, saga_of, update};
 use serde_json::{json, Value};
 use std::ffi::OsString;
@@ -32,20 +32,20 @@ pub struct Compensation {
 /// checkpointed as started before it runs and as succeeded or failed after, so a run cut off
 /// by a crash resumes where it stopped. The caller holds the saga's own lock.
 pub fn compensate(
-    cx: &Context,
+    g: &Ground,
     file: &Path,
     workflow: &str,
     reason: &str,
     limits: &Limits,
 ) -> Result<Compensation, Failure> {
-    let (mut saga, resumed) = update(file, cx, |doc| {
+    let (mut saga, resumed) = update(file, g, |doc| {
         let mut doc = doc.ok_or_else(|| not_begun(workflow, file))?;
         let mut saga = saga_of(&doc, workflow, file)?.ok_or_else(|| not_begun(workflow, file))?;
         let resumed = saga.compensation_began();
         if saga.status != SagaStatus::Compensated {
             let archived = match &saga.state_archived {
                 Some(_) => None,
-                None => Some(archive(file, &doc, cx)?.display().to_string()),
+                None => Some(archive(file, &doc, g)?.display().to_string()),
             };
             saga.start_compensation(reason, archived);
             put(&mut doc, &saga)?;
@@ -75,8 +75,8 @@ pub fn compensate(
         );
         // Each checkpoint at the time it is made: a long compensation run's records carry
         // their own times.
-        checkpoint(file, cx, workflow, |saga, _| {
-            saga.mark_started(i, cx.clock());
+        checkpoint(file, g, workflow, |saga, _| {
+            saga.mark_started(i, g.clock());
             Ok(())
         })?;
         let Compensated { ended, interrupted } = run_compensation(
@@ -85,8 +85,8 @@ pub fn compensate(
             &s.name,
             limits,
         );
-        saga = checkpoint(file, cx, workflow, |saga, doc| {
-            if let Some(rec) = saga.mark_finished(i, &ended, notified, cx.clock()) {
+        saga = checkpoint(file, g, workflow, |saga, doc| {
+            if let Some(rec) = saga.mark_finished(i, &ended, notified, g.clock()) {
                 push_record(doc, &rec);
             }
             Ok(())
@@ -94,7 +94,7 @@ pub fn compensate(
         match &ended.failure {
             None => done.push(s.name.clone()),
             Some(why) => {
-                cx.warn(&format!("compensation of step `{}` {why}", s.name));
+                g.warn(&format!("compensation of step `{}` {why}", s.name));
                 failed
                     .push(json!({"step": s.name, "detail": why, "exit_status": ended.exit_status}));
             }
@@ -104,7 +104,7 @@ pub fn compensate(
             break;
         }
     }
-    saga = checkpoint(file, cx, workflow, |saga, _| {
+    saga = checkpoint(file, g, workflow, |saga, _| {
         saga.finish();
         Ok(())
     })?;

@@ -16,13 +16,13 @@
 mod answer;
 mod item;
 
-use crate::context::Context;
 use crate::core::phase::plan::{self, Item, PhasePlan};
 use crate::core::phase::{self as model, ItemState, Manifest, PhaseStatus};
 use crate::core::policy::Policy;
 use crate::exec::child::Interrupts;
 use crate::exit::Failure;
 use crate::store::files;
+use crate::store::ground::Ground;
 use crate::store::manifests;
 use item::{not_reached, run_item, settle, unfiled, ItemRun, Shared};
 use serde_json::{json, Value};
@@ -40,6 +40,8 @@ pub struct Target<'a> {
     pub phase: &'a str,
     /// The session id, for the error log.
     pub session: Option<&'a str>,
+    /// The seed of the retry delays' jitter, every item's.
+    pub seed: u64,
     /// After forwarding SIGINT/SIGTERM to the items, SIGKILL what is left this long after.
     pub grace: Duration,
     /// SIGKILL an item this long after its timeout's SIGTERM.
@@ -71,13 +73,16 @@ pub struct Answered {
 
 /// What the runner needs of one phase run.
 pub struct Job<'a> {
-    cx: &'a Context,
+    ground: &'a Ground<'a>,
+    /// The policy in force (an item that never ran is classified and recorded by it).
+    base: &'a Policy,
     plan: &'a PhasePlan,
     /// The policy with the plan's phase settings (items are laid over it one by one).
     policy: Policy,
     workflow: &'a str,
     phase: &'a str,
     session: Option<&'a str>,
+    seed: u64,
     grace: Duration,
     kill_after: Duration,
     budget: Option<Duration>,
@@ -88,15 +93,16 @@ pub struct Job<'a> {
 impl Job<'_> {
     /// Now, as the manifest writes it (`TRIAGE_NOW` when set).
     fn stamp(&self) -> String {
-        crate::core::saga::stamp(self.cx.clock())
+        crate::core::saga::stamp(self.ground.clock())
     }
 }
 
-/// `phase run`: runs every item of `plan`, decides, and writes the manifest at `path` (the
-/// caller holds its lock). A phase left unfinished is continued with `resume`, not run again,
-/// unless `fresh`.
-pub fn start(
-    cx: &Context,
+/// `phase run`: runs every item of `plan` under the policy (`policy` reads it, once the phase
+/// is known to start), decides, and writes the manifest at `path` (the caller holds its lock).
+/// A phase left unfinished is continued with `resume`, not run again, unless `fresh`.
+pub fn start<'p>(
+    g: &Ground,
+    policy: impl FnOnce() -> Result<&'p Policy, Failure>,
     t: &Target,
     plan: &PhasePlan,
     fresh: bool,
@@ -116,7 +122,8 @@ pub fn start(
             )));
         }
     }
-    let policy = plan::phase_settings(cx.policy()?, plan, t.phase);
+    let base = policy()?;
+    let policy = plan::phase_settings(base, plan, t.phase);
     let mut m = Manifest::new(
         t.workflow,
         t.phase,
@@ -127,17 +134,19 @@ pub fn start(
                 plan::side_effects(&policy, item),
             )
         },
-        &crate::core::saga::stamp(cx.now),
+        &crate::core::saga::stamp(g.now),
     );
     let todo: Vec<usize> = (0..plan.items.len()).collect();
-    go(cx, t, plan, policy, path, &mut m, todo, None, watcher)
+    go(g, base, t, plan, policy, path, &mut m, todo, None, watcher)
 }
 
 /// `phase resume`: runs again what a paused or killed run left unfinished (`rerun`: items
-/// with side effects a person gave leave to run again), decides, and writes the manifest at
+/// with side effects a person gave leave to run again) under the policy (`policy` reads it,
+/// once what the last run left is known and stopped), decides, and writes the manifest at
 /// `path` (the caller holds its lock).
-pub fn resume(
-    cx: &Context,
+pub fn resume<'p>(
+    g: &Ground,
+    policy: impl FnOnce() -> Result<&'p Policy, Failure>,
     t: &Target,
     rerun: &[String],
     path: &Path,
@@ -150,7 +159,7 @@ pub fn resume(
         ))
     })?;
     let rerun = m
-        .leave_to_rerun(rerun, &crate::core::saga::stamp(cx.now))
+        .leave_to_rerun(rerun, &crate::core::saga::stamp(g.now))
         .map_err(Failure::usage)?;
     let died = m.status == PhaseStatus::Running;
     // Items a dead runner left running: their groups may live on. Stop what is left; they run
@@ -169,7 +178,8 @@ pub fn resume(
         e.pgid = None;
     }
     let plan = m.plan.clone();
-    let policy = plan::phase_settings(cx.policy()?, &plan, t.phase);
+    let base = policy()?;
+    let policy = plan::phase_settings(base, &plan, t.phase);
     // The policy of the day may say side effects where the manifest did not: either holds.
     for (e, item) in m.items.iter_mut().zip(&plan.items) {
         e.side_effects |= plan::side_effects(&policy, item);
@@ -197,7 +207,8 @@ pub fn resume(
     m.status = PhaseStatus::Running;
     m.message = None;
     go(
-        cx,
+        g,
+        base,
         t,
         &plan,
         policy,
@@ -212,7 +223,8 @@ pub fn resume(
 /// Runs `todo`, decides, writes the manifest and answers.
 #[allow(clippy::too_many_arguments)]
 fn go(
-    cx: &Context,
+    g: &Ground,
+    base: &Policy,
     t: &Target,
     plan: &PhasePlan,
     policy: Policy,
@@ -230,17 +242,19 @@ fn go(
         .abort_ratio
         .unwrap_or(policy.thresholds.phase_failure_ratio);
     let job = Job {
-        cx,
+        ground: g,
+        base,
         plan,
         policy,
         workflow: t.workflow,
         phase: t.phase,
         session: t.session,
+        seed: t.seed,
         grace: t.grace,
         kill_after: t.kill_after,
         budget,
         manifest: path,
-        files: manifests::files_dir(&cx.state_root(), t.workflow, t.phase),
+        files: manifests::files_dir(&g.root, t.workflow, t.phase),
     };
     m.runner_pid = Some(std::process::id());
     m.status = PhaseStatus::Running;
@@ -330,6 +344,7 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
     let mut pending: VecDeque<usize> = todo.into();
     let mut running: HashMap<usize, Interrupts> = HashMap::new();
     let shared = Shared {
+        seed: job.seed,
         files: &job.files,
         kill_after: job.kill_after,
         grace: job.grace,
@@ -391,7 +406,10 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
                 }
                 let flags = Interrupts::detached();
                 running.insert(i, flags.clone());
-                let cx = job.cx.with_policy(job.item_policy(item));
+                // Each item has a ground of its own (the lock waits of a new call) and its
+                // policy: the plan's settings laid over the phase's.
+                let ground = job.ground.at(job.ground.now);
+                let policy = job.item_policy(item);
                 let tx = tx.clone();
                 let cascade = &cascade;
                 s.spawn(move || {
@@ -401,7 +419,9 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
                             let _ = tx.send(Msg::Spawned(i, pid));
                         }
                     };
-                    let r = run_item(shared, item, &cx, &flags, cascade, deadline, &told);
+                    let r = run_item(
+                        shared, item, &ground, &policy, &flags, cascade, deadline, &told,
+                    );
                     let _ = tx.send(Msg::Done(i, Box::new(r)));
                 });
             }
@@ -470,7 +490,7 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
     })?;
     // The kept outputs are durable before the final manifest names them.
     if let Err(f) = book.sync_files(job) {
-        job.cx
+        job.ground
             .warn(&format!("cannot fsync the items' files: {}", f.message));
     }
     if ran.budget_ended && ran.interrupted.is_none() {
@@ -513,12 +533,12 @@ impl Book {
     /// Writes the manifest after the files it names; a failure is a warning.
     fn save(&mut self, job: &Job, m: &mut Manifest) {
         if let Err(f) = self.sync_files(job) {
-            job.cx
+            job.ground
                 .warn(&format!("cannot fsync the items' files: {}", f.message));
         }
         m.updated_at = job.stamp();
         if let Err(f) = manifests::write_as(job.manifest, m, false) {
-            job.cx
+            job.ground
                 .warn(&format!("cannot write the manifest: {}", f.message));
         }
         self.written = Some(Instant::now());
@@ -551,7 +571,7 @@ impl Job<'_> {
     pub fn save(&self, m: &mut Manifest) {
         m.updated_at = self.stamp();
         if let Err(f) = manifests::write(self.manifest, m) {
-            self.cx
+            self.ground
                 .warn(&format!("cannot write the manifest: {}", f.message));
         }
     }

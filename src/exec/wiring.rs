@@ -2,7 +2,8 @@
 //! interrupt flags it watches, where the final stdout and the commands' stderr go, and what
 //! may stop its retries from outside. `triage run` wires it to its own process; `triage
 //! phase` wires each work item to its own files, its own interrupt flags (raised when the
-//! phase is interrupted), the phase's time budget and the phase-wide cascade flag.
+//! phase is interrupted), the phase's time budget and the phase-wide cascade flag. Either
+//! hands it the jitter's seed, which the edge draws from the environment.
 
 use super::child::Interrupts;
 use crate::core::attempt_plan::Next;
@@ -31,11 +32,14 @@ pub struct Wiring<'a> {
     pub deadline: Option<Instant>,
     /// Raised when the cascade rule fires, here or in a sibling: retries stop everywhere.
     pub cascade: Option<&'a AtomicBool>,
+    /// The seed of the retry delays' jitter (`TRIAGE_SEED`, else drawn from the clock).
+    pub seed: u64,
 }
 
 impl<'a> Wiring<'a> {
-    /// `triage run`'s own wiring: its stdin, its signals, its stdout and stderr.
-    pub fn own(stdin: Option<Arc<Vec<u8>>>, interrupts: &'a Interrupts) -> Wiring<'a> {
+    /// `triage run`'s own wiring: its stdin, its signals, its stdout and stderr, and the
+    /// jitter's `seed`.
+    pub fn own(stdin: Option<Arc<Vec<u8>>>, interrupts: &'a Interrupts, seed: u64) -> Wiring<'a> {
         Wiring {
             stdin,
             interrupts,
@@ -45,6 +49,7 @@ impl<'a> Wiring<'a> {
             on_spawn: None,
             deadline: None,
             cascade: None,
+            seed,
         }
     }
 
@@ -104,7 +109,7 @@ mod tests {
     fn cascade_in_one_item_stops_the_retries_of_its_siblings() {
         let flag = AtomicBool::new(false);
         let i = Interrupts::detached();
-        let mut w = Wiring::own(None, &i);
+        let mut w = Wiring::own(None, &i, 0);
         w.cascade = Some(&flag);
         let retry = Next::Retry(Duration::ZERO);
         assert_eq!(w.veto(&retry, &[]), None);
@@ -117,7 +122,7 @@ mod tests {
     #[test]
     fn the_budget_shortens_timeouts_and_vetoes_late_retries() {
         let i = Interrupts::detached();
-        let mut w = Wiring::own(None, &i);
+        let mut w = Wiring::own(None, &i, 0);
         assert_eq!(
             w.clamp(Some(Duration::from_secs(5))),
             Some(Duration::from_secs(5))

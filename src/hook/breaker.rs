@@ -25,9 +25,10 @@ pub fn answer(cx: &crate::context::Context, p: &Payload) -> Result<Response, Fai
         return Ok(Response::default());
     };
     let session = p.session_id();
+    let g = cx.ground();
     match p.event() {
         Some("PreToolUse") => {
-            let r = check_in(cx, key, session)?;
+            let r = check_in(&g, cx.policy()?, key, session)?;
             if r.allowed {
                 Ok(Response::default())
             } else {
@@ -40,12 +41,12 @@ pub fn answer(cx: &crate::context::Context, p: &Payload) -> Result<Response, Fai
                 duration_ms: p.duration_ms(),
                 ..CallReport::default()
             };
-            record_in(cx, key, session, &report)?;
+            record_in(&g, cx.policy()?, key, session, &report)?;
             // A success: the agent's failures in this session (its workflow) recorded before
             // this call started are resolved (not those of siblings that ran beside it).
-            let started = crate::store::error_log::started_at(cx, p.duration_ms());
+            let started = crate::store::error_log::started_at(&g, p.duration_ms());
             crate::store::error_log::recovered(
-                cx,
+                &g,
                 session.unwrap_or(""),
                 key,
                 "breaker --hook PostToolUse",
@@ -66,7 +67,7 @@ pub fn answer(cx: &crate::context::Context, p: &Payload) -> Result<Response, Fai
                 duration_ms: p.duration_ms(),
                 ..CallReport::default()
             };
-            record_in(cx, key, session, &report)?;
+            record_in(&g, cx.policy()?, key, session, &report)?;
             Ok(Response::default())
         }
         _ => Ok(Response::default()),

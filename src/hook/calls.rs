@@ -20,7 +20,8 @@ pub(super) fn pre_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failur
     let Some(key) = guarded_key(cx, p)? else {
         return Ok(Response::default());
     };
-    let r = breaker::check_in(cx, key, p.session_id())?;
+    let g = cx.ground();
+    let r = breaker::check_in(&g, cx.policy()?, key, p.session_id())?;
     if !r.allowed {
         return Ok(Response::deny(breaker::template4_reason(&r)));
     }
@@ -30,7 +31,7 @@ pub(super) fn pre_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failur
             ticket: r.ticket,
             at_ms: cx.now.timestamp_millis(),
         };
-        if let Err(f) = sessions::remember_start(cx, p.session_id(), id, &start) {
+        if let Err(f) = sessions::remember_start(&g, p.session_id(), id, &start) {
             cx.warn(&format!(
                 "the call goes ahead, but its start time was not kept: {f}"
             ));
@@ -45,7 +46,7 @@ pub(super) fn post_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failu
     };
     let start = p
         .tool_use_id()
-        .and_then(|id| sessions::take_start(cx, p.session_id(), id));
+        .and_then(|id| sessions::take_start(&cx.ground(), p.session_id(), id));
     if p.is_subagent_tool() {
         if let Some(agent_id) = p.response_agent_id() {
             return subagent_call(cx, p, key, agent_id, start);
@@ -75,7 +76,12 @@ fn subagent_call(
         ticket: None,
         at_ms: cx.now.timestamp_millis(),
     });
-    let ended = sessions::meet_end(cx, p.session_id(), agent_id, background.then_some(&start))?;
+    let ended = sessions::meet_end(
+        &cx.ground(),
+        p.session_id(),
+        agent_id,
+        background.then_some(&start),
+    )?;
     let Some(ended) = ended else {
         if background {
             // Its SubagentStop will complete the call.
@@ -155,7 +161,7 @@ pub(super) fn subagent_stop(cx: &Context, p: &Payload) -> Result<Response, Failu
         at_ms: cx.now.timestamp_millis(),
         key: agent.to_string(),
     };
-    let start = match sessions::meet_start(cx, p.session_id(), agent_id, &ended) {
+    let start = match sessions::meet_start(&cx.ground(), p.session_id(), agent_id, &ended) {
         Ok(Some(start)) => start,
         // A foreground subagent: its PostToolUse comes next and completes the call.
         Ok(None) => return Ok(response),
@@ -207,7 +213,8 @@ fn complete(
         to_write = Some((kind.unwrap_or(Kind::ValidationFailed), text));
     }
     let mut timeout_note = None;
-    let limit = cx.policy()?.agent(agent).timeout;
+    let policy = cx.policy()?;
+    let limit = policy.agent(agent).timeout;
     if let (Some(ms), Some(limit)) = (elapsed_ms, limit) {
         let limit_ms = u64::try_from(limit.0.as_millis()).unwrap_or(u64::MAX);
         if ms > limit_ms {
@@ -234,15 +241,16 @@ fn complete(
         detail,
         duration_ms: elapsed_ms,
     };
-    if let Err(f) = breaker::record_in(cx, key, p.session_id(), &report) {
+    let g = cx.ground();
+    if let Err(f) = breaker::record_in(&g, policy, key, p.session_id(), &report) {
         cx.warn(&format!("the breaker did not hear of this call: {f}"));
     }
     if outcome == Outcome::Success {
         // A success: the agent's failures in this session (its workflow) recorded before this
         // call started are resolved (not those of siblings that ran beside it).
         let by = format!("hook {}", p.event().unwrap_or("PostToolUse"));
-        let started = error_log::started_at(cx, elapsed_ms);
-        error_log::recovered(cx, p.session_id().unwrap_or(""), agent, &by, Some(started));
+        let started = error_log::started_at(&g, elapsed_ms);
+        error_log::recovered(&g, p.session_id().unwrap_or(""), agent, &by, Some(started));
     }
     let mut warnings = Vec::new();
     if let Some((kind, text)) = to_write {

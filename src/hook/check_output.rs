@@ -86,22 +86,23 @@ fn stop(
         output: Some(output),
         ..Input::default()
     };
-    let (verdict, rules, criticality) = project_files::judge(cx, &input, flags)?;
+    let g = cx.ground();
+    let (verdict, rules, criticality) = project_files::judge(&g, cx.policy()?, &input, flags);
     let key = payload
         .agent_id()
         .or(agent.as_deref())
         .unwrap_or("main")
         .to_string();
-    let counter = counter_path(cx, payload.session_id().unwrap_or("no-session"), &key);
+    let counter = counter_path(&g, payload.session_id().unwrap_or("no-session"), &key);
     let who = agent.as_deref().unwrap_or("the subagent");
     if verdict.ok {
-        reset(cx, &counter)?;
+        reset(&g, &counter)?;
         // The main agent's passing stop is its success: its open failures in this session
         // (its workflow) are resolved. A subagent's is resolved when its call completes,
         // which knows when the call started.
         if let (false, Some(a)) = (subagent, agent.as_deref()) {
             let session = payload.session_id().unwrap_or("");
-            crate::store::error_log::recovered(cx, session, a, "hook Stop", Some(cx.now));
+            crate::store::error_log::recovered(&g, session, a, "hook Stop", Some(cx.now));
         }
         return Ok(Judged {
             response: Response::default(),
@@ -118,7 +119,7 @@ fn stop(
     if verdict.failed().any(|c| c.check == "not_blocked") {
         // Seed 004: a blocked worker stops and escalates. Blocking it back would make it carry
         // on; the user is the one who can unblock it.
-        reset(cx, &counter)?;
+        reset(&g, &counter)?;
         let (recorded, warnings) = match record(cx, payload, &verdict, RecordAs::Blocked) {
             Ok((_, w)) => (true, w),
             Err(f) => {
@@ -160,7 +161,7 @@ fn stop(
         });
     }
     let max = rules.max_rejections.unwrap_or(DEFAULT_MAX_REJECTIONS);
-    let count = bump(cx, &counter, &key)?;
+    let count = bump(&g, &counter, &key)?;
     if count <= max {
         return Ok(Judged {
             response: Response::block(format!(
@@ -171,7 +172,7 @@ fn stop(
             warnings: Vec::new(),
         });
     }
-    reset(cx, &counter)?;
+    reset(&g, &counter)?;
     let (logged, recorded, warnings) = match record(cx, payload, &verdict, RecordAs::LetGo(max)) {
         Ok((path, w)) => (
             format!(" Recorded as validation_failed in {}.", path.display()),
@@ -230,7 +231,7 @@ fn post_tool_use(
         )),
         ..Input::default()
     };
-    let (verdict, _, criticality) = project_files::judge(cx, &input, flags)?;
+    let (verdict, _, criticality) = project_files::judge(&cx.ground(), cx.policy()?, &input, flags);
     if verdict.ok {
         return Ok(Response::default());
     }
@@ -393,7 +394,7 @@ fn record(
     if rec.workflow_id.is_none() {
         rec.workflow_id = rec.session_id.clone();
     }
-    let recorded = crate::store::error_log::record(cx, rec, None)?;
+    let recorded = crate::store::error_log::record(&cx.ground(), cx.policy()?, rec, None)?;
     Ok((
         crate::store::error_log::log_path(&cx.state_root()),
         recorded.warnings,

@@ -27,15 +27,16 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
     }
     // A subagent whose SubagentStop already recorded its failure (let go after its
     // rejections) ends here too: one failure, one record.
+    let g = cx.ground();
     let ended = match guarded {
-        Some(key) if p.is_subagent_tool() => sessions::take_end_for_key(cx, p.session_id(), key),
+        Some(key) if p.is_subagent_tool() => sessions::take_end_for_key(&g, p.session_id(), key),
         _ => None,
     };
     // The breaker first: the gate of the next call must not depend on the error log.
     if let Some(key) = guarded {
         let start = p
             .tool_use_id()
-            .and_then(|id| sessions::take_start(cx, p.session_id(), id));
+            .and_then(|id| sessions::take_start(&g, p.session_id(), id));
         // An interrupt is the user's doing, not the agent's failure: neutral for the breaker.
         let outcome = if p.is_interrupt() {
             Outcome::Ignored
@@ -49,7 +50,7 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
             detail: p.error().map(str::to_string),
             duration_ms: p.duration_ms(),
         };
-        if let Err(f) = breaker::record_in(cx, key, p.session_id(), &report) {
+        if let Err(f) = breaker::record_in(&g, policy, key, p.session_id(), &report) {
             cx.warn(&format!("the breaker did not hear of this failure: {f}"));
         }
     }

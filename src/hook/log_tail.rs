@@ -13,7 +13,8 @@ const LOG_TAIL: u64 = 4 << 20;
 
 /// Visits the log lines in the last [`LOG_TAIL`] bytes of the error log.
 fn visit_tail(cx: &Context, mut visit: impl FnMut(&LogLine)) -> Result<(), Failure> {
-    crate::store::error_log::visit_tail(cx, &cx.state_root(), LOG_TAIL, |line| {
+    let g = cx.ground();
+    crate::store::error_log::visit_tail(&g, &g.root, LOG_TAIL, |line| {
         if let Some(l) = LogLine::parse(line) {
             visit(&l);
         }

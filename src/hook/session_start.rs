@@ -35,7 +35,8 @@ fn breaker_line(s: &breaker::Status) -> Option<String> {
 }
 
 pub(super) fn session_start(cx: &Context, p: &Payload) -> Result<Response, Failure> {
-    let pruned = sessions::prune_starts(cx);
+    let g = cx.ground();
+    let pruned = sessions::prune_starts(&g);
     if pruned > 0 {
         cx.trace(
             "info",
@@ -43,7 +44,7 @@ pub(super) fn session_start(cx: &Context, p: &Payload) -> Result<Response, Failu
         );
     }
     let mut parts = Vec::new();
-    let not_closed: Vec<String> = breaker::status_all(cx)?
+    let not_closed: Vec<String> = breaker::status_all(&g, || cx.policy())?
         .into_iter()
         .filter_map(|s| breaker_line(&s))
         .collect();

@@ -13,12 +13,12 @@
 pub mod calls;
 pub mod manual;
 
-use crate::context::Context;
 use crate::core::breaker::{Breaker, Millis, Transition};
-use crate::core::policy::BreakerSettings;
+use crate::core::policy::{BreakerSettings, Policy};
 use crate::exit::Failure;
 use crate::store::files;
 use crate::store::fleet::select;
+use crate::store::ground::Ground;
 use chrono::{SecondsFormat, TimeZone, Utc};
 use std::path::{Path, PathBuf};
 
@@ -71,18 +71,24 @@ impl<T, F> Apply<T> for F where
 {
 }
 
-/// Lock, load (rebuilding a corrupt state), apply, store if changed, log the transitions.
-pub fn update<T>(cx: &Context, id: &Id, mut apply: impl Apply<T>) -> Result<T, Failure> {
-    if select::configured(cx) {
-        let settings = cx.policy()?.breaker_for(&id.policy_key);
-        let done = select::with(cx, "breaker", |r| {
-            on_fleet::update(cx, r, id, &settings, &mut apply)
+/// Lock, load (rebuilding a corrupt state), apply with the key's settings in `policy`, store
+/// if changed, log the transitions.
+pub fn update<T>(
+    g: &Ground,
+    policy: &Policy,
+    id: &Id,
+    mut apply: impl Apply<T>,
+) -> Result<T, Failure> {
+    if select::configured(g) {
+        let settings = policy.breaker_for(&id.policy_key);
+        let done = select::with(g, "breaker", |r| {
+            on_fleet::update(g, r, id, &settings, &mut apply)
         });
         if let Some(done) = done {
             return done;
         }
     }
-    on_files::update(cx, id, apply)
+    on_files::update(g, policy, id, apply)
 }
 
 /// Where the breakers are kept, for people: the fleet's Redis and namespace, or the folder.
@@ -95,14 +101,14 @@ pub struct Location {
 }
 
 /// Where [`stored_ids`] looks (a fleet that does not answer falls back to the folder).
-pub fn location(cx: &Context) -> Location {
-    if let Some(Ok(c)) = cx.fleet_config() {
+pub fn location(g: &Ground) -> Location {
+    if let Some(Ok(c)) = g.fleet() {
         return Location {
             place: format!("{}, namespace {}", c.target, c.namespace),
             missing_root: None,
         };
     }
-    let root = cx.state_root();
+    let root = g.root.clone();
     Location {
         place: root.join("breakers").display().to_string(),
         missing_root: (!root.is_dir()).then_some(root),
@@ -110,42 +116,42 @@ pub fn location(cx: &Context) -> Location {
 }
 
 /// Every breaker with a stored state, sorted by key.
-pub fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
-    if let Some(ids) = select::with(cx, "listing breakers", on_fleet::stored_ids) {
+pub fn stored_ids(g: &Ground) -> Result<Vec<Id>, Failure> {
+    if let Some(ids) = select::with(g, "listing breakers", on_fleet::stored_ids) {
         return Ok(ids);
     }
-    on_files::stored_ids(cx)
+    on_files::stored_ids(g)
 }
 
 /// Now, as the breakers' times are measured: the fleet's server clock (`TIME`) with a fleet
 /// store, unless `TRIAGE_NOW` fixed the time; else this host's. For readers that do not go
 /// through [`update`] (which hands `apply` that time itself).
-pub fn now(cx: &Context) -> Millis {
-    if !cx.fixed_now {
-        if let Some(t) = select::with(cx, "reading the server's clock", |r| r.time_ms()) {
+pub fn now(g: &Ground) -> Millis {
+    if !g.fixed_now {
+        if let Some(t) = select::with(g, "reading the server's clock", |r| r.time_ms()) {
             return t;
         }
     }
-    millis(cx)
+    millis(g)
 }
 
 /// Whether the breaker exists: it was checked, recorded (a check of a closed breaker stores
 /// no state, yet its ticket must go stale on a reset) or copied. An operator's typo must not
 /// make a phantom breaker.
-pub fn exists(cx: &Context, id: &Id) -> bool {
-    if let Some(found) = select::with(cx, "looking up a breaker", |r| r.breaker_exists(&id.key)) {
+pub fn exists(g: &Ground, id: &Id) -> bool {
+    if let Some(found) = select::with(g, "looking up a breaker", |r| r.breaker_exists(&id.key)) {
         return found;
     }
-    on_files::exists(cx, id)
+    on_files::exists(g, id)
 }
 
 /// One breaker as stored, read without exclusion and never written; `None` when it has no
 /// state or the state is unreadable.
-pub fn peek(cx: &Context, id: &Id) -> Option<Breaker> {
-    if let Some(b) = select::with(cx, "reading a breaker", |r| r.breaker_peek(&id.key)) {
+pub fn peek(g: &Ground, id: &Id) -> Option<Breaker> {
+    if let Some(b) = select::with(g, "reading a breaker", |r| r.breaker_peek(&id.key)) {
         return b.and_then(|bytes| serde_json::from_slice(&bytes).ok());
     }
-    on_files::peek(cx, id)
+    on_files::peek(g, id)
 }
 
 /// The fleet backend: the same machine, stored in Redis by compare-and-set.
@@ -154,7 +160,7 @@ mod on_fleet {
     use crate::store::fleet::{breaker::Call, Remote, RemoteError};
 
     pub(super) fn update<T>(
-        cx: &Context,
+        g: &Ground,
         r: &mut Remote,
         id: &Id,
         settings: &BreakerSettings,
@@ -165,14 +171,14 @@ mod on_fleet {
         let call = Call {
             key: &id.key,
             fresh: &fresh,
-            now: cx.fixed_now.then(|| millis(cx)),
-            deadline: std::time::Instant::now() + cx.lock_wait(),
+            now: g.fixed_now.then(|| millis(g)),
+            deadline: std::time::Instant::now() + g.lock_wait(),
             event: &event,
         };
         let done = r.breaker(&call, |b, now| apply(b, settings, now))?;
         Ok(done.map(|a| {
             if let Some(problem) = a.rebuilt {
-                cx.warn(&format!(
+                g.warn(&format!(
                     "breaker `{}` state in the fleet's Redis was unusable ({problem}); kept it beside the new state (field `unusable`) and started afresh (closed)",
                     id.key
                 ));
@@ -204,12 +210,12 @@ mod on_fleet {
 /// Visits the logged transitions, oldest first (the fleet's stream, or
 /// `logs/breaker-events.jsonl`); `visit` says whether a line was valid.
 pub fn events(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
     mut visit: impl FnMut(&[u8]) -> bool,
 ) -> Result<(), Failure> {
     let mut seen = 0u64;
-    let read = select::with(cx, "reading breaker events", |r| {
+    let read = select::with(g, "reading breaker events", |r| {
         r.breaker_events(|_, line| {
             seen += 1;
             visit(line)
@@ -241,7 +247,7 @@ pub struct Migrated {
 /// Copies the breakers kept in the files under `root` into the fleet's Redis, each as it is
 /// unless the fleet has that key already: run again, it copies nothing twice.
 pub fn migrate(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
     r: &mut crate::store::fleet::Remote,
 ) -> Result<Result<Migrated, crate::store::fleet::RemoteError>, Failure> {
@@ -256,7 +262,7 @@ pub fn migrate(
             continue;
         };
         let Ok(b) = serde_json::from_slice::<Breaker>(&bytes) else {
-            cx.warn(&format!(
+            g.warn(&format!(
                 "{} is not a breaker's state; not copied",
                 dir.join(&entry.name).display()
             ));
@@ -304,8 +310,8 @@ fn rfc3339(ms: Millis) -> String {
         .unwrap_or_else(|| ms.to_string())
 }
 
-fn millis(cx: &Context) -> Millis {
-    cx.now.timestamp_millis()
+fn millis(g: &Ground) -> Millis {
+    g.now.timestamp_millis()
 }
 
 /// The file backend: what `commands::breaker` did before the seam, moved.
@@ -317,23 +323,28 @@ mod on_files {
     }
 
     /// Its first check or record made its lock sidecar, if not its state file.
-    pub(super) fn exists(cx: &Context, id: &Id) -> bool {
-        let path = path_of(&cx.state_root().join("breakers"), id);
+    pub(super) fn exists(g: &Ground, id: &Id) -> bool {
+        let path = path_of(&g.root.join("breakers"), id);
         path.symlink_metadata().is_ok()
             || files::with_suffix(&path, ".lock")
                 .symlink_metadata()
                 .is_ok()
     }
 
-    pub(super) fn update<T>(cx: &Context, id: &Id, mut apply: impl Apply<T>) -> Result<T, Failure> {
-        let dir = cx.ensure_root()?.join("breakers");
+    pub(super) fn update<T>(
+        g: &Ground,
+        policy: &Policy,
+        id: &Id,
+        mut apply: impl Apply<T>,
+    ) -> Result<T, Failure> {
+        let dir = g.ensure_root()?.join("breakers");
         files::ensure_dir(&dir)?;
         let path = path_of(&dir, id);
-        let _lock = files::lock(&path, cx.lock_wait())?;
-        let (mut b, rebuilt) = load(cx, &path, id)?;
+        let _lock = files::lock(&path, g.lock_wait())?;
+        let (mut b, rebuilt) = load(g, &path, id)?;
         let before = b.clone();
-        let settings = cx.policy()?.breaker_for(&id.policy_key);
-        let now = millis(cx);
+        let settings = policy.breaker_for(&id.policy_key);
+        let now = millis(g);
         let (out, transitions) = apply(&mut b, &settings, now)?;
         if rebuilt || b != before {
             let mut bytes = serde_json::to_vec(&b).map_err(|e| {
@@ -343,13 +354,13 @@ mod on_files {
             // Atomic, not durable (SPEC §6): no fsync on every hook call's path.
             files::replace_unsynced(&path, &bytes, files::Backup::Skip)?;
         }
-        log_transitions(cx, &b, &transitions);
+        log_transitions(g, &b, &transitions);
         Ok(out)
     }
 
     /// The state in `path`; a missing file is a new breaker, a corrupt or unreadable one is
     /// moved aside (never deleted) and rebuilt, with a warning.
-    fn load(cx: &Context, path: &Path, id: &Id) -> Result<(Breaker, bool), Failure> {
+    fn load(g: &Ground, path: &Path, id: &Id) -> Result<(Breaker, bool), Failure> {
         let problem = match files::read_optional(path) {
             Ok(None) => return Ok((id.fresh(), false)),
             Ok(Some(bytes)) => match serde_json::from_slice::<Breaker>(&bytes) {
@@ -361,8 +372,8 @@ mod on_files {
             // entry itself, never what a link points to).
             Err(e) => e.to_string(),
         };
-        let moved = files::quarantine(path, &cx.stamp())?;
-        cx.warn(&format!(
+        let moved = files::quarantine(path, &g.stamp())?;
+        g.warn(&format!(
             "breaker `{}` state was unusable ({problem}); kept it as {} and started afresh (closed)",
             id.key,
             moved.display()
@@ -372,28 +383,28 @@ mod on_files {
 
     /// One line per transition in `logs/breaker-events.jsonl`. The state file is the truth; a
     /// log line that cannot be written is a warning, never a failure of the call.
-    fn log_transitions(cx: &Context, b: &Breaker, transitions: &[Transition]) {
+    fn log_transitions(g: &Ground, b: &Breaker, transitions: &[Transition]) {
         if transitions.is_empty() {
             return;
         }
-        let logs = cx.state_root().join("logs");
+        let logs = g.root.join("logs");
         if let Err(e) = files::ensure_dir(&logs) {
-            cx.warn(&format!("cannot log breaker transitions: {e}"));
+            g.warn(&format!("cannot log breaker transitions: {e}"));
             return;
         }
         let path = logs.join("breaker-events.jsonl");
         for t in transitions {
             let line = event_line(b, t);
-            if let Err(e) = files::append_line(&path, line.to_string().as_bytes(), cx.lock_wait()) {
-                cx.warn(&format!("cannot log breaker transition: {e}"));
+            if let Err(e) = files::append_line(&path, line.to_string().as_bytes(), g.lock_wait()) {
+                g.warn(&format!("cannot log breaker transition: {e}"));
             }
         }
     }
 
     /// Every breaker with a state file, read from the files themselves (a shortened file name
     /// cannot be unescaped; a file that cannot be read is named from its file name).
-    pub(super) fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
-        let dir: PathBuf = cx.state_root().join("breakers");
+    pub(super) fn stored_ids(g: &Ground) -> Result<Vec<Id>, Failure> {
+        let dir: PathBuf = g.root.join("breakers");
         let mut ids = Vec::new();
         for entry in files::list_dir(&dir)? {
             let name = entry.name.to_string_lossy().into_owned();
@@ -421,8 +432,8 @@ mod on_files {
         Ok(ids)
     }
 
-    pub(super) fn peek(cx: &Context, id: &Id) -> Option<Breaker> {
-        let path = path_of(&cx.state_root().join("breakers"), id);
+    pub(super) fn peek(g: &Ground, id: &Id) -> Option<Breaker> {
+        let path = path_of(&g.root.join("breakers"), id);
         let bytes = files::read_optional(&path).ok()??;
         serde_json::from_slice::<Breaker>(&bytes).ok()
     }

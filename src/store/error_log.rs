@@ -24,10 +24,10 @@ pub use prune::prune;
 pub use record::{record, Recorded};
 pub use resolve::{recovered, resolve, started_at, Selection};
 
-use crate::context::Context;
 use crate::core::error_record::{self, Counters, ErrorRecord, LogLine, Resolution, ResolutionLine};
 use crate::exit::Failure;
 use crate::store::files::{self, Lock, StoreError};
+use crate::store::ground::Ground;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -80,7 +80,7 @@ pub enum Written {
 
 /// Writes one record: its id assigned (unique under the lock), its size capped, appended to
 /// the log with the counters brought up to date, or spooled when the lock is busy.
-pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<Written, Failure> {
+pub fn write_record(g: &Ground, root: &Path, rec: &mut ErrorRecord) -> Result<Written, Failure> {
     rec.error_id = String::new();
     let mut value = serde_json::to_value(&*rec)
         .map_err(|e| Failure::data(format!("cannot serialize the record: {e}")))?;
@@ -102,17 +102,17 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
         line.extend_from_slice(rest);
         line
     };
-    let millis = cx.now.timestamp_millis();
+    let millis = g.now.timestamp_millis();
 
     // A fleet store first: the record's id is the fleet's next number. When it cannot take
     // the record, the record is written here as always, and kept for the fleet's log under
     // a nonce that makes pushing it later idempotent.
-    let fleet_nonce = crate::store::fleet::select::configured(cx)
+    let fleet_nonce = crate::store::fleet::select::configured(g)
         .then(|| error_record::unique_error_id(millis, random()));
     if let Some(nonce) = &fleet_nonce {
         let seq0 = error_record::error_id(millis, 0);
         let prefix = seq0.trim_end_matches('0');
-        if let Some(done) = fleet::write(cx, root, rest, prefix, nonce) {
+        if let Some(done) = fleet::write(g, root, rest, prefix, nonce) {
             let (id, written) = done?;
             rec.error_id = id;
             return Ok(written);
@@ -120,12 +120,12 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
     }
     let keep = |id: &str| {
         if let Some(nonce) = &fleet_nonce {
-            fleet::keep(cx, root, nonce, &with_id(id));
+            fleet::keep(g, root, nonce, &with_id(id));
         }
     };
     files::ensure_dir(&root.join("logs"))?;
 
-    let (lock, mut counters) = match lock_with_counters(cx, root)? {
+    let (lock, mut counters) = match lock_with_counters(g, root)? {
         Ok(held) => held,
         Err(busy) => {
             rec.error_id = fleet_nonce
@@ -134,7 +134,7 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
             let path = pending_dir(root).join(format!("{}.json", files::escape_key(&rec.error_id)));
             files::spool(&path, &with_id(&rec.error_id))?;
             keep(&rec.error_id);
-            cx.warn(&format!(
+            g.warn(&format!(
                 "{busy}; the record was kept as {} and the next writer adds it to the log",
                 path.display()
             ));
@@ -157,7 +157,7 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
     let at = counters.log_len;
     files::append_line_locked(&log, &line)?;
     count(&mut counters, at, &line);
-    save_counters(cx, root, &mut counters);
+    save_counters(g, root, &mut counters);
     drop(lock);
     keep(&rec.error_id);
     Ok(Written::Logged(counters))
@@ -173,24 +173,24 @@ pub fn write_record(cx: &Context, root: &Path, rec: &mut ErrorRecord) -> Result<
 /// a closing one at most once per record whoever races ([`fleet::append_resolutions`]); when
 /// it cannot take them they are written here, and kept for `store sync`.
 pub fn append_resolutions(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
     scanned: Option<u64>,
     catch_up: impl FnMut(&[u8]),
     lines: impl FnOnce(&Counters) -> Result<Vec<ResolutionLine>, Failure>,
 ) -> Result<Vec<ResolutionLine>, Failure> {
-    if scanned == Some(FLEET_SCANNED) && crate::store::fleet::select::configured(cx) {
+    if scanned == Some(FLEET_SCANNED) && crate::store::fleet::select::configured(g) {
         let lines = lines(&Counters::new())?;
         let bytes = lines
             .iter()
             .map(resolution_bytes)
             .collect::<Result<Vec<_>, Failure>>()?;
-        if let Some(added) = fleet::append_resolutions(cx, root, &lines, &bytes) {
+        if let Some(added) = fleet::append_resolutions(g, root, &lines, &bytes) {
             return Ok(added);
         }
-        return append_local(cx, root, None, |_| {}, |_| Ok(lines), true);
+        return append_local(g, root, None, |_| {}, |_| Ok(lines), true);
     }
-    append_local(cx, root, scanned, catch_up, lines, false)
+    append_local(g, root, scanned, catch_up, lines, false)
 }
 
 /// A resolution line as appended: cut to fit.
@@ -204,7 +204,7 @@ fn resolution_bytes(l: &ResolutionLine) -> Result<Vec<u8>, Failure> {
 
 /// [`append_resolutions`] on the local log; `keep`: each line also waits for the fleet's log.
 fn append_local(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
     scanned: Option<u64>,
     mut catch_up: impl FnMut(&[u8]),
@@ -212,7 +212,7 @@ fn append_local(
     keep: bool,
 ) -> Result<Vec<ResolutionLine>, Failure> {
     files::ensure_dir(&root.join("logs"))?;
-    let (lock, mut counters) = lock_with_counters(cx, root)?.map_err(Failure::from)?;
+    let (lock, mut counters) = lock_with_counters(g, root)?.map_err(Failure::from)?;
     let log = log_path(root);
     if let Some(from) = scanned {
         // A log replaced since the scan (a prune) is read whole again.
@@ -234,11 +234,11 @@ fn append_local(
         count(&mut counters, at, &bytes);
         counters.log_len = files::file_len(&log)?.unwrap_or(0);
         if keep {
-            fleet::keep(cx, root, &fleet::resolution_nonce(l, cx), &bytes);
+            fleet::keep(g, root, &fleet::resolution_nonce(l, g), &bytes);
         }
     }
     if !lines.is_empty() {
-        save_counters(cx, root, &mut counters);
+        save_counters(g, root, &mut counters);
     }
     drop(lock);
     Ok(lines)
@@ -261,7 +261,7 @@ pub struct Recovery<'a> {
     pub started: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-/// A success of `r.unit` in `r.scope` at the context's time: every open failure of that unit
+/// A success of `r.unit` in `r.scope` at the ground's time: every open failure of that unit
 /// there (recorded before the successful call started) is resolved (`recovered_by_retry`,
 /// automatic), one resolution line each, and so is every interrupt of it not resolved yet
 /// (the resume worked).
@@ -269,9 +269,9 @@ pub struct Recovery<'a> {
 /// Cheap when there is nothing to resolve: the saved counters are read without the lock, and
 /// the lock is taken only when they are stale or count open failures of the unit. Under it,
 /// only the log from the unit's oldest open failure on is read.
-pub fn recover(cx: &Context, root: &Path, r: Recovery) -> Result<Vec<ResolutionLine>, Failure> {
+pub fn recover(g: &Ground, root: &Path, r: Recovery) -> Result<Vec<ResolutionLine>, Failure> {
     let Recovery { scope, unit, .. } = r;
-    if let Some(done) = fleet::recover(cx, root, &r) {
+    if let Some(done) = fleet::recover(g, root, &r) {
         return done;
     }
     let log = log_path(root);
@@ -299,9 +299,9 @@ pub fn recover(cx: &Context, root: &Path, r: Recovery) -> Result<Vec<ResolutionL
             return Ok(Vec::new());
         }
     }
-    let at = cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let at = g.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     append_resolutions(
-        cx,
+        g,
         root,
         None,
         |_| {},
@@ -387,12 +387,12 @@ pub const FLEET_SCANNED: u64 = u64::MAX;
 /// Reads the whole log without the lock (then the spooled records), for a caller that will
 /// append under it with [`append_resolutions`]; returns the byte the log was read up to, or
 /// [`FLEET_SCANNED`] when it read the fleet's log (and what waits to be pushed to it).
-pub fn scan(cx: &Context, root: &Path, mut visit: impl FnMut(&[u8])) -> Result<u64, Failure> {
+pub fn scan(g: &Ground, root: &Path, mut visit: impl FnMut(&[u8])) -> Result<u64, Failure> {
     let mut all = |bytes: &[u8]| {
         visit(bytes);
         true
     };
-    if let Some(done) = fleet::read_all(cx, root, &mut all) {
+    if let Some(done) = fleet::read_all(g, root, &mut all) {
         done?;
         return Ok(FLEET_SCANNED);
     }
@@ -405,9 +405,9 @@ pub fn scan(cx: &Context, root: &Path, mut visit: impl FnMut(&[u8])) -> Result<u
 
 /// Brings the counters up to date with the log and saves them (after a prune replaced it),
 /// so the next hook does not pay for the rebuild.
-pub fn refresh_counters(cx: &Context, root: &Path) -> Result<(), Failure> {
-    let (lock, mut counters) = lock_with_counters(cx, root)?.map_err(Failure::from)?;
-    save_counters(cx, root, &mut counters);
+pub fn refresh_counters(g: &Ground, root: &Path) -> Result<(), Failure> {
+    let (lock, mut counters) = lock_with_counters(g, root)?.map_err(Failure::from)?;
+    save_counters(g, root, &mut counters);
     drop(lock);
     Ok(())
 }
@@ -415,11 +415,11 @@ pub fn refresh_counters(cx: &Context, root: &Path) -> Result<(), Failure> {
 /// Visits every line of the log: the fleet's (and what waits to be pushed to it) with a fleet
 /// store, else the local log and its spooled records; the read statistics.
 pub fn read_all_in(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
     mut visit: impl FnMut(&[u8]) -> bool,
 ) -> Result<files::JsonlStats, Failure> {
-    if let Some(done) = fleet::read_all(cx, root, &mut visit) {
+    if let Some(done) = fleet::read_all(g, root, &mut visit) {
         return done;
     }
     read_all(root, visit)
@@ -437,13 +437,13 @@ pub enum Position {
 /// Visits the log newest first until `visit` says stop: the fleet's with a fleet store, else
 /// the local one up to `end`. Returns where the newest line is, for a follower to go on from.
 pub fn visit_rev(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
     end: Option<u64>,
     mut visit: impl FnMut(&[u8]) -> bool,
 ) -> Result<Position, Failure> {
     let mut seen = 0u64;
-    let fleet = crate::store::fleet::select::with(cx, "reading the error log", |r| {
+    let fleet = crate::store::fleet::select::with(g, "reading the error log", |r| {
         r.read_log_rev(|_, line| {
             seen += 1;
             visit(line)
@@ -465,13 +465,13 @@ pub fn visit_rev(
 /// the fleet's Redis did not answer (the follower tries again). The id of the last one comes
 /// back, for the next call.
 pub fn fleet_after(
-    cx: &Context,
+    g: &Ground,
     after: Option<&str>,
     mut visit: impl FnMut(&[u8]),
 ) -> Option<Option<String>> {
     let from = after.map_or_else(|| "-".to_string(), |id| format!("({id}"));
     let mut last = None;
-    crate::store::fleet::select::with(cx, "following the error log", |r| {
+    crate::store::fleet::select::with(g, "following the error log", |r| {
         r.read_log(&from, |id, line| {
             visit(line);
             last = Some(id.to_string());
@@ -484,12 +484,12 @@ pub fn fleet_after(
 /// Visits the lines at the end of the log (the fleet's with a fleet store), oldest first: as
 /// many as fit in `max_bytes`, so the memory is bounded whatever the log's length.
 pub fn visit_tail(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
     max_bytes: u64,
     mut visit: impl FnMut(&[u8]),
 ) -> Result<(), Failure> {
-    if let Some(lines) = crate::store::fleet::select::with(cx, "reading the error log", |r| {
+    if let Some(lines) = crate::store::fleet::select::with(g, "reading the error log", |r| {
         r.read_log_tail(max_bytes)
     }) {
         lines.iter().for_each(|l| visit(l));
@@ -553,18 +553,18 @@ fn pending(root: &Path) -> Result<Vec<(PathBuf, Vec<u8>)>, Failure> {
 /// `Ok(Err(_))`: the lock was not obtained in time.
 #[allow(clippy::type_complexity)]
 fn lock_with_counters(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
 ) -> Result<Result<(Lock, Counters), StoreError>, Failure> {
     let log = log_path(root);
     let mut scanned: Option<Counters> = None;
     for round in 0..3 {
-        let lock = match files::lock(&log, cx.lock_wait()) {
+        let lock = match files::lock(&log, g.lock_wait()) {
             Ok(l) => l,
             Err(e) if e.is_lock_timeout() => return Ok(Err(e)),
             Err(e) => return Err(e.into()),
         };
-        let cached = read_counters(cx, root)?;
+        let cached = read_counters(g, root)?;
         let cached_seq = cached.as_ref().map_or(0, |c| c.seq);
         let stamp = files::stamp(&log)?.unwrap_or_default();
         // The third round, after the log was replaced twice under the scans, counts under
@@ -573,8 +573,8 @@ fn lock_with_counters(
         for base in [cached, scanned.take()].into_iter().flatten() {
             if let Some(mut c) = catch_up(&log, base, stamp, max)? {
                 // The spool is a courtesy to earlier writers: its trouble never stops this one.
-                if let Err(f) = fold_pending(cx, root, &mut c) {
-                    cx.warn(&format!("spooled records were not added to the log: {f}"));
+                if let Err(f) = fold_pending(g, root, &mut c) {
+                    g.warn(&format!("spooled records were not added to the log: {f}"));
                 }
                 return Ok(Ok((lock, c)));
             }
@@ -646,19 +646,19 @@ fn catch_up(
 
 /// Appends (at most [`FOLD_MAX`]) spooled records to the log and counts them. The caller
 /// holds the log's lock.
-fn fold_pending(cx: &Context, root: &Path, c: &mut Counters) -> Result<(), Failure> {
+fn fold_pending(g: &Ground, root: &Path, c: &mut Counters) -> Result<(), Failure> {
     let log = log_path(root);
     for (path, bytes) in pending(root)?.into_iter().take(FOLD_MAX) {
         let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
         let valid = line.len() < files::MAX_LINE
             && serde_json::from_slice::<Value>(line).is_ok_and(|v| v.is_object());
         if !valid {
-            match files::quarantine(&path, &cx.stamp()) {
-                Ok(q) => cx.warn(&format!(
+            match files::quarantine(&path, &g.stamp()) {
+                Ok(q) => g.warn(&format!(
                     "a spooled record was unreadable; kept it as {}",
                     q.display()
                 )),
-                Err(e) => cx.warn(&format!("a spooled record was unreadable: {e}")),
+                Err(e) => g.warn(&format!("a spooled record was unreadable: {e}")),
             }
             continue;
         }
@@ -673,14 +673,14 @@ fn fold_pending(cx: &Context, root: &Path, c: &mut Counters) -> Result<(), Failu
 
 /// The counters saved beside the log, if they parse and are of this version. Something
 /// planted in their place (a link, a FIFO) is moved aside: they are only a cache.
-fn read_counters(cx: &Context, root: &Path) -> Result<Option<Counters>, Failure> {
+fn read_counters(g: &Ground, root: &Path) -> Result<Option<Counters>, Failure> {
     let path = counters_path(root);
     let bytes = match files::read_optional(&path) {
         Ok(b) => b,
         Err(e) if e.is_refused() => {
             let why = e.to_string();
-            let moved = files::quarantine(&path, &cx.stamp()).map_err(|_| Failure::from(e))?;
-            cx.warn(&format!(
+            let moved = files::quarantine(&path, &g.stamp()).map_err(|_| Failure::from(e))?;
+            g.warn(&format!(
                 "the threshold counters are unusable ({why}); moved that aside as {} and rebuilt them",
                 moved.display()
             ));
@@ -694,7 +694,7 @@ fn read_counters(cx: &Context, root: &Path) -> Result<Option<Counters>, Failure>
 }
 
 /// Saves the counters with the log's new stamp; a failure only costs a rebuild next time.
-fn save_counters(cx: &Context, root: &Path, counters: &mut Counters) {
+fn save_counters(g: &Ground, root: &Path, counters: &mut Counters) {
     let written = files::stamp(&log_path(root))
         .map_err(|e| e.to_string())
         .and_then(|s| {
@@ -705,7 +705,7 @@ fn save_counters(cx: &Context, root: &Path, counters: &mut Counters) {
             files::overwrite_cache(&counters_path(root), &bytes).map_err(|e| e.to_string())
         });
     if let Err(e) = written {
-        cx.warn(&format!(
+        g.warn(&format!(
             "the record was written, but not the threshold counters ({e}); they will be rebuilt from the log"
         ));
     }

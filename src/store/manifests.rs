@@ -3,12 +3,12 @@
 //! atomically, and held by a lock for the whole of a run, a resume or a decision; and a
 //! person's decision recorded at once on the phase's open errors and on its manifest.
 
-use crate::context::Context;
 use crate::core::error_record::{Phase, Resolution};
 use crate::core::phase::{Applied, Manifest};
 use crate::exit::Failure;
 use crate::store::error_log::{self, Selection};
 use crate::store::files::{self, Backup, Lock};
+use crate::store::ground::Ground;
 use std::path::{Path, PathBuf};
 
 /// The manifest of phase `phase` of workflow `workflow`.
@@ -95,7 +95,7 @@ pub struct Decided {
 /// Records choice `letter` (`action`) on every open error of phase `phase` of `workflow` in
 /// the log and on the manifest's items, then writes the manifest (the caller holds its lock).
 pub fn decide(
-    cx: &Context,
+    g: &Ground,
     (workflow, phase): (&str, &str),
     path: &Path,
     m: &mut Manifest,
@@ -111,8 +111,8 @@ pub fn decide(
         user_choice: Some(letter.into()),
         ..Resolution::default()
     };
-    let done = error_log::resolve(cx, &sel, resolution)?;
-    let at = crate::core::saga::stamp(cx.now);
+    let done = error_log::resolve(g, &sel, resolution)?;
+    let at = crate::core::saga::stamp(g.now);
     let items = m.apply_choice(letter, action, &at);
     let resolved: Vec<String> = done.lines.iter().map(|l| l.resolves.clone()).collect();
     let record = serde_json::json!({
@@ -128,7 +128,7 @@ pub fn decide(
     } else {
         m.decision = Some(serde_json::json!({ "choice": record }));
     }
-    m.updated_at = crate::core::saga::stamp(cx.now);
+    m.updated_at = crate::core::saga::stamp(g.now);
     write(path, m)?;
     Ok(Decided {
         resolved,

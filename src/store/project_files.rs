@@ -9,30 +9,28 @@
 //! linked file only when it resolves inside the project, and visits a bounded number of
 //! entries without recursion, so no glob can make it slow or reach outside.
 
-use crate::context::Context;
 use crate::core::glob::{is_literal, normal, project_glob};
 use crate::core::output_check::{self, FileFacts, Input, Verdict};
-use crate::core::policy::OutputRules;
+use crate::core::policy::{OutputRules, Policy};
 use crate::core::vocab::Criticality;
-use crate::exit::Failure;
+use crate::store::ground::Ground;
 use std::path::{Path, PathBuf};
 
-/// Judges one output by the agent's policy rules overlaid by `flags`, its files looked up
-/// under the project; the rules' problems are warnings. Returns the rules and criticality it
-/// used too (the loop guard needs `max_rejections`).
+/// Judges one output by the agent's rules in `policy` overlaid by `flags`, its files looked
+/// up under the project; the rules' problems are warnings. Returns the rules and criticality
+/// it used too (the loop guard needs `max_rejections`).
 pub fn judge(
-    cx: &Context,
+    g: &Ground,
+    policy: &Policy,
     input: &Input,
     flags: &OutputRules,
-) -> Result<(Verdict, OutputRules, Criticality), Failure> {
-    let project = cx.project();
-    let judged = output_check::judge_input(cx.policy()?, input, flags, |pattern| {
-        expand(&project, pattern)
-    });
+) -> (Verdict, OutputRules, Criticality) {
+    let judged =
+        output_check::judge_input(policy, input, flags, |pattern| expand(&g.project, pattern));
     for w in &judged.0.warnings {
-        cx.warn(w);
+        g.warn(w);
     }
-    Ok(judged)
+    judged
 }
 
 /// Entries visited for one glob at most.

@@ -4,10 +4,10 @@
 //! deleted; a candidate of another workflow is never used. `state-read`, `state-write` and
 //! `saga` read state through here.
 
-use crate::context::Context;
 use crate::core::state::Validation;
 use crate::exit::Failure;
 use crate::store::files;
+use crate::store::ground::Ground;
 use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -243,7 +243,7 @@ fn checkpoints_of(dir: &Path) -> Vec<(String, PathBuf)> {
 /// names). Reading needs no lock (writers replace atomically); moving a corrupt file aside
 /// and repairing it from what was recovered do, so then it is read again under the lock.
 pub fn read_and_repair(
-    cx: &Context,
+    g: &Ground,
     file: &Path,
     rules: &Validation,
     checkpoints: &Path,
@@ -256,8 +256,8 @@ pub fn read_and_repair(
         .first()
         .is_some_and(|t| t.source == "primary" && r.primary_broken && t.problem != "missing");
     if needs_repair || corrupt {
-        let _lock = files::lock(file, cx.lock_wait())?;
-        r = recover_workflow(file, rules, checkpoints, Some(&cx.stamp()), workflow)?;
+        let _lock = files::lock(file, g.lock_wait())?;
+        r = recover_workflow(file, rules, checkpoints, Some(&g.stamp()), workflow)?;
         if let (true, Some(bytes)) = (r.primary_broken, r.bytes.as_deref()) {
             files::replace(file, bytes, files::Backup::Skip)?;
             r.repaired = true;

@@ -2,17 +2,17 @@
 //! written with `state-write`'s protocol: under the file's lock, a corrupt primary quarantined
 //! and the last good version (`.bak`, checkpoint) used, the previous version kept as `.bak`.
 
-use crate::context::Context;
 use crate::core::saga::{CompensationRecord, Saga};
 use crate::core::state::Validation;
 use crate::exit::Failure;
 use crate::store::files::{self, Backup};
+use crate::store::ground::Ground;
 use crate::store::recovery::{checkpoint_dir, recover};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
 /// The state file of `workflow`'s saga: `state`, else `<root>/sagas/WORKFLOW.json`.
-pub fn state_file(cx: &Context, workflow: &str, state: Option<&Path>) -> Result<PathBuf, Failure> {
+pub fn state_file(g: &Ground, workflow: &str, state: Option<&Path>) -> Result<PathBuf, Failure> {
     if workflow.trim().is_empty() {
         return Err(Failure::usage(
             "the workflow id is empty; name the workflow",
@@ -20,8 +20,8 @@ pub fn state_file(cx: &Context, workflow: &str, state: Option<&Path>) -> Result<
     }
     Ok(match state {
         Some(f) => f.to_path_buf(),
-        None => cx
-            .state_root()
+        None => g
+            .root
             .join("sagas")
             .join(format!("{}.json", files::escape_key(workflow))),
     })
@@ -90,18 +90,18 @@ pub fn push_record(doc: &mut Value, rec: &CompensationRecord) {
 /// a corrupt primary is quarantined and the last good version (`.bak`, checkpoint) used.
 pub fn update<T>(
     file: &Path,
-    cx: &Context,
+    g: &Ground,
     f: impl FnOnce(Option<Value>) -> Result<(Value, T), Failure>,
 ) -> Result<T, Failure> {
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         files::ensure_dir(dir)?;
     }
-    let _lock = files::lock(file, cx.lock_wait())?;
+    let _lock = files::lock(file, g.lock_wait())?;
     let found = recover(
         file,
         &Validation::shape_only(false),
         &checkpoint_dir(file, None),
-        Some(&cx.stamp()),
+        Some(&g.stamp()),
     )?;
     if found.all_invalid() {
         return Err(Failure::data(format!(
@@ -111,7 +111,7 @@ pub fn update<T>(
         )));
     }
     if let Some(src) = found.recovered_from.as_deref().filter(|s| *s != "primary") {
-        cx.warn(&format!("{} was recovered from {src}", file.display()));
+        g.warn(&format!("{} was recovered from {src}", file.display()));
     }
     let (doc, out) = f(found.data)?;
     let mut bytes = serde_json::to_vec_pretty(&doc)
@@ -124,11 +124,11 @@ pub fn update<T>(
 /// Re-reads the saga under the lock, applies one checkpoint, writes it back.
 pub fn checkpoint(
     file: &Path,
-    cx: &Context,
+    g: &Ground,
     workflow: &str,
     f: impl FnOnce(&mut Saga, &mut Value) -> Result<(), Failure>,
 ) -> Result<Saga, Failure> {
-    update(file, cx, |doc| {
+    update(file, g, |doc| {
         let mut doc = doc.ok_or_else(|| not_begun(workflow, file))?;
         let mut saga = saga_of(&doc, workflow, file)?.ok_or_else(|| not_begun(workflow, file))?;
         f(&mut saga, &mut doc)?;
@@ -138,7 +138,7 @@ pub fn checkpoint(
 }
 
 /// Keeps a copy of the state as it was before compensation: `archive/NAME.STAMP` beside it.
-pub fn archive(file: &Path, doc: &Value, cx: &Context) -> Result<PathBuf, Failure> {
+pub fn archive(file: &Path, doc: &Value, g: &Ground) -> Result<PathBuf, Failure> {
     let dir = file
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -149,10 +149,10 @@ pub fn archive(file: &Path, doc: &Value, cx: &Context) -> Result<PathBuf, Failur
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "state".into());
-    let mut path = dir.join(format!("{name}.{}", cx.stamp()));
+    let mut path = dir.join(format!("{name}.{}", g.stamp()));
     let mut n = 1;
     while path.exists() {
-        path = dir.join(format!("{name}.{}-{n}", cx.stamp()));
+        path = dir.join(format!("{name}.{}-{n}", g.stamp()));
         n += 1;
     }
     let mut bytes = serde_json::to_vec_pretty(doc)

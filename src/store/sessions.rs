@@ -16,10 +16,10 @@
 //! - `<session>.json`: the thresholds already announced, read and written under its lock, so
 //!   that of many hooks crossing a threshold at once exactly one announces it.
 
-use crate::context::Context;
 use crate::core::output_check::Final;
 use crate::exit::Failure;
 use crate::store::files::{self, Backup};
+use crate::store::ground::Ground;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -37,8 +37,8 @@ pub struct Start {
     pub at_ms: i64,
 }
 
-fn session_dir(cx: &Context, session: Option<&str>) -> PathBuf {
-    cx.state_root()
+fn session_dir(g: &Ground, session: Option<&str>) -> PathBuf {
+    g.root
         .join("sessions")
         .join(files::escape_key(session.unwrap_or(NO_SESSION)))
 }
@@ -49,13 +49,13 @@ fn start_name(tool_use_id: &str) -> String {
 
 /// Remembers that call `tool_use_id` started now.
 pub fn remember_start(
-    cx: &Context,
+    g: &Ground,
     session: Option<&str>,
     tool_use_id: &str,
     start: &Start,
 ) -> Result<(), Failure> {
     // One stat on the hot path: ensure_dir creates the root and `sessions/` with it (0700).
-    let dir = session_dir(cx, session);
+    let dir = session_dir(g, session);
     files::ensure_dir(&dir)?;
     let bytes = serde_json::to_vec(start)
         .map_err(|e| Failure::data(format!("cannot serialize the start: {e}")))?;
@@ -66,23 +66,23 @@ pub fn remember_start(
 }
 
 /// Takes (reads and removes) the start of call `tool_use_id`, if it was kept.
-pub fn take_start(cx: &Context, session: Option<&str>, tool_use_id: &str) -> Option<Start> {
-    let path = session_dir(cx, session).join(start_name(tool_use_id));
+pub fn take_start(g: &Ground, session: Option<&str>, tool_use_id: &str) -> Option<Start> {
+    let path = session_dir(g, session).join(start_name(tool_use_id));
     let bytes = match files::read_optional(&path) {
         Ok(b) => b?,
         Err(e) => {
-            cx.warn(&format!("the call's start time is unusable: {e}"));
+            g.warn(&format!("the call's start time is unusable: {e}"));
             return None;
         }
     };
     if let Err(e) = files::remove(&path) {
-        cx.trace("warning", &e.to_string());
+        g.trace("warning", &e.to_string());
     }
     serde_json::from_slice(&bytes).ok()
 }
 
-fn agent_file(cx: &Context, session: Option<&str>, agent_id: &str, ext: &str) -> PathBuf {
-    session_dir(cx, session).join(format!("agent-{}.{ext}", files::escape_key(agent_id)))
+fn agent_file(g: &Ground, session: Option<&str>, agent_id: &str, ext: &str) -> PathBuf {
+    session_dir(g, session).join(format!("agent-{}.{ext}", files::escape_key(agent_id)))
 }
 
 /// How a subagent ended, kept by SubagentStop until its PostToolUse takes it.
@@ -107,21 +107,21 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &std::path::Path) -> Option<T
 /// Reads and removes a hand-over file. One that is not there is the common case (the other
 /// half has not come yet) and costs one open; anything else found under the name (unparsable,
 /// a link, not a regular file) is removed as well, so it cannot stand in the way.
-fn take_file<T: serde::de::DeserializeOwned>(cx: &Context, path: &std::path::Path) -> Option<T> {
+fn take_file<T: serde::de::DeserializeOwned>(g: &Ground, path: &std::path::Path) -> Option<T> {
     let found = match files::read_optional(path) {
         Ok(None) => return None,
         Ok(Some(bytes)) => serde_json::from_slice(&bytes).ok(),
         Err(_) => None,
     };
     if let Err(e) = files::remove(path) {
-        cx.trace("warning", &e.to_string());
+        g.trace("warning", &e.to_string());
     }
     found
 }
 
-fn agents_lock(cx: &Context, session: Option<&str>) -> Result<files::Lock, Failure> {
-    let root = cx.ensure_root()?;
-    let dir = session_dir(cx, session);
+fn agents_lock(g: &Ground, session: Option<&str>) -> Result<files::Lock, Failure> {
+    let root = g.ensure_root()?;
+    let dir = session_dir(g, session);
     files::ensure_dir(&dir)?;
     let name = format!(
         "{}.agents",
@@ -129,7 +129,7 @@ fn agents_lock(cx: &Context, session: Option<&str>) -> Result<files::Lock, Failu
     );
     Ok(files::lock(
         &root.join("sessions").join(name),
-        cx.lock_wait(),
+        g.lock_wait(),
     )?)
 }
 
@@ -137,20 +137,20 @@ fn agents_lock(cx: &Context, session: Option<&str>) -> Result<files::Lock, Failu
 /// first; else, when `park` is given (a background launch), leaves the call's start for
 /// SubagentStop to take.
 pub fn meet_end(
-    cx: &Context,
+    g: &Ground,
     session: Option<&str>,
     agent_id: &str,
     park: Option<&Start>,
 ) -> Result<Option<Ended>, Failure> {
-    let _lock = agents_lock(cx, session)?;
-    let done = agent_file(cx, session, agent_id, "done");
-    if let Some(ended) = take_file::<Ended>(cx, &done) {
+    let _lock = agents_lock(g, session)?;
+    let done = agent_file(g, session, agent_id, "done");
+    if let Some(ended) = take_file::<Ended>(g, &done) {
         return Ok(Some(ended));
     }
     if let Some(start) = park {
         let bytes = serde_json::to_vec(start)
             .map_err(|e| Failure::data(format!("cannot serialize the start: {e}")))?;
-        files::overwrite_cache(&agent_file(cx, session, agent_id, "start"), &bytes)?;
+        files::overwrite_cache(&agent_file(g, session, agent_id, "start"), &bytes)?;
     }
     Ok(None)
 }
@@ -159,19 +159,19 @@ pub fn meet_end(
 /// background subagent: SubagentStop completes the call), or leaves the end for the
 /// PostToolUse still to come (a foreground one).
 pub fn meet_start(
-    cx: &Context,
+    g: &Ground,
     session: Option<&str>,
     agent_id: &str,
     ended: &Ended,
 ) -> Result<Option<Start>, Failure> {
-    let _lock = agents_lock(cx, session)?;
-    let parked = agent_file(cx, session, agent_id, "start");
-    if let Some(start) = take_file::<Start>(cx, &parked) {
+    let _lock = agents_lock(g, session)?;
+    let parked = agent_file(g, session, agent_id, "start");
+    if let Some(start) = take_file::<Start>(g, &parked) {
         return Ok(Some(start));
     }
     let bytes = serde_json::to_vec(ended)
         .map_err(|e| Failure::data(format!("cannot serialize the verdict: {e}")))?;
-    files::overwrite_cache(&agent_file(cx, session, agent_id, "done"), &bytes)?;
+    files::overwrite_cache(&agent_file(g, session, agent_id, "done"), &bytes)?;
     Ok(None)
 }
 
@@ -179,9 +179,9 @@ pub fn meet_start(
 /// that said nothing ends as a tool failure, "No assistant messages found", after its
 /// SubagentStop): takes the oldest end SubagentStop left in the session for `key`, so that
 /// the one failure is not recorded twice.
-pub fn take_end_for_key(cx: &Context, session: Option<&str>, key: &str) -> Option<Ended> {
-    let _lock = agents_lock(cx, session).ok()?;
-    let dir = session_dir(cx, session);
+pub fn take_end_for_key(g: &Ground, session: Option<&str>, key: &str) -> Option<Ended> {
+    let _lock = agents_lock(g, session).ok()?;
+    let dir = session_dir(g, session);
     let oldest = files::list_dir(&dir)
         .ok()?
         .into_iter()
@@ -195,7 +195,7 @@ pub fn take_end_for_key(cx: &Context, session: Option<&str>, key: &str) -> Optio
         .filter_map(|p| read_json::<Ended>(&p).map(|e| (p, e)))
         .filter(|(_, e)| e.key == key)
         .min_by_key(|(_, e)| e.at_ms)?;
-    take_file::<Ended>(cx, &oldest.0)
+    take_file::<Ended>(g, &oldest.0)
 }
 
 /// How long a call's start is kept when no PostToolUse takes it (a session that crashed, a
@@ -205,15 +205,15 @@ const START_TTL_MS: i64 = 24 * 3600 * 1000;
 /// Removes the starts (and subagent ends) that nothing took within [`START_TTL_MS`], and the
 /// session folders left empty; returns how many it removed. Run at SessionStart, so the
 /// folder does not grow with every crashed session.
-pub fn prune_starts(cx: &Context) -> usize {
-    let now = cx.now.timestamp_millis();
-    let sessions = cx.state_root().join("sessions");
+pub fn prune_starts(g: &Ground) -> usize {
+    let now = g.now.timestamp_millis();
+    let sessions = g.root.join("sessions");
     // Under the state root a linked `sessions/` or session folder is refused by the store,
     // so nothing is ever deleted through a link.
     let folders = match files::list_dir(&sessions) {
         Ok(f) => f,
         Err(e) => {
-            cx.warn(&format!("call starts not pruned: {e}"));
+            g.warn(&format!("call starts not pruned: {e}"));
             return 0;
         }
     };
@@ -227,7 +227,7 @@ pub fn prune_starts(cx: &Context) -> usize {
         let files = match files::list_dir(&dir) {
             Ok(f) => f,
             Err(e) => {
-                cx.warn(&format!("call starts not pruned: {e}"));
+                g.warn(&format!("call starts not pruned: {e}"));
                 continue;
             }
         };
@@ -247,7 +247,7 @@ pub fn prune_starts(cx: &Context) -> usize {
                         files::Kind::Link => "a symbolic link",
                         _ => "not a regular file",
                     };
-                    cx.warn(&format!(
+                    g.warn(&format!(
                         "refusing {}: it is {what}; removed it (a call start is a regular file)",
                         path.display()
                     ));
@@ -279,16 +279,16 @@ struct SessionFile {
 
 /// Of `names`, those not announced before in `session`; they are marked announced.
 pub fn first_announcements(
-    cx: &Context,
+    g: &Ground,
     session: &str,
     names: &[&str],
 ) -> Result<Vec<String>, Failure> {
-    let root = cx.ensure_root()?;
+    let root = g.ensure_root()?;
     files::ensure_dir(&root.join("sessions"))?;
     let path = root
         .join("sessions")
         .join(format!("{}.json", files::escape_key(session)));
-    let _lock = files::lock(&path, cx.lock_wait())?;
+    let _lock = files::lock(&path, g.lock_wait())?;
     let mut file: SessionFile = files::read_optional(&path)?
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();

@@ -157,10 +157,6 @@ fn layer(module: &str) -> Layer {
     }
 }
 
-/// Upward names allowed for now: the store seams and `exec` are still handed the edge's
-/// `Context` (options, clock, policy, trace); the next step decouples it.
-const ALLOWED_UP: &[&str] = &["context::Context"];
-
 /// `src/a/b.rs` → `a::b`; `lib.rs` is the root (`""`); `main.rs` (the binary) is left out.
 fn modules(src: &Path) -> BTreeMap<String, String> {
     let mut files = Vec::new();
@@ -408,7 +404,7 @@ fn graph(modules: &BTreeMap<String, String>) -> (BTreeMap<String, BTreeSet<Strin
             let Some(target) = resolve(&path, modules) else {
                 continue;
             };
-            if layer(target) > layer(m) && !ALLOWED_UP.contains(&path.as_str()) {
+            if layer(target) > layer(m) {
                 up.push(format!(
                     "{m} ({:?}) names {path} ({:?})",
                     layer(m),
@@ -562,7 +558,9 @@ fn the_graph_reader_finds_upward_imports_cycles_and_skips_tests() {
             "core::a (Core) names store::files (Store)",
             "core::a (Core) names store::files::Lock (Store)",
             "core::a (Core) names store::sessions (Store)",
+            "store::files (Store) names context::Context (Edge)",
             "store::sessions (Store) names context::Answer (Edge)",
+            "store::sessions (Store) names context::Context (Edge)",
         ]
     );
     assert_eq!(

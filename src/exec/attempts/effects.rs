@@ -7,19 +7,19 @@
 //! §2).
 
 use super::Request;
-use crate::context::Context;
 use crate::core::attempt_plan;
 use crate::core::breaker::CallReport;
 use crate::core::breaker::Outcome;
 use crate::core::classify::{self, ErrorObject, Overrides};
 use crate::core::error_record::{ErrorRecord, Phase, Warning};
 use crate::core::output_check::Input;
-use crate::core::policy::OutputRules;
+use crate::core::policy::{OutputRules, Policy};
 use crate::core::vocab::Kind;
 use crate::exec::child::Attempt;
 use crate::exit::Failure;
 use crate::store::breakers::calls::{self as breaker, template4_reason};
 use crate::store::error_log;
+use crate::store::ground::Ground;
 use crate::store::project_files;
 use chrono::SecondsFormat;
 use serde_json::{json, Value};
@@ -45,7 +45,8 @@ pub enum Gate {
 /// cannot be read lets the attempt go ahead with a warning (`check_in` fails open) unless
 /// `--strict`. `own`: the generation an earlier attempt of this run opened it into.
 pub fn gate(
-    cx: &Context,
+    g: &Ground,
+    policy: &Policy,
     key: Option<&str>,
     session: Option<&str>,
     own: Option<u64>,
@@ -53,7 +54,7 @@ pub fn gate(
     let Some(key) = key else {
         return Ok(Gate::Go(None));
     };
-    let r = breaker::check_in(cx, key, session)?;
+    let r = breaker::check_in(g, policy, key, session)?;
     if r.allowed {
         return Ok(Gate::Go(r.ticket));
     }
@@ -62,7 +63,7 @@ pub fn gate(
     }
     let at = r.retry_after_s.and_then(|s| {
         let secs = chrono::Duration::try_seconds(i64::try_from(s).ok()?)?;
-        let at = cx.now.checked_add_signed(secs)?;
+        let at = g.now.checked_add_signed(secs)?;
         Some(at.to_rfc3339_opts(SecondsFormat::Secs, true))
     });
     let when = match (&at, r.retry_after_s) {
@@ -85,8 +86,10 @@ pub fn gate(
 
 /// Reports an attempt's outcome to the breaker `key`, with the ticket the gate gave.
 /// Returns the breaker's state afterwards, for the report; a failure is a warning.
+#[allow(clippy::too_many_arguments)]
 pub fn breaker_outcome(
-    cx: &Context,
+    g: &Ground,
+    policy: &Policy,
     key: Option<&str>,
     session: Option<&str>,
     outcome: Outcome,
@@ -102,13 +105,13 @@ pub fn breaker_outcome(
         detail: error.map(|e| e.detail.clone()),
         duration_ms: Some(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)),
     };
-    match breaker::record_in(cx, key, session, &report) {
+    match breaker::record_in(g, policy, key, session, &report) {
         Ok(r) => Some(json!({
             "key": r.key, "state": r.state, "effect": r.effect, "generation": r.generation,
             "transition": r.transition,
         })),
         Err(f) => {
-            cx.warn(&format!(
+            g.warn(&format!(
                 "could not record the attempt on breaker `{key}`: {f}"
             ));
             None
@@ -120,8 +123,8 @@ pub fn breaker_outcome(
 /// attempt number (for the retry advice), under `policy` (run's retry flags applied). A plain
 /// non-zero exit that no rule recognises is a `tool_failure`.
 pub fn classify_failure(
-    cx: &Context,
-    policy: &crate::core::policy::Policy,
+    g: &Ground,
+    policy: &Policy,
     agent: Option<&str>,
     attempt_no: u32,
     attempt: &Attempt,
@@ -136,7 +139,7 @@ pub fn classify_failure(
     let tail = String::from_utf8_lossy(&attempt.stderr_tail);
     let ms = u64::try_from(attempt.elapsed.as_millis()).unwrap_or(u64::MAX);
     let input = attempt_plan::classify_input(end, &tail, ms);
-    let e = warned(cx, classify::classify(&input, &o, policy, seed));
+    let e = warned(g, classify::classify(&input, &o, policy, seed));
     if attempt_plan::needs_fallback(end, &e) {
         return Ok(classify::classify(
             &attempt_plan::with_fallback_kind(input, end, &e.detail),
@@ -153,7 +156,8 @@ pub fn classify_failure(
 /// classified like any other (never retried: seed 001); the check's own kind
 /// (`output_missing`, `quality_failed`, …) is kept as `context.check_kind`.
 pub fn check_stdout(
-    cx: &Context,
+    g: &Ground,
+    policy: &Policy,
     agent: Option<&str>,
     attempt: u32,
     stdout: &[u8],
@@ -163,7 +167,7 @@ pub fn check_stdout(
         output: Some(Value::String(String::from_utf8_lossy(stdout).into_owned())),
         ..Input::default()
     };
-    let (verdict, _, _) = project_files::judge(cx, &input, &OutputRules::default())?;
+    let (verdict, _, _) = project_files::judge(g, policy, &input, &OutputRules::default());
     let Some(error) = verdict.error.filter(|_| !verdict.ok) else {
         return Ok(None);
     };
@@ -182,10 +186,7 @@ pub fn check_stdout(
         attempt: Some(attempt),
         ..Overrides::default()
     };
-    Ok(Some(warned(
-        cx,
-        classify::classify(&v, &o, cx.policy()?, 0),
-    )))
+    Ok(Some(warned(g, classify::classify(&v, &o, policy, 0))))
 }
 
 /// What the error log is told besides the error object.
@@ -213,7 +214,8 @@ const RECORD_TAIL: usize = 1024;
 /// sequence and threshold counters). Returns the error id and the thresholds the record
 /// crossed (each also a warning on stderr); a failure to record is a warning.
 pub fn record_failure(
-    cx: &Context,
+    g: &Ground,
+    policy: &Policy,
     args: &Request,
     e: &ErrorObject,
     f: Failed,
@@ -250,19 +252,16 @@ pub fn record_failure(
         error,
         ..ErrorRecord::default()
     };
-    let size = args
-        .phase
-        .as_deref()
-        .and_then(|p| cx.policy().ok()?.phase(p)?.size);
-    match error_log::record(cx, rec, size) {
+    let size = args.phase.as_deref().and_then(|p| policy.phase(p)?.size);
+    match error_log::record(g, policy, rec, size) {
         Ok(done) => {
             for w in &done.warnings {
-                cx.warn(&w.message);
+                g.warn(&w.message);
             }
             (Some(done.record.error_id), done.warnings)
         }
         Err(f) => {
-            cx.warn(&format!(
+            g.warn(&format!(
                 "could not record the failure in the error log: {f}"
             ));
             (None, Vec::new())
@@ -274,7 +273,7 @@ pub fn record_failure(
 /// workflow (else session) recorded by then are resolved as recovered by retry. Returns their
 /// ids; a failure is a warning.
 pub fn recovered(
-    cx: &Context,
+    g: &Ground,
     args: &Request,
     unit: &str,
     started: chrono::DateTime<chrono::Utc>,
@@ -284,12 +283,13 @@ pub fn recovered(
         .as_deref()
         .or(args.session.as_deref())
         .unwrap_or("");
-    error_log::recovered(cx, scope, unit, "run", Some(started))
+    error_log::recovered(g, scope, unit, "run", Some(started))
 }
 
 /// The error object of an interrupt that came while waiting to retry.
 pub fn interrupted_while_waiting(
-    cx: &Context,
+    g: &Ground,
+    policy: &Policy,
     agent: Option<&str>,
     attempt: u32,
     sig: i32,
@@ -305,11 +305,11 @@ pub fn interrupted_while_waiting(
         attempt: Some(attempt),
         ..Overrides::default()
     };
-    Ok(warned(cx, classify::classify(&input, &o, cx.policy()?, 0)))
+    Ok(warned(g, classify::classify(&input, &o, policy, 0)))
 }
 
 /// The error object, its policy warnings given (a rule skipped, a filter over budget).
-fn warned(cx: &Context, e: ErrorObject) -> ErrorObject {
-    e.warnings.iter().for_each(|w| cx.warn(w));
+fn warned(g: &Ground, e: ErrorObject) -> ErrorObject {
+    e.warnings.iter().for_each(|w| g.warn(w));
     e
 }

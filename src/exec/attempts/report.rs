@@ -2,9 +2,9 @@
 //! phase keeps one per item).
 
 use super::Request;
-use crate::context::Context;
 use crate::core::vocab::Kind;
 use crate::exit::Failure;
+use crate::store::ground::Ground;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -76,7 +76,7 @@ impl Report {
     }
 }
 
-pub(super) fn finish(cx: &Context, report: &Report, status: u8) -> Result<(u8, Value), Failure> {
+pub(super) fn finish(g: &Ground, report: &Report, status: u8) -> Result<(u8, Value), Failure> {
     let mut doc = report.head.clone();
     if let Some(o) = doc.as_object_mut() {
         o.insert("outcome".into(), json!(report.outcome));
@@ -93,7 +93,7 @@ pub(super) fn finish(cx: &Context, report: &Report, status: u8) -> Result<(u8, V
         if let Some(n) = &report.note {
             o.insert("note".into(), json!(n));
         }
-        o.insert("at".into(), json!(crate::core::saga::stamp(cx.now)));
+        o.insert("at".into(), json!(crate::core::saga::stamp(g.now)));
     }
     Ok((status, doc))
 }

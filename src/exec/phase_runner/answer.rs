@@ -32,7 +32,7 @@ pub(super) fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Fail
     }
     let phase = crate::core::error_record::Phase::parse(job.phase).to_string();
     let mut recs = Vec::new();
-    error_log::read_all(&job.cx.state_root(), |bytes| {
+    error_log::read_all(&job.ground.root, |bytes| {
         if let Some(l) = LogLine::parse(bytes) {
             let ours = l.workflow_id.as_deref() == Some(job.workflow)
                 && l.phase_text().as_deref() == Some(phase.as_str());
@@ -58,8 +58,8 @@ pub(super) fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Fail
     let input = |agent: Option<String>| TemplateInput {
         records: recs.clone(),
         policy: &job.policy,
-        now: job.cx.now,
-        state_root: job.cx.state_root().display().to_string(),
+        now: job.ground.now,
+        state_root: job.ground.root.display().to_string(),
         session: job.session.map(str::to_string),
         workflow: Some(job.workflow.to_string()),
         agent,
@@ -89,7 +89,7 @@ pub(super) fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Fail
                 none.text = Some(r.text);
                 none.template = Some(r.fields);
             }
-            Err(why) => job.cx.warn(&format!("no escalation text: {why}")),
+            Err(why) => job.ground.warn(&format!("no escalation text: {why}")),
         }
     }
     if let Ok(r) = templates::build(TemplateName::Degradation, &input(None)) {

@@ -3,14 +3,15 @@
 //! the texts name it).
 
 use super::Job;
-use crate::context::Context;
 use crate::core::phase::plan::Item;
 use crate::core::phase::{ItemState, Manifest};
+use crate::core::policy::Policy;
 use crate::exec::attempts::{self, Request};
 use crate::exec::child::{scratch, Interrupts};
 use crate::exec::wiring::Wiring;
 use crate::exit::Failure;
 use crate::store::files::{self, Backup};
+use crate::store::ground::Ground;
 use serde_json::{json, Value};
 use std::ffi::OsString;
 use std::io::{Read, Seek};
@@ -51,9 +52,10 @@ pub(super) struct ItemRun {
     pub(super) err: Option<Result<String, String>>,
 }
 
-/// What every item's thread reads of the job (the job's context stays on the runner's thread:
+/// What every item's thread reads of the job (the job's ground stays on the runner's thread:
 /// each item has its own).
 pub(super) struct Shared<'a> {
+    pub(super) seed: u64,
     pub(super) files: &'a std::path::Path,
     pub(super) kill_after: Duration,
     pub(super) grace: Duration,
@@ -63,11 +65,13 @@ pub(super) struct Shared<'a> {
     pub(super) retry: bool,
 }
 
-/// One item's `triage run`, wired to its own files and flags.
+/// One item's `triage run` under its own ground and `policy`, wired to its own files and flags.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run_item(
     job: &Shared,
     item: &Item,
-    cx: &Context,
+    g: &Ground,
+    policy: &Policy,
     flags: &Interrupts,
     cascade: &AtomicBool,
     deadline: Option<Instant>,
@@ -85,10 +89,7 @@ pub(super) fn run_item(
             }
         }
     };
-    let checks = item.output.is_some()
-        || cx
-            .policy()
-            .is_ok_and(|p| p.agent(item.agent()).output != Default::default());
+    let checks = item.output.is_some() || policy.agent(item.agent()).output != Default::default();
     let request = Request {
         agent: Some(item.agent().to_string()),
         timeout: item.timeout,
@@ -122,8 +123,9 @@ pub(super) fn run_item(
         on_spawn: Some(told),
         deadline,
         cascade: Some(cascade),
+        seed: job.seed,
     };
-    let result = attempts::run(&request, cx, &wiring);
+    let result = attempts::run(&request, g, policy, &wiring);
     let elapsed = started.elapsed();
     // Kept here, on the item's own thread, so the items' fsyncs overlap (one journal commit
     // serves many) instead of queueing on the runner's thread. The folder is fsynced once, by
@@ -165,7 +167,7 @@ pub(super) fn settle(job: &Job, m: &mut Manifest, i: usize, r: ItemRun) {
     let kept = |k: &Option<Result<String, String>>| match k {
         Some(Ok(path)) => Some(path.clone()),
         Some(Err(why)) => {
-            job.cx.warn(why);
+            job.ground.warn(why);
             None
         }
         None => None,
@@ -247,19 +249,21 @@ pub(super) fn not_reached(job: &Job, m: &mut Manifest, i: usize) {
 /// Records an item that never ran (its breaker open, the budget spent): its output is
 /// missing as surely as a failed item's, and the texts are rendered from the log.
 fn record_unrun(job: &Job, e: &mut crate::core::phase::ItemEntry, kind: &str, why: &str) {
-    let Ok(policy) = job.cx.policy() else {
-        return;
-    };
     let input = json!({ "kind": kind, "message": why });
-    let mut rec = crate::core::error_record::classified_record(&input, policy, Some(0));
+    let mut rec = crate::core::error_record::classified_record(&input, job.base, Some(0));
     rec.session_id = job.session.map(str::to_string);
     rec.workflow_id = Some(job.workflow.to_string());
     rec.phase = Some(crate::core::error_record::Phase::parse(job.phase));
     rec.agent = Some(e.agent.clone());
     rec.task_id = Some(e.id.clone());
-    match crate::store::error_log::record(job.cx, rec, Some(job.plan.items.len() as u32)) {
+    match crate::store::error_log::record(
+        job.ground,
+        job.base,
+        rec,
+        Some(job.plan.items.len() as u32),
+    ) {
         Ok(done) => e.error_ids.push(done.record.error_id),
-        Err(f) => job.cx.warn(&format!(
+        Err(f) => job.ground.warn(&format!(
             "could not record item `{}` in the error log: {f}",
             e.id
         )),

@@ -6,11 +6,11 @@
 //! `commands::breaker`.
 
 use super::{self as store, Id};
-use crate::context::Context;
 use crate::core::breaker::template::{circuit_open, CircuitOpen};
 use crate::core::breaker::{self, CallReport, LastError, Millis, Outcome, Totals};
-use crate::core::policy::Scope;
+use crate::core::policy::{Policy, Scope};
 use crate::exit::{Failure, FailureClass};
+use crate::store::ground::Ground;
 use chrono::{SecondsFormat, TimeZone, Utc};
 use serde::Serialize;
 
@@ -211,26 +211,37 @@ pub fn template4_reason(r: &CheckResult) -> String {
 
 /// May a call to `key` go ahead? Within `session` for keys whose policy says `scope =
 /// "session"`.
-pub fn check_in(cx: &Context, key: &str, session: Option<&str>) -> Result<CheckResult, Failure> {
-    check_id(cx, &resolve(cx, key, session, true)?)
+pub fn check_in(
+    g: &Ground,
+    policy: &Policy,
+    key: &str,
+    session: Option<&str>,
+) -> Result<CheckResult, Failure> {
+    check_id(g, policy, &resolve(g, policy, key, session, true)?)
 }
 
 /// Reports a call's result on breaker `key` (within `session` for keys whose policy says
 /// `scope = "session"`).
 pub fn record_in(
-    cx: &Context,
+    g: &Ground,
+    policy: &Policy,
     key: &str,
     session: Option<&str>,
     report: &CallReport,
 ) -> Result<RecordResult, Failure> {
-    record_id(cx, &resolve(cx, key, session, true)?, report)
+    record_id(g, policy, &resolve(g, policy, key, session, true)?, report)
 }
 
-/// Every breaker with a state file, as it stands now (open ones first, then by key).
-pub fn status_all(cx: &Context) -> Result<Vec<Status>, Failure> {
+/// Every breaker with a state file, as it stands now (open ones first, then by key). The
+/// policy is asked for (`policy`) once there is a breaker to judge: with none, there is
+/// nothing a policy that cannot be read (under `--strict`) would stop.
+pub fn status_all<'p>(
+    g: &Ground,
+    policy: impl Fn() -> Result<&'p Policy, Failure>,
+) -> Result<Vec<Status>, Failure> {
     let mut list = Vec::new();
-    for id in stored_ids(cx)? {
-        list.push(status_id(cx, &id)?);
+    for id in stored_ids(g)? {
+        list.push(status_id(g, policy()?, &id)?);
     }
     list.sort_by(|a, b| {
         (a.state == breaker::State::Closed, &a.key)
@@ -242,12 +253,11 @@ pub fn status_all(cx: &Context) -> Result<Vec<Status>, Failure> {
 /// Every breaker as stored, read without its lock and never written: for reports, which
 /// must not change state (a transition that is due is shown, not recorded). Unreadable files
 /// are left out.
-pub fn peek_all(cx: &Context) -> Result<Vec<Status>, Failure> {
-    let policy = cx.policy()?;
-    let now = store::now(cx);
+pub fn peek_all(g: &Ground, policy: &Policy) -> Result<Vec<Status>, Failure> {
+    let now = store::now(g);
     let mut list = Vec::new();
-    for id in stored_ids(cx)? {
-        let Some(mut b) = store::peek(cx, &id) else {
+    for id in stored_ids(g)? {
+        let Some(mut b) = store::peek(g, &id) else {
             continue;
         };
         let (st, _) = breaker::status(&mut b, &policy.breaker_for(&id.policy_key), now);
@@ -257,8 +267,8 @@ pub fn peek_all(cx: &Context) -> Result<Vec<Status>, Failure> {
 }
 
 /// [`check_in`] of a resolved key.
-pub fn check_id(cx: &Context, id: &Id) -> Result<CheckResult, Failure> {
-    let result = store::update(cx, id, |b, s, now| {
+pub fn check_id(g: &Ground, policy: &Policy, id: &Id) -> Result<CheckResult, Failure> {
+    let result = store::update(g, policy, id, |b, s, now| {
         let (p, tr) = breaker::check(b, s, now);
         let failures = b.consecutive_failures;
         let last_error = b.last_error.as_ref().map(error_text);
@@ -282,8 +292,8 @@ pub fn check_id(cx: &Context, id: &Id) -> Result<CheckResult, Failure> {
     match result {
         Ok(r) => Ok(r),
         // A broken breaker must never stop the agents: fail open (SPEC §2), unless --strict.
-        Err(f) if f.class != FailureClass::Usage && !cx.global.strict => {
-            cx.warn(&format!(
+        Err(f) if f.class != FailureClass::Usage && !g.strict => {
+            g.warn(&format!(
                 "breaker `{}` unavailable, allowing the call: {f}",
                 id.key
             ));
@@ -305,8 +315,13 @@ pub fn check_id(cx: &Context, id: &Id) -> Result<CheckResult, Failure> {
 }
 
 /// [`record_in`] of a resolved key.
-pub fn record_id(cx: &Context, id: &Id, report: &CallReport) -> Result<RecordResult, Failure> {
-    store::update(cx, id, |b, s, now| {
+pub fn record_id(
+    g: &Ground,
+    policy: &Policy,
+    id: &Id,
+    report: &CallReport,
+) -> Result<RecordResult, Failure> {
+    store::update(g, policy, id, |b, s, now| {
         let (r, tr) = breaker::record(b, s, report, now).map_err(Failure::usage)?;
         let out = RecordResult {
             key: b.key.clone(),
@@ -328,8 +343,8 @@ pub fn record_id(cx: &Context, id: &Id, report: &CallReport) -> Result<RecordRes
 }
 
 /// The status of a resolved key, with the transitions that are due recorded.
-pub fn status_id(cx: &Context, id: &Id) -> Result<Status, Failure> {
-    store::update(cx, id, |b, s, now| {
+pub fn status_id(g: &Ground, policy: &Policy, id: &Id) -> Result<Status, Failure> {
+    store::update(g, policy, id, |b, s, now| {
         let (st, tr) = breaker::status(b, s, now);
         Ok((status(st), tr))
     })
@@ -339,12 +354,13 @@ pub fn status_id(cx: &Context, id: &Id) -> Result<Status, Failure> {
 /// the command line is told to pass one; in-process callers (`lenient`) fall back to the
 /// global key with a warning, since a hook must keep working.
 pub fn resolve(
-    cx: &Context,
+    g: &Ground,
+    policy: &Policy,
     key: &str,
     session: Option<&str>,
     lenient: bool,
 ) -> Result<Id, Failure> {
-    let scope = cx.policy()?.breaker_for(key).scope;
+    let scope = policy.breaker_for(key).scope;
     let session = session.filter(|s| !s.is_empty());
     match (scope, session) {
         (Scope::Session, Some(s)) => Ok(Id {
@@ -357,7 +373,7 @@ pub fn resolve(
         ))),
         (scope, _) => {
             if scope == Scope::Session {
-                cx.warn(&format!("breaker `{key}` has scope = \"session\" but no session id was given; using the global breaker"));
+                g.warn(&format!("breaker `{key}` has scope = \"session\" but no session id was given; using the global breaker"));
             }
             Ok(Id {
                 key: key.to_string(),
@@ -369,23 +385,24 @@ pub fn resolve(
 }
 
 /// Every breaker with a stored state.
-pub fn stored_ids(cx: &Context) -> Result<Vec<Id>, Failure> {
-    store::stored_ids(cx)
+pub fn stored_ids(g: &Ground) -> Result<Vec<Id>, Failure> {
+    store::stored_ids(g)
 }
 
-/// Records a logged failure on breaker `key` (an interrupt as neutral): `{key, state,
 /// Every breaker as stored now (read, never written); a breaker that cannot be read is a
 /// warning, and the caller goes on without it (`report`).
-pub fn peek_all_or_warn(cx: &Context) -> Vec<Status> {
-    peek_all(cx).unwrap_or_else(|f| {
-        cx.warn(&format!("the breakers were not read: {f}"));
+pub fn peek_all_or_warn(g: &Ground, policy: &Policy) -> Vec<Status> {
+    peek_all(g, policy).unwrap_or_else(|f| {
+        g.warn(&format!("the breakers were not read: {f}"));
         Vec::new()
     })
 }
 
+/// Records a logged failure on breaker `key` (an interrupt as neutral): `{key, state,
 /// effect}` for `record-error`'s answer; a failure is a warning.
 pub fn record_logged(
-    cx: &Context,
+    g: &Ground,
+    policy: &Policy,
     key: &str,
     rec: &crate::core::error_record::ErrorRecord,
 ) -> Option<serde_json::Value> {
@@ -405,10 +422,10 @@ pub fn record_logged(
         duration_ms: rec.duration_ms,
         ticket: None,
     };
-    match record_in(cx, key, rec.session_id.as_deref(), &report) {
+    match record_in(g, policy, key, rec.session_id.as_deref(), &report) {
         Ok(r) => Some(serde_json::json!({"key": r.key, "state": r.state, "effect": r.effect})),
         Err(f) => {
-            cx.warn(&format!(
+            g.warn(&format!(
                 "the failure was not recorded on breaker `{key}`: {f}"
             ));
             None

@@ -4,9 +4,10 @@
 
 use super::calls::{resolve, stored_ids, TransitionView};
 use super::{exists, update, Id};
-use crate::context::Context;
 use crate::core::breaker::{self, Breaker, Millis, Transition};
+use crate::core::policy::Policy;
 use crate::exit::Failure;
+use crate::store::ground::Ground;
 use serde::Serialize;
 
 /// What reset, trip, disable and half-open print.
@@ -27,11 +28,12 @@ pub struct Manual {
 /// Applies an operator's action `f` to breaker `id` under its exclusion, after the lazy
 /// transitions (so the event log shows open → half_open before a reset).
 pub fn manual(
-    cx: &Context,
+    g: &Ground,
+    policy: &Policy,
     id: &Id,
     f: impl Fn(&mut Breaker, Millis) -> Result<Vec<Transition>, Failure>,
 ) -> Result<Manual, Failure> {
-    update(cx, id, |b, s, now| {
+    update(g, policy, id, |b, s, now| {
         // Lazy transitions first, so the event log shows open → half_open before a reset.
         let (_, mut tr) = breaker::status(b, s, now);
         let mine = f(b, now)?;
@@ -53,17 +55,22 @@ pub fn manual(
 
 /// The breaker `key` names, which must exist: an operator's typo (`reseacher`) must not make
 /// a phantom breaker, nor report a reset that changed nothing.
-pub fn existing(cx: &Context, key: &str, session: Option<&str>) -> Result<Id, Failure> {
-    let id = resolve(cx, key, session, false)?;
-    if exists(cx, &id) {
+pub fn existing(
+    g: &Ground,
+    policy: &Policy,
+    key: &str,
+    session: Option<&str>,
+) -> Result<Id, Failure> {
+    let id = resolve(g, policy, key, session, false)?;
+    if exists(g, &id) {
         return Ok(id);
     }
-    Err(Failure::data(no_breaker(cx, &id, "nothing changed")))
+    Err(Failure::data(no_breaker(g, &id, "nothing changed")))
 }
 
 /// "no breaker `KEY` (WHAT); did you mean `K`?", or the existing keys when none is close.
-pub fn no_breaker(cx: &Context, id: &Id, what: &str) -> String {
-    let keys: Vec<String> = stored_ids(cx)
+pub fn no_breaker(g: &Ground, id: &Id, what: &str) -> String {
+    let keys: Vec<String> = stored_ids(g)
         .unwrap_or_default()
         .into_iter()
         .map(|i| i.key)

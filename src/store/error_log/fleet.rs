@@ -9,12 +9,12 @@
 //! records, and per scope (the workflow, else the session) the failing units and their phases.
 
 use super::Written;
-use crate::context::Context;
 use crate::core::error_record::{self, Counters, LogLine, ResolutionLine};
 use crate::exit::Failure;
 use crate::store::files;
 use crate::store::fleet::log::{Append, Change, Hash, Id};
 use crate::store::fleet::{select, Remote, RemoteError};
+use crate::store::ground::Ground;
 use std::path::{Path, PathBuf};
 
 /// At most this many waiting records are pushed by a writer that found Redis answering (the
@@ -113,7 +113,7 @@ fn counters_of(sc: &Scope<'_>, session_open: u64, units: &[(String, u64)]) -> Co
 /// Appends a record to the fleet's log: its id the fleet's next sequence number. `None` when
 /// there is no fleet store or it failed (the caller writes locally and calls [`keep`]).
 pub(super) fn write(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
     body_after_id: &[u8],
     id_prefix: &str,
@@ -130,7 +130,7 @@ pub(super) fn write(
     let after = std::iter::once(b'"')
         .chain(body_after_id.iter().copied())
         .collect::<Vec<u8>>();
-    let done = select::with(cx, "record", |r| {
+    let done = select::with(g, "record", |r| {
         let a = r.append(&Append {
             before_id: before,
             after_id: &after,
@@ -141,7 +141,7 @@ pub(super) fn write(
             session: sc.session,
             changes: &ch,
         })?;
-        push_waiting(cx, root, r, PUSH_MAX);
+        push_waiting(g, root, r, PUSH_MAX);
         Ok(a)
     })?;
     let counters = counters_of(&sc, done.session_open, &done.units);
@@ -150,31 +150,31 @@ pub(super) fn write(
 
 /// The nonce of a resolution line: a closing one closes its record once, whoever races (kept
 /// for good); any other is its own.
-pub(super) fn resolution_nonce(l: &ResolutionLine, cx: &Context) -> String {
+pub(super) fn resolution_nonce(l: &ResolutionLine, g: &Ground) -> String {
     if l.closes() {
         format!("closes:{}", l.resolves)
     } else {
-        error_record::unique_error_id(cx.now.timestamp_millis(), super::random())
+        error_record::unique_error_id(g.now.timestamp_millis(), super::random())
     }
 }
 
 /// Appends resolution lines to the fleet's log; those it added (a record another host closed
 /// meanwhile is not closed twice). `None` when there is no fleet store or it failed.
 pub(super) fn append_resolutions(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
     lines: &[ResolutionLine],
     bytes: &[Vec<u8>],
 ) -> Option<Vec<ResolutionLine>> {
-    select::with(cx, "resolving", |r| {
-        let added = push_resolutions(cx, r, lines, bytes)?;
-        push_waiting(cx, root, r, PUSH_MAX);
+    select::with(g, "resolving", |r| {
+        let added = push_resolutions(g, r, lines, bytes)?;
+        push_waiting(g, root, r, PUSH_MAX);
         Ok(added)
     })
 }
 
 fn push_resolutions(
-    cx: &Context,
+    g: &Ground,
     r: &mut Remote,
     lines: &[ResolutionLine],
     bytes: &[Vec<u8>],
@@ -186,7 +186,7 @@ fn push_resolutions(
         };
         let sc = scope_of(&parsed);
         let ch = changes(&parsed);
-        let nonce = resolution_nonce(l, cx);
+        let nonce = resolution_nonce(l, g);
         let a = r.append(&Append {
             before_id: b,
             after_id: b"",
@@ -208,12 +208,12 @@ fn push_resolutions(
 /// where they begin (the counters say), resolved once each. `None` when there is no fleet
 /// store or it failed.
 pub(super) fn recover(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
     rec: &super::Recovery,
 ) -> Option<Result<Vec<ResolutionLine>, Failure>> {
-    let at = cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    select::with(cx, "resolving", |r| {
+    let at = g.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    select::with(g, "resolving", |r| {
         let Some(since) = r.unit_since(rec.scope, rec.unit)? else {
             return Ok(Ok(Vec::new()));
         };
@@ -228,25 +228,25 @@ pub(super) fn recover(
             Ok(b) => b,
             Err(f) => return Ok(Err(f)),
         };
-        let added = push_resolutions(cx, r, &picking.open, &bytes)?;
-        push_waiting(cx, root, r, PUSH_MAX);
+        let added = push_resolutions(g, r, &picking.open, &bytes)?;
+        push_waiting(g, root, r, PUSH_MAX);
         Ok(Ok(added))
     })
 }
 
 /// Keeps a line written locally while the fleet's Redis was away, for [`sync`].
-pub(super) fn keep(cx: &Context, root: &Path, nonce: &str, line: &[u8]) {
+pub(super) fn keep(g: &Ground, root: &Path, nonce: &str, line: &[u8]) {
     let path = outbox_dir(root).join(format!("{}.json", files::escape_key(nonce)));
     let kept = files::ensure_dir(&outbox_dir(root)).and_then(|()| files::spool(&path, line));
     match kept {
-        Ok(()) => cx.trace(
+        Ok(()) => g.trace(
             "info",
             &format!(
                 "kept {} for the fleet's log; `triage store sync` pushes it",
                 path.display()
             ),
         ),
-        Err(e) => cx.warn(&format!(
+        Err(e) => g.warn(&format!(
             "the record is in the local log, but was not kept for the fleet's log ({e}); `triage store migrate` copies the local log"
         )),
     }
@@ -267,12 +267,12 @@ pub struct Synced {
 
 /// Pushes waiting lines to the fleet's log, oldest first, at most `max`; each is removed once
 /// Redis has it. An error is Redis failing midway: what was pushed stays pushed.
-pub fn sync(cx: &Context, root: &Path, r: &mut Remote, max: usize) -> Result<Synced, RemoteError> {
+pub fn sync(g: &Ground, root: &Path, r: &mut Remote, max: usize) -> Result<Synced, RemoteError> {
     let mut done = Synced::default();
     let waiting = match waiting(root) {
         Ok(w) => w,
         Err(e) => {
-            cx.warn(&format!("cannot list {}: {e}", outbox_dir(root).display()));
+            g.warn(&format!("cannot list {}: {e}", outbox_dir(root).display()));
             return Ok(done);
         }
     };
@@ -282,14 +282,14 @@ pub fn sync(cx: &Context, root: &Path, r: &mut Remote, max: usize) -> Result<Syn
             Ok(Some(b)) => b,
             Ok(None) => continue,
             Err(e) => {
-                cx.warn(&format!("cannot read {}: {e}", path.display()));
+                g.warn(&format!("cannot read {}: {e}", path.display()));
                 continue;
             }
         };
         let line = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
         let Some(parsed) = LogLine::parse(line) else {
-            if let Ok(q) = files::quarantine(&path, &cx.stamp()) {
-                cx.warn(&format!(
+            if let Ok(q) = files::quarantine(&path, &g.stamp()) {
+                g.warn(&format!(
                     "a record kept for the fleet's log was unreadable; moved it aside as {}",
                     q.display()
                 ));
@@ -315,7 +315,7 @@ pub fn sync(cx: &Context, root: &Path, r: &mut Remote, max: usize) -> Result<Syn
             done.already += 1;
         }
         if let Err(e) = files::remove(&path) {
-            cx.warn(&format!(
+            g.warn(&format!(
                 "pushed {}, but cannot remove it ({e}); the next sync finds it already there",
                 path.display()
             ));
@@ -343,11 +343,11 @@ pub fn waiting(root: &Path) -> Result<Vec<(PathBuf, String)>, files::StoreError>
 }
 
 /// Pushes a few waiting lines while Redis answers; a failure here only leaves them waiting.
-fn push_waiting(cx: &Context, root: &Path, r: &mut Remote, max: usize) {
+fn push_waiting(g: &Ground, root: &Path, r: &mut Remote, max: usize) {
     let any = files::list_dir(&outbox_dir(root)).is_ok_and(|l| !l.is_empty());
     if any {
-        if let Err(e) = sync(cx, root, r, max) {
-            cx.trace(
+        if let Err(e) = sync(g, root, r, max) {
+            g.trace(
                 "warning",
                 &format!("records kept during an outage were not all pushed: {e}"),
             );
@@ -359,13 +359,13 @@ fn push_waiting(cx: &Context, root: &Path, r: &mut Remote, max: usize) {
 /// there is no fleet store or it failed before the first line; a failure after it is an error,
 /// since the local log would visit lines twice.
 pub(super) fn read_all(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
     visit: &mut dyn FnMut(&[u8]) -> bool,
 ) -> Option<Result<files::JsonlStats, Failure>> {
     let mut stats = files::JsonlStats::default();
     let mut failed_midway = None;
-    let read = select::with(cx, "reading the error log", |r| {
+    let read = select::with(g, "reading the error log", |r| {
         match r.read_log("-", |_, line| {
             if visit(line) {
                 stats.valid += 1;

@@ -2,11 +2,11 @@
 //! errors`), and its summary in one pass (`triage report`).
 
 use super::{visit_rev, Position};
-use crate::context::Context;
 use crate::core::error_record::LogLine;
 use crate::core::policy::Policy;
 use crate::core::summary::{Aggregator, By, Filter, Query, Summary};
 use crate::exit::Failure;
+use crate::store::ground::Ground;
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -21,7 +21,7 @@ pub struct Listed {
 /// Reads from the end: the records that match, newest first, at most `limit`; how many
 /// records the log holds when none matched (to say so); where its newest line is.
 pub fn newest(
-    cx: &Context,
+    g: &Ground,
     root: &Path,
     query: &Query,
     limit: Option<usize>,
@@ -31,7 +31,7 @@ pub fn newest(
     let mut listed = Vec::new();
     let mut in_log = 0u64;
     // A resolution line comes after its record, so reading backwards meets it first.
-    let position = visit_rev(cx, root, end, |bytes| {
+    let position = visit_rev(g, root, end, |bytes| {
         let Some(l) = LogLine::parse(bytes) else {
             return true;
         };
@@ -69,16 +69,14 @@ pub fn newest(
 /// the lines `filter` admits, grouped `by`; `observe` sees every line too (parsed, as
 /// stored, and whether it was admitted).
 pub fn summarize(
-    cx: &Context,
+    g: &Ground,
     filter: Filter,
     by: By,
     policy: &Policy,
     mut observe: impl FnMut(&LogLine, &[u8], bool),
 ) -> Result<Summary, Failure> {
     let mut agg = Aggregator::new(filter, by, policy);
-    let stats = super::read_all_in(cx, &cx.state_root(), |line| {
-        agg.add_with(line, &mut observe)
-    })?;
+    let stats = super::read_all_in(g, &g.root, |line| agg.add_with(line, &mut observe))?;
     // The reader skips a torn last line without showing it; the aggregator counted the rest.
     let torn = stats.skipped.saturating_sub(agg.rejected());
     agg.skipped(torn);

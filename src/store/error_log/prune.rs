@@ -3,10 +3,10 @@
 //! rebuilt for the log that is left. A fleet's stream is not pruned here: its retention is
 //! the `XADD` trim (`[store] log_max_len`); what this host kept locally is.
 
-use crate::context::Context;
 use crate::core::error_record::LogLine;
 use crate::exit::Failure;
 use crate::store::files;
+use crate::store::ground::Ground;
 use chrono::{DateTime, Utc};
 use std::path::{Path, PathBuf};
 
@@ -22,12 +22,12 @@ pub struct Pruned {
 }
 
 /// Moves the records older than `cutoff` from the log under `root` to a new archive file.
-pub fn prune(cx: &Context, root: &Path, cutoff: DateTime<Utc>) -> Result<Pruned, Failure> {
+pub fn prune(g: &Ground, root: &Path, cutoff: DateTime<Utc>) -> Result<Pruned, Failure> {
     let log = super::log_path(root);
     let archive_dir = root.join("logs").join("archive");
     files::ensure_dir(&archive_dir)?;
-    let archive = archive_dir.join(format!("errors-{}.jsonl", cx.stamp()));
-    let lock = files::lock(&log, cx.lock_wait())?;
+    let archive = archive_dir.join(format!("errors-{}.jsonl", g.stamp()));
+    let lock = files::lock(&log, g.lock_wait())?;
     let moved = files::move_lines(&log, &archive, |bytes| {
         LogLine::parse(bytes)
             .and_then(|l| {
@@ -40,8 +40,8 @@ pub fn prune(cx: &Context, root: &Path, cutoff: DateTime<Utc>) -> Result<Pruned,
     drop(lock);
     // The log is another file now: rebuild its counters here, without the lock, rather than
     // in the next hook.
-    if let Err(f) = super::refresh_counters(cx, root) {
-        cx.warn(&format!(
+    if let Err(f) = super::refresh_counters(g, root) {
+        g.warn(&format!(
             "the counters were not rebuilt after the prune: {f}"
         ));
     }

@@ -3,10 +3,11 @@
 //! and `run` all record through here).
 
 use super::Written;
-use crate::context::Context;
 use crate::core::error_record::{self, ErrorRecord, Keys, Phase, Warning};
+use crate::core::policy::Policy;
 use crate::core::vocab::Kind;
 use crate::exit::Failure;
+use crate::store::ground::Ground;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -30,18 +31,19 @@ pub struct Recorded {
 /// `error_id` is always assigned here (unique under the lock); `timestamp` is kept when the
 /// caller set a valid one, else it is now.
 pub fn record(
-    cx: &Context,
+    g: &Ground,
+    policy: &Policy,
     mut rec: ErrorRecord,
     phase_size: Option<u32>,
 ) -> Result<Recorded, Failure> {
-    let thresholds = cx.policy()?.thresholds.clone();
-    let root = cx.ensure_root()?;
+    let thresholds = &policy.thresholds;
+    let root = g.ensure_root()?;
     rec.timestamp = normalized_time(&rec.timestamp)
-        .unwrap_or_else(|| cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+        .unwrap_or_else(|| g.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
     if !rec.error.contains_key("status") {
         rec.error.insert("status".into(), "error".into());
     }
-    let warnings = match super::write_record(cx, &root, &mut rec)? {
+    let warnings = match super::write_record(g, &root, &mut rec)? {
         Written::Logged(counters) if opens(&rec) => {
             let phase = rec.phase.as_ref().map(Phase::to_string);
             let keys = Keys {
@@ -50,7 +52,7 @@ pub fn record(
                 phase: phase.as_deref(),
                 agent: rec.breaker_key.as_deref().or(rec.agent.as_deref()),
             };
-            error_record::warnings(&counters.open, &keys, &thresholds, phase_size)
+            error_record::warnings(&counters.open, &keys, thresholds, phase_size)
         }
         Written::Logged(_) | Written::Pending => Vec::new(),
     };

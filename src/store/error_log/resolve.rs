@@ -3,9 +3,9 @@
 //! (`recovered_by_retry`). Both read the log through the seam and append through
 //! [`super::append_resolutions`] / [`super::recover`], whichever backend holds it.
 
-use crate::context::Context;
 use crate::core::error_record::{LogLine, Resolution, ResolutionLine};
 use crate::exit::Failure;
+use crate::store::ground::Ground;
 use chrono::{DateTime, Utc};
 
 /// Which records `--resolve` closes.
@@ -108,20 +108,20 @@ impl Picked {
 /// A resolution that says a retry worked (`--successful true`, an action that starts with
 /// `retry` or `recover`) is a success of the record's agent: its earlier open failures in the
 /// workflow are resolved too, as `recovered_by_retry`.
-pub fn resolve(cx: &Context, sel: &Selection, resolution: Resolution) -> Result<Resolved, Failure> {
-    let root = cx.ensure_root()?;
+pub fn resolve(g: &Ground, sel: &Selection, resolution: Resolution) -> Result<Resolved, Failure> {
+    let root = g.ensure_root()?;
     let mut picked = Picked::default();
-    let scanned = super::scan(cx, &root, |bytes| picked.see(sel, bytes))?;
+    let scanned = super::scan(g, &root, |bytes| picked.see(sel, bytes))?;
     if let (Some(id), false) = (&sel.id, picked.found) {
         return Err(Failure::data(format!(
             "no record with error_id `{id}` in {}; copy the id from record-error's output or `triage errors`",
             super::log_path(&root).display()
         )));
     }
-    let at = cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let at = g.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let picked = std::cell::RefCell::new(picked);
     let lines = super::append_resolutions(
-        cx,
+        g,
         &root,
         Some(scanned),
         |bytes| picked.borrow_mut().see(sel, bytes),
@@ -163,9 +163,9 @@ pub fn resolve(cx: &Context, sel: &Selection, resolution: Resolution) -> Result<
                 upto: Some(id),
                 started: None,
             };
-            match super::recover(cx, &root, r) {
+            match super::recover(g, &root, r) {
                 Ok(more) => done.recovered = more,
-                Err(f) => cx.warn(&format!(
+                Err(f) => g.warn(&format!(
                     "the agent's other open failures were not resolved: {f}"
                 )),
             }
@@ -176,11 +176,11 @@ pub fn resolve(cx: &Context, sel: &Selection, resolution: Resolution) -> Result<
 
 /// When a call that ran `elapsed_ms` and ended now started (now, when its duration is not
 /// known).
-pub fn started_at(cx: &Context, elapsed_ms: Option<u64>) -> DateTime<Utc> {
+pub fn started_at(g: &Ground, elapsed_ms: Option<u64>) -> DateTime<Utc> {
     elapsed_ms
         .and_then(|ms| chrono::Duration::try_milliseconds(i64::try_from(ms).ok()?))
-        .and_then(|d| cx.now.checked_sub_signed(d))
-        .unwrap_or(cx.now)
+        .and_then(|d| g.now.checked_sub_signed(d))
+        .unwrap_or(g.now)
 }
 
 /// A success of `unit` (an agent, or a work item's breaker key) in `scope` (the workflow,
@@ -188,16 +188,16 @@ pub fn started_at(cx: &Context, elapsed_ms: Option<u64>) -> DateTime<Utc> {
 /// then, are resolved as `recovered_by_retry`. Best effort: returns the ids resolved, and a
 /// failure (a busy log) is a warning that leaves them open for the next success or a person.
 pub fn recovered(
-    cx: &Context,
+    g: &Ground,
     scope: &str,
     unit: &str,
     by: &str,
     started: Option<DateTime<Utc>>,
 ) -> Vec<String> {
-    let root = match cx.ensure_root() {
+    let root = match g.ensure_root() {
         Ok(r) => r,
         Err(f) => {
-            cx.warn(&format!("{unit}'s earlier failures were not resolved: {f}"));
+            g.warn(&format!("{unit}'s earlier failures were not resolved: {f}"));
             return Vec::new();
         }
     };
@@ -208,10 +208,10 @@ pub fn recovered(
         upto: None,
         started,
     };
-    match super::recover(cx, &root, r) {
+    match super::recover(g, &root, r) {
         Ok(lines) => lines.into_iter().map(|l| l.resolves).collect(),
         Err(f) => {
-            cx.warn(&format!("{unit}'s earlier failures were not resolved: {f}"));
+            g.warn(&format!("{unit}'s earlier failures were not resolved: {f}"));
             Vec::new()
         }
     }

@@ -13,11 +13,10 @@ use std::process::Stdio;
 fn writer_child() {
     let root = std::env::var("RECORD_CHILD_ROOT").expect("run by the parent test");
     let id = std::env::var("RECORD_CHILD_ID").unwrap();
-    let global = crate::context::GlobalArgs {
-        dir: Some(root.into()),
-        ..Default::default()
-    };
-    let cx = crate::context::Context::new("record-error", global, true).unwrap();
+    let root = std::path::PathBuf::from(root);
+    crate::store::files::set_root(&root, true);
+    let g = crate::store::ground::testing::ground(root, std::time::Duration::from_secs(60));
+    let policy = crate::core::policy::Policy::default();
     let detail: String = format!("writer {id} ")
         .repeat(1000)
         .chars()
@@ -29,7 +28,7 @@ fn writer_child() {
             "agent": format!("w{id}"), "task_id": format!("{id}-{seq}"),
         });
         let rec = crate::core::error_record::record_from_input(&input);
-        super::record(&cx, rec, None).unwrap();
+        super::record(&g, &policy, rec, None).unwrap();
     }
 }
 
@@ -50,7 +49,6 @@ fn thirty_two_writers_leave_6400_whole_lines() {
                 ])
                 .env("RECORD_CHILD_ROOT", &root)
                 .env("RECORD_CHILD_ID", i.to_string())
-                .env("TRIAGE_LOCK_TIMEOUT", "60s")
                 .env_remove("TRIAGE_DIR")
                 .env_remove("TRIAGE_NOW")
                 .env_remove("TRIAGE_STORE")

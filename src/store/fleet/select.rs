@@ -9,7 +9,7 @@
 //! new process tries afresh.
 
 use super::{Config, Remote, RemoteError};
-use crate::context::Context;
+use crate::store::ground::Ground;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -30,21 +30,21 @@ fn id_of(c: &Config) -> String {
 
 /// Whether a fleet store is asked for (whether or not it is valid or reachable: [`with`]
 /// says what is wrong).
-pub fn configured(cx: &Context) -> bool {
-    cx.fleet_config().is_some()
+pub fn configured(g: &Ground) -> bool {
+    g.fleet().is_some()
 }
 
 /// Runs `op` on the fleet's Redis: `None` when there is none, or when it failed (said with a
 /// warning naming `doing`), and the caller uses the local files for this call.
 pub fn with<T>(
-    cx: &Context,
+    g: &Ground,
     doing: &str,
     op: impl FnOnce(&mut Remote) -> Result<T, RemoteError>,
 ) -> Option<T> {
-    let config = match cx.fleet_config()? {
+    let config = match g.fleet()? {
         Ok(c) => c,
         Err(e) => {
-            warn_once(cx, &format!("{e}; using the local files"));
+            warn_once(g, &format!("{e}; using the local files"));
             return None;
         }
     };
@@ -74,7 +74,7 @@ pub fn with<T>(
                     until: Instant::now() + RETRY_AFTER,
                 };
                 drop(slot);
-                fell_back(cx, doing, &e);
+                fell_back(g, doing, &e);
                 return None;
             }
         }
@@ -90,22 +90,22 @@ pub fn with<T>(
                 until: Instant::now() + RETRY_AFTER,
             };
             drop(slot);
-            fell_back(cx, doing, &e);
+            fell_back(g, doing, &e);
             None
         }
     }
 }
 
-fn fell_back(cx: &Context, doing: &str, e: &RemoteError) {
-    cx.warn(&format!(
+fn fell_back(g: &Ground, doing: &str, e: &RemoteError) {
+    g.warn(&format!(
         "{doing}: {e}; used the local files for this call (the fleet's Redis is tried again later)"
     ));
 }
 
-fn warn_once(cx: &Context, message: &str) {
+fn warn_once(g: &Ground, message: &str) {
     use std::sync::atomic::{AtomicBool, Ordering};
     static SAID: AtomicBool = AtomicBool::new(false);
     if !SAID.swap(true, Ordering::Relaxed) {
-        cx.warn(message);
+        g.warn(message);
     }
 }
