@@ -25,11 +25,14 @@
 //! 4. Claude Code's StopFailure `error` word, when the text of the failed turn
 //!    (`last_assistant_message`) held no structured evidence: `server_error` is what the client
 //!    sends for a 529, `unknown` for a 400.
-//! 5. Generic wordings ([`rules::GENERIC`]): the one on the earliest line wins, so the first
+//! 5. A hang: a status line (a spinner with its elapsed time) past the longest a tool call may
+//!    run ([`hang`]), whatever the command quoted above it says.
+//! 6. Generic wordings ([`rules::GENERIC`]): the one on the earliest line wins, so the first
 //!    line of a multi-line error weighs more than what follows it.
-//! 6. The exit status: 124, 126, 127, 128+N; then a tool call whose error is only its
-//!    `Exit code N` line ([`rules::TOOL_EXIT`]).
-//! 7. When nothing matched, levels 2, 3 and 5 once more on the text with its line breaks
+//! 7. The exit status: 124, 126, 127, 128+N; then a tool call whose error is only its
+//!    `Exit code N` line: a search (grep, rg …) that found nothing when the command was one
+//!    ([`search`]), else a plain tool failure ([`rules::TOOL_EXIT`]).
+//! 8. When nothing matched, levels 2, 3 and 6 once more on the text with its line breaks
 //!    joined: a terminal wraps a long message (`… which appears to violate` / `our Usage
 //!    Policy`), and issue reports quote it wrapped.
 //!
@@ -38,11 +41,14 @@
 //! matching (see `matching`).
 
 mod builtin;
+pub mod class;
 mod facts;
+pub mod hang;
 pub mod input;
 mod matching;
 pub mod retry;
 pub mod rules;
+mod search;
 mod words;
 
 #[cfg(test)]
@@ -53,8 +59,9 @@ mod corpus;
 mod families;
 
 use crate::core::policy::{ClassifyRule, Policy};
-use crate::core::vocab::{Action, Category, Kind, Severity, Tier};
+use crate::core::vocab::{Action, Category, Class, Kind, Severity, Tier};
 use chrono::{DateTime, FixedOffset, Utc};
+pub use class::{class_of, family_of};
 pub use retry::RetryAdvice;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -90,6 +97,10 @@ pub struct ErrorObject {
     pub status: String,
     /// What went wrong.
     pub kind: Kind,
+    /// Work (the agent's own loop: a red test, a lint complaint) or trouble: [`class_of`] of
+    /// the kind and the tool that failed.
+    #[serde(default)]
+    pub class: Class,
     /// One line that says what went wrong, where, and why.
     pub detail: String,
     /// What to do about it.
@@ -129,6 +140,8 @@ struct Verdict<'p> {
     config: Option<&'p ClassifyRule>,
     /// The built-in text rule, when one decided (its tier, advice, retry cap).
     text_rule: Option<&'static rules::TextRule>,
+    /// How long a hang's status line says it has waited.
+    elapsed_s: Option<f64>,
 }
 
 /// True unless the input is a PostToolUse whose response reports no error.
@@ -198,6 +211,9 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
         }
     }
     let mut context = f.context.clone();
+    if let Some(s) = v.elapsed_s {
+        context.insert("elapsed_s".into(), Value::from(s));
+    }
     if let Some(r) = &decision.reason {
         context.insert("action_reason".into(), Value::from(r.clone()));
     }
@@ -214,6 +230,7 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
     ErrorObject {
         status: "error".into(),
         kind: v.kind,
+        class: class::answer_class(v.kind, f.tool.as_deref(), || from_model_api(&f, &v)),
         detail,
         suggestions,
         retryable,
@@ -242,6 +259,7 @@ fn verdict<'p>(
         retryable,
         config: None,
         text_rule: None,
+        elapsed_s: None,
     };
     if let Some(kind) = f.given_kind {
         return plain(kind, "input".into(), None, None);
@@ -261,6 +279,7 @@ fn verdict<'p>(
                 retryable: base.retryable,
                 config: Some(r),
                 text_rule,
+                elapsed_s: base.elapsed_s,
             };
         }
     }
@@ -327,6 +346,7 @@ fn builtin<'p>(f: &input::Facts) -> Verdict<'p> {
         retryable,
         config: None,
         text_rule: None,
+        elapsed_s: None,
     };
     let by_rule = |(r, at): (&'static rules::TextRule, usize), text: &str| Verdict {
         kind: r.kind,
@@ -335,6 +355,7 @@ fn builtin<'p>(f: &input::Facts) -> Verdict<'p> {
         retryable: None,
         config: None,
         text_rule: Some(r),
+        elapsed_s: None,
     };
     if f.interrupted {
         return v(Kind::Interrupted, "is-interrupt", None, None);
@@ -370,7 +391,14 @@ fn builtin<'p>(f: &input::Facts) -> Verdict<'p> {
             );
         }
     }
-    // 5. Generic wordings, the earliest line first.
+    // 5. A hang: a spinner past the longest a tool call may run.
+    if let Some((at, elapsed_s)) = hang::stalled(&ev.text) {
+        return Verdict {
+            elapsed_s: Some(elapsed_s),
+            ..by_rule((&rules::HANG, at), &ev.text)
+        };
+    }
+    // 6. Generic wordings, the earliest line first.
     if let Some(hit) = matching::generic(&ev.lower) {
         let mut verdict = by_rule(hit, &ev.text);
         // A crash by an outside signal (SIGKILL, SIGTERM) may pass on a new attempt.
@@ -381,20 +409,28 @@ fn builtin<'p>(f: &input::Facts) -> Verdict<'p> {
         }
         return verdict;
     }
-    // 6. The exit status.
+    // 7. The exit status.
     let first = first_line(&ev.text);
     if let Some((kind, name, retryable)) = f.exit_code.and_then(rules::exit_kind) {
         return v(kind, name, first, Some(retryable));
     }
     if f.exit_code != Some(0) {
         if let Some(hit) = matching::tool_exit(&ev.lower) {
+            // Nothing but the exit line, from a search: it found nothing.
+            let command = f.context.get("command").and_then(Value::as_str);
+            if f.exit_code == Some(1) && first.is_none() && command.is_some_and(search::is_search) {
+                return Verdict {
+                    evidence: command.map(clip),
+                    ..by_rule((&rules::NO_MATCH, hit.1), &ev.text)
+                };
+            }
             return Verdict {
                 evidence: first,
                 ..by_rule(hit, &ev.text)
             };
         }
     }
-    // 7. Nothing matched: a terminal wraps long messages, so the same wordings are tried once
+    // 8. Nothing matched: a terminal wraps long messages, so the same wordings are tried once
     // more with the line breaks joined.
     if ev.text.contains('\n') {
         let joined = join_wrapped_lines(&ev.text);
@@ -410,6 +446,16 @@ fn builtin<'p>(f: &input::Facts) -> Verdict<'p> {
         return v(Kind::Unknown, &format!("stop-failure-{word}"), first, None);
     }
     v(Kind::Unknown, "unmatched", first, None)
+}
+
+/// Whether the failure is the model API's own answer: a StopFailure, an `API Error` line, an
+/// API error type (`invalid_request_error`, …) or a Usage Policy refusal.
+fn from_model_api(f: &input::Facts, v: &Verdict) -> bool {
+    if f.stop_failure.is_some() || v.rule == "builtin:usage-policy" {
+        return true;
+    }
+    let lower = f.text.to_ascii_lowercase();
+    lower.contains("api error") || matching::api_type(lower.as_bytes()).is_some()
 }
 
 /// `text` with every line break and the indentation after it turned into one space.

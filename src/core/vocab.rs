@@ -77,7 +77,62 @@ vocabulary! {
         GateFailed = "gate_failed",
         StateCorrupt = "state_corrupt",
         PhaseFailed = "phase_failed",
+        Billing = "billing",
+        LockBusy = "lock_busy",
+        DependencyConflict = "dependency_conflict",
+        CheckFailed = "check_failed",
+        NoMatch = "no_match",
         Unknown = "unknown",
+    }
+}
+
+vocabulary! {
+    /// Which side of the line a failure is on (issue 29): `work` is the agent's normal loop
+    /// (a red test, a compile error, a lint complaint, a search with no match), where triage
+    /// records nothing that counts and stays quiet; `trouble` is what triage speaks on
+    /// (infrastructure, the API, the network, timeouts, denials, crashes, subagents).
+    Class {
+        Work = "work",
+        Trouble = "trouble",
+    }
+}
+
+impl Default for Class {
+    /// A failure nothing is known of is trouble: triage speaks rather than stays silent.
+    fn default() -> Class {
+        Class::Trouble
+    }
+}
+
+vocabulary! {
+    /// The rows of the work/trouble table: the families of failures a coding session meets.
+    /// The first six are work by default (`[voice] work` in the policy names the ones treated
+    /// as work); `other` is everything else, always trouble. `classify::family_of` says which
+    /// family a kind (and the tool that failed) belongs to.
+    Family {
+        Tests = "tests",
+        Build = "build",
+        Checks = "checks",
+        Search = "search",
+        Dependencies = "dependencies",
+        Usage = "usage",
+        Other = "other",
+    }
+}
+
+impl Family {
+    /// The class of the family when the policy says nothing: the six families of the agent's
+    /// own loop are work, the rest trouble.
+    pub fn default_class(self) -> Class {
+        match self {
+            Family::Tests
+            | Family::Build
+            | Family::Checks
+            | Family::Search
+            | Family::Dependencies
+            | Family::Usage => Class::Work,
+            Family::Other => Class::Trouble,
+        }
     }
 }
 
@@ -284,7 +339,7 @@ mod tests {
             assert_eq!(json, format!("\"{}\"", k.as_str()));
             assert_eq!(k.as_str().parse::<Kind>().as_ref(), Ok(k));
         }
-        assert_eq!(Kind::ALL.len(), 27);
+        assert_eq!(Kind::ALL.len(), 32);
         assert_eq!(
             serde_json::to_string(&Tier::EscalationRequired).ok(),
             Some("2".into())
@@ -294,6 +349,34 @@ mod tests {
         // SPEC §5 grew with seed 004's rows; `unknown` stays last.
         assert_eq!(Kind::ALL.last(), Some(&Kind::Unknown));
         assert_eq!("target_not_found".parse::<Kind>(), Ok(Kind::TargetNotFound));
+        assert_eq!(
+            serde_json::to_string(&Class::Work).ok(),
+            Some("\"work\"".into())
+        );
+        assert_eq!("trouble".parse::<Class>(), Ok(Class::Trouble));
+        assert_eq!("dependencies".parse::<Family>(), Ok(Family::Dependencies));
+    }
+
+    #[test]
+    fn the_agents_own_families_are_work_and_the_rest_trouble() {
+        let work: Vec<&str> = Family::ALL
+            .iter()
+            .filter(|f| f.default_class() == Class::Work)
+            .map(|f| f.as_str())
+            .collect();
+        assert_eq!(
+            work,
+            [
+                "tests",
+                "build",
+                "checks",
+                "search",
+                "dependencies",
+                "usage"
+            ]
+        );
+        assert_eq!(Family::Other.default_class(), Class::Trouble);
+        assert_eq!(Class::default(), Class::Trouble);
     }
 
     /// Seed 001's "Severity Indicators".

@@ -142,9 +142,10 @@ fn cases() -> Vec<(Value, Kind, bool)> {
         (json!({"exit_code": 128, "stderr": "git@github.com: Permission denied (publickey).\nfatal: Could not read from remote repository."}), AuthFailed, false),
         // axios's message, as WebFetch relays it.
         (tool("WebFetch", "Request failed with status code 403"), AuthFailed, false),
-        // ref:hooks: StopFailure `authentication_failed`, `billing_error`, `oauth_org_not_allowed`.
+        // ref:hooks: StopFailure `authentication_failed`, `oauth_org_not_allowed`; `billing_error` is
+        // the account's credit, its own kind.
         (stop("authentication_failed"), AuthFailed, false),
-        (stop("billing_error"), AuthFailed, false),
+        (stop("billing_error"), Billing, false),
         (stop("oauth_org_not_allowed"), AuthFailed, false),
         // --- invalid input ---
         // Python json.

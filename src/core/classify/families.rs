@@ -105,7 +105,7 @@ fn the_families_of_issue_18() {
         ("context", text("{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"Prompt is too long\"}],\"error\":\"invalid_request\"}}"), ContextExhausted, "context-exhausted"),
         // --- permission denials, by mode or by a hook ---
         // https://github.com/Ivy-Interactive/Ivy-Tendril/issues/604
-        ("denied", tool("Bash", "Permission to use Bash has been denied because Claude Code is running in don't ask mode."), PermissionDenied, "permission"),
+        ("denied", tool("Bash", "Permission to use Bash has been denied because Claude Code is running in don't ask mode."), PermissionDenied, "client-deny"),
         // https://github.com/nyldn/claude-octopus/issues/629
         ("denied", text("PreToolUse:Bash hook stopped continuation: [Before running tangle phase,\ncheck if there are existing validation results that need review.]: The hook\ncondition references 'existing validation results that need review' before"), PermissionDenied, "hook-deny"),
         // https://github.com/openai/codex/pull/15211
@@ -144,7 +144,7 @@ fn the_families_of_issue_18() {
         ("interrupt", text("Error: Request was aborted.\n    at makeRequest (/$bunfs/root/src/entrypoints/cli.js:50:3449)\n    at processTicksAndRejections (native:7:39)"), Interrupted, "interrupted"),
         // --- package managers ---
         // https://github.com/npm/cli/issues/5780
-        ("packages", tool("Bash", "Exit code 1\nnpm ERR! code ERESOLVE\nnpm ERR! ERESOLVE unable to resolve dependency tree"), BuildFailed, "deps"),
+        ("packages", tool("Bash", "Exit code 1\nnpm ERR! code ERESOLVE\nnpm ERR! ERESOLVE unable to resolve dependency tree"), DependencyConflict, "deps"),
         // https://github.com/Unitech/pm2/issues/4803
         ("packages", text("npm ERR! code E404\nnpm ERR! 404 Not Found - GET https://registry.npmjs.org/@pm2%2fagent - Not found\nnpm ERR! 404  '@pm2/agent@~1.0.2' is not in the npm registry."), NotFound, "package-missing"),
         // https://github.com/haxtheweb/issues/issues/2369
@@ -154,7 +154,7 @@ fn the_families_of_issue_18() {
         // https://github.com/sixfab/Sixfab_PPP_Installer/issues/41
         ("packages", text("error: externally-managed-environment\n\n× This environment is externally managed"), PermissionDenied, "pep668"),
         // https://github.com/killercup/cargo-edit/issues/861
-        ("packages", text("error: failed to select a version for the requirement `clap = \"^4.3.10\"`\ncandidate versions found which didn't match: 3.2.25, 3.2.24, 3.2.23, ..."), BuildFailed, "deps"),
+        ("packages", text("error: failed to select a version for the requirement `clap = \"^4.3.10\"`\ncandidate versions found which didn't match: 3.2.25, 3.2.24, 3.2.23, ..."), DependencyConflict, "deps"),
         // --- git ---
         // https://github.com/jscutlery/semver/issues/570
         ("git", text(" ! [rejected]            main -> main (non-fast-forward)\nerror: failed to push some refs to 'https://github.com/***/***'"), ToolFailure, "git-rejected"),
@@ -285,10 +285,10 @@ fn stop_failure_is_classified_from_the_word_and_the_message() {
 
 #[test]
 fn a_tools_plain_non_zero_exit_is_a_tool_failure_retried_once() {
-    // Issue 15 item 3: grep's "no match" is exit 1 with nothing else; seed 003's
-    // "tool_failure: retry once".
+    // Issue 15 item 3: a command that says nothing but exit 1 (`test` was false); seed 003's
+    // "tool_failure: retry once". (A search's exit 1 is its own kind, `no_match`, below.)
     let grep = json!({"hook_event_name": "PostToolUseFailure", "session_id": "s1",
-        "tool_name": "Bash", "tool_input": {"command": "grep -rn TODO src"},
+        "tool_name": "Bash", "tool_input": {"command": "test -f build/out.bin"},
         "error": "Exit code 1"});
     let e = run(&grep);
     assert_eq!(
@@ -486,4 +486,343 @@ fn usage_limits_wait_until_the_reset() {
     let e = run(&nine);
     assert_eq!(e.kind, Kind::RateLimited);
     assert!(e.context.get("retry_after_s").is_none());
+}
+
+/// A Bash failure with the command it ran (the hook payload's `tool_input.command`).
+fn bash_cmd(command: &str, error: &str) -> Value {
+    json!({"hook_event_name": "PostToolUseFailure", "session_id": "s1", "tool_name": "Bash",
+        "tool_input": {"command": command}, "error": error})
+}
+
+/// Issue 29's families, each with real texts from tests/data/real_errors_2026.toml (the
+/// address above each row): what the family looks like, and the rule that says so.
+#[test]
+fn the_families_of_issue_29() {
+    use Kind::*;
+    let rows = [
+        // --- billing: a person must pay; before the HTTP status and the rate-limit words ---
+        // https://github.com/anthropics/claude-code/issues/46277
+        ("billing", text("  ⎿  Credit balance too low · Add funds: https://platform.claude.com/settings/billing"), Billing, "billing"),
+        // https://github.com/anthropics/claude-code/issues/66314 (a 400 invalid_request_error)
+        ("billing", text("Error: 400 {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.\"},\"request_id\":\"req_011CbrFTcXhtiMzr3s6EocF7\"}"), Billing, "billing"),
+        // https://github.com/Chanzhaoyu/chatgpt-web/issues/1965 (a 429 that waiting never ends)
+        ("billing", text("ChatGPT error 429: {\n\"error\": {\n\"message\": \"You exceeded your current quota, please check your plan and billing details.\",\n\"type\": \"insufficient_quota\",\n\"param\": null,\n\"code\": \"insufficient_quota\"\n}\n}"), Billing, "billing"),
+        // https://github.com/QwenLM/qwen-code/issues/73
+        ("billing", text("✖ OpenAI API Streaming Error: 402 This request requires more credits, or fewer max_tokens. You requested up to 225702 tokens, but can only afford 92985."), Billing, "billing"),
+        // --- the client's own permission denials ---
+        // https://github.com/ikuwow/dotfiles/pull/444
+        ("denied", tool("Bash", "Permission to use Bash with command ssh -V has been denied."), PermissionDenied, "client-deny"),
+        // https://github.com/anthropics/claude-code/issues/86341
+        ("denied", tool("Bash", "Permission for this action was denied by the Claude Code auto mode classifier. Reason: Blocked by classifier."), PermissionDenied, "client-deny"),
+        // https://github.com/anthropics/claude-code-action/issues/20
+        ("denied", text("Claude requested permissions to use Bash, but you haven't granted it yet."), PermissionDenied, "client-deny"),
+        // https://github.com/anthropics/claude-code/issues/35895: "run tests" is boilerplate.
+        ("denied", text("  ⎿  Error: Permission to use Edit has been denied because Claude Code is running in don't ask mode. IMPORTANT: You *may* attempt to\n     accomplish this action using other tools that might naturally be used to accomplish this goal, e.g. using head instead of cat. But\n     you *should not* attempt to work around this denial in malicious ways, e.g. do not use your ability to run tests to execute non-test\n     actions."), PermissionDenied, "client-deny"),
+        // --- hooks ---
+        // https://github.com/addyosmani/agent-skills/issues/465
+        ("hook", text("SessionStart hook (failed)\n  error: hook returned invalid session start JSON output"), HookFailed, "hook-error"),
+        // https://github.com/openai/codex/issues/46455
+        ("hook", text("hook: PostToolUse Failed"), HookFailed, "hook-error"),
+        // https://github.com/melodic-software/claude-code-plugins/issues/2593
+        ("hook", text("Ran 5 stop hooks\nStop hook error: Failed with non-blocking status code: No stderr output"), HookFailed, "hook-error"),
+        // --- dependency resolution (work) ---
+        // https://github.com/ourongxing/chatgpt-vercel/issues/19
+        ("dependencies", text(" ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with \"frozen-lockfile\" because pnpm-lock.yaml is not up-to-date with package.json"), DependencyConflict, "deps"),
+        // https://github.com/astral-sh/uv/issues/3716
+        ("dependencies", text("× No solution found when resolving dependencies:\n╰─▶ Because flask==3.0.2 depends on click>=8.1.3 and you require click==7.0.0, we can conclude that your requirements and flask==3.0.2 are incompatible."), DependencyConflict, "deps"),
+        // https://github.com/fpour/DGB/issues/2
+        ("dependencies", text("ERROR: Cannot install dgb==0.1 and dgb==0.2 because these package versions have conflicting dependencies.\n\nERROR: ResolutionImpossible: for help visit https://pip.pypa.io/en/latest/user_guide/#fixing-conflicting-dependencies"), DependencyConflict, "deps"),
+        // https://github.com/newfold-labs/wp-module-onboarding/issues/832 (npm 10's spelling)
+        ("dependencies", text("error code ERESOLVE\nnpm error ERESOLVE could not resolve"), DependencyConflict, "deps"),
+        // --- a missing script (usage) ---
+        // https://github.com/netlify-templates/victor-hugo/issues/523
+        ("usage", tool("Bash", "Exit code 1\nnpm ERR! Missing script: \"test\"\nnpm ERR! \nnpm ERR! To see a list of scripts, run:\nnpm ERR!   npm run"), InvalidInput, "missing-script"),
+        // https://github.com/angular/material-start/issues/133
+        ("usage", text("npm ERR! node v5.7.1\nnpm ERR! npm  v3.8.9\n\nnpm ERR! missing script: tests"), InvalidInput, "missing-script"),
+        // --- checks: coverage, type, lint (work) ---
+        // https://github.com/AFixt/accessibility-highlighter/pull/126
+        ("checks", text("Jest: \"global\" coverage threshold for statements (20%) not met: 12.9%"), CheckFailed, "coverage"),
+        // https://github.com/climate-analytics-lab/jax-gcm/issues/786: every test passed.
+        ("checks", text("FAIL Required test coverage of 80% not reached. Total coverage: 79.68%\n== 92 passed, 29 skipped, 2409 deselected ... =="), CheckFailed, "coverage"),
+        // https://github.com/ciemss/pyciemss/issues/626
+        ("checks", text("+ mypy --ignore-missing-imports pyciemss/\npyciemss/visuals/plots.py:123: error: Incompatible types in assignment (expression has type \"str\", variable has type \"bytes\")  [assignment]\nFound 1 error in 1 file (checked 30 source files)"), CheckFailed, "typecheck"),
+        // https://github.com/eslint/eslint/issues/8024
+        ("checks", text("  328:9  error  'promise' is assigned a value but never used  no-unused-vars\n\n✖ 1 problem (1 error, 0 warnings)"), CheckFailed, "lint"),
+        // https://github.com/astral-sh/ruff/issues/475
+        ("checks", text("$ ruff autoflake.py\nFound 1 error(s).\nautoflake.py:41:1: F401 `pyflakes.checker.Annotation` imported but unused\n1 potentially fixable with the --fix option."), CheckFailed, "lint"),
+        // https://github.com/JamesMcMurran/GDaxMarketMakerTrader/issues/7: ts-node's frames.
+        ("checks", text("/lib/node_modules/ts-node/src/index.ts:329\n        throw new TSError(formatDiagnostics(diagnosticList, cwd, ts, lineOffset))\n              ^\nTSError: ⨯ Unable to compile TypeScript\nTrader.ts (30,5): Type 'string' is not assignable to type 'number'. (2322)"), BuildFailed, "tsc"),
+        // --- the OOM killer ends the compiler (trouble, retried once) ---
+        // https://github.com/hoytech/strfry/issues/41
+        ("killed", text("g++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated.\nmake: *** [golpe/rules.mk:28: build/config.o] Error 1"), Crash, "killed"),
+        // https://github.com/emscripten-core/emscripten/issues/4480
+        ("killed", text("c++: internal compiler error: Killed (program cc1plus)\nPlease submit a full bug report,"), Crash, "killed"),
+        // https://github.com/NLnetLabs/routinator/issues/724
+        ("killed", text("error: could not compile `routinator-ui`\n\nCaused by:\n  process didn't exit successfully: `rustc --crate-name routinator_ui` (signal: 9, SIGKILL: kill)\nwarning: build failed, waiting for other jobs to finish..."), Crash, "killed"),
+        // --- lock contention (trouble) ---
+        // https://github.com/hashicorp/terraform/issues/22410: the lock table's 400 and JSON.
+        ("locks", text("Error: Error locking state: Error acquiring the state lock: 2 error(s) occurred:\n\n* ConditionalCheckFailedException: The conditional request failed\n\tstatus code: 400, request id: 1GC9H7U16EQSUEAN9VOF0QNMPRVV4KQNSO5AEMVJF66Q9ASUAAJG\n* unexpected end of JSON input"), LockBusy, "lock-held"),
+        // https://github.com/finite-element/finite-element-course/issues/3: "crashed" is a guess.
+        ("locks", text("fatal: Unable to create '/Users/Ibrahim/finite-element-course/.git/index.lock': File exists.\n\nAnother git process seems to be running in this repository, e.g.\nan editor opened by 'git commit'. Please make sure all processes\nare terminated then try again. If it still fails, a git process\nmay have crashed in this repository earlier:\nremove the file manually to continue."), LockBusy, "lock-held"),
+        // https://github.com/MichaIng/DietPi/issues/3032: EAGAIN's words, not an overload.
+        ("locks", text("E: Could not get lock /var/lib/dpkg/lock-frontend - open (11: Resource temporarily unavailable)\nE: Unable to acquire the dpkg frontend lock (/var/lib/dpkg/lock-frontend), is another process using it?"), LockBusy, "lock-held"),
+        // https://github.com/rust-lang/rust-analyzer/issues/21589
+        ("locks", text("» cargo run\nBlocking waiting for file lock on package cache"), LockBusy, "lock-wait"),
+        // --- hangs (trouble) ---
+        // https://github.com/anthropics/claude-code/issues/63100: the command's `timeout 180`
+        // is not what failed; the spinner ran for two hours.
+        ("hang", text("● Bash(PATH=\"/home/gee/.npm-global/bin:$PATH\" timeout 180 .venv/bin/pytest -m \"not slow and not external and not smoke\" -q --tb=short 2>&1 | tail -40)\n  ⎿  Waiting…\n\n✽ Infusing… (1h 57m 55s · ↓ 153.5k tokens)\n  ⎿  Tip: Use /clear to start fresh when switching topics and free up context"), Unresponsive, "hang"),
+        // https://github.com/google-gemini/gemini-cli/issues/3164
+        ("hang", text("Re-Initiating the Process (esc to cancel, 2366s)"), Unresponsive, "hang"),
+        // https://github.com/auth0/node-jsonwebtoken/issues/834
+        ("hang", text("(⠂⠂⠂⠂⠂⠂⠂⠂⠂⠂⠂⠂⠂⠂⠂⠂⠂⠂) ⠙ IdealTree:web: sill idealTree buildDeps"), Unresponsive, "progress-stalled"),
+        // https://github.com/npm/cli/issues/7282: "Completed in 862ms" is the last step done.
+        ("hang", text("Stuck |######. . . . . . . | idealTree: timing idealTree Completed in 862ms"), Unresponsive, "progress-stalled"),
+        // --- stream disconnections (trouble) ---
+        // https://github.com/Wei-Shaw/claude-relay-service/issues/483
+        ("stream", text("■ stream disconnected before completion: stream closed before response.completed"), NetworkError, "network"),
+        // https://github.com/Wei-Shaw/claude-relay-service/issues/465
+        ("stream", text("stream error: stream disconnected before completion: Transport error: error decoding response body"), NetworkError, "network"),
+        // --- test runs: a panic inside a test is a failed test; the tool's own is a crash ---
+        // https://github.com/apache/casbin-rs/issues/406
+        ("tests", text("test rbac_api::tests::test_pattern_matching_fn ... ok\n\nfailures:\n\n---- enforcer::tests::test_enforce_ex stdout ----\n\nthread 'enforcer::tests::test_enforce_ex' (7643) panicked at src/enforcer.rs:1739:9:\nassertion `left == right` failed"), TestFailed, "cargo-test"),
+        // https://github.com/oli-obk/cargo_metadata/issues/74
+        ("tests", text("---- all_the_fields stdout ----\nthread 'all_the_fields' panicked at 'cargo -V output is unexpected: cargo 1.33.0\n', tests/test_samples.rs:130:5"), TestFailed, "cargo-test"),
+        // https://github.com/flynn/flynn/issues/457: "Error: timed out" is the test's message.
+        ("tests", text("FAIL: logbuf_test.go:83: S.TestStreaming\n\nlogbuf_test.go:99:\n    c.Error(\"timed out\")\n... Error: timed out"), TestFailed, "go-test"),
+        // https://github.com/tanakh/cargo-atcoder/issues/17: the tool's own assertion.
+        ("tests", text("thread 'main' panicked at 'assertion failed: `(left == right)`\n  left: `3`,\n right: `5`', /Users/xxx/.cargo/git/checkouts/cargo-atcoder-22f22504501ff75c/3c72a19/src/atcoder.rs:469:9"), Crash, "crash"),
+        // https://github.com/pytest-dev/pytest/issues/5505
+        ("tests", text("INTERNALERROR> Traceback (most recent call last):\nINTERNALERROR>   File \"/tmp/x/venv/lib/python3.6/site-packages/_pytest/config/__init__.py\", line 1002, in getoption\nINTERNALERROR> AttributeError: 'Namespace' object has no attribute 'tbstyle'"), Crash, "tool-crashed"),
+        // https://github.com/python/mypy/issues/17102: mypy's own error format, crashed.
+        ("tests", text("copi/types/model.py:124: error: INTERNAL ERROR -- Please try using mypy master on GitHub:\nversion: 1.9.0"), Crash, "tool-crashed"),
+        // --- a search with no match (work) ---
+        // https://github.com/earendil-works/pi/issues/3509
+        ("search", bash_cmd("grep -r \"xyznonexistent\" .", "Exit code 1"), NoMatch, "no-match"),
+        ("search", bash_cmd("cd src && rg -n 'fn main' | sort", "Exit code 1"), ToolFailure, "tool-exit"),
+        ("search", bash_cmd("cd src && rg -n 'a|b'", "Error: Exit code 1"), NoMatch, "no-match"),
+        // grep's exit 2 is an error, not an answer.
+        ("search", bash_cmd("grep -r foo missing/", "Exit code 2\ngrep: missing/: No such file or directory"), NotFound, "not-found"),
+    ];
+    check(&rows, 2);
+}
+
+/// Each work family both ways: the work text (the command did its job and found a problem
+/// in the code) and a trouble text from the same kind of command (it could not do its job).
+#[test]
+fn each_work_family_is_work_or_trouble_by_what_failed() {
+    use crate::core::vocab::{Class, Family};
+    let pairs: [(Family, Value, Value); 6] = [
+        (
+            Family::Tests,
+            // https://github.com/weaveworks/scope/issues/427
+            bash_cmd("go test ./...", "Exit code 1\n--- FAIL: TestResolver-4 (0.00s)\n\tresolver_test.go:89: didn't Stop in time\nFAIL"),
+            // https://github.com/pytest-dev/pytest/issues/5505
+            bash_cmd("pytest -p no:terminal --collect-only t.py", "Exit code 3\nINTERNALERROR> Traceback (most recent call last):\nINTERNALERROR> AttributeError: 'Namespace' object has no attribute 'tbstyle'"),
+        ),
+        (
+            Family::Build,
+            // https://github.com/GuillaumeGomez/rust-GSL/pull/32
+            bash_cmd("cargo build", "Exit code 101\nerror[E0308]: mismatched types\n   --> src\\types\\rng.rs:111:43\n\nerror: aborting due to 2 previous errors"),
+            // https://github.com/tdlib/telegram-bot-api/issues/145
+            bash_cmd("make -j8", "Exit code 2\nc++: fatal error: Killed signal terminated program cc1plus compilation terminated.\nmake[2]: *** [td/CMakeFiles/tdcore.dir/build.make:479: td/CMakeFiles/tdcore.dir/td/telegram/ContactsManager.cpp.o] Error 1"),
+        ),
+        (
+            Family::Checks,
+            // https://github.com/eslint/eslint/issues/11541
+            bash_cmd("npx eslint src", "Exit code 1\n2:5  error  'offset' is assigned a value but never used  no-unused-vars\n✖ 1 problem (1 error, 0 warnings)"),
+            // https://github.com/python/mypy/issues/9384
+            bash_cmd("mypy --config-file=setup.cfg app", "Exit code 2\npagination.py:187: error: INTERNAL ERROR -- Please try using mypy master on Github:\nversion: 0.782"),
+        ),
+        (
+            Family::Search,
+            // https://github.com/earendil-works/pi/issues/3509
+            bash_cmd("grep -r \"xyznonexistent\" .", "Exit code 1"),
+            // https://github.com/BurntSushi/ripgrep/issues/863
+            bash_cmd("rg shit", "Exit code 2\n./: Permission denied (os error 13)\nNo files were searched, which means ripgrep probably applied a filter you didn't expect."),
+        ),
+        (
+            Family::Dependencies,
+            // https://github.com/astral-sh/uv/issues/12511
+            bash_cmd("uv sync", "Exit code 1\n  × No solution found when resolving dependencies:\n  ╰─▶ Because only the following versions of python-nvd3 are available:"),
+            // https://github.com/npm/npm/issues/15889
+            bash_cmd("npm install", "Exit code 1\nnpm ERR! code ETIMEDOUT\nnpm ERR! errno ETIMEDOUT\nnpm ERR! network connect ETIMEDOUT 151.101.64.162:80"),
+        ),
+        (
+            Family::Usage,
+            // https://github.com/npm/statusboard/issues/311
+            bash_cmd("npm run asdf", "Exit code 1\nnpm ERR! Missing script: asdf"),
+            // https://github.com/ruvnet/ruflo/issues/607
+            tool("Task", "Error: Agent type 'analyst' not found. Available agents: general-purpose, api-docs, cicd-engineer"),
+        ),
+    ];
+    for (family, work, trouble) in &pairs {
+        let w = run(work);
+        assert_eq!(
+            (w.class, family_of(w.kind, Some("Bash"))),
+            (Class::Work, *family),
+            "{family}: {} by {}",
+            w.kind,
+            w.matched_rule
+        );
+        assert_eq!(serde_json::to_value(&w).unwrap()["class"], "work");
+        let t = run(trouble);
+        assert_eq!(
+            t.class,
+            Class::Trouble,
+            "{family}: {} by {}",
+            t.kind,
+            t.matched_rule
+        );
+        assert_eq!(serde_json::to_value(&t).unwrap()["class"], "trouble");
+    }
+}
+
+#[test]
+fn billing_is_not_a_rate_limit_and_asks_a_person() {
+    // https://github.com/anthropics/claude-code/issues/4208: a 400 by status.
+    let e = run(&text("Error: 400 {\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"Your credit balance is too low to access the Anthropic API. Please go to Plans & Billing to upgrade or purchase credits.\"}}"));
+    assert_eq!(
+        (e.kind, e.action, e.retryable),
+        (Kind::Billing, Action::AskUser, false)
+    );
+    assert_eq!(e.severity, Severity::Critical);
+    assert_eq!(e.class, crate::core::vocab::Class::Trouble);
+    // OpenAI's insufficient_quota arrives as a 429: still not worth a wait.
+    let e = run(&text("Error: insufficient_quota: You exceeded your current quota, please check your plan and billing details."));
+    assert_eq!((e.kind, e.retryable), (Kind::Billing, false));
+    assert!(e.retry.is_none());
+    // A bare 402, the client's StopFailure word, and an API error type.
+    assert_eq!(
+        run(&json!({"message": "failed", "status": 402})).kind,
+        Kind::Billing
+    );
+    assert_eq!(run(&stop("billing_error", "")).kind, Kind::Billing);
+    assert_eq!(
+        run(&text("API Error: 400 {\"type\":\"error\",\"error\":{\"type\":\"billing_error\",\"message\":\"x\"}}")).kind,
+        Kind::Billing
+    );
+    // A plain rate limit stays one.
+    assert_eq!(
+        run(&text("API Error: 429 rate_limit_error")).kind,
+        Kind::RateLimited
+    );
+}
+
+#[test]
+fn a_hang_needs_a_status_line_past_the_longest_tool_call() {
+    let spin = |elapsed: &str| {
+        text(&format!(
+            "● Bash(npm start)\n  ⎿  Running…\n✶ Seasoning… ({elapsed} · ↑ 198 tokens)"
+        ))
+    };
+    // https://github.com/anthropics/claude-code/issues/43769: 10 min 9 s.
+    let e = run(&spin("10m 9s"));
+    assert_eq!(
+        (e.kind, e.matched_rule.as_str()),
+        (Kind::Unresponsive, "builtin:hang")
+    );
+    assert_eq!(e.context["elapsed_s"], 609.0);
+    assert!(e.detail.contains("10m 9s"), "{}", e.detail);
+    assert!(
+        e.suggestions[0].contains("interrupt it"),
+        "{:?}",
+        e.suggestions
+    );
+    // Under ten minutes the spinner is a turn at work, not a hang.
+    assert_ne!(run(&spin("9m 59s")).kind, Kind::Unresponsive);
+    // A compile error in the same text decides before the spinner.
+    let e = run(&text(
+        "error[E0308]: mismatched types\n✶ Seasoning… (12m 0s · ↑ 198 tokens)",
+    ));
+    assert_eq!(e.kind, Kind::BuildFailed);
+}
+
+#[test]
+fn the_same_exit_1_is_no_match_only_for_a_search_that_printed_nothing() {
+    let e = run(&bash_cmd("grep -rn TODO src", "Exit code 1"));
+    assert_eq!(
+        (e.kind, e.tier, e.action),
+        (
+            Kind::NoMatch,
+            Tier::SelfRecoverable,
+            Action::ProceedDegraded
+        )
+    );
+    assert_eq!(e.detail, "Bash (exit 1) found no match: grep -rn TODO src");
+    assert!(
+        !hook_context(&e).contains("retry the same call"),
+        "{}",
+        hook_context(&e)
+    );
+    // Something printed: not an empty answer.
+    assert_eq!(
+        run(&bash_cmd(
+            "grep -rn TODO src",
+            "Exit code 1\ngrep: warning: recursive search of stdin"
+        ))
+        .kind,
+        Kind::ToolFailure
+    );
+    // Not a search, or not its status.
+    assert_eq!(
+        run(&bash_cmd("make lint", "Exit code 1")).kind,
+        Kind::ToolFailure
+    );
+    assert_eq!(
+        run(&bash_cmd("grep x f | head -1", "Exit code 1")).kind,
+        Kind::ToolFailure
+    );
+    // No command known: the plain tool failure as before.
+    assert_eq!(run(&tool("Bash", "Exit code 1")).kind, Kind::ToolFailure);
+}
+
+#[test]
+fn a_missing_script_is_named_not_called_a_silent_exit() {
+    // Issue 29: `npm ERR! Missing script: "lint"` got "retry the same call once more now" and
+    // "a non-zero exit without an error message".
+    let e = run(&bash_cmd("npm run lint", "Exit code 1\nnpm ERR! Missing script: \"lint\"\nnpm ERR! \nnpm ERR! To see a list of scripts, run:\nnpm ERR!   npm run"));
+    assert_eq!((e.kind, e.retryable), (Kind::InvalidInput, false));
+    let c = hook_context(&e);
+    assert!(!c.contains("retry the same call"), "{c}");
+    assert!(!c.contains("without an error message"), "{c}");
+    assert!(c.contains("npm run"), "{c}");
+}
+
+#[test]
+fn a_compiler_killed_from_outside_is_retried_once_with_fewer_jobs() {
+    // https://github.com/fuzziqersoftware/newserv/issues/60
+    let e = run(&bash_cmd("make", "Exit code 2\n[  1%] Building CXX object CMakeFiles/newserv.dir/src/ChatCommands.cc.o\nc++: fatal error: Killed signal terminated program cc1plus\ncompilation terminated.\nmake[2]: *** [CMakeFiles/newserv.dir/build.make:108: CMakeFiles/newserv.dir/src/ChatCommands.cc.o] Error 1"));
+    assert_eq!(
+        (e.kind, e.retryable, e.action),
+        (Kind::Crash, true, Action::Retry)
+    );
+    assert_eq!(e.retry.as_ref().map(|r| r.max_attempts), Some(2));
+    assert!(
+        e.suggestions.iter().any(|s| s.contains("fewer jobs")),
+        "{:?}",
+        e.suggestions
+    );
+}
+
+#[test]
+fn a_held_lock_is_waited_for_once_then_a_person_decides() {
+    // https://github.com/Genaker/TerraformMagentoCloud/issues/22
+    let e = run(&text("Error: Error acquiring the state lock\n│ \n│ Error message: ConditionalCheckFailedException: The conditional request\n│ failed\n│ Lock Info:\n│   ID:        f9763602-b03f-e35c-da30-4083cdbb99ae"));
+    assert_eq!(
+        (e.kind, e.tier, e.action),
+        (Kind::LockBusy, Tier::SelfRecoverable, Action::Retry)
+    );
+    assert_eq!(e.retry.as_ref().map(|r| r.max_attempts), Some(2));
+    // Out of attempts: a person decides (a stale lock is theirs to remove).
+    let e = run_attempt(&text("Error: Error acquiring the state lock"), 2);
+    assert_eq!(
+        (e.action, e.tier),
+        (Action::Escalate, Tier::EscalationRequired)
+    );
+    assert!(
+        e.suggestions.iter().any(|s| s.contains("stale lock")),
+        "{:?}",
+        e.suggestions
+    );
 }

@@ -144,6 +144,33 @@ pub fn defaults(kind: Kind) -> KindDefaults {
             "Stop retrying: the lead decides whether to re-spawn, skip the phase or abort the pipeline",
             "Keep every worker's output and error for that decision",
         ]),
+        // Issue 29's kinds. A person must pay before anything passes: not a rate limit.
+        Kind::Billing => d(SkillError, EscalationRequired, false, Critical, AskUser, "was refused for billing (no credit or quota left)", &[
+            "Ask the user to add credit or raise the plan's quota (the message says where); until then every request is refused",
+            "Do not retry or wait it out: this is not a rate limit",
+        ]),
+        // Another process holds the lock: waiting may clear it, a stale lock needs a person.
+        Kind::LockBusy => KindDefaults {
+            max_attempts: Some(2),
+            ..d(Transient, SelfRecoverable, true, Warning, AskUser, "found a lock held by another process", &[
+                "Another process holds the lock: wait for it to finish (find it with `ps` or `lsof`), then retry once",
+                "If no process holds it (a stale lock left by a crash), ask the user before removing the lock file or forcing an unlock",
+            ])
+        },
+        // The agent's own loop (work): the manifest asks for what cannot be had together.
+        Kind::DependencyConflict => d(SkillError, SelfRecoverable, false, Error, Escalate, "could not resolve its dependencies", &[
+            "Fix the version constraints, or update the lockfile so it matches the manifest, then install again",
+            "For npm peer conflicts, align the versions; use --legacy-peer-deps or --force only if the user agrees",
+        ]),
+        // Lint, type, format and coverage checks that did their job (work).
+        Kind::CheckFailed => d(QualityFailure, SelfRecoverable, false, Error, Escalate, "reported problems in the code", &[
+            "Fix the reported problems at the file:line positions (or run the tool's fixer when it offers one), then run the check again",
+            "Coverage under its threshold: test the uncovered code rather than lower the threshold",
+        ]),
+        // A search that found nothing: an answer, not a fault (work).
+        Kind::NoMatch => d(SkillError, SelfRecoverable, false, Info, ProceedDegraded, "found no match", &[
+            "No line matched: that is the search's answer, not a fault; widen the pattern or the paths if a match was expected",
+        ]),
         Kind::Unknown => d(SkillError, EscalationRequired, false, Error, Escalate, "failed", &[
             "Read the full error output; add a [[classify.rules]] entry if this failure recurs",
         ]),
@@ -218,6 +245,12 @@ impl TextRule {
             ..self
         }
     }
+    const fn max_attempts(self, max: u32) -> TextRule {
+        TextRule {
+            max_attempts: Some(max),
+            ..self
+        }
+    }
     const fn advice(self, advice: &'static [&'static str]) -> TextRule {
         TextRule { advice, ..self }
     }
@@ -245,7 +278,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "hook-error",
         Kind::HookFailed,
-        r"\bhook error\b|\bhook (?:\[[^\]\n]{0,300}\] )?failed\b|failed with non-blocking status code|hook cancelled|hook blocking error|\bhook timed out|hook command (?:completed|exited) with status [1-9]|hook output (?:does not start|is not valid|looks like)",
+        r"\bhook error\b|\bhook (?:\[[^\]\n]{0,300}\] )?failed\b|failed with non-blocking status code|hook cancelled|hook blocking error|\bhook timed out|hook command (?:completed|exited) with status [1-9]|hook output (?:does not start|is not valid|looks like)|\bhook \(failed\)|\bhook: \w+ failed\b|\bhook returned invalid",
     ),
     rule(
         "edit-mismatch",
@@ -257,6 +290,26 @@ pub const SPECIFIC: &[TextRule] = &[
         "Read the file again, then copy old_string exactly as Read shows it (whitespace, indentation, line endings)",
         "Make old_string unique (include more surrounding lines) or set replace_all; do not repeat the same edit unchanged",
     ]),
+    // The client's own permission denials: its mode ("don't ask"), its rules ("Permission to
+    // use Bash with command … has been denied"), the auto mode classifier, a background agent
+    // asking for a permission nobody granted. Whatever the quoted command says (a test run, a
+    // timeout flag), the call was never run.
+    rule(
+        "client-deny",
+        Kind::PermissionDenied,
+        r"\bpermission to use [\w-]+ (?:with command .{1,400} )?has been denied|\bpermission for this action (?:was|has been) denied|\bdenied by (?:the )?(?:claude code )?auto mode classifier|\brequested permissions? to .{1,300}but you haven.t granted it",
+    )
+    .advice(&[
+        "The client denied this call (its permission mode or rules): do not repeat it; do the step another way or ask the user to allow it",
+    ]),
+    // Billing: no credit left, a quota only paying ends, HTTP 402. A person must pay; waiting
+    // does not help, so it outranks the HTTP status (a 400 invalid_request_error, OpenAI's 429
+    // insufficient_quota) and the rate-limit wordings.
+    rule(
+        "billing",
+        Kind::Billing,
+        r"credit balance (?:is )?too low|\binsufficient[_ ](?:quota|credits?|funds|balance)\b|exceeded your current quota|requires? more credits|can only afford \d+|\bbilling_error\b|\bpayment required\b|\bout of (?:api )?credits\b|(?:add|purchase|buy) (?:more )?(?:funds|credits)\b|check your plan and billing",
+    ),
     // Claude's plan limits: "Claude AI usage limit reached|<epoch>", "You've hit your limit ·
     // resets 9am (Europe/London)", "Opus weekly limit reached ∙ resets Oct 31, 9am".
     rule(
@@ -342,6 +395,36 @@ pub const SPECIFIC: &[TextRule] = &[
         Kind::PhaseFailed,
         r"\ball (?:\d+ )?(?:workers|agents|subagents|tasks)\b.{0,40}\bfailed\b|fix[- ]loop (?:was |is )?exhausted|exhausted (?:the |its )?fix[- ]loop",
     ),
+    // Lock contention: another process holds a lock the command needs (terraform's state lock,
+    // git's index.lock, dpkg's frontend lock, a locked database). It decides before the lock
+    // table's own status and parse errors (terraform quotes a DynamoDB "status code: 400").
+    rule(
+        "lock-held",
+        Kind::LockBusy,
+        r"error acquiring the state lock|\berror locking (?:destination )?state\b|(?:could not|couldn't|unable to|failed to|cannot) (?:acquire|obtain|get|take) (?:the |a )?(?:[\w-]+ ){0,2}lock\b|\block acquisition failed|\.lock'?: file exists|\bis locked by another (?:process|user|session)|another git process seems to be running|\block is (?:already )?held by|\bdatabase is locked\b",
+    ),
+    // A tool that crashed in itself rather than judged the code: pytest's INTERNALERROR, mypy's
+    // INTERNAL ERROR, ESLint's "Oops! Something went wrong!". Before the runners and checkers
+    // whose output it otherwise looks like.
+    rule(
+        "tool-crashed",
+        Kind::Crash,
+        r"^internalerror> |\berror: internal error -- |oops! something went wrong! :\(",
+    ),
+    // A compiler (or any process) killed from outside, on Linux usually by the OOM killer: gcc's
+    // "Killed signal terminated program cc1plus", cargo's "(signal: 9, SIGKILL: kill)". The
+    // make and cargo lines after it look like a build failure; the code is not at fault.
+    rule(
+        "killed",
+        Kind::Crash,
+        r"(?:killed )?signal terminated program \w+|internal compiler error: killed|\(signal: 9, sigkill: kill\)|killed \(program cc1\w*\)",
+    )
+    .retryable(true)
+    .max_attempts(2)
+    .advice(&[
+        "The process was killed from outside (on Linux usually the OOM killer: `dmesg | grep -i oom`): free memory or run fewer jobs at once (make -j1, cargo build -j 1), then run it again",
+        "The code is not at fault: do not change it because of this failure",
+    ]),
     // Seed 004 §3.2: "jq parse failure in hook" is tier 1 (use a fallback, never block). In a
     // hook's own wrapper it is the hook's failure (`hook-error` above).
     rule("jq", Kind::InvalidInput, r"\bjq: (?:error|parse error)\b")
@@ -369,7 +452,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "tsc",
         Kind::BuildFailed,
-        r"\bts(?:1|2|3|4|5|6|7|8|9)\d{3,4}: ",
+        r"\bts(?:1|2|3|4|5|6|7|8|9)\d{3,4}: |unable to compile typescript",
     ),
     rule(
         "gcc",
@@ -381,20 +464,29 @@ pub const SPECIFIC: &[TextRule] = &[
         Kind::BuildFailed,
         r"\.go:\d+:\d+: (?:undefined:|cannot use|syntax error|.*(?:imported|declared) and not used|missing return|too many arguments|not enough arguments|no required module provides package)|go: cannot find main module|go: errors parsing go\.mod",
     ),
+    // Dependency resolution: the manifest or the lockfile asks for what cannot be had together
+    // (npm's ERESOLVE, pip's ResolutionImpossible, uv's "No solution found", cargo's version
+    // selection, a frozen lockfile out of date). The agent fixes its manifest: work.
     rule(
         "deps",
-        Kind::BuildFailed,
-        r"\beresolve\b|unable to resolve dependency tree|could not resolve dependency|failed to select a version for|candidate versions found which didn't match",
-    )
-    .advice(&[
-        "Fix the version constraints (or upgrade the toolchain the package needs), then install again",
-        "For npm peer conflicts, align the versions; use --legacy-peer-deps only if the user agrees",
-    ]),
+        Kind::DependencyConflict,
+        r"\beresolve\b|unable to resolve dependency tree|could not resolve dependency|failed to select a version for|candidate versions found which didn't match|no solution found when resolving|requirements are unsatisfiable|\bresolutionimpossible\b|have conflicting dependencies|version solving failed|\bsolverproblemerror\b|could not find compatible versions|\berr_pnpm_(?:outdated_lockfile|frozen_lockfile\w*)\b|cannot install with \W?frozen-lockfile|cannot perform a frozen installation|\block ?file\b.{0,60}needs to be updated|are not in sync\. please update your lock ?file",
+    ),
     rule(
         "build",
         Kind::BuildFailed,
         r"compilation failed|\bbuild failed\b|compilation error|failed to compile|^\s*syntaxerror: |did not complete successfully: exit code",
     ),
+    // A script or target the project does not have: the agent's command names the wrong one.
+    rule(
+        "missing-script",
+        Kind::InvalidInput,
+        r"\bmissing script:|\berr_pnpm_no_script\b|^error command \W[^\n]{1,100}\W not found|\bscript not found \W|no rule to make target '[^'\n]{1,200}'\.\s+stop\.",
+    )
+    .tier(Tier::SelfRecoverable)
+    .advice(&[
+        "List the scripts the project has (`npm run`, or the Makefile's targets) and run one of them, or add the missing one",
+    ]),
     rule(
         "package-missing",
         Kind::NotFound,
@@ -422,21 +514,55 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "cargo-test",
         Kind::TestFailed,
-        r"test result: failed|error: test failed|^test \S+ \.\.\. failed",
+        r"test result: failed|error: test failed|^test \S+ \.\.\. failed|^---- \S+ stdout ----\s*$|^failures:\s*$|panic did not contain expected string",
     ),
     rule(
         "jest",
         Kind::TestFailed,
         r"^tests:\s+\d+ failed|^\s*fail\s+\S+\.(?:test|spec)\.[jt]sx?|expect\(received\)\.|\bexpected .{1,60} to (?:be|equal|deep\.equal|have|include|contain|match)\b|\d+ tests? failed, \d+ tests? passed|^\s*\d+ fail\s*$",
     ),
-    rule("go-test", Kind::TestFailed, r"^--- fail: |^fail\s+\S+\s+[\d.]+s\s*$"),
+    rule(
+        "go-test",
+        Kind::TestFailed,
+        r"^--- fail: |^fail\s+\S+\s+[\d.]+s\s*$|^fail: \S+_test\.go:\d+: ",
+    ),
     rule("mocha", Kind::TestFailed, r"^\s*\d+ failing\s*$"),
+    // Checks that did their job: lint, type, format and coverage. After the test runners (a
+    // failing test says more than the coverage under it) and the compilers (tsc and clippy
+    // are build_failed); before the generic wordings their messages are full of.
+    rule(
+        "coverage",
+        Kind::CheckFailed,
+        r"coverage for \w+ \([\d.]+%\) does not meet (?:the )?(?:global )?threshold|coverage threshold for \w+ \([\d.]+%\) not met|required test coverage of [\d.]+% not reached|coverage failure: total of [\d.]+ is less than fail-under",
+    ),
+    rule(
+        "typecheck",
+        Kind::CheckFailed,
+        r"^\S+\.pyi?:\d+(?::\d+)?: error: |found \d+ errors? in \d+ files? \(checked \d+ source files?\)|^\s+\S+\.pyi?:\d+:\d+ - error: |^\s*\d+ errors?, \d+ warnings?, \d+ (?:informations?|infos?|notes?)\s*$",
+    ),
+    rule(
+        "lint",
+        Kind::CheckFailed,
+        r"\b\d+ problems? \(\d+ errors?, \d+ warnings?\)|^\s*\d+:\d+\s+(?:error|warning)\s{2}|^\S+\.pyi?:\d+:\d+: [a-z]{1,3}\d{2,4}\b|^found \d+ errors?(?:\(s\))?\.|\d+ files? inspected, \d+ offenses? detected|your code has been rated at|\^-+ sc\d{4} \((?:error|warning|info|style)\)",
+    ),
+    rule(
+        "format-check",
+        Kind::CheckFailed,
+        r"^would reformat \S|\d+ files? would be reformatted|code style issues (?:were )?found|^diff in \S+ at line \d+:",
+    ),
     // Seed 004 §3.2: an MCP server that is unavailable is tier 1, retried once, then the work
     // goes on without it.
     rule(
         "tool-unavailable",
         Kind::ToolUnavailable,
         r"mcp error -32000|mcp server .{0,60}(?:failed|unavailable|not connected|disconnected|closed)|(?:failed|unable) to (?:re)?connect to (?:the )?mcp|error connecting to mcp server|failed to reconnect to |mcp startup incomplete|no such tool available|\btool \S{1,64} not found|tool not available|not available in this environment|_mcp_server\b.{1,12}\bfailed\b|failed to spawn: ",
+    ),
+    // A tool that printed that it waits for a lock and was cut short there (cargo's "Blocking
+    // waiting for file lock"): after the compilers and runners, whose errors would say more.
+    rule(
+        "lock-wait",
+        Kind::LockBusy,
+        r"\bblocking waiting for (?:file )?lock\b|\bwaiting for (?:the )?(?:cache |file |exclusive )?lock\b|waiting for the other \w+ (?:instance|process)",
     ),
     rule(
         "git-rejected",
@@ -502,6 +628,15 @@ pub const SPECIFIC: &[TextRule] = &[
         Kind::RateLimited,
         r"rate[ _-]?limit|too many requests|quota exceeded|throttl",
     ),
+    // npm's progress gauge left on screen: the bar, a spinner, then the stage and its log line
+    // (`(⠂⠂⠂) ⠙ idealTree:web: sill idealTree buildDeps`). Quoted as the failure, it is a hang;
+    // last, so that any error the text also holds decides.
+    rule(
+        "progress-stalled",
+        Kind::Unresponsive,
+        r"[)\]|] {1,2}\S{0,4} ?[a-z]\w*:[\w@./-]*:? (?:sill|silly|verb|timing|http fetch)\b",
+    )
+    .advice(HANG_ADVICE),
 ];
 
 /// Structured evidence after the HTTP status: the error `type` of the Anthropic and OpenAI
@@ -513,7 +648,7 @@ pub const API_TYPES: &[TextRule] = &[
     rule(
         "api-auth",
         Kind::AuthFailed,
-        r"\b(?:authentication_error|permission_error|billing_error)\b",
+        r"\b(?:authentication_error|permission_error)\b",
     ),
     rule("api-not-found", Kind::NotFound, r"\bnot_found_error\b"),
     rule("api-timeout", Kind::Timeout, r"\btimeout_error\b"),
@@ -536,12 +671,12 @@ pub const GENERIC: &[TextRule] = &[
     rule(
         "auth",
         Kind::AuthFailed,
-        r"invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|token is expired|invalid bearer token|invalid authentication credentials|failed to authenticate|password authentication was removed|host key verification failed|not logged in|/login\b|credit balance is too low|billing|could not read username|terminal prompts disabled",
+        r"invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|token is expired|invalid bearer token|invalid authentication credentials|failed to authenticate|password authentication was removed|host key verification failed|not logged in|/login\b|could not read username|terminal prompts disabled",
     ),
     rule(
         "overloaded",
         Kind::Overloaded,
-        r"overloaded|service unavailable|serviceunavailable|server is busy|internal server error|bad gateway",
+        r"overloaded|service unavailable|serviceunavailable|server is busy|internal server error|bad gateway|\bis temporarily unavailable\b",
     ),
     rule(
         "timeout",
@@ -556,7 +691,7 @@ pub const GENERIC: &[TextRule] = &[
     rule(
         "network",
         Kind::NetworkError,
-        r"\b(?:econnrefused|econnreset|enotfound|eai_again|ehostunreach|enetunreach|econnaborted)\b|getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|connection error|connection closed|connection aborted|forcibly closed|network is unreachable|no route to host|socket hang up|fetch failed|failed to fetch|failed to establish a new connection|\bdns\b|cannot connect to the docker daemon|couldn't connect to|failed to connect to|unable to connect|und_err_socket|was refused|no such host|ssl certificate problem|ssl connect error|certificate verif|handshake failed|remote end hung up",
+        r"\b(?:econnrefused|econnreset|enotfound|eai_again|ehostunreach|enetunreach|econnaborted)\b|getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|connection error|connection closed|connection aborted|forcibly closed|network is unreachable|no route to host|socket hang up|fetch failed|failed to fetch|failed to establish a new connection|\bdns\b|cannot connect to the docker daemon|couldn't connect to|failed to connect to|unable to connect|und_err_socket|was refused|no such host|ssl certificate problem|ssl connect error|certificate verif|handshake failed|remote end hung up|\bstream (?:disconnected|closed) before\b|\bstream (?:ended|terminated) (?:unexpectedly|prematurely)|error decoding response body|\bpremature close\b",
     ),
     rule(
         "permission",
@@ -586,6 +721,20 @@ pub const GENERIC: &[TextRule] = &[
         r"^[a-z][\w.]*(?:error|exception): ",
     ),
 ];
+
+/// What to do about a hang: a spinner or progress line with nothing behind it.
+const HANG_ADVICE: &[&str] = &[
+    "Nothing has moved for a long time: interrupt it, then rerun it with a timeout or in the background and poll, or find what it waits on (a prompt, a lock, the network)",
+    "Do not start the same command again while the first may still be running",
+];
+
+/// A spinner or status line whose elapsed time is past the longest a tool call may run
+/// (`hang`): not a pattern, the elapsed time read and compared decides it.
+pub const HANG: TextRule = rule("hang", Kind::Unresponsive, "").advice(HANG_ADVICE);
+
+/// A search (grep, rg, …) whose only answer is its exit status 1: it found nothing. Decided
+/// from the command and the exit status, not a pattern.
+pub const NO_MATCH: TextRule = rule("no-match", Kind::NoMatch, "");
 
 /// A Claude Code tool call that failed with its `Exit code N` line and nothing any rule above
 /// recognises (what `grep` returns on no match, `diff` on a difference): a plain tool failure,
@@ -633,6 +782,7 @@ pub fn http_kind(status: u16) -> Option<Kind> {
         429 => Kind::RateLimited,
         500 | 502 | 503 | 529 => Kind::Overloaded,
         401 | 403 | 407 => Kind::AuthFailed,
+        402 => Kind::Billing,
         404 | 410 => Kind::NotFound,
         408 | 504 => Kind::Timeout,
         400 | 413 | 422 => Kind::InvalidInput,
@@ -645,7 +795,8 @@ pub fn stop_failure_kind(word: &str) -> Option<Kind> {
     Some(match word {
         "rate_limit" => Kind::RateLimited,
         "overloaded" | "server_error" => Kind::Overloaded,
-        "authentication_failed" | "oauth_org_not_allowed" | "billing_error" => Kind::AuthFailed,
+        "authentication_failed" | "oauth_org_not_allowed" => Kind::AuthFailed,
+        "billing_error" => Kind::Billing,
         "invalid_request" => Kind::InvalidInput,
         "model_not_found" => Kind::NotFound,
         "max_output_tokens" => Kind::ContextExhausted,

@@ -164,10 +164,15 @@ struct Case {
 
 #[test]
 fn the_automata_agree_with_the_regexes_on_the_corpus() {
-    let data = include_str!("../../../../tests/data/real_errors.toml");
-    let corpus: Corpus = toml::from_str(data).unwrap();
-    assert!(corpus.case.len() >= 300);
-    for c in &corpus.case {
+    let mut cases = Vec::new();
+    for data in [
+        include_str!("../../../../tests/data/real_errors.toml"),
+        include_str!("../../../../tests/data/real_errors_2026.toml"),
+    ] {
+        cases.extend(toml::from_str::<Corpus>(data).unwrap().case);
+    }
+    assert!(cases.len() >= 400);
+    for c in &cases {
         // As matched: the evidence lowercased, its lines joined, and the raw text lowercased.
         let ev = super::super::matching::Evidence::new(&c.text);
         agree(&ev.lower);
