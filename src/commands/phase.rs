@@ -85,6 +85,10 @@ pub struct Stopping {
     /// SIGKILL an item this long after its timeout's SIGTERM
     #[arg(long, value_name = "DUR", default_value = "10s")]
     pub kill_after: Dur,
+    /// Run at most N items at once (default: the plan's `concurrency`, else the policy's
+    /// `[run] jobs`, else four per CPU)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub jobs: Option<u32>,
 }
 
 /// Arguments of `triage phase run`.
@@ -170,6 +174,10 @@ impl Which {
             seed,
             grace: stopping.grace.0,
             kill_after: stopping.kill_after.0,
+            jobs: stopping
+                .jobs
+                .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+            default_jobs: std::thread::available_parallelism().map_or(4, |n| n.get()) * 4,
         }
     }
 }

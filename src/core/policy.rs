@@ -123,7 +123,7 @@ impl Default for StorePolicy {
 }
 
 /// `[run]`: what `triage run` and a phase's items do with the processes a command leaves
-/// running when it exits.
+/// running when it exits, and how many items of a phase run at once.
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunPolicy {
@@ -132,12 +132,17 @@ pub struct RunPolicy {
     /// this long after. The attempt's record says what was ended. A process meant to outlive
     /// the command must leave its group (`setsid`).
     pub orphan_grace: Dur,
+    /// How many items of a phase run at once when neither `phase run --jobs` nor the plan's
+    /// `concurrency` says. Unset: four per CPU (the items are agents, mostly waiting on I/O).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jobs: Option<std::num::NonZeroU32>,
 }
 
 impl Default for RunPolicy {
     fn default() -> Self {
         RunPolicy {
             orphan_grace: Dur::millis(100),
+            jobs: None,
         }
     }
 }

@@ -46,6 +46,11 @@ pub struct Target<'a> {
     pub grace: Duration,
     /// SIGKILL an item this long after its timeout's SIGTERM.
     pub kill_after: Duration,
+    /// How many items run at once: `--jobs`, else the plan's `concurrency`, else the
+    /// policy's `[run] jobs`, else `default_jobs`.
+    pub jobs: Option<usize>,
+    /// The machine's default bound (four per CPU), when nothing else says.
+    pub default_jobs: usize,
 }
 
 /// Who watches the items start and end (`phase run` draws their progress on a terminal).
@@ -86,6 +91,8 @@ pub struct Job<'a> {
     grace: Duration,
     kill_after: Duration,
     budget: Option<Duration>,
+    /// How many items run at once.
+    jobs: usize,
     manifest: &'a Path,
     files: PathBuf,
 }
@@ -220,6 +227,18 @@ pub fn resume<'p>(
     )
 }
 
+/// How many items run at once: `--jobs`, else the plan's `concurrency`, else `[run] jobs`,
+/// else the machine's default. Never unbounded: a plan of 10,000 items must not start
+/// 10,000 processes (and their buffers) at once.
+fn jobs(t: &Target, plan: &PhasePlan, policy: &Policy) -> usize {
+    let of = |n: u32| usize::try_from(n).unwrap_or(usize::MAX);
+    t.jobs
+        .or(plan.concurrency.map(of))
+        .or(policy.run.jobs.map(|n| of(n.get())))
+        .unwrap_or(t.default_jobs)
+        .max(1)
+}
+
 /// Runs `todo`, decides, writes the manifest and answers.
 #[allow(clippy::too_many_arguments)]
 fn go(
@@ -241,6 +260,7 @@ fn go(
     let abort_ratio = plan
         .abort_ratio
         .unwrap_or(policy.thresholds.phase_failure_ratio);
+    let jobs = jobs(t, plan, &policy);
     let job = Job {
         ground: g,
         base,
@@ -253,6 +273,7 @@ fn go(
         grace: t.grace,
         kill_after: t.kill_after,
         budget,
+        jobs,
         manifest: path,
         files: manifests::files_dir(&g.root, t.workflow, t.phase),
     };
@@ -335,10 +356,7 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
     let cascade = AtomicBool::new(false);
     let started = Instant::now();
     let deadline = job.budget.map(|t| started + t);
-    let limit = job
-        .plan
-        .concurrency
-        .map_or(usize::MAX, |c| usize::try_from(c).unwrap_or(usize::MAX));
+    let limit = job.jobs;
     let mut ran = Ran::default();
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut pending: VecDeque<usize> = todo.into();

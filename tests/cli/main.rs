@@ -50,6 +50,7 @@ mod manual;
 mod parsers;
 mod perf;
 mod phase;
+mod phase_jobs;
 mod policy_cache;
 mod readme;
 mod record;

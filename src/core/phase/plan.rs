@@ -15,7 +15,8 @@ pub struct PhasePlan {
     /// The phase's name, for texts [default: the policy's `[phases.N] name`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Items running at once [default: all].
+    /// Items running at once [default: the policy's `[run] jobs`, else four per CPU;
+    /// `phase run --jobs` overrides it].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<u32>,
     /// The phase's whole budget (seed 000's per-phase timeout) [default: the policy's
@@ -187,7 +188,7 @@ fn check(plan: &PhasePlan) -> Vec<(String, String)> {
     if plan.concurrency == Some(0) {
         out.push((
             "concurrency".into(),
-            "concurrency must be at least 1 (leave it out to run every item at once)".into(),
+            "concurrency must be at least 1 (leave it out for `--jobs`, `[run] jobs` or four per CPU)".into(),
         ));
     }
     if let Some(r) = plan.abort_ratio {
