@@ -151,6 +151,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ),
     ("agents.NAME.output", "max_rejections", "3"),
     ("run", "orphan_grace", r#""250ms""#),
+    ("run", "jobs", "16"),
     ("saga", "compensation_timeout", r#""10m""#),
     ("store", "url", r#""redis://cache.internal:6379/0""#),
     ("store", "namespace", r#""research-pipeline""#),
