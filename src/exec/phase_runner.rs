@@ -412,7 +412,11 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
                         });
                     }
                 } else {
-                    book.save(job, m);
+                    // Items without side effects are filed as running with the next write:
+                    // resume runs an item again that the manifest does not show running, and
+                    // the write of a long plan's whole manifest at every start made the
+                    // runner's work grow with the square of the plan.
+                    book.dirty = true;
                 }
             }
             for (i, _) in starting {
@@ -487,7 +491,7 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
             // it —, else at most every SAVE_EVERY, and not at all when the phase just ended
             // (its final write follows).
             let ending = running.is_empty() && pending.is_empty();
-            let due = book.written.is_none_or(|t| t.elapsed() >= SAVE_EVERY);
+            let due = book.written.is_none_or(|t| t.elapsed() >= book.spacing());
             let group_due = book
                 .unsaved_groups
                 .values()
@@ -528,6 +532,9 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
 struct Book {
     /// When the manifest was last written by this runner.
     written: Option<Instant>,
+    /// How long the last write took: writes of a large manifest are spaced so that the
+    /// runner spends at most a tenth of its time writing it.
+    took: Duration,
     /// The manifest changed since.
     dirty: bool,
     /// Items whose running process group is not on file yet, and since when.
@@ -548,8 +555,15 @@ impl Book {
         Ok(())
     }
 
+    /// How long after a write the next periodic one may come: [`SAVE_EVERY`], or ten times
+    /// what the last write took when that is longer.
+    fn spacing(&self) -> Duration {
+        SAVE_EVERY.max(self.took.saturating_mul(10))
+    }
+
     /// Writes the manifest after the files it names; a failure is a warning.
     fn save(&mut self, job: &Job, m: &mut Manifest) {
+        let began = Instant::now();
         if let Err(f) = self.sync_files(job) {
             job.ground
                 .warn(&format!("cannot fsync the items' files: {}", f.message));
@@ -559,6 +573,7 @@ impl Book {
             job.ground
                 .warn(&format!("cannot write the manifest: {}", f.message));
         }
+        self.took = began.elapsed();
         self.written = Some(Instant::now());
         self.dirty = false;
         self.urgent = false;

@@ -29,23 +29,73 @@ pub enum Backup {
 }
 
 /// Removes temp files a killed writer left beside `name`. Called under the file's lock.
+///
+/// A folder of many names is listed once per process, at its first write: what looked like a temp file
+/// then (any name with `.tmp` in it) is remembered, and each write takes from that list the
+/// ones of its own name. Listing at every write made a runner that writes a file per item
+/// into one folder do work in the square of the items. A temp of this name seen at the
+/// listing and still there now is stale: its writer held the lock then or earlier, and the
+/// lock is ours now. One a writer leaves after the listing is the next process's to remove.
 pub(super) fn remove_temps_in(dir: &Dir, name: &OsStr) {
+    /// Folders with fewer names are listed at every write.
+    const MEMO_FROM: usize = 64;
+    use std::collections::BTreeMap;
     use std::os::unix::ffi::OsStrExt;
+    use std::sync::Mutex;
+    type Seen = BTreeMap<(PathBuf, u64, u64), Vec<OsString>>;
+    static SEEN: Mutex<Seen> = Mutex::new(BTreeMap::new());
     let prefix = names::temp_prefix(name);
     let bak_tmp = names::derived(name, ".bak.tmp", 0);
-    let Ok(entries) = dir.entries() else {
-        return;
-    };
-    for (entry, kind) in entries {
-        if kind == Kind::Dir {
-            continue;
-        }
+    let is_stale = |entry: &OsStr| {
         let stale = entry.as_bytes().starts_with(prefix.as_bytes())
             && entry.len() == prefix.len() + names::TEMP_RANDOM;
-        if stale || entry == bak_tmp {
-            let _ = dir.unlink(&entry);
+        stale || entry == bak_tmp
+    };
+    // By path and inode: a folder removed and made again at the same path, or another
+    // folder given a freed inode, is not taken for the one listed.
+    let Some((dev, ino)) = dir.identity() else {
+        return;
+    };
+    let id = (dir.path().to_path_buf(), dev, ino);
+    let mut seen = match SEEN.lock() {
+        Ok(s) => s,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let temps = match seen.entry(id) {
+        std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::btree_map::Entry::Vacant(e) => {
+            let Ok(entries) = dir.entries() else {
+                return;
+            };
+            if entries.len() < MEMO_FROM {
+                // Small: listed again next time (a folder removed and made again may reuse
+                // the inode; a large one in one process is not worth that care).
+                for (entry, kind) in entries {
+                    if kind != Kind::Dir && is_stale(&entry) {
+                        let _ = dir.unlink(&entry);
+                    }
+                }
+                return;
+            }
+            e.insert(
+                entries
+                    .into_iter()
+                    .filter(|(e, kind)| {
+                        *kind != Kind::Dir && e.as_bytes().windows(4).any(|w| w == b".tmp")
+                    })
+                    .map(|(e, _)| e)
+                    .collect(),
+            )
         }
-    }
+    };
+    temps.retain(|entry| {
+        if is_stale(entry) {
+            let _ = dir.unlink(entry);
+            false
+        } else {
+            true
+        }
+    });
 }
 
 /// Replaces `target` with `bytes` atomically. The caller holds the target's lock.

@@ -433,6 +433,14 @@ impl Dir {
             .map_err(|e| StoreError::io("cannot fsync folder", &self.path, io_err(e)))
     }
 
+    /// Which folder this is (device and inode), for a memo that must not confuse a folder
+    /// with another made at the same path.
+    pub fn identity(&self) -> Option<(u64, u64)> {
+        let st = rfs::fstat(self.fd.as_ref()).ok()?;
+        #[allow(clippy::useless_conversion)] // the field types differ by platform
+        Some((u64::from(st.st_dev), u64::from(st.st_ino)))
+    }
+
     /// The names in this folder (without `.` and `..`) and what each is.
     pub fn entries(&self) -> Result<Vec<(OsString, Kind)>> {
         let fail = |e: Errno| StoreError::io("cannot list", &self.path, io_err(e));

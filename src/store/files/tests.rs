@@ -117,6 +117,28 @@ fn stale_temps_are_removed() {
 }
 
 #[test]
+fn a_large_folder_is_listed_once_and_each_write_removes_its_own_stale_temps() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let stale_b = dir.path().join(".b.json.tmp-abcdefgh");
+    let bak_tmp_b = dir.path().join("b.json.bak.tmp");
+    let other = dir.path().join("notes.tmp.txt");
+    fs::write(&stale_b, b"torn").expect("write");
+    fs::write(&bak_tmp_b, b"torn").expect("write");
+    fs::write(&other, b"kept").expect("write");
+    for i in 0..70 {
+        fs::write(dir.path().join(format!("f{i}")), b"").expect("write");
+    }
+    // The first write lists the folder; b's temps are not a's to remove.
+    replace(&a, b"{}", Backup::Keep).expect("replace a");
+    assert!(stale_b.exists() && bak_tmp_b.exists());
+    // b's first write removes what the listing saw, and nothing that is not a temp of b.
+    replace(&b, b"{}", Backup::Keep).expect("replace b");
+    assert!(!stale_b.exists() && !bak_tmp_b.exists());
+    assert!(other.exists());
+}
+
+#[test]
 fn lock_times_out_while_another_holds_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let p = dir.path().join("d");
