@@ -437,8 +437,9 @@ impl Dir {
     /// with another made at the same path.
     pub fn identity(&self) -> Option<(u64, u64)> {
         let st = rfs::fstat(self.fd.as_ref()).ok()?;
-        #[allow(clippy::useless_conversion)] // the field types differ by platform
-        Some((u64::from(st.st_dev), u64::from(st.st_ino)))
+        // The field types differ by platform (macOS's st_dev is an i32): only equality matters.
+        #[allow(clippy::unnecessary_cast)]
+        Some((st.st_dev as u64, st.st_ino as u64))
     }
 
     /// The names in this folder (without `.` and `..`) and what each is.
