@@ -63,3 +63,4 @@ mod state;
 mod story;
 mod subagents;
 mod text_output;
+mod voice;
