@@ -66,10 +66,17 @@ fn target(input: Option<&Value>) -> String {
         "subagent_type",
     ] {
         if let Some(s) = input.get(key).and_then(Value::as_str) {
-            return format!("{key}={}", normalize(s));
+            return format!("{key}={}", normalize_command(s));
         }
     }
-    normalize(&input.to_string())
+    normalize_command(&input.to_string())
+}
+
+/// A command or target with what a rerun of the same command changes replaced (temp paths,
+/// hex ids and uuids of 8 digits or more); its other numbers stay (`file1.txt` is not
+/// `file2.txt`, `head -5` not `head -50`).
+pub fn normalize_command(text: &str) -> String {
+    normalize_with(text, 8)
 }
 
 /// The first line of `error` that says something: not blank, not the client's `Exit code N`.
@@ -92,6 +99,12 @@ pub fn first_error_line(error: &str) -> String {
 /// other number by `#`; runs of white space by one space. At most [`KEEP_CHARS`]
 /// characters of the text are read.
 pub fn normalize(text: &str) -> String {
+    normalize_with(text, 0)
+}
+
+/// [`normalize`], replacing only hex runs of `min_hex` digits or more when `min_hex` > 0
+/// (then other numbers stay).
+fn normalize_with(text: &str, min_hex: usize) -> String {
     let text: String = text.chars().take(KEEP_CHARS).collect();
     let mut words = Vec::new();
     for word in text.split_whitespace() {
@@ -99,24 +112,27 @@ pub fn normalize(text: &str) -> String {
             Some(at) => format!("{}<tmp>", &word[..at]),
             None => word.to_string(),
         };
-        words.push(numbers_out(&word));
+        words.push(numbers_out(&word, min_hex));
     }
     words.join(" ")
 }
 
-/// Replaces each run of letters and digits that is a hex id by `#`, and each run of digits
-/// in the others by `#`.
-fn numbers_out(word: &str) -> String {
+/// Replaces each run of letters and digits that is a hex id (of `min_hex` digits or more) by
+/// `#`, and, when `min_hex` is 0, each run of digits in the others by `#`.
+fn numbers_out(word: &str, min_hex: usize) -> String {
     let mut out = String::with_capacity(word.len());
     let mut run = String::new();
     let flush = |run: &mut String, out: &mut String| {
         if run.is_empty() {
             return;
         }
-        let hex_id =
-            run.chars().all(|c| c.is_ascii_hexdigit()) && run.chars().any(|c| c.is_ascii_digit());
+        let hex_id = run.len() >= min_hex
+            && run.chars().all(|c| c.is_ascii_hexdigit())
+            && run.chars().any(|c| c.is_ascii_digit());
         if hex_id {
             out.push('#');
+        } else if min_hex > 0 {
+            out.push_str(run);
         } else {
             let mut in_digits = false;
             for c in run.chars() {
@@ -192,6 +208,19 @@ mod tests {
             Some(&json!({"command": "npx jest src/mul.test.js"})),
             Kind::TestFailed,
             Some("FAIL src/sum.test.js (5 s)"),
+        );
+        // Two files are two commands, though a run's temp folder is not.
+        assert_ne!(
+            normalize_command("grep -q needle file1.txt"),
+            normalize_command("grep -q needle file2.txt")
+        );
+        assert_eq!(
+            normalize_command("cat /tmp/tmp.a1B2c3/out  | head -5"),
+            "cat <tmp> | head -5"
+        );
+        assert_eq!(
+            normalize_command("git show 3f2a9c1b0d4e"),
+            normalize_command("git show 0d4e3f2a9c1b")
         );
         let other_tool = fingerprint(Some("Read"), Some(&cmd), Kind::TestFailed, Some("FAIL"));
         assert_ne!(a, other_kind);

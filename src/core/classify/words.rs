@@ -73,6 +73,17 @@ pub(super) fn suggestions(
     out
 }
 
+/// `s` with its first letter lowered, unless the word is an acronym or a name (`PATH`, `npm`).
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    match (c.next(), c.next()) {
+        (Some(first), Some(second)) if first.is_uppercase() && !second.is_uppercase() => {
+            first.to_lowercase().chain(s.chars().skip(1)).collect()
+        }
+        _ => s.to_string(),
+    }
+}
+
 fn upper_first(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
@@ -104,12 +115,17 @@ pub fn hook_context(e: &ErrorObject) -> String {
             r.max_attempts
         ),
         (Action::Retry, None) => "retry the same call".into(),
+        _ if e.tier == Tier::PipelineAffecting => {
+            "stop this step and tell the lead or the user what failed".into()
+        }
+        // The kind's usual action, not a retry: its first suggestion says what to do about
+        // it ("fix the reported compile errors"), which beats "stop and report".
+        _ if !e.context.contains_key("action_reason") && !e.suggestions.is_empty() => {
+            lower_first(e.suggestions[0].trim_end_matches('.'))
+        }
         (Action::AskUser, _) => "do not retry on your own; ask the user how to proceed".into(),
         (Action::ProceedDegraded, _) => {
             "continue without this result and say what is missing".into()
-        }
-        _ if e.tier == Tier::PipelineAffecting => {
-            "stop this step and tell the lead or the user what failed".into()
         }
         // Seed 004: a tier-1 error is one the agent handles itself.
         _ if e.tier == Tier::SelfRecoverable && e.action != Action::Abort => {
