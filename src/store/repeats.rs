@@ -93,7 +93,8 @@ pub fn note(g: &Ground, session: &str, fingerprint: &str, say_at: u32) -> Result
     }
     let bytes = serde_json::to_vec(&file)
         .map_err(|e| Failure::data(format!("cannot serialize the repeats file: {e}")))?;
-    files::replace(&path, &bytes, Backup::Skip)?;
+    // A count lost to a power cut only takes a repeat for a first occurrence: no fsync.
+    files::replace_unsynced(&path, &bytes, Backup::Skip)?;
     Ok(seen)
 }
 

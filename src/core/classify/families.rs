@@ -442,8 +442,7 @@ fn usage_limits_wait_until_the_reset() {
     assert_eq!(e.context["retry_after_s"], 7200.0);
     assert_eq!(e.retry.as_ref().map(|r| r.delay_s), Some(7200.0));
     assert!(
-        e.detail
-            .contains("resets at 2025-07-21 06:00 UTC (in 2 h 0 min)"),
+        e.detail.contains("resets at 2025-07-21 06:00 UTC (in 2 h)"),
         "{}",
         e.detail
     );

@@ -35,14 +35,14 @@ pub(super) fn detail_line(f: &input::Facts, v: &Verdict, verb: &str) -> String {
         (Kind::RateLimited, Some(at), Some(s)) => line.push_str(&format!(
             "; the limit resets at {} (in {})",
             at.format("%Y-%m-%d %H:%M UTC"),
-            fmt_wait(s)
+            humane_secs(s)
         )),
         (Kind::RateLimited, Some(at), None) => line.push_str(&format!(
             "; the limit resets at {}",
             at.format("%Y-%m-%d %H:%M UTC")
         )),
         (Kind::RateLimited, None, Some(s)) => {
-            line.push_str(&format!("; the server asks to wait {s} s"))
+            line.push_str(&format!("; the server asks to wait {}", humane_secs(s)))
         }
         _ => {}
     }
