@@ -42,26 +42,6 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
     let policy = cx.policy()?;
     let (rec, object) = error_record::classified_at(&p.0, policy, None, Some(cx.now));
     let g = cx.ground();
-    // Counted before anything else is decided: the occurrence number drives the advice.
-    let fingerprint = repeat::fingerprint(
-        p.tool_name(),
-        Some(p.tool_input()).filter(|v| !v.is_null()),
-        object.kind,
-        p.error(),
-    );
-    let seen = repeats::note(
-        &g,
-        p.session_id().unwrap_or("no-session"),
-        &fingerprint,
-        REPEAT_LINE_AT,
-    )
-    .unwrap_or_else(|f| {
-        cx.warn(&format!("the failure's repeats were not counted: {f}"));
-        repeats::Seen {
-            count: 1,
-            say_now: false,
-        }
-    });
     let guarded = guarded_key(cx, p)?;
     // A subagent whose SubagentStop already recorded its failure (let go after its
     // rejections) ends here too: one failure, one record.
@@ -73,14 +53,8 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         .as_ref()
         .is_some_and(|e| e.last.outcome == Outcome::Failure);
     let work = !judged && !p.is_interrupt() && is_work(policy, &object, p.tool_name());
-    // On a repeat, the decision of that occurrence: the next step of the schedule.
-    let (mut rec, object) = if seen.count > 1 && !work {
-        error_record::classified_at(&p.0, policy, Some(seen.count - 1), Some(cx.now))
-    } else {
-        (rec, object)
-    };
-    object.warnings.iter().for_each(|w| cx.warn(w));
-    // The breaker first: the gate of the next call must not depend on the error log.
+    // The breaker first: the gate of the next call must not depend on the repeat counts or
+    // the error log.
     if let Some(key) = guarded {
         let start = p
             .tool_use_id()
@@ -103,6 +77,33 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
             cx.warn(&format!("the breaker did not hear of this failure: {f}"));
         }
     }
+    // The occurrence number of this failure in the session drives the advice.
+    let fingerprint = repeat::fingerprint(
+        p.tool_name(),
+        Some(p.tool_input()).filter(|v| !v.is_null()),
+        object.kind,
+        p.error(),
+    );
+    let seen = repeats::note(
+        &g,
+        p.session_id().unwrap_or("no-session"),
+        &fingerprint,
+        REPEAT_LINE_AT,
+    )
+    .unwrap_or_else(|f| {
+        cx.warn(&format!("the failure's repeats were not counted: {f}"));
+        repeats::Seen {
+            count: 1,
+            say_now: false,
+        }
+    });
+    // On a repeat, the decision of that occurrence: the next step of the schedule.
+    let (mut rec, object) = if seen.count > 1 && !work {
+        error_record::classified_at(&p.0, policy, Some(seen.count - 1), Some(cx.now))
+    } else {
+        (rec, object)
+    };
+    object.warnings.iter().for_each(|w| cx.warn(w));
     if work {
         // Nothing recorded, nothing advised: the output already says what failed.
         return Ok(if seen.say_now {
