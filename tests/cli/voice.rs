@@ -357,3 +357,41 @@ fn config_check_names_the_families_that_can_be_work() {
         .run()
         .status(1);
 }
+
+#[test]
+fn the_repeat_counts_are_bounded_and_a_bad_file_starts_them_afresh() {
+    let s = Sandbox::new();
+    let (_, command, error) = work_failures()[0];
+    let jest = bash_failure("s1", command, error);
+    // Planted: not JSON. The hook answers as ever and counts afresh.
+    s.write(".triage/sessions/s1.repeats.json", "{");
+    assert_eq!(hook(&s, T0, &jest), None);
+    assert_eq!(hook(&s, T0, &jest), None);
+    let third = context(&hook(&s, T0, &jest));
+    assert!(third.contains("3 times"), "{third}");
+    // Too large to be triage's: not read, counted afresh.
+    s.write(".triage/sessions/s1.repeats.json", vec![b' '; 200_000]);
+    assert_eq!(hook(&s, T0, &jest), None);
+    // Full: the least recently seen fingerprints make room, the file stays bounded.
+    let seen: serde_json::Map<String, Value> = (0..200)
+        .map(|i| {
+            (
+                format!("{i:016x}"),
+                json!({"n": 1, "at_ms": i, "said": false}),
+            )
+        })
+        .collect();
+    s.write(
+        ".triage/sessions/s1.repeats.json",
+        json!({ "seen": seen }).to_string(),
+    );
+    assert_eq!(hook(&s, T0, &jest), None);
+    let file: Value = serde_json::from_str(&s.read(".triage/sessions/s1.repeats.json")).unwrap();
+    let kept = file["seen"].as_object().unwrap();
+    assert_eq!(kept.len(), 200);
+    assert!(
+        !kept.contains_key(&format!("{:016x}", 0)),
+        "the oldest went"
+    );
+    assert!(kept.contains_key(&format!("{:016x}", 199)));
+}
