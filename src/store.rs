@@ -14,5 +14,6 @@ pub mod pattern_cache;
 pub mod project_files;
 pub mod recovery;
 pub mod rejections;
+pub mod repeats;
 pub mod sagas;
 pub mod sessions;

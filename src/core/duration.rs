@@ -119,6 +119,49 @@ impl Dur {
     }
 }
 
+/// A duration as people say it, for the texts a model or a person reads: `40 s`, `2 min 30 s`,
+/// `25 min`, `1 h 56 min`, `2 d 3 h`. Only the two largest units are kept, the smaller one
+/// rounded; sub-second waits keep one decimal (`0.5 s`).
+pub fn humane(d: Duration) -> String {
+    let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    if ms < 60_000 {
+        let tenths = (ms + 50) / 100;
+        return if tenths % 10 == 0 || ms >= 10_000 {
+            format!("{} s", (ms + 500) / 1000)
+        } else {
+            format!("{}.{} s", tenths / 10, tenths % 10)
+        };
+    }
+    let s = (ms + 500) / 1000;
+    let pair = |big: u64, big_unit: &str, small: u64, small_unit: &str| {
+        if small == 0 {
+            format!("{big} {big_unit}")
+        } else {
+            format!("{big} {big_unit} {small} {small_unit}")
+        }
+    };
+    if s < 600 {
+        return pair(s / 60, "min", s % 60, "s");
+    }
+    let m = (s + 30) / 60;
+    if m < 60 {
+        return format!("{m} min");
+    }
+    if m < 24 * 60 {
+        return pair(m / 60, "h", m % 60, "min");
+    }
+    let h = (m + 30) / 60;
+    pair(h / 24, "d", h % 24, "h")
+}
+
+/// [`humane`] of a number of seconds (a negative or non-finite one reads as `0 s`).
+pub fn humane_secs(secs: f64) -> String {
+    if !secs.is_finite() || secs <= 0.0 {
+        return "0 s".to_string();
+    }
+    humane(Duration::from_secs_f64(secs.min(MAX.as_secs_f64())))
+}
+
 impl FromStr for Dur {
     type Err = DurError;
     fn from_str(text: &str) -> Result<Self, DurError> {
@@ -232,6 +275,28 @@ mod tests {
             let d = Dur::secs(s);
             assert_eq!(d.to_string().parse::<Dur>(), Ok(d));
         }
+    }
+
+    #[test]
+    fn humane_says_durations_as_people_do() {
+        let h = |s: u64| humane(Duration::from_secs(s));
+        assert_eq!(h(0), "0 s");
+        assert_eq!(h(40), "40 s");
+        assert_eq!(h(59), "59 s");
+        assert_eq!(h(60), "1 min");
+        assert_eq!(h(150), "2 min 30 s");
+        assert_eq!(h(1500), "25 min");
+        assert_eq!(h(3599), "1 h");
+        assert_eq!(h(3600), "1 h");
+        assert_eq!(h(6975), "1 h 56 min");
+        assert_eq!(h(32_400), "9 h");
+        assert_eq!(h(86_400), "1 d");
+        assert_eq!(h(183_600), "2 d 3 h");
+        assert_eq!(humane(Duration::from_millis(500)), "0.5 s");
+        assert_eq!(humane(Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(humane_secs(-3.0), "0 s");
+        assert_eq!(humane_secs(f64::NAN), "0 s");
+        assert_eq!(humane_secs(1e300), "36500 d");
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub fn load_lenient(text: &str, depth: Depth) -> Loaded {
 
 use crate::core::duration::Dur;
 use crate::core::glob;
-use crate::core::vocab::{Criticality, Kind, Severity, Tier};
+use crate::core::vocab::{Criticality, Family, Kind, Severity, Tier};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -51,6 +51,75 @@ pub struct Policy {
     /// with what arrived, with a warning in logs/triage.log. A file or /dev/null on stdin is
     /// never waited on.
     pub stdin: StdinPolicy,
+    /// What `triage hook` tells the model in a coding session: which failures are the agent's
+    /// own work (said nothing of), and what SessionStart still names.
+    pub voice: VoicePolicy,
+}
+
+/// `[voice]`: where `triage hook` stays silent and how far back SessionStart looks.
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct VoicePolicy {
+    /// The families of failures that are the agent's normal work (a red test, a compile
+    /// error, a lint complaint, a search with no match, a dependency conflict, a mistyped
+    /// command): `triage hook` records nothing that counts for them, charges no breaker and
+    /// gives no retry or stop advice. Of `tests`, `build`, `checks`, `search`, `dependencies`,
+    /// `usage`; remove one to have triage speak on it (`[]`: every failure is trouble).
+    #[serde(deserialize_with = "work_families")]
+    pub work: Vec<Family>,
+    /// How far back SessionStart looks for unresolved trouble of earlier sessions; older
+    /// records stay in the log and in `triage report` but are no longer named.
+    pub session_start_window: Dur,
+}
+
+impl Default for VoicePolicy {
+    fn default() -> Self {
+        VoicePolicy {
+            work: Family::ALL
+                .iter()
+                .copied()
+                .filter(|f| *f != Family::Other)
+                .collect(),
+            session_start_window: Dur::secs(86_400),
+        }
+    }
+}
+
+/// `[voice] work`: names of the families that can be work, each at most once.
+fn work_families<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Family>, D::Error> {
+    let names = Vec::<String>::deserialize(d)?;
+    let valid = || {
+        Family::ALL
+            .iter()
+            .filter(|f| **f != Family::Other)
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut out = Vec::new();
+    for name in names {
+        match name.parse::<Family>() {
+            Ok(f) if f != Family::Other => {
+                if !out.contains(&f) {
+                    out.push(f);
+                }
+            }
+            _ => {
+                return Err(de::Error::custom(format!(
+                    "`{name}` is not a family that can be work; write any of {}",
+                    valid()
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl VoicePolicy {
+    /// Whether failures of `family` are treated as work.
+    pub fn is_work(&self, family: Family) -> bool {
+        family != Family::Other && self.work.contains(&family)
+    }
 }
 
 /// `[stdin]`: how long a writer that keeps its end of the pipe open, sending a partial value

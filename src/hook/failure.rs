@@ -1,44 +1,67 @@
-//! `PostToolUseFailure`: classifies, records the error (once: a subagent whose SubagentStop
-//! already recorded its failure is not recorded again), records a breaker failure, and tells
-//! the model the advised next step.
+//! `PostToolUseFailure`: classifies, counts the failure's repeats in the session, and then
+//! either stays quiet (work: a red test, a compile error, a lint complaint, a search with no
+//! match — the agent's own loop, recorded nowhere that counts and charged to no breaker) or
+//! speaks (trouble: records the error once — a subagent whose SubagentStop already recorded
+//! its failure is not recorded again —, records a breaker failure, and tells the model the
+//! next step of the retry schedule for this occurrence: the first retry the first time, the
+//! next step on a repeat). The third identical failure, work or trouble, gets one line, once.
 
 use super::codec::Response;
 use super::{announce, guarded_key, store_record};
 use crate::context::Context;
 use crate::core::breaker::{CallReport, Outcome};
-use crate::core::classify;
+use crate::core::classify::{self, ErrorObject};
 use crate::core::error_record;
 use crate::core::hook_payload::Payload;
+use crate::core::policy::Policy;
+use crate::core::repeat;
+use crate::core::vocab::Class;
 use crate::exit::Failure;
 use crate::store::breakers::calls as breaker;
-use crate::store::sessions;
+use crate::store::{repeats, sessions};
 use serde_json::Value;
+
+/// The occurrence of the same failure that gets the change-approach line (seed 000: the same
+/// agent failing 3 or more times is an abort recommendation).
+pub const REPEAT_LINE_AT: u32 = 3;
+
+/// The sentence for the third identical failure: facts, then one directive.
+fn repeat_sentence(n: u32) -> String {
+    format!(
+        "The same command failed the same way {n} times in this session: change approach, or ask the user."
+    )
+}
+
+/// Whether the failure is the agent's own work under the policy: the classifier says work,
+/// and `[voice] work` names its family.
+pub fn is_work(policy: &Policy, object: &ErrorObject, tool: Option<&str>) -> bool {
+    object.class == Class::Work && policy.voice.is_work(classify::family_of(object.kind, tool))
+}
 
 pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let policy = cx.policy()?;
-    let (mut rec, object) = error_record::classified_at(&p.0, policy, None, Some(cx.now));
-    object.warnings.iter().for_each(|w| cx.warn(w));
+    let (rec, object) = error_record::classified_at(&p.0, policy, None, Some(cx.now));
+    let g = cx.ground();
     let guarded = guarded_key(cx, p)?;
-    if guarded.is_none() && !policy.thresholds.count_unguarded_tools {
-        // Kept in the log and advised on, but a failing `grep` is no sign of an unstable
-        // workflow: it does not count toward the thresholds (`count_unguarded_tools`).
-        rec.error
-            .insert("counts_toward_thresholds".into(), Value::Bool(false));
-    }
     // A subagent whose SubagentStop already recorded its failure (let go after its
     // rejections) ends here too: one failure, one record.
-    let g = cx.ground();
     let ended = match guarded {
         Some(key) if p.is_subagent_tool() => sessions::take_end_for_key(&g, p.session_id(), key),
         _ => None,
     };
-    // The breaker first: the gate of the next call must not depend on the error log.
+    let judged = ended
+        .as_ref()
+        .is_some_and(|e| e.last.outcome == Outcome::Failure);
+    let work = !judged && !p.is_interrupt() && is_work(policy, &object, p.tool_name());
+    // The breaker first: the gate of the next call must not depend on the repeat counts or
+    // the error log.
     if let Some(key) = guarded {
         let start = p
             .tool_use_id()
             .and_then(|id| sessions::take_start(&g, p.session_id(), id));
-        // An interrupt is the user's doing, not the agent's failure: neutral for the breaker.
-        let outcome = if p.is_interrupt() {
+        // An interrupt is the user's doing, and work is the agent's own loop, not a sign the
+        // tool is failing: both neutral for the breaker (a probe ticket is handed back).
+        let outcome = if p.is_interrupt() || work {
             Outcome::Ignored
         } else {
             Outcome::Failure
@@ -53,6 +76,50 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         if let Err(f) = breaker::record_in(&g, policy, key, p.session_id(), &report) {
             cx.warn(&format!("the breaker did not hear of this failure: {f}"));
         }
+    }
+    // The occurrence number of this failure in the session drives the advice.
+    let fingerprint = repeat::fingerprint(
+        p.tool_name(),
+        Some(p.tool_input()).filter(|v| !v.is_null()),
+        object.kind,
+        p.error(),
+    );
+    let seen = repeats::note(
+        &g,
+        p.session_id().unwrap_or("no-session"),
+        &fingerprint,
+        REPEAT_LINE_AT,
+    )
+    .unwrap_or_else(|f| {
+        cx.warn(&format!("the failure's repeats were not counted: {f}"));
+        repeats::Seen {
+            count: 1,
+            say_now: false,
+        }
+    });
+    // On a repeat, the decision of that occurrence: the next step of the schedule.
+    let (mut rec, object) = if seen.count > 1 && !work {
+        error_record::classified_at(&p.0, policy, Some(seen.count - 1), Some(cx.now))
+    } else {
+        (rec, object)
+    };
+    object.warnings.iter().for_each(|w| cx.warn(w));
+    if work {
+        // Nothing recorded, nothing advised: the output already says what failed.
+        return Ok(if seen.say_now {
+            Response::context(
+                "PostToolUseFailure",
+                format!("triage: {}", repeat_sentence(seen.count)),
+            )
+        } else {
+            Response::default()
+        });
+    }
+    if guarded.is_none() && !policy.thresholds.count_unguarded_tools {
+        // Kept in the log and advised on, but a failing `grep` is no sign of an unstable
+        // workflow: it does not count toward the thresholds (`count_unguarded_tools`).
+        rec.error
+            .insert("counts_toward_thresholds".into(), Value::Bool(false));
     }
     let warnings = if ended.as_ref().is_some_and(|e| e.last.recorded) {
         Vec::new()
@@ -69,6 +136,13 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
             e.key,
             e.last.detail.as_deref().unwrap_or("its output failed its checks")
         ),
+        None if seen.say_now => format!(
+            "triage: `{}`: {}. {}",
+            object.kind,
+            object.detail.trim_end_matches('.'),
+            repeat_sentence(seen.count)
+        )
+        .replace('\n', " "),
         None => classify::hook_context(&object),
     };
     let mut r = Response::context("PostToolUseFailure", advice);

@@ -3,9 +3,12 @@
 //! and the unresolved errors of other sessions that SessionStart names.
 
 use crate::context::Context;
+use crate::core::classify::{class_of, family_of};
 use crate::core::error_record::LogLine;
 use crate::core::templates::{self, Rec, TemplateInput, TemplateName};
+use crate::core::vocab::{Class, Kind};
 use crate::exit::Failure;
+use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, HashMap};
 
 /// How much of the end of the error log the session hooks read (Template 5, SessionStart).
@@ -80,9 +83,29 @@ impl Earlier {
     }
 }
 
-/// The errors near the end of the log that belong to another session than `current` and have
-/// no resolution.
-pub fn unresolved_elsewhere(cx: &Context, current: Option<&str>) -> Result<Earlier, Failure> {
+/// The errors near the end of the log that belong to another session than `current`, were
+/// recorded at `since` or later, are trouble (not a family `[voice] work` names) and have no
+/// resolution. Older ones stay in the log and in `triage report`, but no longer drive advice.
+pub fn unresolved_elsewhere(
+    cx: &Context,
+    current: Option<&str>,
+    since: DateTime<Utc>,
+) -> Result<Earlier, Failure> {
+    let voice = &cx.policy()?.voice;
+    let recent = |l: &LogLine| {
+        l.timestamp
+            .as_deref()
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .is_some_and(|t| t.with_timezone(&Utc) >= since)
+    };
+    let work = |l: &LogLine| {
+        l.kind()
+            .and_then(|k| k.parse::<Kind>().ok())
+            .is_some_and(|k| {
+                let tool = l.agent();
+                class_of(k, tool) == Class::Work && voice.is_work(family_of(k, tool))
+            })
+    };
     let mut open: HashMap<String, String> = HashMap::new();
     visit_tail(cx, |l| {
         if let Some(id) = &l.resolves {
@@ -98,6 +121,8 @@ pub fn unresolved_elsewhere(cx: &Context, current: Option<&str>) -> Result<Earli
         if l.resolution.as_ref().is_some_and(|r| r.successful())
             || !l.counts()
             || l.session_id.is_some() && l.session_id.as_deref() == current
+            || !recent(l)
+            || work(l)
         {
             return;
         }

@@ -4,7 +4,7 @@
 
 use crate::core::duration::Dur;
 use crate::core::policy::{BreakerOverrides, BreakerSection, Policy};
-use crate::core::vocab::{Criticality, Kind, Severity, Tier};
+use crate::core::vocab::{Criticality, Family, Kind, Severity, Tier};
 use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use std::borrow::Cow;
 
@@ -30,7 +30,7 @@ macro_rules! words {
         }
     )+};
 }
-words!(Kind, Severity, Criticality);
+words!(Kind, Severity, Criticality, Family);
 
 impl JsonSchema for Tier {
     fn schema_name() -> Cow<'static, str> {
@@ -160,6 +160,8 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("store", "log_max_len", "1000000"),
     ("stdin", "hook_timeout", r#""300ms""#),
     ("stdin", "timeout", r#""1m""#),
+    ("voice", "work", r#"["tests", "build", "checks", "search"]"#),
+    ("voice", "session_start_window", r#""12h""#),
     ("[classify.rules]", "name", r#""corpus-missing""#),
     (
         "[classify.rules]",
@@ -577,6 +579,7 @@ mod tests {
             "saga",
             "store",
             "stdin",
+            "voice",
             "[classify.rules]",
         ] {
             assert!(names.contains(&want), "{want} in {names:?}");

@@ -335,7 +335,10 @@ fn hook_denies_with_template_4_and_records_outcomes() {
         reason.contains("Last error: API timeout after 300s"),
         "{reason}"
     );
-    assert!(reason.contains("(A) Wait 40 seconds and retry"), "{reason}");
+    assert!(
+        reason.ends_with("Do not call researcher for 40 s: go on without it meanwhile, and call it again after that."),
+        "{reason}"
+    );
     // After the cooldown the probe is allowed (nothing printed), and its success closes it.
     assert!(hook(s, T0 + 60, pre.clone()).stdout.is_empty());
     let post = serde_json::json!({"hook_event_name": "PostToolUse", "tool_name": "Task",

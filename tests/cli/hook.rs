@@ -73,9 +73,10 @@ fn with_example_policy(s: &Sandbox) {
 fn a_recorded_session_replayed_event_by_event() {
     let s = Sandbox::new();
     with_example_policy(&s);
-    // An earlier session left an unresolved error, and an operator opened a breaker.
+    // An earlier session left an unresolved error an hour ago (within SessionStart's day),
+    // and an operator opened a breaker.
     s.cmd(&["record-error", "--session", "sess-old", "--agent", "editor"])
-        .env("TRIAGE_NOW", "2026-11-22T09:00:00Z")
+        .env("TRIAGE_NOW", "2026-11-23T09:00:00Z")
         .write_stdin(r#"{"kind":"timeout","detail":"editor ran past 10m"}"#)
         .assert()
         .success();

@@ -148,6 +148,9 @@ const FILES: &[&str] = &[
     "breakers/broken.json.lock",
     "sessions/s1.json",
     "sessions/s1.json.lock",
+    // How often each failure came back in the session.
+    "sessions/s1.repeats.json",
+    "sessions/s1.repeats.json.lock",
     // A subagent call's two halves meet under it (PostToolUseFailure of the Agent tool).
     "sessions/s1.agents.lock",
     "sessions/s1/t1.start",

@@ -64,3 +64,4 @@ mod state;
 mod story;
 mod subagents;
 mod text_output;
+mod voice;

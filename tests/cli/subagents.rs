@@ -249,6 +249,14 @@ fn bash_failure(n: usize) -> Value {
         "duration_ms": 40})
 }
 
+/// A Bash failure that is trouble, not the agent's own work: the network.
+fn bash_trouble(n: usize) -> Value {
+    json!({"session_id": SID, "hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
+        "tool_input": {"command": format!("curl -sf https://example.com/{n}"), "description": "fetch"},
+        "tool_use_id": format!("toolu_b{n}"), "is_interrupt": false, "duration_ms": 40,
+        "error": "Exit code 6\ncurl: (6) Could not resolve host: example.com"})
+}
+
 fn main_stop(text: &str) -> Value {
     json!({"session_id": SID, "hook_event_name": "Stop", "stop_hook_active": false,
         "last_assistant_message": text, "background_tasks": [], "session_crons": []})
@@ -295,17 +303,10 @@ fn a_fresh_init_project_blocks_denies_and_warns_about_nothing_ordinary() {
         assert!(!text.contains("STABILITY WARNING"), "{text}");
         assert_eq!(v.get("systemMessage"), None, "{text}");
     }
-    // Each Bash failure is advised on, and none is called something to stop for.
-    let advice = said[0].as_ref().expect("advice for the model");
-    assert_eq!(
-        advice["hookSpecificOutput"]["hookEventName"],
-        "PostToolUseFailure"
-    );
+    // A search that found nothing is the agent's own work: nothing said, nothing recorded.
+    assert!(said[..6].iter().all(Option::is_none), "{said:?}");
     let log = records(&s);
-    assert_eq!(log.len(), 6, "{log:#?}");
-    assert!(log
-        .iter()
-        .all(|r| r["counts_toward_thresholds"] == json!(false)));
+    assert_eq!(log.len(), 0, "{log:#?}");
     assert_eq!(breaker(&s, T0, "code-reviewer")["totals"]["successes"], 1);
     assert_eq!(breaker(&s, T0, "implementer")["totals"]["successes"], 1);
 
@@ -323,9 +324,9 @@ fn a_fresh_init_project_blocks_denies_and_warns_about_nothing_ordinary() {
         "{msg}"
     );
     let log = records(&s);
-    assert_eq!(log.len(), 7);
-    assert_eq!(log[6]["action"], "escalate");
-    assert_eq!(log[6]["tier"], 2);
+    assert_eq!(log.len(), 1);
+    assert_eq!(log[0]["action"], "escalate");
+    assert_eq!(log[0]["tier"], 2);
 
     // The next session hears of the BLOCKED answer, not of the ordinary Bash failures.
     let v = hook(
@@ -352,10 +353,10 @@ fn a_policy_switch_counts_unguarded_tool_failures_toward_the_stability_warning()
         .assert()
         .success();
     for n in 1..=4 {
-        let v = hook(&s, T0, &bash_failure(n)).unwrap();
+        let v = hook(&s, T0, &bash_trouble(n)).unwrap();
         assert_eq!(v.get("systemMessage"), None);
     }
-    let v = hook(&s, T0, &bash_failure(5)).unwrap();
+    let v = hook(&s, T0, &bash_trouble(5)).unwrap();
     let msg = v["systemMessage"].as_str().unwrap_or_default();
     assert!(msg.contains("[WORKFLOW STABILITY WARNING]"), "{v}");
     assert!(msg.contains("encountered 5 failures"), "{msg}");
@@ -374,12 +375,13 @@ fn model_facing_texts_carry_no_prompt_and_session_start_tells_the_truth_about_ha
         hook(&s, T0, &launched("worker", &id, &aid));
         hook(&s, T0, &stopped(&s, "worker", &aid, "", false));
     }
-    // The deny (Template 4) states the facts and the options, and asks nothing.
+    // The deny (Template 4) states the facts and one directive, and asks nothing.
     let v = hook(&s, T0, &pre("worker", "toolu_3", true)).unwrap();
     let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
         .as_str()
         .unwrap();
-    assert!(reason.contains("(C) Abort workflow"), "{reason}");
+    assert!(reason.contains("Do not call worker for 1 min"), "{reason}");
+    assert!(!reason.contains("(C) Abort workflow"), "{reason}");
     assert!(!reason.contains("Enter choice"), "{reason}");
     // Template 5 in systemMessage: no prompt either.
     s.write(
@@ -421,7 +423,7 @@ fn model_facing_texts_carry_no_prompt_and_session_start_tells_the_truth_about_ha
         .to_string();
     assert!(
         c.contains(
-            "worker (open): calls are refused for 60 s more, then one probe call is let through"
+            "worker (open): calls are refused for 1 min more, then one probe call is let through"
         ),
         "{c}"
     );

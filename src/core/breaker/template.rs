@@ -1,10 +1,9 @@
 //! Seed 000's "Template 4: Circuit Breaker Open", filled in from a breaker's facts. It is the
 //! reason a PreToolUse hook gives when it denies a call, so the agent (and its user) can act.
-//! The text states the facts and the options; the seed's `Enter choice [A/B/C]:` line is a
-//! question for a person at a terminal ([`PROMPT`]), never sent to a model that nothing reads
-//! an answer from.
+//! The text states the facts and one directive: a model reads it, so no menu of options and
+//! no `Enter choice [A/B/C]:` line ([`PROMPT`], a question for a person at a terminal).
 
-use crate::core::duration::Dur;
+use crate::core::duration::humane;
 use std::time::Duration;
 
 /// What Template 4 needs to know.
@@ -27,21 +26,28 @@ pub struct CircuitOpen<'a> {
 /// The seed's prompt line, for a person at a terminal.
 pub const PROMPT: &str = "Enter choice [A/B/C]:";
 
-/// The message, in the seed's words and layout, without the prompt line.
+/// The message, in the seed's words and layout, ending with one directive for the model that
+/// reads it (the seed's A/B/C menu is a person's, in `triage report --template breaker-open`).
 pub fn circuit_open(f: &CircuitOpen) -> String {
     let since = match f.since_last_success_s {
-        Some(s) => format!("{} ago", Dur(Duration::from_secs(s))),
+        Some(s) => format!("{} ago", humane(Duration::from_secs(s))),
         None => "no success recorded".to_string(),
     };
-    let wait = match (f.reason, f.retry_after_s) {
+    let wait = |s: u64| humane(Duration::from_secs(s));
+    let agent = f.agent;
+    let directive = match (f.reason, f.retry_after_s) {
         ("forced_open", None) => format!(
-            "Wait until an operator resets it (`triage breaker reset {}`) and retry",
-            f.agent
+            "Do not call {agent} until an operator resets it (`triage breaker reset {agent}`): go on without it, and tell the user what is missing."
         ),
-        ("probes_exhausted", Some(s)) => {
-            format!("Wait {s} seconds (a probe call is already testing it) and retry")
-        }
-        (_, s) => format!("Wait {} seconds and retry", s.unwrap_or(0)),
+        ("probes_exhausted", Some(s)) => format!(
+            "A probe call is testing it now: do not call {agent} for {}, and go on without it meanwhile.",
+            wait(s)
+        ),
+        (_, Some(s)) if s > 0 => format!(
+            "Do not call {agent} for {}: go on without it meanwhile, and call it again after that.",
+            wait(s)
+        ),
+        _ => format!("The next call to {agent} is let through as a probe: make it only if the work needs it."),
     };
     let opened = if f.reason == "forced_open" {
         "circuit breaker was opened by an operator"
@@ -54,11 +60,7 @@ pub fn circuit_open(f: &CircuitOpen) -> String {
          Last error: {last}\n\
          Time since last success: {since}\n\n\
          This agent is temporarily disabled to prevent cascading failures.\n\n\
-         Options:\n  \
-         (A) {wait}\n  \
-         (B) Skip this agent for this session\n  \
-         (C) Abort workflow",
-        agent = f.agent,
+         {directive}",
         failures = f.failures,
         last = f.last_error.unwrap_or("none recorded"),
     )

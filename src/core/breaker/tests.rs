@@ -490,16 +490,18 @@ fn template_4_names_the_agent_failures_last_error_and_wait() {
     for part in [
         "Consecutive failures: 2",
         "Last error: timeout: no answer",
-        "Time since last success: 1m30s ago",
-        "(A) Wait 42 seconds and retry",
-        "(B) Skip this agent for this session",
-        "(C) Abort workflow",
+        "Time since last success: 1 min 30 s ago",
+        "Do not call researcher for 42 s: go on without it meanwhile, and call it again after that.",
     ] {
         assert!(text.contains(part), "{part} missing in {text}");
     }
     // Said to a model: nothing reads an answer, so no prompt for one.
     assert!(!text.contains("Enter choice"), "{text}");
-    assert!(text.ends_with("(C) Abort workflow"), "{text}");
+    // A directive, never a menu.
+    assert!(text.ends_with("call it again after that."), "{text}");
+    for menu in ["(A)", "(B)", "(C)", "Options:"] {
+        assert!(!text.contains(menu), "{menu} in {text}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -125,10 +125,7 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
                 "go on without it and say what is missing",
             )
         } else {
-            (
-                Action::Escalate,
-                "escalate to the user with the options: retry, skip, abort",
-            )
+            (Action::Escalate, "stop and report it to the user")
         };
         return Decision {
             action,

@@ -2,11 +2,14 @@
 //! gives the model, and the kinds table of the man page.
 
 use super::{input, rules, ErrorObject, Verdict};
+use crate::core::duration::humane_secs;
 use crate::core::vocab::{Action, Kind, Tier};
 use serde_json::Value;
 
 fn subject(f: &input::Facts) -> String {
     let mut s = match (&f.tool, &f.agent) {
+        // The hook names a tool's caller after the tool when no subagent is involved.
+        (Some(t), Some(a)) if t == a => t.clone(),
         (Some(t), Some(a)) => format!("{t} (agent {a})"),
         (Some(t), None) => t.clone(),
         (None, Some(a)) => format!("agent {a}"),
@@ -32,14 +35,14 @@ pub(super) fn detail_line(f: &input::Facts, v: &Verdict, verb: &str) -> String {
         (Kind::RateLimited, Some(at), Some(s)) => line.push_str(&format!(
             "; the limit resets at {} (in {})",
             at.format("%Y-%m-%d %H:%M UTC"),
-            fmt_wait(s)
+            humane_secs(s)
         )),
         (Kind::RateLimited, Some(at), None) => line.push_str(&format!(
             "; the limit resets at {}",
             at.format("%Y-%m-%d %H:%M UTC")
         )),
         (Kind::RateLimited, None, Some(s)) => {
-            line.push_str(&format!("; the server asks to wait {s} s"))
+            line.push_str(&format!("; the server asks to wait {}", humane_secs(s)))
         }
         _ => {}
     }
@@ -70,6 +73,17 @@ pub(super) fn suggestions(
     out
 }
 
+/// `s` with its first letter lowered, unless the word is an acronym or a name (`PATH`, `npm`).
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    match (c.next(), c.next()) {
+        (Some(first), Some(second)) if first.is_uppercase() && !second.is_uppercase() => {
+            first.to_lowercase().chain(s.chars().skip(1)).collect()
+        }
+        _ => s.to_string(),
+    }
+}
+
 fn upper_first(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
@@ -78,77 +92,63 @@ fn upper_first(s: &str) -> String {
     }
 }
 
-/// The one short paragraph a hook puts in `additionalContext`: the classification and the
-/// next step, for the model to act on.
+/// The one short paragraph a hook puts in `additionalContext`: what failed (the kind, its
+/// tier and the detail line) and one directive for the model to act on. Never a menu: the
+/// suggestions stay in the error object for a person (`classify --text`, `report`).
 pub fn hook_context(e: &ErrorObject) -> String {
-    let retryable = if e.retryable {
-        "retryable"
-    } else {
-        "not retryable"
-    };
+    let tool = e.context.get("tool").and_then(Value::as_str);
+    let shell = matches!(tool, Some("Bash" | "PowerShell"));
     let next = match (e.action, &e.retry) {
+        // A command that ran out of the tool's time limit fails the same way on a plain
+        // retry: the fix is a longer limit, or not waiting for it.
+        _ if e.kind == Kind::Timeout && shell => {
+            "rerun it with a longer timeout or in the background".to_string()
+        }
         (Action::Retry, Some(r)) if r.delay_s <= 0.0 => format!(
             "retry the same call once more now (attempt {} of {})",
             r.attempt, r.max_attempts
         ),
         (Action::Retry, Some(r)) => format!(
             "wait {}, then retry the same call (attempt {} of {})",
-            fmt_wait(r.delay_s),
+            humane_secs(r.delay_s),
             r.attempt,
             r.max_attempts
         ),
         (Action::Retry, None) => "retry the same call".into(),
-        (Action::AskUser, _) => "do not retry on your own; ask the user how to proceed".into(),
-        (Action::Escalate, _) => {
-            "stop retrying and report this to the user with the options: retry, skip, abort".into()
+        _ if e.tier == Tier::PipelineAffecting => {
+            "stop this step and tell the lead or the user what failed".into()
         }
+        // The kind's usual action, not a retry: its first suggestion says what to do about
+        // it ("fix the reported compile errors"), which beats "stop and report".
+        _ if !e.context.contains_key("action_reason") && !e.suggestions.is_empty() => {
+            lower_first(e.suggestions[0].trim_end_matches('.'))
+        }
+        (Action::AskUser, _) => "do not retry on your own; ask the user how to proceed".into(),
         (Action::ProceedDegraded, _) => {
             "continue without this result and say what is missing".into()
         }
+        // Seed 004: a tier-1 error is one the agent handles itself.
+        _ if e.tier == Tier::SelfRecoverable && e.action != Action::Abort => {
+            "handle it yourself, without repeating the same call".into()
+        }
+        (Action::Escalate, _) => "stop retrying and tell the user what failed".into(),
         (Action::Skip, _) => "skip this step and go on".into(),
         (Action::Abort, _) => "stop the workflow and keep what is done".into(),
     };
-    // Seed 004: a tier-1 error is one the agent handles itself, so the model is told to; a
-    // tier-3 one stops the pipeline and is the lead's to decide.
-    let next = match e.tier {
-        Tier::SelfRecoverable if e.action != Action::Retry => format!(
-            "handle it yourself (a tier-1 error), without repeating the same call; if you cannot, {next}"
-        ),
-        Tier::PipelineAffecting if e.action != Action::Retry => {
-            "stop this step and escalate to the lead or the user now (tier 3, pipeline-affecting): retry, skip or abort is their call".into()
-        }
-        _ => next,
-    };
     let mut p = format!(
-        "triage: this failure is `{}` (tier {} {}, {}, {}). {}. Next step: {}.",
+        "triage: `{}` (tier {}, {}): {}. Next step: {}.",
         e.kind,
         e.tier.number(),
         e.tier.name(),
-        e.category,
-        retryable,
         e.detail.trim_end_matches('.'),
         next
     );
-    let reason = e
-        .context
-        .get("action_reason")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if !reason.is_empty() {
-        p.push_str(&format!(" Why: {reason}."));
-    }
-    let tips: Vec<&str> = e
-        .suggestions
-        .iter()
-        .map(String::as_str)
-        .filter(|s| !s.eq_ignore_ascii_case(reason))
-        .take(2)
-        .collect();
-    if !tips.is_empty() {
-        p.push_str(&format!(
-            " Suggestions: {}.",
-            tips.join("; ").trim_end_matches('.')
-        ));
+    // The reason the action is not the kind's usual one is a fact worth the model's reading
+    // only where it explains a question for the user (side effects, a failed validation).
+    if e.action == Action::AskUser {
+        if let Some(reason) = e.context.get("action_reason").and_then(Value::as_str) {
+            p.push_str(&format!(" Why: {}.", reason.trim_end_matches('.')));
+        }
     }
     p.replace('\n', " ")
 }
