@@ -51,7 +51,7 @@ fn keeps_existing_hooks_and_keys_is_idempotent_and_uninstalls_byte_for_byte() {
 
     let out = sb.triage(["init"]).run().status(0);
     let report = json_out(&out);
-    assert_eq!(report["events_added"].as_array().unwrap().len(), 7);
+    assert_eq!(report["events_added"].as_array().unwrap().len(), 9);
     let settings: serde_json::Value =
         serde_json::from_str(&sb.read(".claude/settings.json")).unwrap();
     assert_eq!(settings["model"], "opus");
@@ -65,6 +65,8 @@ fn keeps_existing_hooks_and_keys_is_idempotent_and_uninstalls_byte_for_byte() {
     assert!(cmd.contains("exec triage hook"), "{cmd}");
     for event in [
         "SessionStart",
+        "UserPromptSubmit",
+        "PreSkillShellCommand",
         "PostToolUse",
         "PostToolUseFailure",
         "SubagentStop",
