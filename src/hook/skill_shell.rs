@@ -37,7 +37,7 @@ pub(super) fn pre_skill_shell_command(cx: &Context, p: &Payload) -> Result<Respo
     Ok(Response::deny_as(
         EVENT,
         format!(
-            "The shell command of {skill}{command} was not run: {key} is refused for now.\n{}",
+            "the shell command of {skill}{command} needs {key}, which is refused for now:\n{}",
             breaker::template4_reason(&r)
         ),
     ))
