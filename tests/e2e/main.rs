@@ -28,6 +28,7 @@ mod client;
 mod plugin;
 mod scenarios;
 mod server;
+mod session;
 mod skill_shell;
 
 use std::path::PathBuf;
