@@ -36,7 +36,7 @@ fn plugin_hooks_wire_the_events_init_wires_with_the_same_fail_open_command() {
             }
         }
     }
-    assert_eq!(commands, 7);
+    assert_eq!(commands, 9);
     // The same events, in the same order, with the same matchers, timeouts and commands.
     let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     assert_eq!(keys(&plugin_hooks), keys(&init["hooks"]));

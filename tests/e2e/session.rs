@@ -325,6 +325,14 @@ fn words(texts: &[String]) -> usize {
 }
 
 pub fn a_realistic_coding_session_on_the_current_client() -> Outcome {
+    if !crate::client_at_least(crate::CURRENT_CLIENT) {
+        println!(
+            "session: skipped on {}: written for the current client, {} (TRIAGE_E2E_CLIENT)",
+            crate::client_version(),
+            crate::CURRENT_CLIENT
+        );
+        return Ok(());
+    }
     let p = project();
     let dir = p.dir.display().to_string();
     let api = FakeApi::start(script(dir, Arc::new(AtomicBool::new(false))));
@@ -382,6 +390,15 @@ pub fn a_realistic_coding_session_on_the_current_client() -> Outcome {
             }
         }
     }
+    // Each text once: what reached the model before the first call (SessionStart,
+    // UserPromptSubmit) and after each call, summed.
+    let said_words: usize =
+        words(&injected(after[&0])) + said.iter().map(|s| words(s)).sum::<usize>();
+    ensure!(
+        said_words == words(&in_main),
+        "the texts after each call ({said_words} words) are not those of the whole conversation ({} words)",
+        words(&in_main)
+    );
     let total = words(&in_main) + words(&subagents);
     println!(
         "session: triage injected {total} words ({} into the main agent's context, {} into its subagents')",
