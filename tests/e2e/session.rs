@@ -177,7 +177,12 @@ const BUILD: [usize; 3] = [12, 13, 14];
 const API_ERROR_AGENT: usize = 15;
 const EMPTY_AGENT: usize = 16;
 const UNDEFINED_AGENT: usize = 17;
-const CALLS: usize = 18;
+/// A subagent that "finishes" with the client's API error text as its answer (claude-code
+/// issue 64177), where call 15's API failure ends its subagent as a failed tool call.
+const API_TEXT_AGENT: usize = 18;
+const CALLS: usize = 19;
+
+const API_ERROR_TEXT: &str = "API Error: 429 {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Rate limited. Please try again later.\"}}";
 
 fn script(dir: String, overloaded_once: Arc<AtomicBool>) -> impl Fn(&Request) -> Reply {
     move |r: &Request| {
@@ -186,6 +191,9 @@ fn script(dir: String, overloaded_once: Arc<AtomicBool>) -> impl Fn(&Request) ->
         }
         if r.is("SUBTASK-EMPTY") {
             return Reply::empty();
+        }
+        if r.is("SUBTASK-APITEXT") {
+            return Reply::text(API_ERROR_TEXT);
         }
         let n = r.tool_calls();
         // One 529 mid-session; the client retries the request.
@@ -218,6 +226,11 @@ fn script(dir: String, overloaded_once: Arc<AtomicBool>) -> impl Fn(&Request) ->
                 "SUBTASK-EMPTY: list the flaky tests in src/",
             ),
             UNDEFINED_AGENT => agent("code-reviewer", "SUBTASK-REVIEW: review the diff"),
+            // Another type: general-purpose's breaker is open by now (two failures).
+            API_TEXT_AGENT => agent(
+                "Explore",
+                "SUBTASK-APITEXT: check the release notes for typos",
+            ),
             _ => Reply::text(
                 "Done: three features in; the build error and the dependency conflict are left for you.",
             ),
@@ -368,7 +381,7 @@ pub fn a_realistic_coding_session_on_the_current_client() -> Outcome {
         retried == 2,
         "the 529 was not retried once: {retried} requests"
     );
-    for sub in ["SUBTASK-APIERR", "SUBTASK-EMPTY"] {
+    for sub in ["SUBTASK-APIERR", "SUBTASK-EMPTY", "SUBTASK-APITEXT"] {
         ensure!(all.iter().any(|r| r.is(sub)), "{sub} never ran");
     }
 
@@ -379,7 +392,7 @@ pub fn a_realistic_coding_session_on_the_current_client() -> Outcome {
         .collect();
     let in_main = injected(after[&CALLS]);
     let mut subagents: Vec<String> = Vec::new();
-    for sub in ["SUBTASK-APIERR", "SUBTASK-EMPTY"] {
+    for sub in ["SUBTASK-APIERR", "SUBTASK-EMPTY", "SUBTASK-APITEXT"] {
         if let Some(r) = all.iter().rev().find(|r| r.is(sub)) {
             // The client renders a SubagentStop block twice (as feedback, and again in a
             // reminder): triage's words are counted once.
@@ -455,6 +468,21 @@ pub fn a_realistic_coding_session_on_the_current_client() -> Outcome {
         .iter()
         .filter(|r| r["agent"] == "general-purpose")
         .collect();
+    check(
+        recs.iter()
+            .any(|r| r["agent"] == "Explore" && r["kind"] == "rate_limited"),
+        format!(
+            "the subagent that answered with an API error text is not recorded as rate_limited: {:?}",
+            recs.iter()
+                .filter(|r| r["agent"] == "Explore")
+                .collect::<Vec<_>>()
+        ),
+    );
+    check(
+        !said[API_TEXT_AGENT].is_empty(),
+        "the subagent that answered with an API error text did not reach the model as a failure"
+            .to_string(),
+    );
     check(
         general.iter().any(|r| {
             ["overloaded", "rate_limited"]
