@@ -6,6 +6,8 @@
 //! - `PreToolUse`: the breaker gate for the subagent tool and for tools the policy names in
 //!   `[breaker.<tool>]`; denies with Template 4 when open, else remembers when the call started
 //!   and the probe ticket it was given.
+//! - `PreSkillShellCommand` (a skill's shell command): the same gate for its tool (`Bash`,
+//!   `PowerShell`), without a probe ticket or a remembered start ([`skill_shell`]).
 //! - `PostToolUse`: completes a guarded call (error record, `timeout` past its configured
 //!   timeout, outcome on the breaker with its ticket). A subagent call meets its SubagentStop by
 //!   `agentId` (see [`crate::store::sessions`] and `calls`): in the background
@@ -30,6 +32,7 @@ pub mod codec;
 mod failure;
 mod log_tail;
 mod session_start;
+mod skill_shell;
 
 use crate::context::Context;
 use crate::core::error_record::{self, ErrorRecord, Warning};
@@ -43,6 +46,7 @@ use serde_json::Value;
 pub fn answer(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     match p.event() {
         Some("PreToolUse") => calls::pre_tool_use(cx, p),
+        Some(skill_shell::EVENT) => skill_shell::pre_skill_shell_command(cx, p),
         Some("PostToolUse") => calls::post_tool_use(cx, p),
         Some("PostToolUseFailure") => failure::post_tool_use_failure(cx, p),
         Some("SubagentStop") => calls::subagent_stop(cx, p),

@@ -8,7 +8,12 @@ use serde_json::{json, Map, Value};
 /// (`None`: the event has no matcher, or every occurrence is wanted).
 pub const EVENTS: &[(&str, Option<&str>)] = &[
     ("SessionStart", None),
+    // Where words queued for the model are delivered once the user speaks again.
+    ("UserPromptSubmit", None),
     ("PreToolUse", Some("*")),
+    // A skill's shell command (Claude Code 2.1.332 and later; older clients ignore the
+    // entry), gated as its tool is at PreToolUse.
+    ("PreSkillShellCommand", Some("Bash|PowerShell")),
     ("PostToolUse", Some("*")),
     ("PostToolUseFailure", Some("*")),
     ("SubagentStop", None),
@@ -367,4 +372,15 @@ mod tests {
 
     #[test]
     fn quoting() {}
+
+    #[test]
+    fn a_skills_shell_commands_and_the_users_prompts_are_wired() {
+        let (out, _) = install(&json!({}), CMD).unwrap();
+        let skill = &out["hooks"]["PreSkillShellCommand"][0];
+        assert_eq!(skill["matcher"], "Bash|PowerShell");
+        assert_eq!(skill["hooks"][0]["command"], CMD);
+        let prompt = &out["hooks"]["UserPromptSubmit"][0];
+        assert!(prompt.get("matcher").is_none());
+        assert_eq!(prompt["hooks"][0]["command"], CMD);
+    }
 }

@@ -1,7 +1,9 @@
 //! Setting a project up for triage (`triage init`): wire `triage hook` into Claude Code's
 //! `settings.json` in one step, keeping
 //! every existing key and hook and the file's own indentation; write a starter `.triage.toml`
-//! and ignore `.triage/` in git. `--uninstall` takes away exactly what was added: when nothing
+//! and ignore `.triage/` in git. `--local` touches only the person's own files: the project's
+//! `.claude/settings.local.json`, and `.triage/` ignored in the repository's `info/exclude`
+//! (no `.triage.toml`, no `.gitignore`: both are shared). `--uninstall` takes away exactly what was added: when nothing
 //! else changed in between, every file it touched comes back byte for byte (the originals are
 //! kept in `<project>/.triage/init/`, or for `--user` under the user's config folder).
 //!
@@ -44,6 +46,13 @@ struct Manifest {
     /// `.gitignore` as it was before init appended to it.
     #[serde(default)]
     gitignore_original: Option<String>,
+    /// The ignore file init added `.triage/` to when it is not the project's `.gitignore`
+    /// (`--local`: the repository's `info/exclude`).
+    #[serde(default)]
+    ignore_file: Option<PathBuf>,
+    /// Whether init created that file's folder (`info/`).
+    #[serde(default)]
+    ignore_dir_created: bool,
     /// The settings file's `.bak` as it was before the first install (`None`: there was none).
     #[serde(default)]
     settings_bak_original: Option<String>,
@@ -129,7 +138,7 @@ pub fn plan(
     let (report, new_manifest) = if uninstall {
         plan_uninstall(&settings_path, &project, user, manifest)?
     } else {
-        plan_install(&settings_path, &project, user, manifest)?
+        plan_install(&settings_path, &project, Scope::of(user, local), manifest)?
     };
     Ok(Plan {
         report: Report { dry_run, ..report },
@@ -185,10 +194,40 @@ fn parse_settings(path: &Path, text: &str) -> Result<Value, Failure> {
     })
 }
 
+/// Where init installs: the project's shared files, the person's own files in the project
+/// (`--local`), or the user's settings (`--user`).
+#[derive(Clone, Copy, PartialEq)]
+enum Scope {
+    Shared,
+    Local,
+    User,
+}
+
+impl Scope {
+    fn of(user: bool, local: bool) -> Scope {
+        match (user, local) {
+            (true, _) => Scope::User,
+            (false, true) => Scope::Local,
+            (false, false) => Scope::Shared,
+        }
+    }
+}
+
+/// The file `.triage/` is ignored in: the project's `.gitignore` (shared, committed), or for
+/// `--local` the repository's `info/exclude` (this clone only; `None` outside git); the user's
+/// settings need none.
+fn ignore_file(project: &Path, scope: Scope) -> Option<PathBuf> {
+    match scope {
+        Scope::Shared => Some(project.join(".gitignore")),
+        Scope::Local => place::git_exclude(project),
+        Scope::User => None,
+    }
+}
+
 fn plan_install(
     settings_path: &Path,
     project: &Path,
-    user: bool,
+    scope: Scope,
     manifest: Option<Manifest>,
 ) -> Result<(Report, Option<Manifest>), Failure> {
     let command = settings::HOOK_COMMAND.to_string();
@@ -212,19 +251,33 @@ fn plan_install(
             Some(settings::render_with(&after, &indent, newline)),
         ));
     }
-    if !user {
+    // The policy is shared: only the project's shared install writes a starter one.
+    if scope == Scope::Shared {
         let toml = project.join(".triage.toml");
         if read_text(&toml)?.is_none() {
             first.toml_created = true;
             files.push(file_change(&toml, None, Some(starter())));
         }
-        let gitignore = project.join(".gitignore");
-        let old = read_text(&gitignore)?;
-        if !ignores_state(old.as_deref().unwrap_or("")) {
+    }
+    if let Some(ignore) = ignore_file(project, scope) {
+        let old = read_text(&ignore)?;
+        // Already ignored where the whole team's clones see it: nothing to add.
+        let shared = match scope {
+            Scope::Local => read_text(&project.join(".gitignore"))?,
+            _ => None,
+        };
+        let ignored = [&old, &shared]
+            .into_iter()
+            .any(|t| ignores_state(t.as_deref().unwrap_or("")));
+        if !ignored {
             first.gitignore = Some(if old.is_some() { "appended" } else { "created" }.into());
             first.gitignore_original = old.clone();
+            if scope == Scope::Local {
+                first.ignore_dir_created = ignore.parent().is_some_and(|d| !d.exists());
+                first.ignore_file = Some(ignore.clone());
+            }
             let new = with_state_line(old.as_deref());
-            files.push(file_change(&gitignore, old, Some(new)));
+            files.push(file_change(&ignore, old, Some(new)));
         }
     }
     // The first install's originals are the ones to give back; a later install keeps them.
@@ -236,6 +289,16 @@ fn plan_install(
                 m.gitignore_original.clone()
             } else {
                 first.gitignore_original
+            },
+            ignore_file: if m.gitignore.is_some() {
+                m.ignore_file.clone()
+            } else {
+                first.ignore_file
+            },
+            ignore_dir_created: if m.gitignore.is_some() {
+                m.ignore_dir_created
+            } else {
+                first.ignore_dir_created
             },
             ..m
         }),
@@ -278,7 +341,11 @@ fn plan_uninstall(
         if manifest.toml_created && read_text(&toml)?.as_deref() == Some(starter().as_str()) {
             files.push(file_change(&toml, Some(starter()), None));
         }
-        let gitignore = project.join(".gitignore");
+        // The file init added the line to (an older `--local` wrote `.gitignore` too).
+        let gitignore = manifest
+            .ignore_file
+            .clone()
+            .unwrap_or_else(|| project.join(".gitignore"));
         if let (Some(how), Some(old)) = (&manifest.gitignore, read_text(&gitignore)?) {
             let new = without_state_line(
                 &old,
@@ -405,6 +472,12 @@ fn apply(report: &Report, manifest_path: &Path, manifest: Option<Manifest>) -> R
         }
         if m.settings_dir_created {
             if let Some(dir) = report.settings.parent() {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
+        // Only when empty, like `.claude/`.
+        if let (true, Some(file)) = (m.ignore_dir_created, &m.ignore_file) {
+            if let Some(dir) = file.parent() {
                 let _ = std::fs::remove_dir(dir);
             }
         }

@@ -1,6 +1,6 @@
 //! `triage init`: wire `triage hook` into Claude Code's `settings.json` in one step, keeping
 //! every existing key and hook and the file's own indentation; write a starter `.triage.toml`
-//! and ignore `.triage/` in git. `--uninstall` takes away exactly what was added
+//! and ignore `.triage/` in git (`--local`: only per-person files). `--uninstall` takes away exactly what was added
 //! ([`crate::setup`] plans and makes the changes).
 
 use crate::context::{Answer, Context};
@@ -16,7 +16,8 @@ pub struct Args {
     /// shared .claude/settings.json
     #[arg(long, conflicts_with = "local")]
     pub user: bool,
-    /// Install into the project's .claude/settings.local.json: yours only, not committed
+    /// Install into the project's .claude/settings.local.json: yours only, not committed; no
+    /// .triage.toml is written, and .triage/ is ignored in .git/info/exclude, not .gitignore
     #[arg(long)]
     pub local: bool,
     /// Print the diff of every file it would change, and change nothing

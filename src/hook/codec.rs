@@ -61,10 +61,16 @@ impl Response {
 
     /// PreToolUse: deny with a reason that goes to Claude.
     pub fn deny(reason: impl Into<String>) -> Response {
+        Response::deny_as("PreToolUse", reason)
+    }
+
+    /// Deny with a reason that goes to Claude, for an event with PreToolUse's answer
+    /// (`PreSkillShellCommand`).
+    pub fn deny_as(event: &str, reason: impl Into<String>) -> Response {
         let mut r = Response::default();
-        r.specific("PreToolUse", "permissionDecision", Value::from("deny"));
+        r.specific(event, "permissionDecision", Value::from("deny"));
         r.specific(
-            "PreToolUse",
+            event,
             "permissionDecisionReason",
             Value::from(capped(reason)),
         );

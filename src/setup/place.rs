@@ -63,3 +63,27 @@ pub fn on_path(program: &str) -> bool {
         })
     })
 }
+
+/// The repository's own ignore file, `info/exclude` of the git folder of the work tree that
+/// holds `project` (ignored for this clone only, never committed): `None` outside git. A
+/// `.git` file (a linked work tree, a submodule) names its git folder; a linked work tree's
+/// `info/` is the main repository's (`commondir`).
+pub fn git_exclude(project: &Path) -> Option<PathBuf> {
+    let dot_git = project
+        .ancestors()
+        .map(|d| d.join(".git"))
+        .find(|g| g.exists())?;
+    let meta = std::fs::metadata(&dot_git).ok()?;
+    if meta.is_dir() {
+        return Some(dot_git.join("info").join("exclude"));
+    }
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let named = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    let base = dot_git.parent()?;
+    let git_dir = base.join(named);
+    let common = std::fs::read_to_string(git_dir.join("commondir"))
+        .ok()
+        .map(|c| git_dir.join(c.trim()))
+        .unwrap_or(git_dir);
+    common.is_dir().then(|| common.join("info").join("exclude"))
+}

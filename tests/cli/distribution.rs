@@ -36,7 +36,7 @@ fn plugin_hooks_wire_the_events_init_wires_with_the_same_fail_open_command() {
             }
         }
     }
-    assert_eq!(commands, 7);
+    assert_eq!(commands, 9);
     // The same events, in the same order, with the same matchers, timeouts and commands.
     let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
     assert_eq!(keys(&plugin_hooks), keys(&init["hooks"]));
@@ -419,14 +419,14 @@ fn npm_packages_install_offline_and_run_triage_init_through_npx() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         report["events_added"].as_array().map(Vec::len),
-        Some(7),
+        Some(9),
         "{report:#}"
     );
     let settings: Value = serde_json::from_str(
         &std::fs::read_to_string(project.join(".claude/settings.json")).unwrap(),
     )
     .unwrap();
-    assert_eq!(settings["hooks"].as_object().map(|h| h.len()), Some(7));
+    assert_eq!(settings["hooks"].as_object().map(|h| h.len()), Some(9));
 
     // A global install (`npm install -g`): the plugin's launcher runs the platform package's
     // binary itself, without Node (not on this PATH).

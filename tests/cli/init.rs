@@ -51,7 +51,7 @@ fn keeps_existing_hooks_and_keys_is_idempotent_and_uninstalls_byte_for_byte() {
 
     let out = sb.triage(["init"]).run().status(0);
     let report = json_out(&out);
-    assert_eq!(report["events_added"].as_array().unwrap().len(), 7);
+    assert_eq!(report["events_added"].as_array().unwrap().len(), 9);
     let settings: serde_json::Value =
         serde_json::from_str(&sb.read(".claude/settings.json")).unwrap();
     assert_eq!(settings["model"], "opus");
@@ -65,6 +65,8 @@ fn keeps_existing_hooks_and_keys_is_idempotent_and_uninstalls_byte_for_byte() {
     assert!(cmd.contains("exec triage hook"), "{cmd}");
     for event in [
         "SessionStart",
+        "UserPromptSubmit",
+        "PreSkillShellCommand",
         "PostToolUse",
         "PostToolUseFailure",
         "SubagentStop",
@@ -323,4 +325,123 @@ fn uninstall_gives_back_a_gitignore_without_its_final_newline_byte_for_byte() {
         !sb.exists(".claude"),
         "no .claude/ left behind that init created"
     );
+}
+
+/// Files a teammate shares (committed) that `init --local` must never touch.
+fn shared_files(sb: &Sandbox) -> Vec<(String, Option<String>)> {
+    [".claude/settings.json", ".triage.toml", ".gitignore"]
+        .iter()
+        .map(|f| {
+            (
+                f.to_string(),
+                std::fs::read_to_string(sb.path().join(f)).ok(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn local_init_in_a_git_repository_ignores_the_state_in_info_exclude_and_writes_no_shared_file() {
+    let sb = Sandbox::new();
+    // A repository whose git folder has no info/ yet.
+    std::fs::create_dir_all(sb.path().join(".git")).unwrap();
+    sb.write(".claude/settings.json", EXISTING);
+    sb.write(".gitignore", "target/\n");
+    let shared = shared_files(&sb);
+
+    let report = sb.triage(["init", "--local"]).run().status(0).stdout_json();
+    assert_eq!(shared_files(&sb), shared, "no shared file is touched");
+    assert!(
+        !sb.exists(".triage.toml"),
+        "the policy is shared: not written"
+    );
+    assert_eq!(sb.read(".git/info/exclude"), ".triage/\n");
+    let local: serde_json::Value =
+        serde_json::from_str(&sb.read(".claude/settings.local.json")).unwrap();
+    assert!(local["hooks"]["PreToolUse"].is_array());
+    let written: Vec<&str> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(written.len(), 2, "{report}");
+    assert!(
+        written[0].ends_with(".claude/settings.local.json"),
+        "{report}"
+    );
+    assert!(written[1].ends_with(".git/info/exclude"), "{report}");
+
+    // Twice: nothing more.
+    let again = sb.triage(["init", "--local"]).run().status(0).stdout_json();
+    assert_eq!(again["files"].as_array().unwrap().len(), 0, "{again}");
+
+    sb.cmd(&["init", "--local", "--uninstall"])
+        .assert()
+        .success();
+    assert_eq!(shared_files(&sb), shared);
+    assert!(!sb.exists(".claude/settings.local.json"));
+    assert!(
+        !sb.exists(".git/info"),
+        "no info/ left behind that init created"
+    );
+}
+
+#[test]
+fn local_init_keeps_an_existing_exclude_file_and_gives_it_back_byte_for_byte() {
+    let sb = Sandbox::new();
+    let git = crate::common::skip_unless_tool("git", "TRIAGE_REQUIRE_GIT");
+    let git_cmd = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(sb.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", sb.path())
+            .status()
+            .unwrap()
+    };
+    if git {
+        // A real repository: git writes its own commented info/exclude.
+        assert!(git_cmd(&["init", "-q"]).success());
+    } else {
+        sb.write(
+            ".git/info/exclude",
+            "# git ls-files --others --exclude-from=.git/info/exclude\n*.swp",
+        );
+    }
+    let exclude = sb.read(".git/info/exclude");
+    sb.cmd(&["init", "--local"]).assert().success();
+    let sep = if exclude.is_empty() || exclude.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    assert_eq!(
+        sb.read(".git/info/exclude"),
+        format!("{exclude}{sep}.triage/\n")
+    );
+    assert!(!sb.exists(".gitignore"));
+    assert!(!sb.exists(".triage.toml"));
+    if git {
+        // git itself now ignores the state root.
+        sb.write(".triage/x", "");
+        assert!(
+            git_cmd(&["check-ignore", "-q", ".triage/x"]).success(),
+            "git does not ignore .triage/"
+        );
+    }
+    sb.cmd(&["init", "--local", "--uninstall"])
+        .assert()
+        .success();
+    assert_eq!(sb.read(".git/info/exclude"), exclude);
+}
+
+#[test]
+fn local_init_outside_git_writes_no_ignore_file_and_no_policy() {
+    let sb = Sandbox::new();
+    sb.cmd(&["init", "--local"]).assert().success();
+    assert!(sb.exists(".claude/settings.local.json"));
+    assert!(!sb.exists(".gitignore"));
+    assert!(!sb.exists(".triage.toml"));
+    assert!(!sb.exists(".claude/settings.json"));
 }

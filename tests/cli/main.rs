@@ -60,6 +60,7 @@ mod run;
 mod saga;
 mod seam;
 mod shell;
+mod skill_shell;
 mod state;
 mod story;
 mod subagents;

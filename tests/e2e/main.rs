@@ -8,7 +8,9 @@
 //! a minute or two and needs npm once. It skips, saying why, only when the client cannot be
 //! installed or no network namespace can be made; `.ci/run` runs it.
 //!
-//! Environment: `TRIAGE_E2E_CLAUDE` (a claude binary to use instead of installing one),
+//! Environment: `TRIAGE_E2E_CLIENT` (the client version to install and run; default the
+//! pinned [`PINNED_CLIENT`]; `.ci/run` runs the suite once with it and once with
+//! [`CURRENT_CLIENT`]), `TRIAGE_E2E_CLAUDE` (a claude binary to use instead of installing one),
 //! `TRIAGE_E2E_BIN` (the triage binary the hooks run; default: the test build),
 //! `TRIAGE_E2E_CACHE` (where the package is installed; default `~/.cache/triage-e2e`),
 //! `TRIAGE_E2E_KEEP=1` (keep each scenario's folder and print where it is);
@@ -26,13 +28,36 @@ mod client;
 mod plugin;
 mod scenarios;
 mod server;
+mod session;
+mod skill_shell;
 
 use std::path::PathBuf;
 use std::process::Command;
 
 /// The client version these scenarios were written against (see
-/// `shared/reference/claude-code-e2e.md`).
-pub const CLIENT_VERSION: &str = "2.1.330";
+/// `shared/reference/claude-code-e2e.md`): the default.
+pub const PINNED_CLIENT: &str = "2.1.330";
+/// The newest client on the npm registry as of 2026-11-25 (published 2026-11-24; it adds the
+/// `PreSkillShellCommand` hook event), pinned so that CI stays reproducible: `.ci/run` runs
+/// the suite with `TRIAGE_E2E_CLIENT` set to it. Scenarios that need it check
+/// [`client_at_least`].
+pub const CURRENT_CLIENT: &str = "2.1.332";
+
+/// The client version under test: `TRIAGE_E2E_CLIENT`, else [`PINNED_CLIENT`].
+pub fn client_version() -> String {
+    std::env::var("TRIAGE_E2E_CLIENT")
+        .ok()
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| PINNED_CLIENT.to_string())
+}
+
+/// Whether the client under test is `version` or newer (dotted numbers compared as numbers).
+pub fn client_at_least(version: &str) -> bool {
+    let parts =
+        |v: &str| -> Vec<u64> { v.split(['.', '-']).map_while(|p| p.parse().ok()).collect() };
+    parts(&client_version()) >= parts(version)
+}
 const PACKAGE: &str = "@anthropic-ai/claude-code";
 const INSIDE: &str = "TRIAGE_E2E_INSIDE";
 
@@ -44,7 +69,16 @@ fn main() {
     if std::env::var_os(INSIDE).is_some() {
         std::process::exit(scenarios::run_all(&args));
     }
-    let claude = match find_or_install_client() {
+    let version = client_version();
+    if !version
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
+    {
+        eprintln!("e2e: TRIAGE_E2E_CLIENT={version:?} is not a version");
+        std::process::exit(2);
+    }
+    println!("e2e: Claude Code client {version}");
+    let claude = match find_or_install_client(&version) {
         Ok(p) => p,
         Err((why, require)) => return skip(&why, require),
     };
@@ -93,7 +127,7 @@ fn installed(tool: &str, require: &'static str) -> Result<(), Missing> {
 
 /// The claude binary: `TRIAGE_E2E_CLAUDE`, else the pinned package in the cache folder,
 /// installed with npm when missing.
-fn find_or_install_client() -> Result<PathBuf, Missing> {
+fn find_or_install_client(version: &str) -> Result<PathBuf, Missing> {
     if let Some(p) = std::env::var_os("TRIAGE_E2E_CLAUDE").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
@@ -104,16 +138,13 @@ fn find_or_install_client() -> Result<PathBuf, Missing> {
             PathBuf::from(home).join(".cache").join("triage-e2e")
         }
     };
-    let dir = cache.join(format!("claude-code-{CLIENT_VERSION}"));
+    let dir = cache.join(format!("claude-code-{version}"));
     let bin = dir.join("node_modules/@anthropic-ai/claude-code/bin/claude.exe");
-    if !works(&bin) {
+    if !works(&bin, version) {
         installed("npm", "TRIAGE_REQUIRE_NPM")?;
         std::fs::create_dir_all(&dir)
             .map_err(|e| (format!("cannot create {}: {e}", dir.display()), None))?;
-        eprintln!(
-            "e2e: installing {PACKAGE}@{CLIENT_VERSION} into {}",
-            dir.display()
-        );
+        eprintln!("e2e: installing {PACKAGE}@{version} into {}", dir.display());
         let out = Command::new("npm")
             .args([
                 "install",
@@ -123,7 +154,7 @@ fn find_or_install_client() -> Result<PathBuf, Missing> {
                 "--prefix",
             ])
             .arg(&dir)
-            .arg(format!("{PACKAGE}@{CLIENT_VERSION}"))
+            .arg(format!("{PACKAGE}@{version}"))
             .output()
             .map_err(|e| {
                 (
@@ -134,17 +165,17 @@ fn find_or_install_client() -> Result<PathBuf, Missing> {
         if !out.status.success() {
             return Err((
                 format!(
-                    "npm could not install {PACKAGE}@{CLIENT_VERSION}: {}",
+                    "npm could not install {PACKAGE}@{version}: {}",
                     String::from_utf8_lossy(&out.stderr).trim()
                 ),
                 None,
             ));
         }
     }
-    if !works(&bin) {
+    if !works(&bin, version) {
         return Err((
             format!(
-                "{PACKAGE}@{CLIENT_VERSION} installed, but {} does not run",
+                "{PACKAGE}@{version} installed, but {} does not run",
                 bin.display()
             ),
             None,
@@ -153,7 +184,7 @@ fn find_or_install_client() -> Result<PathBuf, Missing> {
     Ok(bin)
 }
 
-fn works(bin: &std::path::Path) -> bool {
+fn works(bin: &std::path::Path, version: &str) -> bool {
     let home = std::env::temp_dir().join("triage-e2e-version-home");
     let _ = std::fs::create_dir_all(&home);
     Command::new(bin)
@@ -161,7 +192,8 @@ fn works(bin: &std::path::Path) -> bool {
         .env("HOME", &home)
         .output()
         .is_ok_and(|o| {
-            o.status.success() && String::from_utf8_lossy(&o.stdout).contains(CLIENT_VERSION)
+            o.status.success()
+                && String::from_utf8_lossy(&o.stdout).starts_with(&format!("{version} "))
         })
 }
 

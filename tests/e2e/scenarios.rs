@@ -44,6 +44,14 @@ const SCENARIOS: &[(&str, fn() -> Outcome)] = &[
         fresh_init_ordinary_session_earns_nothing,
     ),
     (
+        "a_realistic_coding_session_on_the_current_client",
+        crate::session::a_realistic_coding_session_on_the_current_client,
+    ),
+    (
+        "a_skills_shell_command_is_gated_by_the_bash_breaker",
+        crate::skill_shell::a_skills_shell_command_is_gated_by_the_bash_breaker,
+    ),
+    (
         "plugin_and_marketplace_pass_the_clients_strict_validator",
         crate::plugin::plugin_and_marketplace_pass_the_clients_strict_validator,
     ),

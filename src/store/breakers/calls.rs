@@ -266,10 +266,36 @@ pub fn peek_all(g: &Ground, policy: &Policy) -> Result<Vec<Status>, Failure> {
     Ok(list)
 }
 
+/// [`check_in`] for a call that can never report its result (a skill's shell command:
+/// nothing follows it): the same decision, with the transitions that are due recorded, but no
+/// half-open probe permit is taken (it would be held until its lease ran out) and no ticket
+/// given.
+pub fn check_in_without_ticket(
+    g: &Ground,
+    policy: &Policy,
+    key: &str,
+    session: Option<&str>,
+) -> Result<CheckResult, Failure> {
+    check_id_as(g, policy, &resolve(g, policy, key, session, true)?, false)
+}
+
 /// [`check_in`] of a resolved key.
 pub fn check_id(g: &Ground, policy: &Policy, id: &Id) -> Result<CheckResult, Failure> {
+    check_id_as(g, policy, id, true)
+}
+
+/// [`check_id`]; `take`: whether a half-open breaker's probe permit is taken (else the
+/// decision is judged on a copy and nothing but the due transitions is kept).
+fn check_id_as(g: &Ground, policy: &Policy, id: &Id, take: bool) -> Result<CheckResult, Failure> {
     let result = store::update(g, policy, id, |b, s, now| {
-        let (p, tr) = breaker::check(b, s, now);
+        let (p, tr) = if take {
+            breaker::check(b, s, now)
+        } else {
+            let (_, tr) = breaker::status(b, s, now);
+            let (mut p, _) = breaker::check(&mut b.clone(), s, now);
+            p.ticket = None;
+            (p, tr)
+        };
         let failures = b.consecutive_failures;
         let last_error = b.last_error.as_ref().map(error_text);
         let since = b
