@@ -29,6 +29,7 @@ pub mod check_output;
 pub mod codec;
 mod failure;
 mod log_tail;
+mod results;
 mod session_start;
 
 use crate::context::Context;

@@ -447,6 +447,10 @@ pub struct OutputRules {
     /// Stop-hook blocks before the agent is let go.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_rejections: Option<u32>,
+    /// Fewest tool calls in the agent's transcript (for agents that must do work: one that
+    /// reports finished work without a tool call did none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_tool_uses: Option<u32>,
 }
 
 impl OutputRules {
@@ -654,7 +658,8 @@ impl Policy {
                     required_keys,
                     jq,
                     files_exist,
-                    max_rejections
+                    max_rejections,
+                    min_tool_uses
                 );
             }
         }

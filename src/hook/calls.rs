@@ -111,6 +111,9 @@ fn subagent_call(
 /// The subagent's end as SubagentStop judged it, told to its parent (foreground only: a
 /// background call's parent hears of the end from Claude Code itself).
 fn parent_note(last: &Final, who: &str) -> Response {
+    if let Some(note) = super::results::api_note(last, who) {
+        return Response::block(note);
+    }
     let detail = last
         .detail
         .as_deref()
@@ -286,15 +289,17 @@ fn judge_here(
         let at = start.as_ref()?.at_ms;
         u64::try_from(cx.now.timestamp_millis() - at).ok()
     });
-    let mut response = if p.is_subagent_tool() {
-        check_output::judge_hook(cx, p).unwrap_or_else(|f| {
+    let (mut response, failed) = if p.is_subagent_tool() {
+        check_output::judge_call(cx, p, &Default::default()).unwrap_or_else(|f| {
             cx.warn(&format!("the subagent's output was not checked: {f}"));
-            Response::default()
+            (Response::default(), None)
         })
     } else {
-        Response::default()
+        (Response::default(), None)
     };
-    let last = if response.is_empty() {
+    let last = if let Some(api) = failed.filter(|f| f.api_error) {
+        api
+    } else if response.is_empty() {
         Final::success()
     } else {
         Final {

@@ -150,6 +150,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
         r#"["docs/literature/*.md"]"#,
     ),
     ("agents.NAME.output", "max_rejections", "3"),
+    ("agents.NAME.output", "min_tool_uses", "1"),
     ("run", "orphan_grace", r#""250ms""#),
     ("saga", "compensation_timeout", r#""10m""#),
     ("store", "url", r#""redis://cache.internal:6379/0""#),

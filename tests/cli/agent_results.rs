@@ -1,0 +1,174 @@
+//! Subagent results and launches in a coding session (issue 29): an answer that is an API
+//! error is a failure of its kind, `min_tool_uses` counts the transcript's tool calls, an
+//! undefined agent type charges no breaker, one `api` breaker hears 429/529 from every agent
+//! type, and what the model could not be told at the time reaches it once, later.
+
+use crate::common::{json_out, Sandbox};
+use serde_json::{json, Value};
+
+const T0: &str = "2026-11-25T10:00:00Z";
+const SID: &str = "sess-results";
+const RATE_LIMITED: &str = "API Error: 429 {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Rate limited\"}}";
+#[allow(dead_code)]
+const OVERLOADED: &str = "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}";
+
+fn hook(s: &Sandbox, now: &str, payload: &Value) -> Option<Value> {
+    crate::hook::hook(s, now, &payload.to_string())
+}
+
+fn records(s: &Sandbox) -> Vec<Value> {
+    std::fs::read_to_string(s.root().join("logs/errors.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The breaker's status (Null when it has no state file).
+fn breaker(s: &Sandbox, now: &str, key: &str) -> Value {
+    let out = s
+        .triage(["breaker", "status", key])
+        .env("TRIAGE_NOW", now)
+        .run();
+    json_out(&out)["breakers"][0].clone()
+}
+
+fn pre(agent: &str, id: &str) -> Value {
+    json!({"session_id": SID, "hook_event_name": "PreToolUse", "tool_name": "Agent",
+        "tool_input": {"description": "d", "prompt": "p", "subagent_type": agent},
+        "tool_use_id": id})
+}
+
+fn stopped(agent: &str, agent_id: &str, text: &str) -> Value {
+    json!({"session_id": SID, "hook_event_name": "SubagentStop", "stop_hook_active": false,
+        "agent_id": agent_id, "agent_type": agent, "last_assistant_message": text})
+}
+
+fn completed(agent: &str, id: &str, agent_id: &str, text: &str) -> Value {
+    json!({"session_id": SID, "hook_event_name": "PostToolUse", "tool_name": "Agent",
+        "tool_input": {"description": "d", "prompt": "p", "subagent_type": agent},
+        "tool_response": {"status": "completed", "agentId": agent_id,
+            "content": [{"type": "text", "text": text}]},
+        "tool_use_id": id, "duration_ms": 900})
+}
+
+/// A foreground subagent call from launch to result, its answer `text`; returns the
+/// SubagentStop answer and the PostToolUse answer.
+fn foreground(s: &Sandbox, agent: &str, n: u32, text: &str) -> (Option<Value>, Option<Value>) {
+    let (id, aid) = (format!("toolu_{agent}_{n}"), format!("agent_{agent}_{n}"));
+    assert_eq!(hook(s, T0, &pre(agent, &id)), None, "the launch goes ahead");
+    let stop = hook(s, T0, &stopped(agent, &aid, text));
+    let post = hook(s, T0, &completed(agent, &id, &aid, text));
+    (stop, post)
+}
+
+#[test]
+fn a_subagent_whose_answer_is_an_api_error_fails_with_its_kind_is_recorded_and_counts_on_its_breaker(
+) {
+    let s = Sandbox::new();
+    // check-output: not ok, kind rate_limited.
+    let out = s
+        .triage(["check-output"])
+        .stdin(json!({"agent": "researcher", "output": RATE_LIMITED}).to_string())
+        .run()
+        .status(0);
+    let v = json_out(&out);
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["error"]["kind"], "rate_limited", "{v}");
+    // A report that quotes an API error while describing finished work passes.
+    let fine = "Fixed the client: it now retries when the server answers API Error: 429, and the tests pass.";
+    let out = s
+        .triage(["check-output"])
+        .stdin(json!({"agent": "researcher", "output": fine}).to_string())
+        .run()
+        .status(0);
+    assert_eq!(json_out(&out)["ok"], true);
+
+    // The hook: SubagentStop does not block it back (a rerun at once cannot help), the user
+    // is told, the failure is recorded once with its kind, and the breaker counts it.
+    let (stop, post) = foreground(&s, "researcher", 1, RATE_LIMITED);
+    let stop = stop.expect("SubagentStop tells the user");
+    assert_eq!(stop.get("decision"), None, "{stop}");
+    assert!(
+        stop["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("rate_limited"),
+        "{stop}"
+    );
+    let post = post.expect("the parent is told");
+    let reason = post["reason"].as_str().unwrap();
+    assert!(reason.contains("API error (rate_limited)"), "{reason}");
+    assert!(!reason.contains("options"), "{reason}");
+    let recs: Vec<Value> = records(&s)
+        .into_iter()
+        .filter(|r| r["agent"] == "researcher")
+        .collect();
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0]["kind"], "rate_limited");
+    let b = breaker(&s, T0, "researcher");
+    assert_eq!(b["totals"]["failures"], 1, "{b}");
+    assert_eq!(b["last_error"]["kind"], "rate_limited", "{b}");
+}
+
+#[test]
+fn min_tool_uses_fails_a_subagent_whose_transcript_has_no_tool_call() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.coder.output]\nmin_tool_uses = 1\nmax_rejections = 1\n",
+    );
+    let line = |id: &str, content: Value| {
+        json!({"type": "assistant", "message": {"role": "assistant", "id": id, "content": content}})
+            .to_string()
+    };
+    let idle = s.write(
+        "t/idle.jsonl",
+        format!(
+            "{}\n{}\n",
+            json!({"type": "user", "message": {"role": "user", "content": "fix the bug"}}),
+            line(
+                "m1",
+                json!([{"type": "text", "text": "Done: the bug is fixed and all tests pass."}])
+            )
+        ),
+    );
+    let busy = s.write(
+        "t/busy.jsonl",
+        format!(
+            "{}\n{}\n",
+            line(
+                "m1",
+                json!([{"type": "tool_use", "id": "tu1", "name": "Edit", "input": {}}])
+            ),
+            line(
+                "m2",
+                json!([{"type": "text", "text": "Done: the bug is fixed and all tests pass."}])
+            )
+        ),
+    );
+    let payload = |aid: &str, path: &std::path::Path| {
+        let mut v = stopped("coder", aid, "Done: the bug is fixed and all tests pass.");
+        v["agent_transcript_path"] = json!(path);
+        // The parent's transcript is not the subagent's: its tool calls do not count.
+        v["transcript_path"] = json!(busy);
+        v
+    };
+    let v = hook(&s, T0, &payload("a1", &idle)).expect("blocked back");
+    assert_eq!(v["decision"], "block", "{v}");
+    let reason = v["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("min_tool_uses: 0 tool uses, at least 1 required"),
+        "{reason}"
+    );
+    assert_eq!(hook(&s, T0, &payload("a2", &busy)), None);
+    // check-output reads the count from its input.
+    let out = s
+        .triage(["check-output"])
+        .stdin(json!({"agent": "coder", "output": "Done.", "tool_uses": 0}).to_string())
+        .run()
+        .status(0);
+    let v = json_out(&out);
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["error"]["kind"], "validation_failed", "{v}");
+}
