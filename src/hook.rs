@@ -23,6 +23,7 @@
 //! It never blocks by accident: any failure is traced to `logs/triage.log` (and stderr, which
 //! Claude Code only shows in its debug log) and the hook exits 0 with nothing on stdout.
 
+mod agents;
 pub mod breaker;
 mod calls;
 pub mod check_output;

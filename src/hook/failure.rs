@@ -15,6 +15,9 @@ use crate::store::sessions;
 use serde_json::Value;
 
 pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
+    if let Some(r) = super::agents::undefined_agent(cx, p)? {
+        return Ok(r);
+    }
     let policy = cx.policy()?;
     let (mut rec, object) = error_record::classified_at(&p.0, policy, None, Some(cx.now));
     object.warnings.iter().for_each(|w| cx.warn(w));

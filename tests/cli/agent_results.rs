@@ -172,3 +172,40 @@ fn min_tool_uses_fails_a_subagent_whose_transcript_has_no_tool_call() {
     assert_eq!(v["ok"], false, "{v}");
     assert_eq!(v["error"]["kind"], "validation_failed", "{v}");
 }
+
+#[test]
+fn an_undefined_agent_type_charges_no_breaker_and_names_the_available_types() {
+    let s = Sandbox::new();
+    let failure = json!({"session_id": SID, "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Agent",
+        "tool_input": {"description": "d", "prompt": "p", "subagent_type": "code-reviewer"},
+        "tool_use_id": "toolu_cr",
+        "error": "Agent type 'code-reviewer' not found. Available agents: general-purpose, Explore, Plan, statusline-setup",
+        "is_interrupt": false});
+    for n in 0..3 {
+        assert_eq!(
+            hook(&s, T0, &pre("code-reviewer", &format!("toolu_cr{n}"))),
+            None
+        );
+        let mut f = failure.clone();
+        f["tool_use_id"] = json!(format!("toolu_cr{n}"));
+        let v = hook(&s, T0, &f).expect("the model is told");
+        let ctx = v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap();
+        assert!(
+            ctx.contains("Use one of: general-purpose, Explore, Plan, statusline-setup."),
+            "{ctx}"
+        );
+        assert!(!ctx.contains("command -v"), "{ctx}");
+    }
+    let b = breaker(&s, T0, "code-reviewer");
+    assert!(
+        b.is_null() || (b["totals"]["failures"] == 0 && b["state"] == "closed"),
+        "{b}"
+    );
+    // A fourth launch is not denied.
+    assert_eq!(hook(&s, T0, &pre("code-reviewer", "toolu_cr9")), None);
+    let recs = records(&s);
+    assert!(recs.iter().all(|r| r["kind"] == "not_found"), "{recs:?}");
+}
