@@ -32,6 +32,7 @@ mod failure;
 mod log_tail;
 mod results;
 mod session_start;
+mod upstream;
 
 use crate::context::Context;
 use crate::core::error_record::{self, ErrorRecord, Warning};
@@ -96,6 +97,7 @@ fn stop_failure(cx: &Context, p: &Payload) {
     // Every lock wait of this run ends within the deadline; a busy log gets the record
     // spooled in `errors.pending/` for the next writer.
     cx.limit_lock_wait(STOP_FAILURE_LOCK_WAIT);
+    upstream::hear_stop_failure(cx, p);
     if let Err(f) = record_failure(cx, p, &p.0) {
         // Not lost: the trace keeps what the record would have said.
         let said = p.last_assistant_message().unwrap_or_default();

@@ -25,6 +25,9 @@ pub(super) fn pre_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failur
     if !r.allowed {
         return Ok(Response::deny(breaker::template4_reason(&r)));
     }
+    if let Some(denied) = super::upstream::gate(cx, p, key, r.ticket.as_deref())? {
+        return Ok(denied);
+    }
     if let Some(id) = p.tool_use_id() {
         let start = sessions::Start {
             key: key.to_string(),
@@ -248,6 +251,7 @@ fn complete(
     if let Err(f) = breaker::record_in(&g, policy, key, p.session_id(), &report) {
         cx.warn(&format!("the breaker did not hear of this call: {f}"));
     }
+    super::upstream::hear_call(cx, p, outcome, kind, report.detail.as_deref());
     if outcome == Outcome::Success {
         // A success: the agent's failures in this session (its workflow) recorded before this
         // call started are resolved (not those of siblings that ran beside it).

@@ -56,6 +56,7 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         if let Err(f) = breaker::record_in(&g, policy, key, p.session_id(), &report) {
             cx.warn(&format!("the breaker did not hear of this failure: {f}"));
         }
+        super::upstream::hear_call(cx, p, outcome, report.kind, p.error());
     }
     let warnings = if ended.as_ref().is_some_and(|e| e.last.recorded) {
         Vec::new()

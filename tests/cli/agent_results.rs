@@ -9,7 +9,6 @@ use serde_json::{json, Value};
 const T0: &str = "2026-11-25T10:00:00Z";
 const SID: &str = "sess-results";
 const RATE_LIMITED: &str = "API Error: 429 {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Rate limited\"}}";
-#[allow(dead_code)]
 const OVERLOADED: &str = "API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}";
 
 fn hook(s: &Sandbox, now: &str, payload: &Value) -> Option<Value> {
@@ -208,4 +207,57 @@ fn an_undefined_agent_type_charges_no_breaker_and_names_the_available_types() {
     assert_eq!(hook(&s, T0, &pre("code-reviewer", "toolu_cr9")), None);
     let recs = records(&s);
     assert!(recs.iter().all(|r| r["kind"] == "not_found"), "{recs:?}");
+}
+
+#[test]
+fn overloads_from_two_agent_types_open_the_api_breaker_and_a_third_types_launch_is_denied_with_the_wait(
+) {
+    let s = Sandbox::new();
+    foreground(&s, "researcher", 1, OVERLOADED);
+    foreground(&s, "writer", 1, OVERLOADED);
+    // Each type has failed once: its own breaker stays closed; the API's opened.
+    for agent in ["researcher", "writer"] {
+        let b = breaker(&s, T0, agent);
+        assert_eq!(
+            (b["state"].as_str(), b["totals"]["failures"].as_u64()),
+            (Some("closed"), Some(1)),
+            "{b}"
+        );
+    }
+    let api = breaker(&s, T0, "api");
+    assert_eq!(api["state"], "open", "{api}");
+    let v = hook(&s, T0, &pre("planner", "toolu_planner")).expect("denied");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny", "{v}");
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("breaker `api` is open"), "{reason}");
+    assert!(reason.contains("for 60 s more"), "{reason}");
+    assert!(!reason.contains("(A)"), "{reason}");
+
+    // A rate limit that names its reset keeps the API's breaker open until then.
+    let s = Sandbox::new();
+    let limited = "API Error: 429 {\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"Rate limited\"}} retry-after: 600";
+    foreground(&s, "researcher", 1, limited);
+    let stop = json!({"session_id": SID, "hook_event_name": "StopFailure",
+        "error": "rate_limit", "last_assistant_message": limited});
+    hook(&s, T0, &stop);
+    let v = hook(&s, T0, &pre("planner", "toolu_p2")).expect("denied");
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("for 10 min more"), "{reason}");
+}
+
+#[test]
+fn the_upstream_key_is_checked_and_can_be_turned_off() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[breaker]\nupstream = 3\n");
+    let out = s.triage(["config", "check"]).run();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), out.stderr());
+    assert!(text.contains("breaker.upstream must be a string"), "{text}");
+    s.write(".triage.toml", "[breaker]\nupstream = \"\"\n");
+    foreground(&s, "researcher", 1, OVERLOADED);
+    foreground(&s, "writer", 1, OVERLOADED);
+    assert_eq!(hook(&s, T0, &pre("planner", "toolu_planner")), None);
 }
