@@ -17,6 +17,8 @@
 //! - `SubagentStop`, `Stop`: the output checks with the loop guard (`check-output`); a
 //!   background subagent's call is completed at its SubagentStop, the only place its end is seen.
 //! - `StopFailure`: classifies and records, within a deadline, through the client's exit signal.
+//! - `UserPromptSubmit`: gives the model what could not be told at the time (pending words,
+//!   see `pending`), as PostToolUse and Stop do too.
 //! - `SessionStart`: names breakers that are not closed (what a call gets now) and unresolved
 //!   errors of earlier sessions.
 //!
@@ -30,6 +32,7 @@ pub mod check_output;
 pub mod codec;
 mod failure;
 mod log_tail;
+mod pending;
 mod results;
 mod session_start;
 mod upstream;
@@ -46,13 +49,22 @@ use serde_json::Value;
 pub fn answer(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     match p.event() {
         Some("PreToolUse") => calls::pre_tool_use(cx, p),
-        Some("PostToolUse") => calls::post_tool_use(cx, p),
+        Some("PostToolUse") => {
+            calls::post_tool_use(cx, p).map(|r| pending::deliver(cx, p, "PostToolUse", r))
+        }
+        Some("UserPromptSubmit") => Ok(pending::deliver(
+            cx,
+            p,
+            "UserPromptSubmit",
+            Response::default(),
+        )),
         Some("PostToolUseFailure") => failure::post_tool_use_failure(cx, p),
         Some("SubagentStop") => calls::subagent_stop(cx, p),
         Some("Stop") => {
             let judged = check_output::judge_stop(cx, p)?;
             let mut response = judged.response;
             announce(cx, p, &judged.warnings, &mut response);
+            pending::at_stop(cx, p, &mut response);
             Ok(response)
         }
         Some("StopFailure") => {

@@ -104,6 +104,9 @@ fn subagent_call(
         parent_note(&ended.last, who)
     };
     let done = complete(cx, p, key, start.ticket, &ended.last, elapsed)?;
+    if background {
+        super::pending::queue_end(cx, p, &ended.last, who);
+    }
     if let Some(note) = done.timeout_note {
         response.add_context("PostToolUse", note);
     }
@@ -185,6 +188,7 @@ pub(super) fn subagent_stop(cx: &Context, p: &Payload) -> Result<Response, Failu
     };
     let elapsed = u64::try_from(ended.at_ms - start.at_ms).ok();
     let done = complete(cx, p, &key, start.ticket, &ended.last, elapsed)?;
+    super::pending::queue_end(cx, p, &ended.last, agent);
     announce(cx, p, &done.warnings, &mut response);
     Ok(response)
 }

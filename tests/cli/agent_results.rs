@@ -261,3 +261,88 @@ fn the_upstream_key_is_checked_and_can_be_turned_off() {
     foreground(&s, "writer", 1, OVERLOADED);
     assert_eq!(hook(&s, T0, &pre("planner", "toolu_planner")), None);
 }
+
+fn launched(agent: &str, id: &str, agent_id: &str) -> Value {
+    json!({"session_id": SID, "hook_event_name": "PostToolUse", "tool_name": "Agent",
+        "tool_input": {"description": "d", "prompt": "p", "subagent_type": agent},
+        "tool_response": {"isAsync": true, "status": "async_launched", "agentId": agent_id},
+        "tool_use_id": id, "duration_ms": 15})
+}
+
+/// A background subagent whose empty answer is let go at its SubagentStop (max_rejections 0).
+fn rejected_in_the_background(s: &Sandbox, n: u32) {
+    let (id, aid) = (format!("toolu_bg{n}"), format!("agent_bg{n}"));
+    let agent = format!("worker{n}");
+    assert_eq!(hook(s, T0, &pre(&agent, &id)), None);
+    assert_eq!(hook(s, T0, &launched(&agent, &id, &aid)), None);
+    let v = hook(s, T0, &stopped(&agent, &aid, "   ")).expect("the user is told");
+    assert!(
+        v["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("still fails its checks"),
+        "{v}"
+    );
+    assert_eq!(v.get("hookSpecificOutput"), None, "{v}");
+}
+
+fn context(v: &Option<Value>) -> Option<String> {
+    v.as_ref()?["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .map(str::to_string)
+}
+
+#[test]
+fn a_background_subagents_rejection_reaches_the_model_once_with_the_next_answer() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.\"worker*\".output]\nmax_rejections = 0\n",
+    );
+    let prompt = json!({"session_id": SID, "hook_event_name": "UserPromptSubmit",
+        "prompt": "next"});
+    let bash = json!({"session_id": SID, "hook_event_name": "PostToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls"}, "tool_response": {"stdout": "a", "stderr": ""},
+        "tool_use_id": "toolu_ls"});
+    assert_eq!(hook(&s, T0, &prompt), None, "nothing queued, nothing said");
+
+    rejected_in_the_background(&s, 1);
+    let v = hook(&s, T0, &prompt);
+    let ctx = context(&v).expect("the model hears of it");
+    assert!(
+        ctx.contains("worker1 subagent you ran in the background"),
+        "{ctx}"
+    );
+    assert!(ctx.contains("failed its checks"), "{ctx}");
+    assert_eq!(
+        v.unwrap()["hookSpecificOutput"]["hookEventName"],
+        "UserPromptSubmit"
+    );
+    assert_eq!(hook(&s, T0, &prompt), None, "once");
+    assert_eq!(hook(&s, T0, &bash), None, "once");
+
+    // The next PostToolUse of the main agent carries it too (not a subagent's own).
+    rejected_in_the_background(&s, 2);
+    let mut inside = bash.clone();
+    inside["agent_id"] = json!("agent_other");
+    assert_eq!(
+        hook(&s, T0, &inside),
+        None,
+        "a subagent's hook is not the model's"
+    );
+    let ctx = context(&hook(&s, T0, &bash)).expect("the model hears of it");
+    assert!(ctx.contains("failed its checks"), "{ctx}");
+    assert_eq!(hook(&s, T0, &bash), None, "once");
+
+    // A turn about to end with it unheard is kept going once, with it as the reason.
+    rejected_in_the_background(&s, 3);
+    let stop = json!({"session_id": SID, "hook_event_name": "Stop", "stop_hook_active": false,
+        "last_assistant_message": "All done."});
+    let v = hook(&s, T0, &stop).expect("blocked once");
+    assert_eq!(v["decision"], "block", "{v}");
+    assert!(
+        v["reason"].as_str().unwrap().contains("failed its checks"),
+        "{v}"
+    );
+    assert_eq!(hook(&s, T0, &stop), None, "once");
+}
