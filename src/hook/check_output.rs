@@ -113,9 +113,15 @@ fn stop(
         detail: Some(verdict.reason()),
         ..Final::success()
     };
-    if let Some(judged) = super::results::api_failure(cx, payload, &verdict, who) {
+    if let Some((response, last, warnings)) =
+        super::results::api_failure(cx, payload, &verdict, who)
+    {
         reset(&g, &counter)?;
-        return Ok(judged);
+        return Ok(Judged {
+            response,
+            last: Some(last),
+            warnings,
+        });
     }
     if verdict.failed().any(|c| c.check == "not_blocked") {
         // Seed 004: a blocked worker stops and escalates. Blocking it back would make it carry

@@ -6,9 +6,9 @@
 //! The checks themselves are pure ([`crate::core::output_check`]); this is the hook's part:
 //! what the transcript says, the record, and the words for the model.
 
-use super::check_output::Judged;
 use crate::context::Context;
 use crate::core::breaker::Outcome;
+use crate::core::error_record::Warning;
 use crate::core::hook_payload::Payload;
 use crate::core::output_check::{rules_for, Final, Verdict};
 use crate::core::policy::OutputRules;
@@ -84,13 +84,14 @@ pub(super) fn api_note(last: &Final, who: &str) -> Option<String> {
 
 /// A stop hook's verdict when the answer is an API error: the agent is not blocked back (it
 /// cannot fix the API by trying again at once), the failure is recorded with its kind, and the
-/// user is told. `None` when the answer is not one.
+/// user is told. Returns the answer, how the call ended and the thresholds crossed; `None`
+/// when the answer is not one.
 pub(super) fn api_failure(
     cx: &Context,
     p: &Payload,
     verdict: &Verdict,
     who: &str,
-) -> Option<Judged> {
+) -> Option<(Response, Final, Vec<Warning>)> {
     let check = verdict.failed().find(|c| c.check == "api_error")?;
     let kind = verdict.error.as_ref().map_or(Kind::Unknown, |e| e.kind);
     let detail = check.detail.clone();
@@ -115,16 +116,13 @@ pub(super) fn api_failure(
         "triage: {who}'s answer is an API error ({kind}), not its work{}.",
         if recorded { "; recorded" } else { "" }
     ));
-    Some(Judged {
-        response,
-        last: Some(Final {
-            outcome: Outcome::Failure,
-            kind: Some(kind),
-            detail: Some(detail),
-            recorded,
-            api_error: true,
-            ..Final::success()
-        }),
-        warnings,
-    })
+    let last = Final {
+        outcome: Outcome::Failure,
+        kind: Some(kind),
+        detail: Some(detail),
+        recorded,
+        api_error: true,
+        ..Final::success()
+    };
+    Some((response, last, warnings))
 }

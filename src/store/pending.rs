@@ -3,8 +3,9 @@
 //! user, never to the model that launched it), kept per session until the next hook answer
 //! that reaches the model takes them, once.
 //!
-//! `<root>/sessions/<session>/pending.json`: `{"words": [...]}`, read and written under its
-//! lock, replaced atomically, bounded ([`MAX_WORDS`] entries of at most [`MAX_CHARS`]
+//! `<root>/sessions/<session>/pending.json`: `{"words": [...]}`, read and written under the
+//! lock `sessions/<session>.pending.lock` (beside the folder, which stays empty once every
+//! call is complete and every word given), replaced atomically, bounded ([`MAX_WORDS`] entries of at most [`MAX_CHARS`]
 //! characters, the oldest dropped first). A file that cannot be read is taken as empty.
 
 use crate::exit::Failure;
@@ -31,6 +32,14 @@ fn path(g: &Ground, session: &str) -> PathBuf {
         .join("pending.json")
 }
 
+fn lock(g: &Ground, session: &str) -> Result<files::Lock, Failure> {
+    let name = format!("{}.pending", files::escape_key(session));
+    Ok(files::lock(
+        &g.root.join("sessions").join(name),
+        g.lock_wait(),
+    )?)
+}
+
 /// Queues `text` for the model of `session`.
 pub fn push(g: &Ground, session: &str, text: &str) -> Result<(), Failure> {
     g.ensure_root()?;
@@ -38,7 +47,7 @@ pub fn push(g: &Ground, session: &str, text: &str) -> Result<(), Failure> {
     if let Some(dir) = path.parent() {
         files::ensure_dir(dir)?;
     }
-    let _lock = files::lock(&path, g.lock_wait())?;
+    let _lock = lock(g, session)?;
     let mut p: Pending = files::read_optional(&path)?
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
@@ -64,7 +73,7 @@ pub fn take(g: &Ground, session: &str) -> Result<Vec<String>, Failure> {
     if files::read_optional(&path)?.is_none() {
         return Ok(Vec::new());
     }
-    let _lock = files::lock(&path, g.lock_wait())?;
+    let _lock = lock(g, session)?;
     let Some(bytes) = files::read_optional(&path)? else {
         return Ok(Vec::new());
     };
