@@ -109,7 +109,6 @@ fn stop_failure(cx: &Context, p: &Payload) {
     // Every lock wait of this run ends within the deadline; a busy log gets the record
     // spooled in `errors.pending/` for the next writer.
     cx.limit_lock_wait(STOP_FAILURE_LOCK_WAIT);
-    upstream::hear_stop_failure(cx, p);
     if let Err(f) = record_failure(cx, p, &p.0) {
         // Not lost: the trace keeps what the record would have said.
         let said = p.last_assistant_message().unwrap_or_default();
@@ -119,6 +118,8 @@ fn stop_failure(cx: &Context, p: &Payload) {
             said.chars().take(300).collect::<String>()
         ));
     }
+    // The record first: it is what the deadline is for; the API's breaker hears of it after.
+    upstream::hear_stop_failure(cx, p);
 }
 
 /// The breaker key of a guarded call: the subagent type for `Agent`/`Task`, or a tool the
