@@ -19,20 +19,26 @@
 //! - `SubagentStop`, `Stop`: the output checks with the loop guard (`check-output`); a
 //!   background subagent's call is completed at its SubagentStop, the only place its end is seen.
 //! - `StopFailure`: classifies and records, within a deadline, through the client's exit signal.
+//! - `UserPromptSubmit`: gives the model what could not be told at the time (pending words,
+//!   see `pending`), as PostToolUse and Stop do too.
 //! - `SessionStart`: names breakers that are not closed (what a call gets now) and unresolved
 //!   errors of earlier sessions.
 //!
 //! It never blocks by accident: any failure is traced to `logs/triage.log` (and stderr, which
 //! Claude Code only shows in its debug log) and the hook exits 0 with nothing on stdout.
 
+mod agents;
 pub mod breaker;
 mod calls;
 pub mod check_output;
 pub mod codec;
 mod failure;
 mod log_tail;
+mod pending;
+mod results;
 mod session_start;
 mod skill_shell;
+mod upstream;
 
 use crate::context::Context;
 use crate::core::error_record::{self, ErrorRecord, Warning};
@@ -47,13 +53,22 @@ pub fn answer(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     match p.event() {
         Some("PreToolUse") => calls::pre_tool_use(cx, p),
         Some(skill_shell::EVENT) => skill_shell::pre_skill_shell_command(cx, p),
-        Some("PostToolUse") => calls::post_tool_use(cx, p),
+        Some("PostToolUse") => {
+            calls::post_tool_use(cx, p).map(|r| pending::deliver(cx, p, "PostToolUse", r))
+        }
+        Some("UserPromptSubmit") => Ok(pending::deliver(
+            cx,
+            p,
+            "UserPromptSubmit",
+            Response::default(),
+        )),
         Some("PostToolUseFailure") => failure::post_tool_use_failure(cx, p),
         Some("SubagentStop") => calls::subagent_stop(cx, p),
         Some("Stop") => {
             let judged = check_output::judge_stop(cx, p)?;
             let mut response = judged.response;
             announce(cx, p, &judged.warnings, &mut response);
+            pending::at_stop(cx, p, &mut response);
             Ok(response)
         }
         Some("StopFailure") => {
@@ -107,6 +122,8 @@ fn stop_failure(cx: &Context, p: &Payload) {
             said.chars().take(300).collect::<String>()
         ));
     }
+    // The record first: it is what the deadline is for; the API's breaker hears of it after.
+    upstream::hear_stop_failure(cx, p);
 }
 
 /// The breaker key of a guarded call: the subagent type for `Agent`/`Task`, or a tool the

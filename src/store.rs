@@ -11,6 +11,7 @@ pub mod fleet;
 pub mod ground;
 pub mod manifests;
 pub mod pattern_cache;
+pub mod pending;
 pub mod project_files;
 pub mod recovery;
 pub mod rejections;

@@ -66,6 +66,9 @@ pub struct Args {
     /// Stop-hook blocks before the agent is let go [default: 3]
     #[arg(long, value_name = "N")]
     pub max_rejections: Option<u32>,
+    /// Fewest tool calls the agent must have made (the input's `tool_uses`, or the hook's transcript)
+    #[arg(long, value_name = "N")]
+    pub min_tool_uses: Option<u32>,
     /// Save a rejected output as DIR/<agent>_partial.md, never overwriting an earlier one
     #[arg(long, value_name = "DIR")]
     pub preserve_partial: Option<PathBuf>,
@@ -144,6 +147,7 @@ fn flag_rules(args: &Args) -> Result<OutputRules, Failure> {
         jq: list(&args.jq),
         files_exist: list(&args.files_exist),
         max_rejections: args.max_rejections,
+        min_tool_uses: args.min_tool_uses,
     })
 }
 

@@ -12,8 +12,10 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
+mod api_error;
 mod format;
 mod input;
+pub use api_error::ApiError;
 use format::{markdown, name_of};
 pub use format::{structured, yaml_value};
 pub use input::{judge_input, rules_for, Input};
@@ -34,6 +36,10 @@ pub struct Subject<'a> {
     pub files: &'a [FileFacts],
     /// Characters of the original the output must not fall below (seed 001's editor).
     pub original_chars: Option<usize>,
+    /// The output is an API error message, as classified ([`api_error::of`]).
+    pub api_error: Option<&'a ApiError>,
+    /// The tool calls the agent made, when known (its transcript, the tool's response).
+    pub tool_uses: Option<u64>,
 }
 
 /// One glob or path, and the files it matched with their sizes.
@@ -131,7 +137,8 @@ pub fn overlay(base: &OutputRules, over: &OutputRules) -> OutputRules {
         required_keys,
         jq,
         files_exist,
-        max_rejections
+        max_rejections,
+        min_tool_uses
     )
 }
 
@@ -164,6 +171,23 @@ pub fn judge(rules: &OutputRules, criticality: Criticality, subject: &Subject) -
             .map(str::to_string)
     });
     check_status(&mut j, status.as_deref(), output);
+    if let Some(e) = subject.api_error {
+        j.add(
+            "api_error",
+            Err(format!(
+                "the answer is an API error ({}), not the agent's work: \"{}\"",
+                e.kind, e.line
+            )),
+        );
+        j.api = Some(e.clone());
+    }
+    if let (Some(min), Some(n)) = (rules.min_tool_uses, subject.tool_uses) {
+        let d = format!("{n} tool uses, at least {min} required");
+        j.add(
+            "min_tool_uses",
+            if n >= u64::from(min) { Ok(d) } else { Err(d) },
+        );
+    }
     if let Some(text) = &text {
         check_text(&mut j, rules, text, subject.original_chars);
     }
@@ -180,6 +204,8 @@ pub fn judge(rules: &OutputRules, criticality: Criticality, subject: &Subject) -
 struct Judging {
     checks: Vec<Check>,
     warnings: Vec<String>,
+    /// The answer is an API error: its kind decides the verdict's.
+    api: Option<ApiError>,
 }
 
 impl Judging {
@@ -217,7 +243,16 @@ impl Judging {
     }
 
     fn finish(self, agent: Option<&str>, criticality: Criticality) -> Verdict {
-        let error = classify(&self.checks, agent, criticality);
+        let mut error = classify(&self.checks, agent, criticality);
+        if let (Some(e), Some(api)) = (error.as_mut(), self.api) {
+            e.kind = api.kind;
+            e.category = api.category;
+            e.tier = api.tier;
+            e.severity = api.severity;
+            e.action = api.action;
+            e.retryable = api.retryable;
+            e.suggestions = api.suggestions;
+        }
         Verdict {
             ok: error.is_none(),
             agent: agent.map(str::to_string),
@@ -509,7 +544,9 @@ fn classify(
     }
     let kind_of = |c: &Check| match c.check {
         "output_present" | "files_exist" => Kind::OutputMissing,
-        "status" | "not_blocked" | "format" | "required_keys" | "jq" => Kind::ValidationFailed,
+        "status" | "not_blocked" | "format" | "required_keys" | "jq" | "min_tool_uses" => {
+            Kind::ValidationFailed
+        }
         _ => Kind::QualityFailed,
     };
     let rank = |k: Kind| match k {
@@ -587,6 +624,7 @@ fn suggestion(check: &str) -> String {
         "required_keys" => "Include every required key (the ones the next step reads)",
         "jq" => "Fix the output so that every policy predicate holds",
         "files_exist" => "Write the expected output files, with content",
+        "min_tool_uses" => "Do the work with the tools (read, edit, run) before reporting it done",
         _ => "Fix the output and rerun",
     }
     .to_string()
@@ -637,6 +675,9 @@ pub struct Final {
     /// True for an optional agent (seed 000): its failure is never blocked.
     #[serde(default)]
     pub optional: bool,
+    /// True when its answer was an API error message, not its work.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub api_error: bool,
 }
 
 impl Final {
@@ -649,6 +690,7 @@ impl Final {
             recorded: false,
             blocked: false,
             optional: false,
+            api_error: false,
         }
     }
 }

@@ -329,6 +329,27 @@ pub struct BreakerSection {
     /// `[breaker."KEY-OR-GLOB"]` tables.
     #[serde(flatten)]
     pub keys: BTreeMap<String, BreakerOverrides>,
+    /// `upstream`: the key of the one breaker for the API itself (429/529/overload from any
+    /// agent type, and StopFailure); `None`: [`DEFAULT_UPSTREAM`]; `""`: none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+}
+
+/// The API's breaker unless `[breaker] upstream` names another.
+pub const DEFAULT_UPSTREAM: &str = "api";
+
+/// What `[breaker] upstream` must be.
+pub const UPSTREAM_PROBLEM: &str = "breaker.upstream must be a string: the key of the API's breaker (default \"api\"; \"\" turns it off)";
+
+impl BreakerSection {
+    /// The key of the API's breaker, `None` when the policy turns it off.
+    pub fn upstream_key(&self) -> Option<&str> {
+        match self.upstream.as_deref() {
+            None => Some(DEFAULT_UPSTREAM),
+            Some(k) if k.trim().is_empty() => None,
+            Some(k) => Some(k),
+        }
+    }
 }
 
 /// Breaker fields as written in the policy: each optional, merged over the defaults.
@@ -521,6 +542,10 @@ pub struct OutputRules {
     /// Stop-hook blocks before the agent is let go.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_rejections: Option<u32>,
+    /// Fewest tool calls in the agent's transcript (for agents that must do work: one that
+    /// reports finished work without a tool call did none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_tool_uses: Option<u32>,
 }
 
 impl OutputRules {
@@ -692,6 +717,7 @@ impl Policy {
         let mut defaults = BreakerSection {
             defaults: self.breaker.defaults.clone(),
             keys: BTreeMap::new(),
+            upstream: None,
         };
         defaults.keys.clear();
         let resolved = Policy {
@@ -728,7 +754,8 @@ impl Policy {
                     required_keys,
                     jq,
                     files_exist,
-                    max_rejections
+                    max_rejections,
+                    min_tool_uses
                 );
             }
         }
@@ -801,8 +828,16 @@ impl<'de> Deserialize<'de> for BreakerSection {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<BreakerSection, A::Error> {
                 let mut fields = toml::Table::new();
                 let mut keys = BTreeMap::new();
+                let mut upstream = None;
                 while let Some(k) = map.next_key::<String>()? {
                     let v: toml::Value = map.next_value()?;
+                    if k == "upstream" {
+                        match v {
+                            toml::Value::String(u) => upstream = Some(u),
+                            _ => return Err(de::Error::custom(UPSTREAM_PROBLEM)),
+                        }
+                        continue;
+                    }
                     match v {
                         toml::Value::Table(t) if !BREAKER_FIELDS.contains(&k.as_str()) => {
                             let o = BreakerOverrides::deserialize(t).map_err(|e| {
@@ -820,7 +855,11 @@ impl<'de> Deserialize<'de> for BreakerSection {
                 }
                 let defaults = BreakerOverrides::deserialize(fields)
                     .map_err(|e| de::Error::custom(format!("in [breaker]: {}", e.message())))?;
-                Ok(BreakerSection { defaults, keys })
+                Ok(BreakerSection {
+                    defaults,
+                    keys,
+                    upstream,
+                })
             }
         }
         d.deserialize_map(V)

@@ -60,6 +60,41 @@ pub fn last_assistant_text(tail: &[u8], from_start: bool) -> Scan {
     }
 }
 
+/// The tool calls in a transcript (`tool_use` blocks of assistant messages, each id once).
+/// `from_start` as for [`last_assistant_text`]: a tail's first, partial line is ignored.
+pub fn tool_uses(tail: &[u8], from_start: bool) -> u64 {
+    let mut ids = std::collections::HashSet::new();
+    let mut unnamed: u64 = 0;
+    for (i, line) in tail.split(|b| *b == b'\n').enumerate() {
+        if (i == 0 && !from_start) || !line.windows(8).any(|w| w == b"tool_use") {
+            continue;
+        }
+        let Ok(event) = crate::core::json::parse_json(line) else {
+            continue;
+        };
+        let Some(message) = event.get("message") else {
+            continue;
+        };
+        let is_assistant = event.get("type").and_then(Value::as_str) == Some("assistant")
+            || message.get("role").and_then(Value::as_str) == Some("assistant");
+        let Some(Value::Array(blocks)) = message.get("content").filter(|_| is_assistant) else {
+            continue;
+        };
+        for b in blocks {
+            if b.get("type").and_then(Value::as_str) != Some("tool_use") {
+                continue;
+            }
+            match b.get("id").and_then(Value::as_str) {
+                Some(id) => {
+                    ids.insert(id.to_string());
+                }
+                None => unnamed += 1,
+            }
+        }
+    }
+    (ids.len() as u64).saturating_add(unnamed)
+}
+
 /// An assistant event's message id and its text, when it has text.
 fn assistant_text(event: &Value) -> Option<(Option<String>, String)> {
     let message = event.get("message")?;
@@ -96,6 +131,42 @@ mod tests {
     fn line(kind: &str, id: &str, content: Value) -> String {
         serde_json::json!({"type": kind, "message": {"role": kind, "id": id, "content": content}})
             .to_string()
+    }
+
+    #[test]
+    fn counts_tool_uses_once_each() {
+        let t = [
+            line("user", "u1", "question".into()),
+            line(
+                "assistant",
+                "a1",
+                serde_json::json!([{"type": "text", "text": "reading"}, {"type": "tool_use", "id": "t1", "name": "Read"}]),
+            ),
+            line(
+                "user",
+                "u2",
+                serde_json::json!([{"type": "tool_result", "tool_use_id": "t1"}]),
+            ),
+            line(
+                "assistant",
+                "a2",
+                serde_json::json!([{"type": "tool_use", "id": "t2", "name": "Edit"}]),
+            ),
+            line(
+                "assistant",
+                "a2",
+                serde_json::json!([{"type": "tool_use", "id": "t2", "name": "Edit"}]),
+            ),
+            "{not json tool_use".to_string(),
+        ]
+        .join("\n");
+        assert_eq!(tool_uses(t.as_bytes(), true), 2);
+        let none = line(
+            "assistant",
+            "a1",
+            serde_json::json!("Done: all tests pass."),
+        );
+        assert_eq!(tool_uses(none.as_bytes(), true), 0);
     }
 
     #[test]

@@ -56,7 +56,10 @@ pub fn answer(cx: &crate::context::Context, p: &Payload) -> Result<Response, Fai
         }
         Some("PostToolUseFailure") => {
             // An interrupt is the user's doing, not the agent's failure: neutral.
-            let outcome = if p.is_interrupt() {
+            // So is an agent type that does not exist: the name was wrong, not the agent.
+            let undefined =
+                p.is_subagent_tool() && p.error().and_then(super::agents::unknown_type).is_some();
+            let outcome = if p.is_interrupt() || undefined {
                 Outcome::Ignored
             } else {
                 Outcome::Failure

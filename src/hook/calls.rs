@@ -25,6 +25,9 @@ pub(super) fn pre_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failur
     if !r.allowed {
         return Ok(Response::deny(breaker::template4_reason(&r)));
     }
+    if let Some(denied) = super::upstream::gate(cx, p, key, r.ticket.as_deref())? {
+        return Ok(denied);
+    }
     if let Some(id) = p.tool_use_id() {
         let start = sessions::Start {
             key: key.to_string(),
@@ -101,6 +104,9 @@ fn subagent_call(
         parent_note(&ended.last, who)
     };
     let done = complete(cx, p, key, start.ticket, &ended.last, elapsed)?;
+    if background {
+        super::pending::queue_end(cx, p, &ended.last, who);
+    }
     if let Some(note) = done.timeout_note {
         response.add_context("PostToolUse", note);
     }
@@ -111,6 +117,9 @@ fn subagent_call(
 /// The subagent's end as SubagentStop judged it, told to its parent (foreground only: a
 /// background call's parent hears of the end from Claude Code itself).
 fn parent_note(last: &Final, who: &str) -> Response {
+    if let Some(note) = super::results::api_note(last, who) {
+        return Response::block(note);
+    }
     let detail = last
         .detail
         .as_deref()
@@ -179,6 +188,7 @@ pub(super) fn subagent_stop(cx: &Context, p: &Payload) -> Result<Response, Failu
     };
     let elapsed = u64::try_from(ended.at_ms - start.at_ms).ok();
     let done = complete(cx, p, &key, start.ticket, &ended.last, elapsed)?;
+    super::pending::queue_end(cx, p, &ended.last, agent);
     announce(cx, p, &done.warnings, &mut response);
     Ok(response)
 }
@@ -245,6 +255,7 @@ fn complete(
     if let Err(f) = breaker::record_in(&g, policy, key, p.session_id(), &report) {
         cx.warn(&format!("the breaker did not hear of this call: {f}"));
     }
+    super::upstream::hear_call(cx, p, outcome, kind, report.detail.as_deref());
     if outcome == Outcome::Success {
         // A success: the agent's failures in this session (its workflow) recorded before this
         // call started are resolved (not those of siblings that ran beside it).
@@ -286,15 +297,17 @@ fn judge_here(
         let at = start.as_ref()?.at_ms;
         u64::try_from(cx.now.timestamp_millis() - at).ok()
     });
-    let mut response = if p.is_subagent_tool() {
-        check_output::judge_hook(cx, p).unwrap_or_else(|f| {
+    let (mut response, failed) = if p.is_subagent_tool() {
+        check_output::judge_call(cx, p, &Default::default()).unwrap_or_else(|f| {
             cx.warn(&format!("the subagent's output was not checked: {f}"));
-            Response::default()
+            (Response::default(), None)
         })
     } else {
-        Response::default()
+        (Response::default(), None)
     };
-    let last = if response.is_empty() {
+    let last = if let Some(api) = failed.filter(|f| f.api_error) {
+        api
+    } else if response.is_empty() {
         Final::success()
     } else {
         Final {

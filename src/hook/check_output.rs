@@ -29,10 +29,6 @@ use std::path::{Path, PathBuf};
 
 /// The whole hook answer of `check-output` for one payload: SubagentStop, Stop, or
 /// PostToolUse on `Agent`/`Task`; any other event gets the empty answer.
-pub fn judge_hook(cx: &Context, payload: &Payload) -> Result<Response, Failure> {
-    answer(cx, payload, &OutputRules::default())
-}
-
 pub fn answer(cx: &Context, payload: &Payload, flags: &OutputRules) -> Result<Response, Failure> {
     match payload.event() {
         Some("SubagentStop") => Ok(stop(cx, payload, flags, true)?.response),
@@ -84,6 +80,7 @@ fn stop(
     let input = Input {
         agent: agent.clone(),
         output: Some(output),
+        tool_uses: super::results::tool_uses(cx, payload, agent.as_deref(), flags),
         ..Input::default()
     };
     let g = cx.ground();
@@ -116,6 +113,16 @@ fn stop(
         detail: Some(verdict.reason()),
         ..Final::success()
     };
+    if let Some((response, last, warnings)) =
+        super::results::api_failure(cx, payload, &verdict, who)
+    {
+        reset(&g, &counter)?;
+        return Ok(Judged {
+            response,
+            last: Some(last),
+            warnings,
+        });
+    }
     if verdict.failed().any(|c| c.check == "not_blocked") {
         // Seed 004: a blocked worker stops and escalates. Blocking it back would make it carry
         // on; the user is the one who can unblock it.
@@ -216,12 +223,22 @@ fn post_tool_use(
     payload: &Payload,
     flags: &OutputRules,
 ) -> Result<Response, Failure> {
+    Ok(judge_call(cx, payload, flags)?.0)
+}
+
+/// PostToolUse of a subagent call no SubagentStop judged: the answer to the parent, and how
+/// the call failed (`None`: it did not, or its output was not checked).
+pub fn judge_call(
+    cx: &Context,
+    payload: &Payload,
+    flags: &OutputRules,
+) -> Result<(Response, Option<Final>), Failure> {
     if payload.is_async_launched() {
-        return Ok(Response::default());
+        return Ok((Response::default(), None));
     }
     if payload.tool_response().is_null() {
         cx.warn("PostToolUse without tool_response; the subagent's output was not checked");
-        return Ok(Response::default());
+        return Ok((Response::default(), None));
     }
     let agent = payload.subagent_type().map(str::to_string);
     let input = Input {
@@ -229,13 +246,28 @@ fn post_tool_use(
         output: Some(Value::String(
             payload.tool_response_text().unwrap_or_default(),
         )),
+        tool_uses: super::results::tool_uses(cx, payload, agent.as_deref(), flags),
         ..Input::default()
     };
     let (verdict, _, criticality) = project_files::judge(&cx.ground(), cx.policy()?, &input, flags);
     if verdict.ok {
-        return Ok(Response::default());
+        return Ok((Response::default(), None));
     }
     let who = agent.as_deref().unwrap_or("subagent");
+    let mut failed = Final {
+        outcome: Outcome::Failure,
+        kind: verdict.error.as_ref().map(|e| e.kind),
+        detail: Some(verdict.reason()),
+        optional: criticality == Criticality::Optional,
+        ..Final::success()
+    };
+    if let Some(check) = verdict.failed().find(|c| c.check == "api_error") {
+        failed.api_error = true;
+        failed.detail = Some(check.detail.clone());
+        if let Some(note) = super::results::api_note(&failed, who) {
+            return Ok((Response::block(note), Some(failed)));
+        }
+    }
     let text = format!(
         "The {who} subagent's output is unusable:\n{}",
         verdict.reason()
@@ -248,11 +280,12 @@ fn post_tool_use(
         r.add_system_message(format!(
             "triage: optional agent {who}'s output failed its checks; proceeding"
         ));
-        return Ok(r);
+        return Ok((r, Some(failed)));
     }
-    Ok(Response::block(format!(
+    let r = Response::block(format!(
         "{text}\nDo not rely on it: rerun the subagent with these fixed, or proceed without it."
-    )))
+    ));
+    Ok((r, Some(failed)))
 }
 
 /// The final message: `last_assistant_message`, else the last assistant text of the

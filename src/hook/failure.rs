@@ -39,6 +39,9 @@ pub fn is_work(policy: &Policy, object: &ErrorObject, tool: Option<&str>) -> boo
 }
 
 pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
+    if let Some(r) = super::agents::undefined_agent(cx, p)? {
+        return Ok(r);
+    }
     let policy = cx.policy()?;
     let (rec, object) = error_record::classified_at(&p.0, policy, None, Some(cx.now));
     let g = cx.ground();
@@ -76,6 +79,7 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         if let Err(f) = breaker::record_in(&g, policy, key, p.session_id(), &report) {
             cx.warn(&format!("the breaker did not hear of this failure: {f}"));
         }
+        super::upstream::hear_call(cx, p, outcome, report.kind, p.error());
     }
     // The occurrence number of this failure in the session drives the advice.
     let fingerprint = repeat::fingerprint(

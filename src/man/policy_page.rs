@@ -48,6 +48,12 @@ impl JsonSchema for BreakerSection {
     fn json_schema(g: &mut SchemaGenerator) -> Schema {
         // The fields of `[breaker]` itself, and `[breaker."KEY"]` tables of the same fields.
         let mut s = BreakerOverrides::json_schema(g);
+        if let Some(serde_json::Value::Object(props)) = s.get_mut("properties") {
+            props.insert(
+                "upstream".into(),
+                serde_json::json!({"type": "string", "description": "The key of the one breaker for the API itself: 429, 529 and overload failures of any agent type, and StopFailure, count on it too; while it is open, no subagent is launched. Its thresholds are [breaker]'s, or [breaker.\"KEY\"]'s. \"\" turns it off."}),
+            );
+        }
         let per_key = g.subschema_for::<BreakerOverrides>();
         s.insert("additionalProperties".into(), per_key.to_value());
         s
@@ -113,6 +119,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("breaker", "max_cooldown", r#""30m""#),
     ("breaker", "probe_ttl", r#""60s""#),
     ("breaker", "slow_call_threshold", r#""5m""#),
+    ("breaker", "upstream", r#""api""#),
     ("breaker.\"KEY\"", "failure_threshold", "3"),
     ("thresholds", "session_failures", "5"),
     ("thresholds", "phase_failure_ratio", "0.5"),
@@ -150,6 +157,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
         r#"["docs/literature/*.md"]"#,
     ),
     ("agents.NAME.output", "max_rejections", "3"),
+    ("agents.NAME.output", "min_tool_uses", "1"),
     ("run", "orphan_grace", r#""250ms""#),
     ("run", "jobs", "16"),
     ("saga", "compensation_timeout", r#""10m""#),
@@ -438,6 +446,7 @@ fn inline_tables(v: &Value) -> String {
 fn resolved_default(table: &str, key: &str) -> String {
     let policy = Policy::default();
     let found = match table {
+        "breaker" if key == "upstream" => Some(Value::from(crate::core::policy::DEFAULT_UPSTREAM)),
         "breaker" | "breaker.\"KEY\"" => policy.effective()["breaker"].get(key).cloned(),
         "agents.NAME" => serde_json::to_value(policy.agent("any"))
             .ok()

@@ -146,6 +146,9 @@ const FILES: &[&str] = &[
     "breakers/researcher.json.lock",
     "breakers/broken.json",
     "breakers/broken.json.lock",
+    // The API's breaker hears of every subagent call.
+    "breakers/api.json",
+    "breakers/api.json.lock",
     "sessions/s1.json",
     "sessions/s1.json.lock",
     // How often each failure came back in the session.

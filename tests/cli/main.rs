@@ -28,6 +28,7 @@ mod backend {
         }
     }
 }
+mod agent_results;
 mod check_output;
 mod classify;
 mod config;

@@ -3,12 +3,12 @@
 //! from the policy, globs merged, overlaid by the flags). The files it names are looked up by
 //! the caller, which alone reads the project ([`judge_input`] is handed the lookup).
 
-use super::{judge, overlay, FileFacts, Subject, Verdict};
+use super::{api_error, judge, overlay, FileFacts, Subject, Verdict};
 use crate::core::policy::{OutputRules, Policy};
 use crate::core::vocab::Criticality;
 use serde_json::Value;
 
-/// What is judged, as read from stdin and the flags.
+/// What is judged, as read from stdin and the flags (`tool_uses`: the agent's tool calls).
 #[derive(Clone, Debug, Default)]
 pub struct Input {
     /// The agent's name.
@@ -21,6 +21,8 @@ pub struct Input {
     pub files: Vec<String>,
     /// The original's text, for `original_length`.
     pub original: Option<String>,
+    /// The tool calls the agent made, when known (`min_tool_uses`).
+    pub tool_uses: Option<u64>,
 }
 
 impl Input {
@@ -53,6 +55,7 @@ impl Input {
             status: text(&m, "status"),
             original: text(&m, "original"),
             files,
+            tool_uses: m.get("tool_uses").and_then(Value::as_u64),
             output: m.remove("output"),
         })
     }
@@ -91,6 +94,10 @@ pub fn judge_input(
         .chain(&input.files)
         .map(|p| look_up(p))
         .collect();
+    let api = input
+        .output
+        .as_ref()
+        .and_then(|o| api_error::of(&super::text_of(o), policy));
     let verdict = judge(
         &rules,
         criticality,
@@ -100,6 +107,8 @@ pub fn judge_input(
             status: input.status.as_deref(),
             files: &files,
             original_chars: input.original.as_deref().map(|t| t.trim().chars().count()),
+            api_error: api.as_ref(),
+            tool_uses: input.tool_uses,
         },
     );
     (verdict, rules, criticality)

@@ -10,7 +10,8 @@
 //! filters, globs, ratios) are checked, and a bad one is dropped from the typed policy.
 
 use super::{
-    closest, unknown_field, BreakerOverrides, BreakerSection, Policy, PolicyProblem, BREAKER_FIELDS,
+    closest, unknown_field, BreakerOverrides, BreakerSection, Policy, PolicyProblem,
+    BREAKER_FIELDS, UPSTREAM_PROBLEM,
 };
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
@@ -141,11 +142,17 @@ impl Loader<'_> {
         };
         let mut fields = DeTable::new();
         let mut keys = BTreeMap::new();
+        let mut upstream = None;
         let mut entries: Vec<_> = t.iter().collect();
         entries.sort_by_key(|(k, _)| k.span().start);
         for (k, v) in entries {
             let name: &str = k.get_ref();
-            if BREAKER_FIELDS.contains(&name) {
+            if name == "upstream" {
+                match v.get_ref() {
+                    DeValue::String(u) => upstream = Some(u.to_string()),
+                    _ => self.problem(v.span(), UPSTREAM_PROBLEM.into()),
+                }
+            } else if BREAKER_FIELDS.contains(&name) {
                 fields.insert(k.clone(), v.clone());
             } else if let DeValue::Table(_) = v.get_ref() {
                 let path = format!("breaker.{}", key_text(name));
@@ -166,7 +173,11 @@ impl Loader<'_> {
         }
         let mut fields = Spanned::new(value.span(), DeValue::Table(fields));
         let defaults = self.lenient(&mut fields, "breaker").unwrap_or_default();
-        BreakerSection { defaults, keys }
+        BreakerSection {
+            defaults,
+            keys,
+            upstream,
+        }
     }
 }
 
