@@ -86,8 +86,14 @@ pub(super) fn hear_call(
     }
 }
 
-/// StopFailure: the turn ended on an API error; a rate limit or an overload counts.
+/// StopFailure: the turn ended on an API error; a rate limit or an overload counts. Only the
+/// main agent's: a subagent's (2.1.332 sends one, with its `agent_id`) ends its Agent call,
+/// whose failure counts once when the call completes (PostToolUseFailure in the foreground,
+/// SubagentStop in the background).
 pub(super) fn hear_stop_failure(cx: &Context, p: &Payload) {
+    if p.agent_id().is_some() {
+        return;
+    }
     let Ok(policy) = cx.policy() else {
         return;
     };

@@ -346,3 +346,28 @@ fn a_background_subagents_rejection_reaches_the_model_once_with_the_next_answer(
     );
     assert_eq!(hook(&s, T0, &stop), None, "once");
 }
+
+#[test]
+fn a_subagents_api_failure_counts_once_on_the_api_breaker_though_two_events_report_it() {
+    // 2.1.332 reports a subagent ended by a 529 twice: its own StopFailure (with its
+    // agent_id), then the parent's PostToolUseFailure of the Agent call. One failure.
+    let s = Sandbox::new();
+    assert_eq!(hook(&s, T0, &pre("researcher", "toolu_r1")), None);
+    let stop = json!({"session_id": SID, "hook_event_name": "StopFailure",
+        "agent_id": "agent_r1", "agent_type": "researcher",
+        "error": "server_error", "last_assistant_message": OVERLOADED});
+    hook(&s, T0, &stop);
+    let failed = json!({"session_id": SID, "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Agent", "tool_use_id": "toolu_r1",
+        "tool_input": {"description": "d", "prompt": "p", "subagent_type": "researcher"},
+        "error": format!("Agent terminated early due to an API error: {OVERLOADED}")});
+    hook(&s, T0, &failed);
+    let api = breaker(&s, T0, "api");
+    assert_eq!(api["state"], "closed", "one failure opens nothing: {api}");
+    assert_eq!(api["totals"]["failures"], 1, "{api}");
+    // The main agent's own StopFailure counts.
+    let main = json!({"session_id": SID, "hook_event_name": "StopFailure",
+        "error": "server_error", "last_assistant_message": OVERLOADED});
+    hook(&s, T0, &main);
+    assert_eq!(breaker(&s, T0, "api")["state"], "open");
+}

@@ -670,13 +670,11 @@ fn fresh_init_ordinary_session_earns_nothing() -> Outcome {
             && !out.contains("systemMessage"),
         "something unearned was said: {out}"
     );
+    // Six `ls` of paths that are not there: the agent's own work (usage), nothing recorded.
     let recs = p.records();
     ensure!(
-        recs.len() == 6
-            && recs
-                .iter()
-                .all(|r| r["counts_toward_thresholds"] == json!(false)),
-        "six Bash failures, kept out of the thresholds: {recs:#?}"
+        recs.is_empty(),
+        "six Bash failures of the agent's own work, none recorded: {recs:#?}"
     );
     Ok(())
 }

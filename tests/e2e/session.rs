@@ -448,7 +448,11 @@ pub fn a_realistic_coding_session_on_the_current_client() -> Outcome {
         said[LINT].is_empty(),
         format!("the lint failure: {:?}", said[LINT]),
     );
-    let lines = |s: &[String]| s.iter().filter(|t| t.contains(CHANGE_APPROACH)).count();
+    let lines = |s: &[String]| {
+        s.iter()
+            .filter(|t| t.to_lowercase().contains(CHANGE_APPROACH))
+            .count()
+    };
     check(
         lines(&said[BUILD[2]]) == 1 && lines(&said[BUILD[0]]) == 0 && lines(&said[BUILD[1]]) == 0,
         format!(
