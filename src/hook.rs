@@ -33,6 +33,7 @@ mod calls;
 pub mod check_output;
 pub mod codec;
 mod failure;
+pub use failure::is_work;
 mod log_tail;
 mod pending;
 mod results;

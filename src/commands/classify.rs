@@ -13,7 +13,7 @@ Examples:
   echo 'curl: (6) Could not resolve host: example.invalid' | triage classify --raw
   triage classify --message 'Command timed out after 2m 0s' --agent researcher --attempt 2
   echo '{\"message\": \"Error: connect ECONNREFUSED 127.0.0.1:5432\", \"exit_code\": 1}' | triage classify --text
-  printf '%s' '{\"hook_event_name\": \"PostToolUseFailure\", \"tool_name\": \"Bash\", \"error\": \"Exit code 127\\nbash: jqq: command not found\"}' | triage classify --hook
+  printf '%s' '{\"hook_event_name\": \"PostToolUseFailure\", \"tool_name\": \"Bash\", \"error\": \"Exit code 6\\ncurl: (6) Could not resolve host: registry.npmjs.org\"}' | triage classify --hook
 
 -e exits 1 when no retry is advised. TRIAGE_SEED=N makes jitter repeatable.";
 
@@ -98,6 +98,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         }
         let e = classify::classify(&input, &o, policy, seed);
         e.warnings.iter().for_each(|w| cx.warn(w));
+        // The agent's own work (a red test, a lint complaint): no word, as `triage hook`.
+        let tool = input.get("tool_name").and_then(Value::as_str);
+        if crate::hook::is_work(policy, &e, tool) {
+            return Ok(Answer::nothing());
+        }
         let event = match event {
             "PostToolUse" => "PostToolUse",
             _ => "PostToolUseFailure",

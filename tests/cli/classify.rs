@@ -64,6 +64,8 @@ fn a_hook_payload_gets_the_whole_error_object() {
 #[test]
 fn hook_mode_answers_with_additional_context() {
     let s = Sandbox::new();
+    // A compile error is the agent's own work, on which `--hook` is silent by default.
+    s.write(".triage.toml", "[voice]\nwork = []\n");
     let payload = json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash",
         "tool_input": {"command": "cargo build"},
         "error": "Exit code 101\nerror[E0308]: mismatched types\n --> src/main.rs:4:18"});
@@ -516,6 +518,11 @@ fn a_bash_exit_without_a_message_gets_calm_advice() {
     assert_eq!(e["kind"], "no_match");
     assert_eq!(e["class"], "work");
     assert_eq!(e["tier"], 1);
+    // As `triage hook`: nothing to say on the agent's own work...
+    let out = classify(&s, &["--hook"], &payload.to_string()).status(0);
+    assert_eq!(out.stdout(), "");
+    // ...unless the policy treats searches as something to speak on.
+    s.write(".triage.toml", "[voice]\nwork = []\n");
     let out = classify(&s, &["--hook"], &payload.to_string());
     let ctx = json_out(&out)["hookSpecificOutput"]["additionalContext"]
         .as_str()

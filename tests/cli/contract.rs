@@ -43,7 +43,14 @@ fn a_copy_under_another_name_answers_as_triage() {
     let s = Sandbox::new();
     for name in ["triage-linux-x64", "frobnicate"] {
         let copy = s.path().join(name);
-        std::fs::copy(bin(), &copy).unwrap();
+        // Copied by cp(1): a copy written by this process could still be open for writing in
+        // a child another test thread is forking, and executing it would fail (ETXTBSY).
+        let cp = std::process::Command::new("cp")
+            .arg(bin())
+            .arg(&copy)
+            .status()
+            .unwrap();
+        assert!(cp.success());
         let out = s.command(&copy).arg("--version").run().status(0);
         assert!(
             out.stdout().starts_with("triage "),

@@ -106,6 +106,31 @@ fn work_failures_get_no_advice_no_record_and_no_breaker_failure() {
 }
 
 #[test]
+fn classify_hook_stays_silent_on_work_failures_as_the_hook_does() {
+    let s = Sandbox::new();
+    for (name, command, error) in work_failures() {
+        let out = s
+            .triage(["classify", "--hook"])
+            .stdin(bash_failure("s1", command, error).to_string())
+            .run()
+            .status(0);
+        assert_eq!(out.stdout(), "", "{name}: a work failure gets nothing");
+    }
+    // Trouble still gets its paragraph.
+    let reset = bash_failure(
+        "s1",
+        "npm install",
+        "Exit code 1\nnpm error code ECONNRESET",
+    );
+    let out = s
+        .triage(["classify", "--hook"])
+        .stdin(reset.to_string())
+        .run()
+        .status(0);
+    assert!(out.stdout().contains("network_error"), "{}", out.stdout());
+}
+
+#[test]
 fn trouble_is_still_advised_and_recorded_in_plain_words() {
     let s = Sandbox::new();
     let reset = bash_failure(
