@@ -217,44 +217,20 @@ impl Remote {
     }
 
     /// The last lines of the log, oldest first, as many as fit in `max_bytes` (the newest
-    /// always), paging backwards with `XREVRANGE`.
+    /// always), paging backwards ([`Self::read_log_rev`]).
     pub fn read_log_tail(&mut self, max_bytes: u64) -> Result<Vec<Vec<u8>>, RemoteError> {
-        let stream = self.key(STREAM);
         let mut out: Vec<Vec<u8>> = Vec::new();
         let mut total = 0u64;
-        let mut end = "+".to_string();
-        loop {
-            let page: Vec<Value> = self.query(
-                "reading the log's end",
-                redis::cmd("XREVRANGE")
-                    .arg(&stream)
-                    .arg(&end)
-                    .arg("-")
-                    .arg("COUNT")
-                    .arg(PAGE),
-            )?;
-            let n = page.len();
-            let mut last = None;
-            for entry in page {
-                let Some((id, line)) = entry_line(entry) else {
-                    continue;
-                };
-                total += line.len() as u64 + 1;
-                if total > max_bytes && !out.is_empty() {
-                    out.reverse();
-                    return Ok(out);
-                }
-                out.push(line);
-                last = Some(id);
+        self.read_log_rev(|_, line| {
+            total += line.len() as u64 + 1;
+            if total > max_bytes && !out.is_empty() {
+                return false;
             }
-            match last {
-                Some(id) if n == PAGE => end = format!("({id}"),
-                _ => {
-                    out.reverse();
-                    return Ok(out);
-                }
-            }
-        }
+            out.push(line.to_vec());
+            true
+        })?;
+        out.reverse();
+        Ok(out)
     }
 
     /// Where `unit`'s open failures in `scope` begin (a stream id), if it has any.
