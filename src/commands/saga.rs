@@ -26,7 +26,8 @@ use std::path::{Path, PathBuf};
 #[command(after_help = "Examples:\n  \
     triage saga begin review-42\n  \
     triage saga step review-42 outline --stage 3 --compensate 'rm -f outline.md'\n  \
-    triage saga compensate review-42 --reason 'user rejected the outline twice'\n  \
+    triage saga compensate review-42 --to reviews --reason 'user rejected the outline twice'\n  \
+    triage saga compensate review-42 --reason 'user abort'\n  \
     triage saga status review-42 --text\n\n\
 Exit status: as every subcommand; with -e, 1 when a compensation failed (run compensate again to retry it).")]
 pub struct Args {
@@ -42,7 +43,8 @@ pub enum Action {
     Begin(Target),
     /// Record a completed forward step and the command that undoes it
     Step(StepArgs),
-    /// Run the recorded compensations newest first; resumes a run that was cut off
+    /// Run the recorded compensations newest first (all, or back to a step with --to);
+    /// resumes a run that was cut off
     Compensate(CompensateArgs),
     /// Show the steps and their compensations
     Status(Target),
@@ -81,6 +83,10 @@ pub struct CompensateArgs {
     /// Why the workflow is rolled back
     #[arg(long, value_name = "REASON", default_value = "compensation requested")]
     pub reason: String,
+    /// Undo only the steps recorded after STEP (newest first); STEP and those before it stay,
+    /// and the saga stays open to take new steps (the undone ones may be done again)
+    #[arg(long, value_name = "STEP")]
+    pub to: Option<String>,
     /// Stop one compensation after this long, as `triage run` does (SIGTERM to its process
     /// group, SIGKILL after --kill-after); 0 for no limit [default: the policy's
     /// saga.compensation_timeout, 10m]
@@ -170,8 +176,16 @@ fn compensate(a: &CompensateArgs, cx: &Context) -> Result<Answer, Failure> {
         interrupts: Interrupts::install()
             .map_err(|e| Failure::io(format!("cannot catch SIGINT/SIGTERM: {e}")))?,
     };
-    let c = compensation::compensate(&cx.ground(), &file, &t.workflow, &a.reason, &limits)?;
+    let c = compensation::compensate(
+        &cx.ground(),
+        &file,
+        &t.workflow,
+        &a.reason,
+        a.to.as_deref(),
+        &limits,
+    )?;
     let extra = json!({
+        "to": a.to,
         "resumed": c.resumed,
         "compensated": c.done,
         "already_compensated": c.already,

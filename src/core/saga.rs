@@ -93,7 +93,29 @@ pub struct Saga {
     /// The copy of the state taken before compensation started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_archived: Option<String>,
+    /// The step a partial compensation undoes back to (kept; the steps after it are undone),
+    /// while one is under way; none for a whole compensation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compensate_to: Option<String>,
     /// The steps, oldest first.
+    pub steps: Vec<Step>,
+    /// Partial rollbacks that finished, oldest first: their steps left the saga, which stayed
+    /// open to continue.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rollbacks: Vec<Rollback>,
+}
+
+/// A finished partial rollback (`saga compensate --to STEP`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rollback {
+    /// The step it undid back to; that step and those before it stayed.
+    pub to: String,
+    /// Why it was rolled back.
+    pub reason: String,
+    /// The copy of the state taken before it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_archived: Option<String>,
+    /// The steps it undid, oldest first, with their compensations.
     pub steps: Vec<Step>,
 }
 
@@ -141,7 +163,9 @@ impl Saga {
             began_at: stamp(now),
             reason: None,
             state_archived: None,
+            compensate_to: None,
             steps: Vec::new(),
+            rollbacks: Vec::new(),
         }
     }
 
@@ -196,21 +220,67 @@ impl Saga {
         self.status != SagaStatus::Open
     }
 
-    /// Starts (or resumes) compensation. The first reason and archive are kept on resume.
-    pub fn start_compensation(&mut self, reason: &str, archived: Option<String>) {
+    /// Starts (or resumes) compensation: of every step (`to` none), or of the steps after
+    /// step `to` only, which leaves the saga open to continue once they are undone (seed
+    /// 002's "Delete outline, return to Stage 2"). The first reason and archive are kept on
+    /// resume. Refused when `to` names no step, or when a compensation under way already
+    /// undid a step that `to` would keep.
+    pub fn start_compensation(
+        &mut self,
+        reason: &str,
+        archived: Option<String>,
+        to: Option<&str>,
+    ) -> Result<(), String> {
+        let keep = match to {
+            None => 0,
+            Some(name) => {
+                let Some(k) = self.steps.iter().position(|s| s.name == name) else {
+                    let names: Vec<&str> = self.steps.iter().map(|s| s.name.as_str()).collect();
+                    return Err(format!(
+                        "saga `{}` has no step `{name}` to roll back to; its steps are: {}",
+                        self.workflow_id,
+                        if names.is_empty() {
+                            "none yet".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    ));
+                };
+                k + 1
+            }
+        };
+        if let Some(kept) = self.steps[..keep].iter().find(|s| {
+            s.compensation.status != CompensationStatus::Pending
+                && s.compensation.status != CompensationStatus::None
+        }) {
+            return Err(format!(
+                "step `{}` of saga `{}` is already being compensated, so it cannot be kept; run `triage saga compensate {}` without --to to finish rolling back, or --to an earlier step",
+                kept.name, self.workflow_id, self.workflow_id
+            ));
+        }
         self.status = SagaStatus::Compensating;
+        self.compensate_to = to.map(str::to_string);
         if self.reason.is_none() {
             self.reason = Some(reason.to_string());
         }
         if self.state_archived.is_none() {
             self.state_archived = archived;
         }
+        Ok(())
     }
 
-    /// The steps to compensate in this run, newest first (LIFO): all but those that succeeded
-    /// or have nothing to undo.
+    /// How many steps, oldest first, this compensation keeps.
+    fn kept(&self) -> usize {
+        self.compensate_to
+            .as_ref()
+            .and_then(|to| self.steps.iter().position(|s| &s.name == to))
+            .map_or(0, |k| k + 1)
+    }
+
+    /// The steps to compensate in this run, newest first (LIFO): those after the step a partial
+    /// compensation keeps, but not those that succeeded or have nothing to undo.
     pub fn plan(&self) -> Vec<usize> {
-        (0..self.steps.len())
+        (self.kept()..self.steps.len())
             .rev()
             .filter(|&i| {
                 !matches!(
@@ -269,13 +339,31 @@ impl Saga {
         })
     }
 
-    /// Ends a compensation run: compensated when every step is undone, else failed.
+    /// Ends a compensation run: compensated when every step is undone, else failed. A partial
+    /// compensation that undid all it meant to moves those steps into `rollbacks` and leaves
+    /// the saga open, ready for new steps (a compensated step may be done again by name).
     pub fn finish(&mut self) {
-        self.status = if self.plan().is_empty() {
-            SagaStatus::Compensated
-        } else {
-            SagaStatus::CompensationFailed
+        if !self.plan().is_empty() {
+            self.status = SagaStatus::CompensationFailed;
+            return;
+        }
+        let Some(to) = self.compensate_to.take() else {
+            self.status = SagaStatus::Compensated;
+            return;
         };
+        let keep = self
+            .steps
+            .iter()
+            .position(|s| s.name == to)
+            .map_or(0, |k| k + 1);
+        let undone = self.steps.split_off(keep);
+        self.rollbacks.push(Rollback {
+            to,
+            reason: self.reason.take().unwrap_or_default(),
+            state_archived: self.state_archived.take(),
+            steps: undone,
+        });
+        self.status = SagaStatus::Open;
     }
 
     /// A table for people.
@@ -310,6 +398,18 @@ impl Saga {
                 comp_word(s.compensation.status),
                 s.compensation.attempts,
                 s.compensate.as_deref().unwrap_or("-")
+            ));
+        }
+        if let Some(to) = &self.compensate_to {
+            out.push_str(&format!("rolling back to step {to}\n"));
+        }
+        for r in &self.rollbacks {
+            let names: Vec<&str> = r.steps.iter().map(|s| s.name.as_str()).collect();
+            out.push_str(&format!(
+                "rolled back to {}: undid {} ({})\n",
+                r.to,
+                names.join(", "),
+                r.reason
             ));
         }
         out
@@ -374,7 +474,7 @@ mod tests {
             .add_step("scope", None, None, t(4))
             .unwrap_err()
             .contains("already"));
-        s.start_compensation("user abort", None);
+        s.start_compensation("user abort", None, None).unwrap();
         assert!(s
             .add_step("x", None, None, t(4))
             .unwrap_err()
@@ -384,7 +484,8 @@ mod tests {
     #[test]
     fn succeeded_compensations_leave_the_plan_and_started_ones_stay() {
         let mut s = three();
-        s.start_compensation("user abort", Some("a.json".into()));
+        s.start_compensation("user abort", Some("a.json".into()), None)
+            .unwrap();
         s.mark_started(2, t(5));
         let rec = s.mark_finished(2, &OK, false, t(6)).unwrap();
         assert_eq!(rec.stage, "3");
@@ -399,7 +500,7 @@ mod tests {
     #[test]
     fn a_failure_leaves_the_saga_failed_and_retries_only_it() {
         let mut s = three();
-        s.start_compensation("r1", None);
+        s.start_compensation("r1", None, None).unwrap();
         for i in s.plan() {
             s.mark_started(i, t(5));
             let ended = if i == 0 {
@@ -415,13 +516,47 @@ mod tests {
         s.finish();
         assert_eq!(s.status, SagaStatus::CompensationFailed);
         assert_eq!(s.plan(), vec![0]);
-        s.start_compensation("r2", Some("b".into()));
+        s.start_compensation("r2", Some("b".into()), None).unwrap();
         assert_eq!(s.reason.as_deref(), Some("r1"), "the first reason is kept");
         s.mark_started(0, t(7));
         s.mark_finished(0, &OK, false, t(8));
         s.finish();
         assert_eq!(s.status, SagaStatus::Compensated);
         assert_eq!(s.steps[0].compensation.attempts, 2);
+    }
+
+    /// Seed 002, Compensation Matrix, stage 3: "Delete outline, return to Stage 2".
+    #[test]
+    fn a_partial_compensation_undoes_the_later_steps_and_leaves_the_saga_open() {
+        let mut s = three();
+        s.start_compensation("user rejected the outline twice", None, Some("reviews"))
+            .unwrap();
+        assert_eq!(s.plan(), vec![2]);
+        s.mark_started(2, t(5));
+        s.mark_finished(2, &OK, false, t(6));
+        s.finish();
+        assert_eq!(s.status, SagaStatus::Open);
+        assert_eq!(s.steps.len(), 2);
+        assert_eq!(s.rollbacks.len(), 1);
+        assert_eq!(s.rollbacks[0].steps[0].name, "outline");
+        assert!(s.reason.is_none() && s.compensate_to.is_none());
+        s.add_step("outline", Some("3"), Some("rm outline.md"), t(7))
+            .unwrap();
+        assert_eq!(s.plan(), vec![2, 0]);
+    }
+
+    #[test]
+    fn a_partial_compensation_names_a_step_and_keeps_none_already_undone() {
+        let mut s = three();
+        let e = s.start_compensation("r", None, Some("nope")).unwrap_err();
+        assert!(
+            e.contains("no step `nope`") && e.contains("scope, reviews, outline"),
+            "{e}"
+        );
+        s.start_compensation("r", None, None).unwrap();
+        s.mark_started(0, t(5));
+        let e = s.start_compensation("r", None, Some("scope")).unwrap_err();
+        assert!(e.contains("step `scope`"), "{e}");
     }
 
     #[test]

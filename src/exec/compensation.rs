@@ -36,6 +36,7 @@ pub fn compensate(
     file: &Path,
     workflow: &str,
     reason: &str,
+    to: Option<&str>,
     limits: &Limits,
 ) -> Result<Compensation, Failure> {
     let (mut saga, resumed) = update(file, g, |doc| {
@@ -43,11 +44,20 @@ pub fn compensate(
         let mut saga = saga_of(&doc, workflow, file)?.ok_or_else(|| not_begun(workflow, file))?;
         let resumed = saga.compensation_began();
         if saga.status != SagaStatus::Compensated {
+            let mut trial = saga.clone();
+            trial
+                .start_compensation(reason, None, to)
+                .map_err(Failure::data)?;
+            if to.is_some() && trial.plan().is_empty() && !resumed {
+                // Nothing after the step to undo: the saga stays as it is, unarchived.
+                return Ok((doc, (saga, resumed)));
+            }
             let archived = match &saga.state_archived {
                 Some(_) => None,
                 None => Some(archive(file, &doc, g)?.display().to_string()),
             };
-            saga.start_compensation(reason, archived);
+            saga.start_compensation(reason, archived, to)
+                .map_err(Failure::data)?;
             put(&mut doc, &saga)?;
         }
         Ok((doc, (saga, resumed)))
@@ -60,7 +70,13 @@ pub fn compensate(
         .collect();
     let notified = std::io::stderr().is_terminal();
     let (mut done, mut failed) = (Vec::new(), Vec::new());
-    for i in saga.plan() {
+    // An open saga here had nothing after `to` to undo.
+    let plan = if saga.compensation_began() {
+        saga.plan()
+    } else {
+        Vec::new()
+    };
+    for i in plan {
         let Some(s) = saga.steps.get(i).cloned() else {
             continue;
         };
@@ -104,10 +120,12 @@ pub fn compensate(
             break;
         }
     }
-    saga = checkpoint(file, g, workflow, |saga, _| {
-        saga.finish();
-        Ok(())
-    })?;
+    if saga.compensation_began() {
+        saga = checkpoint(file, g, workflow, |saga, _| {
+            saga.finish();
+            Ok(())
+        })?;
+    }
     Ok(Compensation {
         saga,
         resumed,

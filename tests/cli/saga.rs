@@ -123,6 +123,79 @@ fn compensation_killed_mid_run_resumes_without_repeating_what_succeeded() {
     assert_eq!(doc["saga"]["steps"][2]["compensation"]["attempts"], 1);
 }
 
+/// Seed 002, Compensation Matrix, stage 3 ("Delete outline, return to Stage 2") and its
+/// recovery checklist ("Stage 3 user rejects 2x -> compensation triggers, returns to Stage 2"):
+/// `compensate --to` undoes only the steps after the named one, and the saga goes on.
+#[test]
+fn compensate_to_a_step_undoes_only_the_later_steps_and_the_saga_goes_on() {
+    let s = Sandbox::new();
+    three_steps(&s, "echo b >> log");
+    let out = ok(
+        &s,
+        &[
+            "saga",
+            "compensate",
+            "w1",
+            "--to",
+            "b",
+            "--reason",
+            "user rejected the outline twice",
+        ],
+    );
+    assert_eq!(s.read("log"), "c\n", "only the step after b was undone");
+    assert_eq!(out["status"], "open");
+    assert_eq!(out["compensated"], serde_json::json!(["c"]));
+    assert_eq!(out["to"], "b");
+    let doc = state(&s);
+    assert_eq!(doc["saga"]["steps"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["saga"]["rollbacks"][0]["to"], "b");
+    assert_eq!(doc["saga"]["rollbacks"][0]["steps"][0]["name"], "c");
+    assert_eq!(
+        doc["saga"]["rollbacks"][0]["reason"],
+        "user rejected the outline twice"
+    );
+    assert_eq!(doc["compensation_history"][0]["stage"], "3");
+    // Back at stage 2: stage 3 is done again, and a later whole rollback undoes it all.
+    ok(
+        &s,
+        &[
+            "saga",
+            "step",
+            "w1",
+            "c",
+            "--stage",
+            "3",
+            "--compensate",
+            "echo c2 >> log",
+        ],
+    );
+    let all = ok(&s, &["saga", "compensate", "w1", "--reason", "user abort"]);
+    assert_eq!(all["status"], "compensated");
+    assert_eq!(s.read("log"), "c\nc2\nb\na\n");
+}
+
+#[test]
+fn compensate_to_names_a_step_of_the_saga() {
+    let s = Sandbox::new();
+    three_steps(&s, "echo b >> log");
+    let out = s
+        .triage(["--strict", "saga", "compensate", "w1", "--to", "nope"])
+        .env("TRIAGE_NOW", NOW)
+        .run()
+        .status(65);
+    let err = out.stderr();
+    assert!(
+        err.contains("triage saga:") && err.contains("no step `nope`") && err.contains("a, b, c"),
+        "{err}"
+    );
+    assert!(!s.exists("log"), "nothing was undone");
+    // To the newest step: nothing to undo, the saga stays open and unarchived.
+    let out = ok(&s, &["saga", "compensate", "w1", "--to", "c"]);
+    assert_eq!(out["status"], "open");
+    assert_eq!(out["compensated"], serde_json::json!([]));
+    assert!(!s.exists("log"));
+}
+
 #[test]
 fn a_failed_compensation_is_reported_passed_and_retried_next_time() {
     let s = Sandbox::new();
