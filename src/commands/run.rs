@@ -32,6 +32,7 @@ const OWN_FAILURE: u8 = 125;
     triage run --timeout 5m -- ./fetch-papers.sh topic.txt\n  \
     triage run --agent researcher --preserve-partial scratchpad/researcher -- claude -p 'summarize'\n  \
     triage run --retries 5 --delay 2s --quiet -- curl -fsS https://example.org/\n  \
+    triage run --deadline 10m --idle-timeout 2m -- ./long-agent.sh\n  \
     echo '{\"q\": 1}' | triage run --report run-report.json -- ./step.sh\n\n\
 triage run's own options come before the command (or before --); everything after the command's\n\
 name is the command's. An unknown option before it is a usage error, as in timeout(1).\n\n\
@@ -49,9 +50,9 @@ the timeout plus 2m30s (plus --kill-after for each attempt that ignores SIGTERM)
 `triage run --timeout 1s -- sleep 5` gives up after about 2m33s. --no-retry runs it once.\n\n\
 Exit status: the command's own (also when a breaker opened by someone else stopped the\n\
 retries: the report says so); 1 --until-output-ok rejected the output; 75 the breaker is\n\
-open and the command was never run (stderr says when to retry); 124 timed out; 125 triage\n\
-run failed; 126 cannot execute; 127 not found; 128+N killed by signal N; 130 interrupted\n\
-(SIGINT or SIGTERM); 64 usage error.")]
+open and the command was never run (stderr says when to retry); 124 timed out (--timeout,\n\
+--deadline or --idle-timeout); 125 triage run failed; 126 cannot execute; 127 not found;\n\
+128+N killed by signal N; 130 interrupted (SIGINT or SIGTERM); 64 usage error.")]
 pub struct Args {
     /// The agent this command is (policy: timeout, side effects, retry; its breaker's key)
     #[arg(long, value_name = "NAME")]
@@ -60,6 +61,15 @@ pub struct Args {
     /// timeout, else none]
     #[arg(long, value_name = "DUR")]
     pub timeout: Option<Dur>,
+    /// The whole run's time limit, every attempt and every wait between them together: an
+    /// attempt still running then is stopped as for --timeout, and no retry starts after it;
+    /// 0 for none
+    #[arg(long, value_name = "DUR")]
+    pub deadline: Option<Dur>,
+    /// Stop an attempt as hung when it writes nothing to stdout or stderr for this long
+    /// (kind `unresponsive`, exit 124, not retried by default); 0 for none
+    #[arg(long, value_name = "DUR")]
+    pub idle_timeout: Option<Dur>,
     /// Retry a failure that can be retried at most N times (N + 1 attempts in all) [default:
     /// the policy's max_attempts - 1, else 2]
     #[arg(long, value_name = "N", conflicts_with = "no_retry")]
@@ -148,6 +158,8 @@ fn request(args: &Args) -> Request {
     Request {
         agent: args.agent.clone(),
         timeout: args.timeout,
+        deadline: args.deadline,
+        idle_timeout: args.idle_timeout,
         retries: args.retries,
         no_retry: args.no_retry,
         side_effects: args.side_effects,

@@ -20,6 +20,14 @@ pub enum End {
         /// Whether SIGKILL was needed.
         killed: bool,
     },
+    /// It wrote nothing (stdout or stderr) for `after` and was sent SIGTERM, and SIGKILL when
+    /// `killed`: hung (seed 004's unresponsive).
+    Idle {
+        /// The idle timeout.
+        after: std::time::Duration,
+        /// Whether SIGKILL was needed.
+        killed: bool,
+    },
     /// `triage run` received this signal and forwarded it.
     Interrupted(i32),
     /// It could not be started: 127 not found, 126 otherwise.
@@ -37,7 +45,7 @@ impl End {
         match self {
             End::Exited(c) => u8::try_from(*c & 0xff).unwrap_or(1),
             End::Signaled(s) => u8::try_from((128 + *s).clamp(0, 255)).unwrap_or(255),
-            End::TimedOut { .. } => 124,
+            End::TimedOut { .. } | End::Idle { .. } => 124,
             End::Interrupted(_) => 130,
             End::CannotRun { status, .. } => *status,
         }
@@ -55,6 +63,7 @@ impl End {
             End::Exited(_) => Some(Kind::ToolFailure),
             End::Signaled(_) => Some(Kind::Crash),
             End::TimedOut { .. } => Some(Kind::Timeout),
+            End::Idle { .. } => Some(Kind::Unresponsive),
             End::Interrupted(_) => Some(Kind::Interrupted),
             End::CannotRun { status: 127, .. } => Some(Kind::NotFound),
             End::CannotRun { .. } => Some(Kind::PermissionDenied),
@@ -68,6 +77,15 @@ impl End {
             End::Signaled(s) => format!("was killed by signal {s}"),
             End::TimedOut { killed: false } => "timed out (stopped by SIGTERM)".into(),
             End::TimedOut { killed: true } => "timed out (SIGTERM ignored, killed)".into(),
+            End::Idle { after, killed } => format!(
+                "wrote no output for {} and was stopped ({})",
+                crate::core::duration::Dur(*after),
+                if *killed {
+                    "SIGTERM ignored, killed"
+                } else {
+                    "by SIGTERM"
+                }
+            ),
             End::Interrupted(s) => format!("was interrupted (signal {s} forwarded)"),
             End::CannotRun { detail, .. } => format!("could not run: {detail}"),
         }
@@ -91,9 +109,14 @@ pub fn classify_input(end: &End, stderr_tail: &str, elapsed_ms: u64) -> Value {
         _ => {}
     }
     let settled = match end {
-        End::TimedOut { .. } | End::Interrupted(_) | End::CannotRun { .. } => end.kind(),
+        End::TimedOut { .. } | End::Idle { .. } | End::Interrupted(_) | End::CannotRun { .. } => {
+            end.kind()
+        }
         _ => None,
     };
+    if matches!(end, End::Idle { .. }) {
+        m.insert("detail".into(), end.describe().into());
+    }
     if let (Some(k), End::CannotRun { detail, .. }) = (settled, end) {
         m.insert("message".into(), detail.clone().into());
         m.insert("kind".into(), k.as_str().into());

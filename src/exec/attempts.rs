@@ -35,6 +35,11 @@ pub struct Request {
     pub agent: Option<String>,
     /// Stop an attempt after this long; 0 for none (default: the agent's, else the phase's).
     pub timeout: Option<Dur>,
+    /// The whole run's time, attempts and waits together (Temporal's schedule-to-close): no
+    /// attempt runs past it and no retry waits past it.
+    pub deadline: Option<Dur>,
+    /// Stop an attempt as hung when it writes nothing to stdout or stderr for this long.
+    pub idle_timeout: Option<Dur>,
     /// Retry a failure that can be retried at most N times.
     pub retries: Option<u32>,
     /// Run the command once, never again.
@@ -124,6 +129,11 @@ pub fn run(
     // unless TRIAGE_NOW fixes it.
     let base = g;
     let mut report = Report::new(args, &name, timeout);
+    let run_deadline = args
+        .deadline
+        .filter(|d| !d.0.is_zero())
+        .map(|d| (d, std::time::Instant::now() + d.0));
+    let idle_timeout = args.idle_timeout.map(|d| d.0).filter(|d| !d.is_zero());
     let mut attempt_no = 0u32;
     let mut delay_before = Duration::ZERO;
     // The attempt before this one, whose output and status stand if the breaker refuses the
@@ -169,7 +179,13 @@ pub fn run(
         let spec = Spec {
             command: &args.command,
             stdin: wiring.stdin.clone(),
-            timeout: wiring.clamp(timeout),
+            timeout: match (wiring.clamp(timeout), run_deadline) {
+                (t, None) => t,
+                (t, Some((_, end))) => {
+                    let left = end.saturating_duration_since(std::time::Instant::now());
+                    Some(t.map_or(left, |t| t.min(left)))
+                }
+            },
             kill_after: args.kill_after.0,
             grace: args.grace.0,
             env: vec![("TRIAGE_RUN_ATTEMPT".into(), attempt_no.to_string())],
@@ -179,6 +195,7 @@ pub fn run(
             // A caller that takes the final stdout (a phase) reads it whole: keep it in memory.
             in_memory: wiring.stdout.is_some(),
             orphan_grace: Some(flagged.run.orphan_grace.0),
+            idle_timeout,
         };
         let attempt = child::run(&spec, interrupts)
             .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;
@@ -282,6 +299,14 @@ pub fn run(
         // Seed 001: more than 2 failing in the workflow: pause, and do not continue retrying.
         if let Some(why) = wiring.veto(&next, &crossed) {
             next = Next::Stop(why);
+        }
+        if let (Next::Retry(delay), Some((d, end))) = (&next, run_deadline) {
+            if std::time::Instant::now() + *delay >= end {
+                next = Next::Stop(format!(
+                    "the run's deadline ({d}) ends before attempt {} could start",
+                    attempt_no + 1
+                ));
+            }
         }
         report.note_warnings(attempt_no, crossed);
         // An interrupt is the user's doing, not the agent's failure: neutral for the breaker.
@@ -512,6 +537,7 @@ fn outcome_word(end: &End) -> &'static str {
     match end {
         End::Exited(0) => "succeeded",
         End::TimedOut { .. } => "timed_out",
+        End::Idle { .. } => "idle",
         End::Interrupted(_) => "interrupted",
         End::CannotRun { .. } => "cannot_run",
         _ => "failed",

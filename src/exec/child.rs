@@ -21,7 +21,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -127,6 +127,9 @@ pub struct Spec<'a> {
     /// When the command exits on its own, end what it left running in its group this long
     /// after; `None` leaves it running.
     pub orphan_grace: Option<Duration>,
+    /// Stop it as hung (SIGTERM, SIGKILL after `kill_after`) when it writes nothing to
+    /// stdout or stderr for this long.
+    pub idle_timeout: Option<Duration>,
 }
 
 /// One attempt's result.
@@ -199,6 +202,9 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
         });
     }
     let (tail_tx, tail_rx) = mpsc::channel();
+    // Bytes of stderr seen so far, for the idle timeout.
+    let stderr_seen = Arc::new(AtomicU64::new(0));
+    let seen = Arc::clone(&stderr_seen);
     let mut copy: Box<dyn Write + Send> = match spec.stderr_to.map(File::try_clone) {
         Some(Ok(f)) => Box::new(f),
         _ => Box::new(io::stderr()),
@@ -212,6 +218,7 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
                     break;
                 }
                 let _ = copy.write_all(&buf[..n]);
+                seen.fetch_add(n as u64, Ordering::Relaxed);
                 tail.extend_from_slice(&buf[..n]);
                 if tail.len() > TAIL {
                     tail.drain(..tail.len() - TAIL);
@@ -222,7 +229,18 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
     }
 
     let deadline = spec.timeout.map(|t| started + t);
-    let mut watch = Watch::default();
+    let mut watch = Watch {
+        idle: spec.idle_timeout.map(|after| Idle {
+            after,
+            stdout: stdout.try_clone().ok(),
+            stderr: direct.and_then(|f| f.try_clone().ok()),
+            stderr_seen,
+            written: 0,
+            since: started,
+            hit: false,
+        }),
+        ..Watch::default()
+    };
     // The child's pidfd becomes readable when it exits: wait on it, waking every POLL for the
     // timeout and the signals, with no thread of its own. Kernels without pidfds get one.
     let status = match crate::platform::pidfd(group) {
@@ -285,8 +303,14 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
     };
     let end = match (watch.interrupted, watch.timed_out, status) {
         (Some(sig), _, _) => End::Interrupted(sig),
-        (None, true, _) => End::TimedOut {
-            killed: watch.killed,
+        (None, true, _) => match &watch.idle {
+            Some(idle) if idle.hit => End::Idle {
+                after: idle.after,
+                killed: watch.killed,
+            },
+            _ => End::TimedOut {
+                killed: watch.killed,
+            },
         },
         (None, false, Some(s)) => match (s.code(), s.signal()) {
             (Some(c), _) => End::Exited(c),
@@ -341,6 +365,36 @@ struct Watch {
     interrupted: Option<i32>,
     kill_at: Option<Instant>,
     killed: bool,
+    idle: Option<Idle>,
+}
+
+/// The idle timeout's watch: how much the command has written, and since when no more.
+struct Idle {
+    after: Duration,
+    /// Its stdout (the capture file: its length is what was written).
+    stdout: Option<File>,
+    /// Its stderr when it goes to a file directly, else counted by the copying thread.
+    stderr: Option<File>,
+    stderr_seen: Arc<AtomicU64>,
+    written: u64,
+    since: Instant,
+    /// It went quiet for `after`.
+    hit: bool,
+}
+
+impl Idle {
+    /// Whether the command has written nothing for `after` by `now`.
+    fn quiet(&mut self, now: Instant) -> bool {
+        let len = |f: &Option<File>| f.as_ref().and_then(|f| stream_position(f).ok());
+        let written = len(&self.stdout).unwrap_or(0)
+            + len(&self.stderr).unwrap_or(0)
+            + self.stderr_seen.load(Ordering::Relaxed);
+        if written != self.written {
+            self.written = written;
+            self.since = now;
+        }
+        now.duration_since(self.since) >= self.after
+    }
 }
 
 impl Watch {
@@ -367,7 +421,16 @@ impl Watch {
                 self.kill_at = Some(now);
             }
         }
-        if self.interrupted.is_none() && !self.timed_out && deadline.is_some_and(|d| now >= d) {
+        let idle = self.interrupted.is_none()
+            && !self.timed_out
+            && self.idle.as_mut().is_some_and(|i| {
+                i.hit = i.quiet(now);
+                i.hit
+            });
+        if self.interrupted.is_none()
+            && !self.timed_out
+            && (idle || deadline.is_some_and(|d| now >= d))
+        {
             self.timed_out = true;
             let _ = kill_process_group(group, Signal::TERM);
             self.kill_at = Some(now + spec.kill_after);

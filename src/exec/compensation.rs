@@ -216,6 +216,7 @@ fn run_compensation(command: &str, workflow: &str, step: &str, limits: &Limits) 
             ),
             false,
         ),
+        End::Idle { .. } => (ended(None, Some(attempt.end.describe())), false),
         End::Interrupted(sig) => (
             ended(None, Some(format!("was interrupted (signal {sig})"))),
             true,
