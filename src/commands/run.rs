@@ -33,6 +33,7 @@ const OWN_FAILURE: u8 = 125;
     triage run --agent researcher --preserve-partial scratchpad/researcher -- claude -p 'summarize'\n  \
     triage run --retries 5 --delay 2s --quiet -- curl -fsS https://example.org/\n  \
     triage run --deadline 10m --idle-timeout 2m -- ./long-agent.sh\n  \
+    triage run --agent reviewer --fallback 'cat reviews/last-good.md' -- ./review.sh\n  \
     echo '{\"q\": 1}' | triage run --report run-report.json -- ./step.sh\n\n\
 triage run's own options come before the command (or before --); everything after the command's\n\
 name is the command's. An unknown option before it is a usage error, as in timeout(1).\n\n\
@@ -70,6 +71,11 @@ pub struct Args {
     /// (kind `unresponsive`, exit 124, not retried by default); 0 for none
     #[arg(long, value_name = "DUR")]
     pub idle_timeout: Option<Dur>,
+    /// When the breaker refuses, run this shell command instead (once, `sh -c`, stdin replayed)
+    /// and end with its status: the report's outcome is `fallback` and it says `degraded`
+    /// (without it, a refused run exits 75 at once)
+    #[arg(long, value_name = "COMMAND")]
+    pub fallback: Option<String>,
     /// Retry a failure that can be retried at most N times (N + 1 attempts in all) [default:
     /// the policy's max_attempts - 1, else 2]
     #[arg(long, value_name = "N", conflicts_with = "no_retry")]
@@ -160,6 +166,7 @@ fn request(args: &Args) -> Request {
         timeout: args.timeout,
         deadline: args.deadline,
         idle_timeout: args.idle_timeout,
+        fallback: args.fallback.clone(),
         retries: args.retries,
         no_retry: args.no_retry,
         side_effects: args.side_effects,

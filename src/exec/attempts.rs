@@ -40,6 +40,9 @@ pub struct Request {
     pub deadline: Option<Dur>,
     /// Stop an attempt as hung when it writes nothing to stdout or stderr for this long.
     pub idle_timeout: Option<Dur>,
+    /// Run this shell command instead when the breaker refuses (seed 002's
+    /// `action_when_open`): the run is degraded, not failed fast.
+    pub fallback: Option<String>,
     /// Retry a failure that can be retried at most N times.
     pub retries: Option<u32>,
     /// Run the command once, never again.
@@ -158,6 +161,12 @@ pub fn run(
             }
             Gate::Refused { message, facts } => {
                 report.breaker = Some(facts);
+                if let Some(command) = &args.fallback {
+                    if !args.quiet {
+                        say!("{message}; running the fallback instead: {command}");
+                    }
+                    return fallback(g, &mut report, args, wiring, command, timeout);
+                }
                 let Some(last) = previous else {
                     say!("{message}");
                     report.outcome = "breaker_open";
@@ -400,6 +409,59 @@ pub fn run(
         None => outcome_word(&last.end),
     };
     finish(g, &report, status.unwrap_or_else(|| last.end.exit_status()))
+}
+
+/// Runs `--fallback`'s command once, in place of the attempts the breaker refused: its stdout
+/// is the run's, its status the run's, and the report says the run is degraded.
+fn fallback(
+    g: &Ground,
+    report: &mut Report,
+    args: &Request,
+    wiring: &Wiring,
+    command: &str,
+    timeout: Option<Duration>,
+) -> Result<(u8, Value), Failure> {
+    let argv = [OsString::from("sh"), "-c".into(), command.into()];
+    let spec = Spec {
+        command: &argv,
+        stdin: wiring.stdin.clone(),
+        timeout: wiring.clamp(timeout),
+        kill_after: args.kill_after.0,
+        grace: args.grace.0,
+        env: vec![("TRIAGE_RUN_FALLBACK".into(), "1".into())],
+        cwd: wiring.cwd,
+        stderr_to: wiring.stderr_to,
+        on_spawn: wiring.on_spawn,
+        in_memory: wiring.stdout.is_some(),
+        orphan_grace: Some(Duration::from_millis(100)),
+        idle_timeout: None,
+    };
+    let ran = child::run(&spec, wiring.interrupts)
+        .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;
+    report.fallback = Some(json!({
+        "command": command,
+        "exit_status": ran.end.exit_status(),
+        "end": ran.end.describe(),
+        "elapsed_ms": ran.elapsed.as_millis() as u64,
+    }));
+    report.outcome = if ran.end.success() {
+        "fallback"
+    } else {
+        "fallback_failed"
+    };
+    g.trace(
+        "info",
+        &format!(
+            "degraded: the breaker refused `{}`, so the fallback `{command}` ran ({})",
+            report.head["name"].as_str().unwrap_or_default(),
+            ran.end.describe()
+        ),
+    );
+    if !ran.end.success() && !args.quiet {
+        say!("triage run: the fallback {}", ran.end.describe());
+    }
+    pass_stdout(ran.stdout, wiring.stdout)?;
+    finish(g, report, ran.end.exit_status())
 }
 
 /// The policy with `--retries`, `--no-retry` and `--delay` applied: the flags replace the

@@ -58,7 +58,7 @@ mod record;
 mod release;
 mod report_html;
 mod run;
-mod run_deadlines;
+mod run_limits;
 mod saga;
 mod seam;
 mod shell;

@@ -21,6 +21,8 @@ pub(super) struct Report {
     pub(super) warnings: Vec<Value>,
     /// What the last failure calls for (the classifier's action), when the run failed.
     pub(super) action: Option<crate::core::vocab::Action>,
+    /// The fallback that ran because the breaker refused (`--fallback`): the run is degraded.
+    pub(super) fallback: Option<Value>,
 }
 
 impl Report {
@@ -48,6 +50,7 @@ impl Report {
             note: None,
             warnings: Vec::new(),
             action: None,
+            fallback: None,
         }
     }
 
@@ -89,6 +92,10 @@ pub(super) fn finish(g: &Ground, report: &Report, status: u8) -> Result<(u8, Val
         }
         if let Some(b) = &report.breaker {
             o.insert("breaker".into(), b.clone());
+        }
+        if let Some(f) = &report.fallback {
+            o.insert("fallback".into(), f.clone());
+            o.insert("degraded".into(), json!(true));
         }
         if let Some(n) = &report.note {
             o.insert("note".into(), json!(n));

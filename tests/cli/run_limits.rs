@@ -1,5 +1,6 @@
-//! `triage run --deadline` (the whole run's time, attempts and waits together) and
-//! `--idle-timeout` (a command that writes nothing for so long is hung).
+//! Where `triage run` stops or gives way: `--deadline` (the whole run's time, attempts and
+//! waits together), `--idle-timeout` (a command that writes nothing for so long is hung) and
+//! `--fallback` (what runs instead when the breaker refuses).
 
 use crate::common::Sandbox;
 use serde_json::Value;
@@ -153,4 +154,75 @@ fn deadline_and_idle_timeout_take_durations() {
     ])
     .assert()
     .code(0);
+}
+
+/// Seed 002, Stage 5 Circuit Breaker: `action_when_open: proceed_without_section`. With the
+/// section writer's breaker open, `--fallback` runs what stands in for the section, and the
+/// run is reported degraded rather than failed fast.
+#[test]
+fn an_open_breaker_runs_the_fallback_and_reports_the_run_degraded() {
+    let s = Sandbox::new();
+    s.cmd(&["breaker", "trip", "writer", "--for", "10m"])
+        .env("TRIAGE_NOW", "2026-02-04T14:30:00Z")
+        .assert()
+        .success();
+    let out = s
+        .triage([
+            "run",
+            "--agent",
+            "writer",
+            "--fallback",
+            "echo 'section 3 omitted: writer unavailable'",
+            "--",
+            "touch",
+            "section-3.md",
+        ])
+        .env("TRIAGE_NOW", "2026-02-04T14:35:00Z")
+        .run()
+        .status(0);
+    assert!(!s.exists("section-3.md"), "the command must not have run");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "section 3 omitted: writer unavailable\n"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("running the fallback instead"), "{err}");
+    let r = report(&out.stderr);
+    assert_eq!(r["outcome"], "fallback", "{r}");
+    assert_eq!(r["degraded"], true);
+    assert_eq!(r["fallback"]["exit_status"], 0);
+    assert_eq!(r["attempts"], serde_json::json!([]));
+
+    // A fallback that fails ends the run with its status.
+    let out = s
+        .triage([
+            "run",
+            "--agent",
+            "writer",
+            "--fallback",
+            "exit 3",
+            "--",
+            "true",
+        ])
+        .env("TRIAGE_NOW", "2026-02-04T14:36:00Z")
+        .run()
+        .status(3);
+    assert_eq!(report(&out.stderr)["outcome"], "fallback_failed");
+
+    // A closed breaker never runs the fallback.
+    let out = s
+        .triage([
+            "run",
+            "--agent",
+            "writer",
+            "--fallback",
+            "touch fell-back",
+            "--",
+            "true",
+        ])
+        .env("TRIAGE_NOW", "2026-02-04T14:50:00Z")
+        .run()
+        .status(0);
+    assert!(!s.exists("fell-back"));
+    assert_eq!(report(&out.stderr)["outcome"], "succeeded");
 }
