@@ -165,6 +165,12 @@ fn announce(cx: &Context, p: &Payload, warnings: &[Warning], r: &mut Response) {
     let Some(sid) = p.session_id() else {
         return;
     };
+    // One agent failing again and again in a session is told as the repeat line ("change
+    // approach"), not as a workflow-wide warning: a session is not an orchestrated workflow.
+    let warnings: Vec<&Warning> = warnings
+        .iter()
+        .filter(|w| w.name != "agent_failure_threshold")
+        .collect();
     if warnings.is_empty() {
         return;
     }

@@ -456,6 +456,10 @@ pub struct Thresholds {
     pub phase_failure_ratio: f64,
     /// Failing agents in one workflow beyond which it pauses.
     pub cascade_agents: u32,
+    /// Unresolved failures of one agent in one named workflow at which to warn that
+    /// the workflow should be aborted ("same agent fails 3+ times"); in a phase its retries
+    /// stop. 0 turns it off.
+    pub agent_failures: u32,
     /// Whether `triage hook`'s records of tools no breaker guards (`Bash`, `Read`, …) count
     /// toward these thresholds. Off by default: a `grep` that finds nothing is ordinary work,
     /// not a sign that the workflow is unstable.
@@ -468,6 +472,7 @@ impl Default for Thresholds {
             session_failures: 5,
             phase_failure_ratio: 0.5,
             cascade_agents: 2,
+            agent_failures: 3,
             count_unguarded_tools: false,
         }
     }

@@ -63,8 +63,9 @@ impl<'a> Wiring<'a> {
     }
 
     /// Why a retry the classifier advised must not happen, if it must not: the cascade rule
-    /// fired (in this record's thresholds or, for a phase, in a sibling's), or the wait would
-    /// end past the budget.
+    /// fired (in this record's thresholds or, for a phase, in a sibling's), a phase's agent
+    /// reached its abort threshold (the same agent failing 3+ times), or the wait would end
+    /// past the budget.
     pub fn veto(&self, next: &Next, crossed: &[Warning]) -> Option<String> {
         let Next::Retry(delay) = next else {
             return None;
@@ -76,6 +77,19 @@ impl<'a> Wiring<'a> {
             return Some(format!(
                 "the cascade rule fired ({} agents failing in the workflow, more than {}): automatic retries stop and the failures go to the user",
                 w.count, w.threshold
+            ));
+        }
+        // In a phase (which has the cascade flag), not in a lone `run`: there `--retries` is
+        // the caller's explicit choice and the warning is in the report.
+        if let Some(w) = crossed
+            .iter()
+            .find(|w| w.name == "agent_failure_threshold" && self.cascade.is_some())
+        {
+            return Some(format!(
+                "{} failures of {} without a success reach the abort threshold ({}): automatic retries stop",
+                w.count,
+                w.agents.first().map_or("the agent", String::as_str),
+                w.threshold
             ));
         }
         if self.cascade.is_some_and(|f| f.load(Ordering::SeqCst)) {

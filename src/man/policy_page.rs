@@ -124,6 +124,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("thresholds", "session_failures", "5"),
     ("thresholds", "phase_failure_ratio", "0.5"),
     ("thresholds", "cascade_agents", "2"),
+    ("thresholds", "agent_failures", "3"),
     ("thresholds", "count_unguarded_tools", "false"),
     ("phases.ID", "name", r#""Subsection planning""#),
     ("phases.ID", "timeout", r#""20m""#),

@@ -789,8 +789,10 @@ fn on_a_terminal(s: &Sandbox, env: &[(&str, &str)]) -> Option<String> {
     if !crate::common::skip_unless_script() {
         return None;
     }
-    // Each run starts from closed breakers (the failing item's opens after its 2 failures).
+    // Each run starts from closed breakers (the failing item's opens after its 2 failures)
+    // and an empty log (its third failure in the workflow would stop its retries).
     let _ = std::fs::remove_dir_all(s.root().join("breakers"));
+    let _ = std::fs::remove_dir_all(s.root().join("logs"));
     let line = format!(
         "'{}' phase run plan.toml --workflow w --phase 1 --fresh > answer.json",
         crate::common::bin().display()

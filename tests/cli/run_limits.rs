@@ -59,16 +59,17 @@ fn a_command_that_writes_nothing_for_the_idle_timeout_is_stopped_as_unresponsive
     let log = s.read(".triage/logs/errors.jsonl");
     assert!(log.contains("\"unresponsive\""), "{log}");
 
-    // Output every 100 ms keeps it alive well past 300 ms in all.
+    // Output every 100 ms keeps it alive past its idle time in all (1.5 s: a loaded machine
+    // may leave a gap of several hundred ms between two lines).
     let out = s
         .triage([
             "run",
             "--idle-timeout",
-            "300ms",
+            "1500ms",
             "--",
             "sh",
             "-c",
-            "for i in 1 2 3 4 5 6 7 8; do echo $i >&2; sleep 0.1; done; echo done",
+            "for i in $(seq 25); do echo $i >&2; sleep 0.1; done; echo done",
         ])
         .run()
         .status(0);
@@ -225,4 +226,70 @@ fn an_open_breaker_runs_the_fallback_and_reports_the_run_degraded() {
         .status(0);
     assert!(!s.exists("fell-back"));
     assert_eq!(report(&out.stderr)["outcome"], "succeeded");
+}
+
+/// Seed 000, "When to Retry vs Abort": abort when the same agent fails 3+ times. `run`'s
+/// report carries the warning at the agent's third unresolved failure in the workflow (its
+/// explicit `--retries` still stand; a phase stops the item's retries there).
+#[test]
+fn the_third_failure_of_one_agent_in_a_workflow_warns_to_abort() {
+    let s = Sandbox::new();
+    let out = s
+        .triage([
+            "run",
+            "--agent",
+            "writer",
+            "--workflow",
+            "w1",
+            "--retries",
+            "3",
+            "--delay",
+            "10ms",
+            "--",
+            "sh",
+            "-c",
+            "echo 'connection reset by peer' >&2; exit 1",
+        ])
+        .run()
+        .status(1);
+    let r = report(&out.stderr);
+    assert_eq!(r["attempts"].as_array().unwrap().len(), 4, "{r}");
+    let w = r["warnings"].as_array().unwrap();
+    let abort = w
+        .iter()
+        .find(|w| w["name"] == "agent_failure_threshold")
+        .unwrap_or_else(|| panic!("no abort warning: {r}"));
+    assert!(abort["message"]
+        .as_str()
+        .unwrap()
+        .contains("agent writer has failed 4 times in workflow w1"));
+    // `[thresholds] agent_failures = 0` turns the rule off.
+    s.write(".triage.toml", "[thresholds]\nagent_failures = 0\n");
+    let out = s
+        .triage([
+            "run",
+            "--agent",
+            "editor",
+            "--workflow",
+            "w2",
+            "--retries",
+            "3",
+            "--delay",
+            "10ms",
+            "--",
+            "sh",
+            "-c",
+            "echo 'connection reset by peer' >&2; exit 1",
+        ])
+        .run()
+        .status(1);
+    let r = report(&out.stderr);
+    assert!(
+        !r["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["name"] == "agent_failure_threshold"),
+        "{r}"
+    );
 }

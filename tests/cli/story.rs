@@ -150,9 +150,10 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
     assert!(attempts.iter().all(|a| a["kind"] == "timeout"), "{rm}");
     assert_eq!(attempts[1]["breaker"]["transition"]["to"], "open");
 
-    // The thresholds the runs crossed: the phase (2 of 3 failing) and the session (5
-    // unresolved failures: the recovered one is not counted); never the cascade (only 2
-    // agents are failing once the programmer recovered).
+    // The thresholds the runs crossed: the phase (2 of 3 failing), the session (5
+    // unresolved failures: the recovered one is not counted) and the mathematician's third
+    // failure in the workflow (seed 000: "same agent fails 3+ times"); never the cascade
+    // (only 2 agents are failing once the programmer recovered).
     let mut crossed: Vec<String> = [&rp, &rs, &rm]
         .iter()
         .flat_map(|r| warning_names(r))
@@ -161,7 +162,11 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
     crossed.dedup();
     assert_eq!(
         crossed,
-        ["phase_failure_ratio", "session_failure_threshold"],
+        [
+            "agent_failure_threshold",
+            "phase_failure_ratio",
+            "session_failure_threshold"
+        ],
         "{rs}\n{rm}"
     );
     let session_warning = [&rs, &rm]

@@ -369,7 +369,8 @@ impl Counters {
 /// A threshold crossed, as `record-error` and `run` report it in `warnings`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Warning {
-    /// `session_failure_threshold`, `cascade` or `phase_failure_ratio`.
+    /// `session_failure_threshold`, `cascade`, `agent_failure_threshold` or
+    /// `phase_failure_ratio`.
     pub name: String,
     /// What it means and what to do, for a person or an agent.
     pub message: String,
@@ -413,6 +414,23 @@ pub fn warnings(c: &OpenCounts, k: &Keys, t: &Thresholds, phase_size: Option<u32
                 count: n,
                 threshold: f64::from(t.cascade_agents),
                 agents,
+            });
+        }
+    }
+    // Within a named workflow only: without one, an agent's failures would add up across
+    // every unrelated run of the project.
+    if let (Some(a), Some(w), true) = (k.agent, k.workflow, t.agent_failures > 0) {
+        let n = unit_get(&c.units, w, a).map_or(0, |u| u.open);
+        if n >= u64::from(t.agent_failures) {
+            out.push(Warning {
+                name: "agent_failure_threshold".into(),
+                message: format!(
+                    "agent {a} has failed {n} times in workflow {w} without a success (threshold {}): stop retrying it, abort the workflow and troubleshoot {a}",
+                    t.agent_failures
+                ),
+                count: n,
+                threshold: f64::from(t.agent_failures),
+                agents: vec![a.to_string()],
             });
         }
     }
@@ -473,7 +491,46 @@ mod tests {
         assert!(warnings(&c, &keys("s2", "w9", "2", "x"), &t, None).is_empty());
         // One resolved: four open, under the threshold again.
         c.close(&keys("s1", "w1", "2", "researcher"));
-        assert!(warnings(&c, &keys("s1", "w1", "2", "researcher"), &t, None).is_empty());
+        assert!(!names(&warnings(
+            &c,
+            &keys("s1", "w1", "2", "researcher"),
+            &t,
+            None
+        ))
+        .contains(&"session_failure_threshold"));
+    }
+
+    /// Seed 000, "When to Retry vs Abort": abort when the same agent fails 3+ times.
+    #[test]
+    fn third_unresolved_failure_of_one_agent_is_the_abort_threshold() {
+        let t = Thresholds::default();
+        let mut c = OpenCounts::default();
+        for (i, s) in ["s1", "s2", "s3"].iter().enumerate() {
+            let i = i + 1;
+            let k = keys(s, "w1", "2", "writer");
+            c.open(&k);
+            let w = warnings(&c, &k, &t, None);
+            assert_eq!(
+                names(&w) == ["agent_failure_threshold"],
+                i == 3,
+                "{i}: {w:?}"
+            );
+        }
+        let w = warnings(&c, &keys("s1", "w1", "2", "writer"), &t, None);
+        assert!(w[0]
+            .message
+            .contains("agent writer has failed 3 times in workflow w1"));
+        // Another workflow's failures of the same agent are not counted together.
+        assert!(warnings(&c, &keys("s1", "w2", "2", "writer"), &t, None).is_empty());
+        // A success resolves one: two open, under it again; 0 turns it off.
+        c.close(&keys("s1", "w1", "2", "writer"));
+        assert!(warnings(&c, &keys("s1", "w1", "2", "writer"), &t, None).is_empty());
+        let off = Thresholds {
+            agent_failures: 0,
+            ..Thresholds::default()
+        };
+        c.open(&keys("s1", "w1", "2", "writer"));
+        assert!(warnings(&c, &keys("s1", "w1", "2", "writer"), &off, None).is_empty());
     }
 
     #[test]
