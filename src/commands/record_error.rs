@@ -214,8 +214,8 @@ fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Answer, Failur
             (Some(id), Some(_)) => format!("resolved {id}"),
             (Some(id), None) => format!("{id} was already resolved; nothing changed"),
             (None, _) => format!(
-                "resolved {} errors ({} already resolved were left as they were)",
-                done.lines.len(),
+                "resolved {} ({} already resolved were left as they were)",
+                crate::core::text::count(done.lines.len() as u64, "error"),
                 done.already_resolved
             ),
         };

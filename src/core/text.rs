@@ -77,3 +77,11 @@ mod tests {
         assert_eq!(printable("\u{200f}rtl mark"), "\u{200f}rtl mark");
     }
 }
+
+/// `n` and the noun, in agreement: `1 attempt`, `2 attempts` (a regular plural: `noun` + s).
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
