@@ -28,6 +28,12 @@ pub struct Page {
     pub body: String,
 }
 
+/// [`roff_text`] for a quoted macro argument (`.SH "..."`): a double quote inside one would
+/// end it, so it is written `\(dq`.
+pub fn roff_quoted(text: &str) -> String {
+    format!("\"{}\"", roff_text(text).replace('"', "\\(dq"))
+}
+
 /// Text for a roff line: backslashes and hyphens escaped (a `-` in a command stays a plain
 /// ASCII hyphen-minus), and a line that starts with `.` or `'` is not taken for a request.
 pub fn roff_text(text: &str) -> String {
