@@ -256,6 +256,13 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
     for w in &env.warnings {
         cx.warn(w);
     }
+    if let Some(f) = cx.explicit_config_missing() {
+        // `triage hook` goes on with the built-in defaults (the policy's load warns): it exits
+        // 0 whatever it is given.
+        if name != "hook" {
+            return failed(name, &f, Some(&cx), &cx.global, None);
+        }
+    }
     let global = &cx.global;
     let result = cli.command.run(&cx);
     cx.save_policy_cache();
