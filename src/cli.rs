@@ -176,6 +176,7 @@ impl Command {
         !matches!(
             self,
             Command::Config(_)
+                | Command::StateRead(_)
                 | Command::Classify(_)
                 | Command::Errors(_)
                 | Command::Completions(_)

@@ -169,8 +169,9 @@ pub struct Context {
     pub project_dir: Option<PathBuf>,
     /// Whether `--config` itself (not `TRIAGE_CONFIG`) named the policy file.
     pub config_flag: bool,
-    /// Commands that never write (classify, config) leave no trace unless the root exists.
-    pub writes_state: bool,
+    /// Commands that never write (classify, config, state-read) leave no trace unless the root
+    /// exists; a command that finds it has nothing to write says so ([`Context::writes_nothing`]).
+    writes_state: std::sync::atomic::AtomicBool,
     /// `TRIAGE_STORE`: the fleet's Redis, over the policy's `[store] url`.
     pub store_url: Option<String>,
     /// `TRIAGE_REDIS_PASSWORD`: the password when the URL has none.
@@ -215,7 +216,7 @@ impl Context {
             seed: env.seed,
             project_dir: env.project_dir.clone(),
             config_flag,
-            writes_state,
+            writes_state: std::sync::atomic::AtomicBool::new(writes_state),
             store_url: env.store.clone(),
             redis_password: env.redis_password.clone(),
             cache_dir,
@@ -533,6 +534,13 @@ impl Context {
         self.ground().warn(message);
     }
 
+    /// This call has nothing to write under the state root (`record-error` with nothing to
+    /// record): from now on its trace does not create the root either.
+    pub fn writes_nothing(&self) {
+        self.writes_state
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// One line in `<root>/logs/triage.log`; never fails the command.
     pub fn trace(&self, level: &str, message: &str) {
         self.ground().trace(level, message);
@@ -546,7 +554,8 @@ impl Context {
             return;
         }
         let root = &g.root;
-        if !self.writes_state && !root.is_dir() {
+        let writes = self.writes_state.load(std::sync::atomic::Ordering::Relaxed);
+        if !writes && !root.is_dir() {
             return;
         }
         let logs = root.join("logs");

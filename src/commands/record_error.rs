@@ -95,9 +95,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         }
         None if args.kind.is_some() || args.detail.is_some() => ErrorRecord::default(),
         None => {
+            // Nothing to record: no state root is made for the trace of it either.
+            cx.writes_nothing();
             return Err(Failure::data(
                 "stdin is empty; send an error object, a raw error or a hook payload, or give --kind/--detail",
-            ))
+            ));
         }
     };
     apply_flags(&mut rec, args);
