@@ -1274,3 +1274,40 @@ fn the_stability_warning_is_not_given_when_nothing_failed() {
     assert_eq!(j["warning"], false, "{j}");
     assert_eq!(j["options"], serde_json::json!([]), "{j}");
 }
+
+/// After the cascade rule stops the retries, `run`'s report does not say `"action": "retry"`:
+/// the failures go to the user.
+#[test]
+fn run_stopped_by_the_cascade_rule_reports_escalate_not_retry() {
+    let Some(s) = sandbox() else { return };
+    fail(&s, "statistician-consultant", "timeout");
+    fail(&s, "mathematician-consultant", "timeout");
+    let script = flaky(&s, "prog", 9);
+    let out = s
+        .triage([
+            "run",
+            "--agent",
+            "programmer-consultant",
+            "--session",
+            "s1",
+            "--workflow",
+            "w1",
+            "--phase",
+            "2",
+            "--",
+            "sh",
+            &script,
+        ])
+        .env("TRIAGE_NOW", NOW)
+        .run()
+        .status(1);
+    let r = run_report(&out.stderr);
+    assert!(
+        r["attempts"][0]["stopped"]
+            .as_str()
+            .unwrap()
+            .contains("the cascade rule fired"),
+        "{r}"
+    );
+    assert_eq!(r["action"], "escalate", "{r}");
+}
