@@ -31,8 +31,10 @@ pub const HOOK_LOCK_BUDGET: Duration = Duration::from_millis(1000);
 /// store's line limit).
 const TRACE_MESSAGE_MAX: usize = 8 * 1024;
 
-/// Options every subcommand takes (SPEC §3).
+/// Options every subcommand takes (SPEC §3). Help lists them after a command's own, under
+/// their own heading.
 #[derive(Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// State root, else $TRIAGE_DIR [default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage]
     #[arg(long, global = true, value_name = "DIR")]

@@ -198,3 +198,43 @@ fn hook_with_an_unknown_flag_exits_0() {
     // Any other subcommand's usage error is still 64.
     s.triage(["classify", "--evnt"]).run().status(64);
 }
+
+/// A subcommand's help lists its own options first and the global ones after them, under
+/// their own heading, never in between.
+#[test]
+fn help_lists_global_options_after_the_command_s_own() {
+    let s = Sandbox::new();
+    for line in [
+        &["classify", "--help"][..],
+        &["man", "--help"][..],
+        &["breaker", "check", "--help"][..],
+        &["run", "-h"][..],
+    ] {
+        let help = s.triage(line).run().status(0).stdout();
+        let global = help
+            .find("\nGlobal options:\n")
+            .unwrap_or_else(|| panic!("{line:?}: no Global options heading:\n{help}"));
+        let (own, globals) = help.split_at(global);
+        // An option's own line starts with it (`-e, --exit-status` with its short form).
+        let lists = |text: &str, flag: &str| {
+            text.lines().any(|l| {
+                let l = l.trim_start();
+                l.starts_with(flag) || l.starts_with(&format!("-e, {flag}"))
+            })
+        };
+        for flag in [
+            "--dir <DIR>",
+            "--config <FILE>",
+            "--text",
+            "--exit-status",
+            "--strict",
+        ] {
+            assert!(
+                !lists(own, flag),
+                "{line:?}: {flag} among the command's own:\n{help}"
+            );
+            assert!(lists(globals, flag), "{line:?}: {flag}:\n{help}");
+        }
+        assert!(own.contains("\nOptions:\n"), "{line:?}:\n{help}");
+    }
+}
