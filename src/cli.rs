@@ -123,7 +123,7 @@ subcommands! {
     Init(init) "init";
     /// Circuit breakers shared by every process: check, record, status, reset, trip, disable
     Breaker(breaker) "breaker" multicall 3;
-    /// Create the multi-call symlinks (state-write, ...) next to the binary
+    /// Create the multi-call symlinks (triage-state-write, ...; --bare: state-write, ...) next to the binary
     InstallLinks(install_links) "install-links"
         => |a, cx| commands::install_links::run(a, cx, MULTICALL, Cli::command());
     /// Classify a failure: kind, tier, retryable, and what to do next
