@@ -445,3 +445,58 @@ fn local_init_outside_git_writes_no_ignore_file_and_no_policy() {
     assert!(!sb.exists(".triage.toml"));
     assert!(!sb.exists(".claude/settings.json"));
 }
+
+/// Whether git ignores `path` in the sandbox's repository.
+fn git_ignores(sb: &Sandbox, path: &str) -> bool {
+    std::process::Command::new("git")
+        .args(["check-ignore", "-q", path])
+        .current_dir(sb.path())
+        .status()
+        .unwrap()
+        .success()
+}
+
+/// `--uninstall` gives back the user's ignore file and keeps what triage wrote meanwhile out
+/// of git: `.triage/` (the error log and breakers stay) is still ignored afterwards, whether
+/// init added the line or the user's `.gitignore` had it before.
+#[test]
+fn uninstall_leaves_the_state_root_ignored() {
+    if !crate::common::skip_unless_tool("git", "TRIAGE_REQUIRE_GIT") {
+        return;
+    }
+    for before in [
+        None,
+        Some("node_modules/\n"),
+        Some("node_modules/\n.triage/\n"),
+    ] {
+        let sb = Sandbox::new();
+        let git = std::process::Command::new("git")
+            .args(["init", "-q", "."])
+            .current_dir(sb.path())
+            .status()
+            .unwrap();
+        assert!(git.success());
+        if let Some(text) = before {
+            sb.write(".gitignore", text);
+        }
+        sb.cmd(&["init"]).assert().success();
+        sb.triage(["record-error", "--kind", "timeout", "--detail", "slow"])
+            .run()
+            .status(0);
+        assert!(git_ignores(&sb, ".triage/logs/errors.jsonl"), "{before:?}");
+        sb.cmd(&["init", "--uninstall"]).assert().success();
+        // The user's own file comes back as it was.
+        assert_eq!(
+            std::fs::read_to_string(sb.path().join(".gitignore"))
+                .ok()
+                .as_deref(),
+            before,
+            "{before:?}"
+        );
+        assert!(sb.exists(".triage/logs/errors.jsonl"), "the state is kept");
+        assert!(
+            git_ignores(&sb, ".triage/logs/errors.jsonl"),
+            "{before:?}: .triage/ is no longer ignored after --uninstall"
+        );
+    }
+}
