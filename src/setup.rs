@@ -246,11 +246,12 @@ fn plan_install(
         ..Manifest::default()
     };
     if !change.is_empty() {
-        files.push(file_change(
-            settings_path,
-            before,
-            Some(settings::render_with(&after, &indent, newline)),
-        ));
+        // Only the `hooks` member is rewritten: a compact file stays compact.
+        let text = before
+            .as_deref()
+            .and_then(|b| settings::render_edit(b, &after))
+            .unwrap_or_else(|| settings::render_with(&after, &indent, newline));
+        files.push(file_change(settings_path, before, Some(text)));
     }
     // The policy is shared: only the project's shared install writes a starter one.
     if scope == Scope::Shared {
@@ -330,6 +331,7 @@ fn plan_uninstall(
             let restored = restore(
                 &after,
                 &manifest.settings_original,
+                &before,
                 &indent,
                 before.ends_with('\n'),
             );
@@ -406,10 +408,12 @@ const STATE_IGNORES_ITSELF: &str =
 fn restore(
     after: &Value,
     original: &Option<String>,
+    current: &str,
     indent: &str,
     newline: bool,
 ) -> Option<String> {
-    let rendered = settings::render_with(after, indent, newline);
+    let rendered = settings::render_edit(current, after)
+        .unwrap_or_else(|| settings::render_with(after, indent, newline));
     match original {
         Some(orig) => {
             let same = serde_json::from_str::<Value>(orig)

@@ -500,3 +500,39 @@ fn uninstall_leaves_the_state_root_ignored() {
         );
     }
 }
+
+/// A settings file written compactly stays compact: init adds its `hooks` on the same line and
+/// rewrites nothing else; a compact part of an indented file (`"allow": [...]`) keeps its bytes.
+#[test]
+fn init_keeps_a_compact_settings_file_compact() {
+    let sb = Sandbox::new();
+    let compact = r#"{"model":"opus","permissions":{"allow":["Bash(npm test)"]}}"#;
+    sb.write(".claude/settings.json", compact);
+    sb.cmd(&["init"]).assert().success();
+    let text = sb.read(".claude/settings.json");
+    assert!(!text.trim_end().contains('\n'), "re-expanded:\n{text}");
+    assert!(
+        text.starts_with(r#"{"model":"opus","permissions":{"allow":["Bash(npm test)"]},"hooks":{"#),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(v["hooks"]["PreToolUse"].is_array(), "{v}");
+    // A later change by the user, then uninstall: still compact, the user's change kept.
+    let edited = text.replace(r#""model":"opus""#, r#""model":"sonnet""#);
+    sb.write(".claude/settings.json", &edited);
+    sb.cmd(&["init", "--uninstall"]).assert().success();
+    assert_eq!(
+        sb.read(".claude/settings.json"),
+        compact.replace("opus", "sonnet")
+    );
+
+    let sb = Sandbox::new();
+    let mixed = "{\n  \"permissions\": {\"allow\": [\"Bash(ls)\"]},\n  \"model\": \"opus\"\n}\n";
+    sb.write(".claude/settings.json", mixed);
+    sb.cmd(&["init"]).assert().success();
+    let text = sb.read(".claude/settings.json");
+    assert!(
+        text.starts_with("{\n  \"permissions\": {\"allow\": [\"Bash(ls)\"]},\n  \"model\": \"opus\",\n  \"hooks\": {\n"),
+        "{text}"
+    );
+}
