@@ -310,7 +310,7 @@ pub(super) fn stability_warning(v: &View) -> Result<(Value, String), String> {
     ]);
     let mut text = format!(
         "[WORKFLOW STABILITY WARNING]\n\nThis session has encountered {} across phases.\n",
-        crate::core::text::count(n as u64, "failure")
+        crate::core::text::count(n, "failure")
     );
     let mut not_counted = Vec::new();
     if recovered > 0 {
