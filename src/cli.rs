@@ -123,7 +123,7 @@ subcommands! {
     Init(init) "init";
     /// Circuit breakers shared by every process: check, record, status, reset, trip, disable
     Breaker(breaker) "breaker" multicall 3;
-    /// Create the multi-call symlinks (state-write, ...) next to the binary
+    /// Create the multi-call symlinks (triage-state-write, ...; --bare: state-write, ...) next to the binary
     InstallLinks(install_links) "install-links"
         => |a, cx| commands::install_links::run(a, cx, MULTICALL, Cli::command());
     /// Classify a failure: kind, tier, retryable, and what to do next
@@ -176,6 +176,7 @@ impl Command {
         !matches!(
             self,
             Command::Config(_)
+                | Command::StateRead(_)
                 | Command::Classify(_)
                 | Command::Errors(_)
                 | Command::Completions(_)
@@ -255,6 +256,13 @@ pub fn main(argv: Vec<OsString>) -> ExitCode {
     cx.anchor_folders();
     for w in &env.warnings {
         cx.warn(w);
+    }
+    if let Some(f) = cx.explicit_config_missing() {
+        // `triage hook` goes on with the built-in defaults (the policy's load warns): it exits
+        // 0 whatever it is given.
+        if name != "hook" {
+            return failed(name, &f, Some(&cx), &cx.global, None);
+        }
     }
     let global = &cx.global;
     let result = cli.command.run(&cx);
@@ -386,9 +394,48 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> ExitCode {
     let text = text.strip_prefix("error: ").unwrap_or(&text);
     say_more!("{prefix}{text}");
     if e.kind() == ErrorKind::InvalidSubcommand {
-        say!("valid subcommands: {}", names.join(", "));
+        // The subcommands of the command whose subcommand was misspelled (`triage breaker
+        // stauts`: breaker's), not the top level's.
+        let (path, valid) = subcommands_at(args);
+        let whose = if path.is_empty() {
+            String::new()
+        } else {
+            format!(" of `triage {}`", path.join(" "))
+        };
+        say!("valid subcommands{whose}: {}", valid.join(", "));
+    }
+    // `triage hook` exits 0 whatever its input holds (SPEC §2): a misspelled flag in a hook's
+    // command line must not block the agent, nor show it an error every call.
+    if sub == Some("hook") {
+        return ExitStatus::Success.into();
     }
     ExitStatus::Usage.into()
+}
+
+/// The subcommands named in `args` (global options and flags skipped), deepest last, and the
+/// names of the subcommands the deepest takes (the top level's when none is named).
+fn subcommands_at(args: &[OsString]) -> (Vec<String>, Vec<String>) {
+    let mut cmd = Cli::command();
+    let mut path = Vec::new();
+    for a in args.iter().skip(1).filter_map(|a| a.to_str()) {
+        if a == "--" {
+            break;
+        }
+        let next = cmd
+            .get_subcommands()
+            .find(|c| c.get_name() == a || c.get_all_aliases().any(|x| x == a))
+            .cloned();
+        if let Some(c) = next {
+            path.push(c.get_name().to_string());
+            cmd = c;
+        }
+    }
+    let valid = cmd
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name().to_string())
+        .collect();
+    (path, valid)
 }
 
 #[cfg(test)]

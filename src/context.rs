@@ -31,14 +31,16 @@ pub const HOOK_LOCK_BUDGET: Duration = Duration::from_millis(1000);
 /// store's line limit).
 const TRACE_MESSAGE_MAX: usize = 8 * 1024;
 
-/// Options every subcommand takes (SPEC §3).
+/// Options every subcommand takes (SPEC §3). Help lists them after a command's own, under
+/// their own heading.
 #[derive(Args, Clone, Debug, Default)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// State root, else $TRIAGE_DIR [default: $CLAUDE_PROJECT_DIR/.triage, else ./.triage]
     #[arg(long, global = true, value_name = "DIR")]
     pub dir: Option<PathBuf>,
-    /// Policy file, else $TRIAGE_CONFIG [default: .triage.toml in $CLAUDE_PROJECT_DIR, else in
-    /// the current folder]
+    /// Policy file (it must exist), else $TRIAGE_CONFIG [default: .triage.toml in
+    /// $CLAUDE_PROJECT_DIR, else in the current folder]
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Output for a person instead of JSON
@@ -167,8 +169,11 @@ pub struct Context {
     pub max_input: usize,
     /// `CLAUDE_PROJECT_DIR`, if set.
     pub project_dir: Option<PathBuf>,
-    /// Commands that never write (classify, config) leave no trace unless the root exists.
-    pub writes_state: bool,
+    /// Whether `--config` itself (not `TRIAGE_CONFIG`) named the policy file.
+    pub config_flag: bool,
+    /// Commands that never write (classify, config, state-read) leave no trace unless the root
+    /// exists; a command that finds it has nothing to write says so ([`Context::writes_nothing`]).
+    writes_state: std::sync::atomic::AtomicBool,
     /// `TRIAGE_STORE`: the fleet's Redis, over the policy's `[store] url`.
     pub store_url: Option<String>,
     /// `TRIAGE_REDIS_PASSWORD`: the password when the URL has none.
@@ -190,6 +195,7 @@ impl Context {
         env: &Env,
     ) -> Result<Context, Failure> {
         global.dir = global.dir.or_else(|| env.dir.clone());
+        let config_flag = global.config.is_some();
         global.config = global.config.or_else(|| env.config.clone());
         // `triage hook` exits 0 whatever its environment holds: only the flag makes it strict.
         global.strict = global.strict || (name != "hook" && env.strict == Some(true));
@@ -211,7 +217,8 @@ impl Context {
             max_input: env.max_input.unwrap_or(16 * 1024 * 1024),
             seed: env.seed,
             project_dir: env.project_dir.clone(),
-            writes_state,
+            config_flag,
+            writes_state: std::sync::atomic::AtomicBool::new(writes_state),
             store_url: env.store.clone(),
             redis_password: env.redis_password.clone(),
             cache_dir,
@@ -313,6 +320,21 @@ impl Context {
         }
         candidates.push(PathBuf::from(".triage.toml"));
         candidates.into_iter().find(|p| p.is_file())
+    }
+
+    /// A policy file named with `--config` that does not exist: a usage error (the user asked
+    /// for that file, so the built-in defaults would be a surprise). `TRIAGE_CONFIG` stays
+    /// forgiving (a warning and the defaults, as every environment value), and so does
+    /// `triage hook`, which only warns: a hook never blocks its agent over its own setup.
+    pub fn explicit_config_missing(&self) -> Option<Failure> {
+        let path = self.global.config.as_ref().filter(|_| self.config_flag)?;
+        if path.exists() || path.is_symlink() {
+            return None;
+        }
+        Some(Failure::usage(format!(
+            "--config {}: no such file; name an existing policy file (`triage init` writes a starter .triage.toml), or leave --config out to use .triage.toml or the built-in defaults",
+            crate::core::text::printable(&path.display().to_string())
+        )))
     }
 
     /// The policy: the file's, or the built-in defaults. Each bad entry of the file is a
@@ -514,6 +536,13 @@ impl Context {
         self.ground().warn(message);
     }
 
+    /// This call has nothing to write under the state root (`record-error` with nothing to
+    /// record): from now on its trace does not create the root either.
+    pub fn writes_nothing(&self) {
+        self.writes_state
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// One line in `<root>/logs/triage.log`; never fails the command.
     pub fn trace(&self, level: &str, message: &str) {
         self.ground().trace(level, message);
@@ -527,7 +556,8 @@ impl Context {
             return;
         }
         let root = &g.root;
-        if !self.writes_state && !root.is_dir() {
+        let writes = self.writes_state.load(std::sync::atomic::Ordering::Relaxed);
+        if !writes && !root.is_dir() {
             return;
         }
         let logs = root.join("logs");

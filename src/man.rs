@@ -28,6 +28,12 @@ pub struct Page {
     pub body: String,
 }
 
+/// [`roff_text`] for a quoted macro argument (`.SH "..."`): a double quote inside one would
+/// end it, so it is written `\(dq`.
+pub fn roff_quoted(text: &str) -> String {
+    format!("\"{}\"", roff_text(text).replace('"', "\\(dq"))
+}
+
 /// Text for a roff line: backslashes and hyphens escaped (a `-` in a command stays a plain
 /// ASCII hyphen-minus), and a line that starts with `.` or `'` is not taken for a request.
 pub fn roff_text(text: &str) -> String {
@@ -182,7 +188,11 @@ fn common_sections(cmd: &Command, name: &str, parent: Option<&str>) -> String {
         ("0", "The job was done; or, by default, it could not be done (I/O error, lock timeout, corrupt file, bad input) and a warning went to standard error and logs/triage.log: best effort."),
         ("1", "Only with -e/--exit-status: the verdict was negative (output invalid, breaker open, not retryable, state invalid)."),
         ("2", "Only with hook --block-with-exit-2: the exit-2 blocking form of the hook protocol."),
-        ("64", "Usage error: an unknown flag or a bad argument."),
+        ("64", if name == "triage-hook" {
+            "Never from triage hook: a usage error (an unknown flag, a bad argument) is said on standard error and the hook exits 0, so a mistyped hook command never blocks the agent."
+        } else {
+            "Usage error: an unknown flag or a bad argument."
+        }),
         ("65, 74, 75", "Only with --strict (or TRIAGE_STRICT=1): bad input data, an I/O error, a lock not obtained in time."),
     ] {
         tp(&mut out, status, text);

@@ -223,9 +223,240 @@ pub fn render_with(settings: &Value, indent: &str, final_newline: bool) -> Strin
     s
 }
 
+/// The settings file `before` with its `hooks` member made `after`'s, and nothing else of it
+/// rewritten: the other members keep their bytes (a compact `"allow": ["Bash(ls)"]` stays
+/// compact), and a file written on one line stays on one line. `None` when that cannot be
+/// done (a member other than `hooks` differs, or the text is not one object): then
+/// [`render_with`] writes the whole document.
+pub fn render_edit(before: &str, after: &Value) -> Option<String> {
+    let orig: Value = serde_json::from_str(before).ok()?;
+    let (o, a) = (orig.as_object()?, after.as_object()?);
+    let others = |m: &'_ Map<String, Value>| -> Vec<(String, Value)> {
+        m.iter()
+            .filter(|(k, _)| *k != "hooks")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    if others(o) != others(a) || (o.get("hooks") == a.get("hooks")) {
+        return None;
+    }
+    let (open, close, members) = top_level(before)?;
+    let one_line = !before.trim_end().contains('\n');
+    // `"key": value` or `"key":value`, as the file writes it.
+    let space = members
+        .first()
+        .is_some_and(|m| before[m.colon + 1..].starts_with(' '));
+    let hooks = members.iter().position(|m| m.key == "hooks");
+    // The indentation of a member's line in a file of many lines.
+    let line_indent = |at: usize| -> String {
+        let start = before[..at].rfind('\n').map_or(0, |i| i + 1);
+        before[start..at].to_string()
+    };
+    let indent_unit = indent_of(before);
+    let render = |v: &Value, member_indent: &str| -> Option<String> {
+        if one_line {
+            let s = if space {
+                // serde_json's compact form has no spaces; keep the file's `, ` and `: `.
+                spaced(v)
+            } else {
+                serde_json::to_string(v).ok()?
+            };
+            return Some(s);
+        }
+        let pretty = render_with(v, &indent_unit, false);
+        Some(pretty.replace('\n', &format!("\n{member_indent}")))
+    };
+    let mut out = before.to_string();
+    match (hooks, a.get("hooks")) {
+        (Some(i), Some(v)) => {
+            let m = &members[i];
+            let text = render(v, &line_indent(m.key_start))?;
+            out.replace_range(m.value_start..m.value_end, &text);
+        }
+        (Some(i), None) => {
+            let m = &members[i];
+            let range = if i > 0 {
+                members[i - 1].value_end..m.value_end
+            } else if let Some(next) = members.get(1) {
+                m.key_start..next.key_start
+            } else {
+                open + 1..close
+            };
+            out.replace_range(range, "");
+        }
+        (None, Some(v)) => {
+            let member_indent = if one_line {
+                String::new()
+            } else {
+                members
+                    .first()
+                    .map_or_else(|| indent_unit.clone(), |m| line_indent(m.key_start))
+            };
+            let colon = if space || !one_line { ": " } else { ":" };
+            let text = format!("\"hooks\"{colon}{}", render(v, &member_indent)?);
+            match members.last() {
+                Some(last) => {
+                    let sep = match (one_line, space) {
+                        (true, true) => ", ".to_string(),
+                        (true, false) => ",".to_string(),
+                        (false, _) => format!(",\n{member_indent}"),
+                    };
+                    out.insert_str(last.value_end, &format!("{sep}{text}"));
+                }
+                None if one_line => out.replace_range(open + 1..close, &text),
+                None => out.replace_range(open + 1..close, &format!("\n{member_indent}{text}\n")),
+            }
+        }
+        (None, None) => return None,
+    }
+    // Still the document asked for; anything else is a bug of the splice: write it whole.
+    (serde_json::from_str::<Value>(&out).ok()? == *after).then_some(out)
+}
+
+/// Compact JSON with `, ` and `: ` between items, as a hand-written one-line file has them.
+fn spaced(v: &Value) -> String {
+    match v {
+        Value::Array(a) => format!("[{}]", a.iter().map(spaced).collect::<Vec<_>>().join(", ")),
+        Value::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{}: {}", Value::from(k.as_str()), spaced(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// One member of the top-level object: its key, and where its key, colon and value are.
+struct Member {
+    key: String,
+    key_start: usize,
+    colon: usize,
+    value_start: usize,
+    value_end: usize,
+}
+
+/// The top-level object of `text`: where its braces are and its members, or `None` when the
+/// text is not one object.
+fn top_level(text: &str) -> Option<(usize, usize, Vec<Member>)> {
+    let b = text.as_bytes();
+    let skip_ws = |mut i: usize| {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        i
+    };
+    // The end (exclusive) of the string that starts at `i`.
+    let string_end = |mut i: usize| -> Option<usize> {
+        i += 1;
+        while i < b.len() {
+            match b[i] {
+                b'\\' => i += 2,
+                b'"' => return Some(i + 1),
+                _ => i += 1,
+            }
+        }
+        None
+    };
+    // The end (exclusive) of the value that starts at `i`.
+    let value_end = |mut i: usize| -> Option<usize> {
+        let mut depth = 0usize;
+        loop {
+            match *b.get(i)? {
+                b'"' => i = string_end(i)?,
+                b'{' | b'[' => {
+                    depth += 1;
+                    i += 1;
+                }
+                b'}' | b']' if depth == 0 => return Some(i),
+                b'}' | b']' => {
+                    depth -= 1;
+                    i += 1;
+                    if depth == 0 {
+                        return Some(i);
+                    }
+                }
+                b',' if depth == 0 => return Some(i),
+                c if depth == 0 && c.is_ascii_whitespace() => return Some(i),
+                _ => i += 1,
+            }
+        }
+    };
+    let open = skip_ws(0);
+    if b.get(open) != Some(&b'{') {
+        return None;
+    }
+    let mut members = Vec::new();
+    let mut i = skip_ws(open + 1);
+    loop {
+        match *b.get(i)? {
+            b'}' => return Some((open, i, members)),
+            b',' => i = skip_ws(i + 1),
+            b'"' => {
+                let key_end = string_end(i)?;
+                let key: String = serde_json::from_str(&text[i..key_end]).ok()?;
+                let colon = skip_ws(key_end);
+                if b.get(colon) != Some(&b':') {
+                    return None;
+                }
+                let value_start = skip_ws(colon + 1);
+                let end = value_end(value_start)?;
+                members.push(Member {
+                    key,
+                    key_start: i,
+                    colon,
+                    value_start,
+                    value_end: end,
+                });
+                i = skip_ws(end);
+            }
+            _ => return None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_edit_rewrites_only_the_hooks_member() {
+        let compact = r#"{"model":"opus","permissions":{"allow":["Bash(ls)"]}}"#;
+        let mut v: Value = serde_json::from_str(compact).unwrap();
+        v["hooks"] = json!({"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]});
+        let out = render_edit(compact, &v).unwrap();
+        assert_eq!(
+            out,
+            r#"{"model":"opus","permissions":{"allow":["Bash(ls)"]},"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x"}]}]}}"#
+        );
+        let back = render_edit(&out, &serde_json::from_str(compact).unwrap()).unwrap();
+        assert_eq!(back, compact);
+        let mixed =
+            "{\n  \"permissions\": {\"allow\": [\"Bash(ls)\"]},\n  \"model\": \"opus\"\n}\n";
+        let mut v: Value = serde_json::from_str(mixed).unwrap();
+        v["hooks"] = json!({"Stop": []});
+        let out = render_edit(mixed, &v).unwrap();
+        assert!(
+            out.contains("\"permissions\": {\"allow\": [\"Bash(ls)\"]},"),
+            "{out}"
+        );
+        assert!(
+            out.ends_with("\"model\": \"opus\",\n  \"hooks\": {\n    \"Stop\": []\n  }\n}\n"),
+            "{out}"
+        );
+        let spaced_one = r#"{"model": "opus"}"#;
+        let mut v: Value = serde_json::from_str(spaced_one).unwrap();
+        v["hooks"] = json!({"Stop": [1]});
+        assert_eq!(
+            render_edit(spaced_one, &v).unwrap(),
+            r#"{"model": "opus", "hooks": {"Stop": [1]}}"#
+        );
+        assert_eq!(
+            render_edit("{}", &json!({"hooks": {}})).unwrap(),
+            r#"{"hooks":{}}"#
+        );
+    }
 
     const CMD: &str = "/usr/local/bin/triage hook";
 

@@ -5,7 +5,8 @@
 //! `.claude/settings.local.json`, and `.triage/` ignored in the repository's `info/exclude`
 //! (no `.triage.toml`, no `.gitignore`: both are shared). `--uninstall` takes away exactly what was added: when nothing
 //! else changed in between, every file it touched comes back byte for byte (the originals are
-//! kept in `<project>/.triage/init/`, or for `--user` under the user's config folder).
+//! kept in `<project>/.triage/init/`, or for `--user` under the user's config folder); the
+//! state triage wrote meanwhile stays in `.triage/`, which then ignores itself.
 //!
 //! The project is found as a Claude Code session would see it: `$CLAUDE_PROJECT_DIR` when
 //! set; else, inside a git work tree, the nearest folder at or above this one that already has
@@ -245,11 +246,12 @@ fn plan_install(
         ..Manifest::default()
     };
     if !change.is_empty() {
-        files.push(file_change(
-            settings_path,
-            before,
-            Some(settings::render_with(&after, &indent, newline)),
-        ));
+        // Only the `hooks` member is rewritten: a compact file stays compact.
+        let text = before
+            .as_deref()
+            .and_then(|b| settings::render_edit(b, &after))
+            .unwrap_or_else(|| settings::render_with(&after, &indent, newline));
+        files.push(file_change(settings_path, before, Some(text)));
     }
     // The policy is shared: only the project's shared install writes a starter one.
     if scope == Scope::Shared {
@@ -329,6 +331,7 @@ fn plan_uninstall(
             let restored = restore(
                 &after,
                 &manifest.settings_original,
+                &before,
                 &indent,
                 before.ends_with('\n'),
             );
@@ -357,7 +360,11 @@ fn plan_uninstall(
                 n => n,
             };
             if new.as_deref() != Some(old.as_str()) {
+                let unignored = !ignores_state(new.as_deref().unwrap_or(""));
                 files.push(file_change(&gitignore, Some(old), new));
+                if unignored {
+                    files.extend(state_kept_ignored(project)?);
+                }
             }
         }
     }
@@ -366,16 +373,47 @@ fn plan_uninstall(
     Ok((report, None))
 }
 
+/// What triage wrote while it was installed (the error log, breakers, …) stays in
+/// `<project>/.triage/` after `--uninstall`: the user's ignore file gets its own bytes back,
+/// so the state root ignores itself instead (`.triage/.gitignore` with `*`, as pytest's cache
+/// does), and is never committed by accident. Nothing when the root holds only init's record
+/// (it goes with the uninstall) or already ignores itself.
+fn state_kept_ignored(project: &Path) -> Result<Option<FileChange>, Failure> {
+    let root = project.join(".triage");
+    let Ok(entries) = std::fs::read_dir(&root) else {
+        return Ok(None);
+    };
+    let kept = entries
+        .flatten()
+        .any(|e| e.file_name() != "init" && e.file_name() != ".gitignore");
+    let own = root.join(".gitignore");
+    if !kept || read_text(&own)?.is_some() {
+        return Ok(None);
+    }
+    Ok(Some(file_change(
+        &own,
+        None,
+        Some(STATE_IGNORES_ITSELF.into()),
+    )))
+}
+
+/// `.triage/.gitignore` after an uninstall: the folder ignores itself, whatever the project's
+/// ignore files say.
+const STATE_IGNORES_ITSELF: &str =
+    "# triage's state (written by `triage init --uninstall`): never committed\n*\n";
+
 /// The settings after removal: the original bytes when nothing else changed since the first
 /// install (so the file comes back byte for byte), or `None` (remove the file) when there was
 /// none; else the document without triage's entries.
 fn restore(
     after: &Value,
     original: &Option<String>,
+    current: &str,
     indent: &str,
     newline: bool,
 ) -> Option<String> {
-    let rendered = settings::render_with(after, indent, newline);
+    let rendered = settings::render_edit(current, after)
+        .unwrap_or_else(|| settings::render_with(after, indent, newline));
     match original {
         Some(orig) => {
             let same = serde_json::from_str::<Value>(orig)

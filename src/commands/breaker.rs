@@ -89,7 +89,8 @@ pub enum Action {
         /// The breaker's key
         #[arg(required_unless_present = "all", conflicts_with = "all")]
         key: Option<String>,
-        /// Every breaker with a state file
+        /// Every breaker with a state file; prints {"breakers": [{key, state, generation,
+        /// changed, transition}, ...]} however many there are
         #[arg(long)]
         all: bool,
     },
@@ -240,7 +241,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
                     Ok(machine::reset(b, now))
                 })?);
             }
-            Ok(manual_answer(cx, done))
+            Ok(manual_answer(cx, done, *all))
         }
         Action::Trip { key, for_ } => {
             let policy = cx.policy()?;
@@ -258,13 +259,13 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             let r = manual(&g, policy, &id, |b, now| {
                 Ok(machine::trip(b, for_ms.map(|d| now.saturating_add(d)), now))
             })?;
-            Ok(manual_answer(cx, vec![r]))
+            Ok(manual_answer(cx, vec![r], false))
         }
         Action::Disable { key } => {
             let policy = cx.policy()?;
             let id = existing(&g, policy, key, session.as_deref())?;
             let r = manual(&g, policy, &id, |b, now| Ok(machine::disable(b, now)))?;
-            Ok(manual_answer(cx, vec![r]))
+            Ok(manual_answer(cx, vec![r], false))
         }
         Action::HalfOpen { key } => {
             let policy = cx.policy()?;
@@ -277,12 +278,14 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
                     ))
                 })
             })?;
-            Ok(manual_answer(cx, vec![r]))
+            Ok(manual_answer(cx, vec![r], false))
         }
     }
 }
 
-fn manual_answer(cx: &Context, done: Vec<Manual>) -> Answer {
+/// What an operator's change prints: the one breaker's object, or with `--all` always
+/// `{"breakers": [...]}`, however many there were (none, one or more).
+fn manual_answer(cx: &Context, done: Vec<Manual>, all: bool) -> Answer {
     if cx.global.text {
         let lines: Vec<String> = done
             .iter()
@@ -294,7 +297,8 @@ fn manual_answer(cx: &Context, done: Vec<Manual>) -> Answer {
         return Answer::text(lines.join("\n"));
     }
     match <[Manual; 1]>::try_from(done) {
-        Ok([one]) => Answer::json(&one),
+        Ok([one]) if !all => Answer::json(&one),
+        Ok(one) => Answer::json(&serde_json::json!({ "breakers": one })),
         Err(many) => Answer::json(&serde_json::json!({ "breakers": many })),
     }
 }

@@ -1,5 +1,6 @@
-//! `triage install-links [DIR]`: the multi-call symlinks (`state-write`, …) beside the binary,
-//! so scripts can call a subcommand by name; and the man pages in `DIR/../share/man`, where
+//! `triage install-links [DIR]`: the multi-call symlinks (`triage-state-write`, …; with
+//! `--bare` also `state-write`, …) beside the binary, so scripts can call a subcommand by
+//! name; and the man pages in `DIR/../share/man`, where
 //! `man` looks for the pages of the programs in `DIR` (so `man triage-classify` works).
 
 use crate::context::{Answer, Context};
@@ -11,14 +12,21 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:\n  \
     triage install-links\n  \
-    triage install-links ~/.cargo/bin\n\n\
-    The man pages go to DIR/../share/man (~/.cargo/share/man for ~/.cargo/bin); a folder that \
+    triage install-links ~/.cargo/bin\n  \
+    triage install-links --bare ~/.local/bin\n\n\
+    The links are named triage-state-write, triage-classify, …: git-style names that no \
+    other program on PATH has. --bare also makes state-write, classify, breaker, … (short, \
+    but names another program may have too). The man pages go to DIR/../share/man (~/.cargo/share/man for ~/.cargo/bin); a folder that \
     cannot be written is a warning, the links are still made. A name that is already taken by \
     something triage did not make is left alone, with a warning. The binary also answers to \
     git-style names: a link named triage-classify runs triage classify.")]
 pub struct Args {
     /// Where to create the links [default: the folder of the running binary]
     pub dir: Option<PathBuf>,
+    /// Also the bare names (state-write, classify, breaker, check-output, …), which may
+    /// shadow another program of that name on PATH
+    #[arg(long)]
+    pub bare: bool,
 }
 
 /// Whether a link's target is a triage binary (an earlier install's, or a moved one).
@@ -50,7 +58,13 @@ pub fn run(
     }
     let mut linked = Vec::new();
     let mut skipped = Vec::new();
-    for name in names {
+    // `triage-NAME` always (the dispatcher answers to it as to NAME); the bare names only
+    // when asked for.
+    let mut wanted: Vec<String> = names.iter().map(|n| format!("triage-{n}")).collect();
+    if args.bare {
+        wanted.extend(names.iter().map(|n| n.to_string()));
+    }
+    for name in &wanted {
         let link = dir.join(name);
         if let Ok(m) = std::fs::symlink_metadata(&link) {
             let target = std::fs::read_link(&link).ok();

@@ -95,9 +95,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         }
         None if args.kind.is_some() || args.detail.is_some() => ErrorRecord::default(),
         None => {
+            // Nothing to record: no state root is made for the trace of it either.
+            cx.writes_nothing();
             return Err(Failure::data(
                 "stdin is empty; send an error object, a raw error or a hook payload, or give --kind/--detail",
-            ))
+            ));
         }
     };
     apply_flags(&mut rec, args);
@@ -214,8 +216,8 @@ fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Answer, Failur
             (Some(id), Some(_)) => format!("resolved {id}"),
             (Some(id), None) => format!("{id} was already resolved; nothing changed"),
             (None, _) => format!(
-                "resolved {} errors ({} already resolved were left as they were)",
-                done.lines.len(),
+                "resolved {} ({} already resolved were left as they were)",
+                crate::core::text::count(done.lines.len() as u64, "error"),
                 done.already_resolved
             ),
         };

@@ -294,8 +294,10 @@ fn prune(older_than: Dur, cx: &Context) -> Result<Answer, Failure> {
     });
     if cx.global.text {
         return Ok(Answer::text(format!(
-            "moved {} records older than {} to logs/archive/; {} kept",
-            moved.moved, older_than, moved.kept
+            "moved {} older than {} to logs/archive/; {} kept",
+            crate::core::text::count(moved.moved, "record"),
+            older_than,
+            moved.kept
         )));
     }
     Ok(Answer::json(&out))

@@ -198,8 +198,10 @@ fn status_text(st: &Status) -> String {
     }
     if st.reachable != Some(false) {
         out.push_str(&format!(
-            "{} breakers, {} log lines, {} breaker events\n",
-            st.breakers, st.records, st.breaker_events
+            "{}, {}, {}\n",
+            crate::core::text::count(st.breakers, "breaker"),
+            crate::core::text::count(st.records, "log line"),
+            crate::core::text::count(st.breaker_events, "breaker event")
         ));
     }
     if st.waiting > 0 || st.backend == "redis" {

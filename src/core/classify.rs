@@ -172,6 +172,13 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
         .or(v.retryable)
         .or(tr.and_then(|r| r.retryable))
         .unwrap_or(d.retryable);
+    // The policy's `[retry.kinds.KIND] retryable` has the last word on the kind.
+    let retryable = policy
+        .retry
+        .kinds
+        .get(&v.kind)
+        .and_then(|k| k.retryable)
+        .unwrap_or(retryable);
     let mut tier: Tier = from_given!("tier")
         .or(cfg.and_then(|r| r.tier))
         .or(tr.and_then(|r| r.tier))

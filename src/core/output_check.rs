@@ -159,7 +159,10 @@ pub fn judge(rules: &OutputRules, criticality: Criticality, subject: &Subject) -
     j.add(
         "output_present",
         match (subject.output, &text) {
-            (_, Some(t)) => Ok(format!("{} characters", t.trim().chars().count())),
+            (_, Some(t)) => Ok(crate::core::text::count(
+                t.trim().chars().count() as u64,
+                "character",
+            )),
             (None, _) => Err("no output at all; the agent returned nothing".into()),
             (Some(v), None) => Err(format!("the output is empty ({})", empty_what(v))),
         },
@@ -330,14 +333,20 @@ fn check_status(j: &mut Judging, status: Option<&str>, output: Option<&Value>) {
 fn check_text(j: &mut Judging, rules: &OutputRules, text: &str, original: Option<usize>) {
     let chars = text.trim().chars().count();
     if let Some(min) = rules.min_chars {
-        let d = format!("{chars} characters, at least {min} required");
+        let d = format!(
+            "{}, at least {min} required",
+            crate::core::text::count(chars as u64, "character")
+        );
         j.add(
             "min_chars",
             if chars as u64 >= min { Ok(d) } else { Err(d) },
         );
     }
     if let Some(min) = original {
-        let d = format!("{chars} characters, at least the original's {min} required");
+        let d = format!(
+            "{}, at least the original's {min} required",
+            crate::core::text::count(chars as u64, "character")
+        );
         j.add("original_length", if chars >= min { Ok(d) } else { Err(d) });
     }
     for p in rules.require_all.iter().flatten() {

@@ -55,6 +55,14 @@ pub fn printable_styled(text: &str) -> String {
     out
 }
 
+/// `n` and the noun, in agreement: `1 attempt`, `2 attempts` (a regular plural: `noun` + s).
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    match n.into() {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use crate::core::attempt_plan::{self, End, Next};
 use crate::core::breaker::Outcome;
 use crate::core::duration::Dur;
 use crate::core::policy::Policy;
-use crate::core::vocab::Kind;
+use crate::core::vocab::{Action, Kind};
 use crate::exec::child::{self, Attempt, Interrupts, Spec};
 use crate::exec::wiring::Wiring;
 use crate::exit::Failure;
@@ -339,7 +339,12 @@ pub fn run(
             own_open = b["generation"].as_u64();
         }
         entry["breaker"] = json!(b);
-        report.action = Some(error.action);
+        report.action = Some(stopped_action(
+            &next,
+            error.action,
+            side_effects,
+            interrupted,
+        ));
         match next {
             Next::Retry(delay) => {
                 report.attempts.push(entry);
@@ -592,6 +597,16 @@ fn pass_stdout(mut file: std::fs::File, to: Option<&std::fs::File>) -> Result<()
             "cannot write the command's stdout: {e}"
         ))),
         _ => Ok(()),
+    }
+}
+
+/// What the report advises: the verdict's action, unless that is a retry this run did not
+/// make (the cascade rule, the phase's time budget, side effects): then a person decides.
+fn stopped_action(next: &Next, action: Action, side_effects: bool, interrupted: bool) -> Action {
+    match (next, action) {
+        (Next::Stop(_), Action::Retry) if side_effects => Action::AskUser,
+        (Next::Stop(_), Action::Retry) if !interrupted => Action::Escalate,
+        _ => action,
     }
 }
 

@@ -390,7 +390,13 @@ fn record(
         .unwrap_or_default();
     let (detail, retries, resolution) = match why {
         RecordAs::LetGo(max) => (
-            format!("rejected {max} times, then let go: {detail}"),
+            format!(
+                "rejected {}, then let go: {detail}",
+                match max {
+                    1 => "once".to_string(),
+                    n => format!("{n} times"),
+                }
+            ),
             max,
             json!({"action_taken": "proceed_without", "successful": false}),
         ),

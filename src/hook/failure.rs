@@ -9,13 +9,13 @@
 use super::codec::Response;
 use super::{announce, guarded_key, store_record};
 use crate::context::Context;
-use crate::core::breaker::{CallReport, Outcome};
+use crate::core::breaker::{CallReport, Outcome, State};
 use crate::core::classify::{self, ErrorObject};
 use crate::core::error_record;
 use crate::core::hook_payload::Payload;
 use crate::core::policy::Policy;
 use crate::core::repeat;
-use crate::core::vocab::Class;
+use crate::core::vocab::{Action, Class};
 use crate::exit::Failure;
 use crate::store::breakers::calls as breaker;
 use crate::store::{repeats, sessions};
@@ -57,7 +57,9 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         .is_some_and(|e| e.last.outcome == Outcome::Failure);
     let work = !judged && !p.is_interrupt() && is_work(policy, &object, p.tool_name());
     // The breaker first: the gate of the next call must not depend on the repeat counts or
-    // the error log.
+    // the error log. A breaker open after this failure denies the next call: no retry is
+    // advised then.
+    let mut open_after: Option<(String, u32)> = None;
     if let Some(key) = guarded {
         let start = p
             .tool_use_id()
@@ -76,8 +78,12 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
             detail: p.error().map(str::to_string),
             duration_ms: p.duration_ms(),
         };
-        if let Err(f) = breaker::record_in(&g, policy, key, p.session_id(), &report) {
-            cx.warn(&format!("the breaker did not hear of this failure: {f}"));
+        match breaker::record_in(&g, policy, key, p.session_id(), &report) {
+            Ok(r) if matches!(r.state, State::Open | State::ForcedOpen) => {
+                open_after = Some((r.key.clone(), r.consecutive_failures));
+            }
+            Ok(_) => {}
+            Err(f) => cx.warn(&format!("the breaker did not hear of this failure: {f}")),
         }
         super::upstream::hear_call(cx, p, outcome, report.kind, p.error());
     }
@@ -102,11 +108,31 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         }
     });
     // On a repeat, the decision of that occurrence: the next step of the schedule.
-    let (mut rec, object) = if seen.count > 1 && !work {
+    let (mut rec, mut object) = if seen.count > 1 && !work {
         error_record::classified_at(&p.0, policy, Some(seen.count - 1), Some(cx.now))
     } else {
         (rec, object)
     };
+    let open_now = open_after
+        .as_ref()
+        .filter(|_| !work && object.action == Action::Retry)
+        .map(|(key, failures)| {
+            let why = format!(
+                "the breaker `{key}` is open after {}, so the next call is denied until its cooldown ends",
+                crate::core::text::count(*failures, "failure")
+            );
+            object.action = Action::Escalate;
+            object.retry = None;
+            object
+                .context
+                .insert("action_reason".into(), Value::from(why.clone()));
+            rec.error.insert("action".into(), Value::from("escalate"));
+            rec.error.insert("retry".into(), Value::Null);
+            if let Some(Value::Object(c)) = rec.error.get_mut("context") {
+                c.insert("action_reason".into(), Value::from(why.clone()));
+            }
+            why
+        });
     object.warnings.iter().for_each(|w| cx.warn(w));
     if work {
         // Nothing recorded, nothing advised: the output already says what failed.
@@ -147,7 +173,18 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
             repeat_sentence(seen.count)
         )
         .replace('\n', " "),
-        None => classify::hook_context(&object),
+        None => match &open_now {
+            // Not "retry (attempt 2 of 3)" when that call would be denied.
+            Some(why) => format!(
+                "triage: `{}` (tier {}, {}): {}. Next step: do not retry it now: {why}; carry on without it, or tell the user what failed.",
+                object.kind,
+                object.tier.number(),
+                object.tier.name(),
+                object.detail.trim_end_matches('.')
+            )
+            .replace('\n', " "),
+            None => classify::hook_context(&object),
+        },
     };
     let mut r = Response::context("PostToolUseFailure", advice);
     announce(cx, p, &warnings, &mut r);

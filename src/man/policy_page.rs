@@ -539,7 +539,7 @@ pub fn policy_page() -> String {
     ));
     for t in tables() {
         let header = format!("[{}]", t.name);
-        out.push_str(&format!(".SH \"{}\"\n", r(&header)));
+        out.push_str(&format!(".SH {}\n", super::roff_quoted(&header)));
         if !t.doc.is_empty() {
             out.push_str(&r(t.doc.trim_start_matches(&format!("{header}: ")).trim()));
             out.push('\n');

@@ -423,3 +423,28 @@ fn concurrent_failures_count_exactly_and_trip_once() {
     assert_eq!(st["state"], "open");
     assert_eq!(edges(s), [("closed".into(), "open".into())]);
 }
+
+/// `reset --all` prints `{"breakers": [...]}` whether there are none, one or many breakers:
+/// a script reads one shape.
+#[test]
+fn reset_all_prints_a_list_however_many_breakers_there_are() {
+    let Some(b) = crate::backend::sandbox() else {
+        return;
+    };
+    let s = &b.sandbox;
+    assert_eq!(
+        run(s, T0, &["reset", "--all"])["breakers"],
+        serde_json::json!([])
+    );
+    run(s, T0, &["record", "one", "--outcome", "failure"]);
+    let v = run(s, T0, &["reset", "--all"]);
+    let list = v["breakers"].as_array().expect("a list for one breaker");
+    assert_eq!(list.len(), 1, "{v}");
+    assert_eq!(list[0]["key"], "one", "{v}");
+    assert!(v.get("key").is_none(), "{v}");
+    run(s, T0, &["record", "two", "--outcome", "failure"]);
+    let v = run(s, T0, &["reset", "--all"]);
+    assert_eq!(v["breakers"].as_array().map(Vec::len), Some(2), "{v}");
+    // One key named: that breaker's object, as before.
+    assert_eq!(run(s, T0, &["reset", "one"])["key"], "one");
+}

@@ -563,3 +563,35 @@ fn the_docs_kinds_table_is_the_man_pages() {
         assert!(readme.contains(&md), "docs/classify.md lacks the row {md}");
     }
 }
+
+/// `[retry.kinds.KIND] retryable = true` makes a kind that is not retried by default (a
+/// crash) retried, as `retryable = false` stops one that is.
+#[test]
+fn a_policy_can_make_a_kind_retryable() {
+    let s = Sandbox::new();
+    let crash = r#"{"kind": "crash", "detail": "segmentation fault"}"#;
+    let before = json_out(&classify(&s, &[], crash).status(0));
+    assert_eq!(before["action"], "escalate", "{before}");
+    s.write(".triage.toml", "[retry.kinds.crash]\nretryable = true\n");
+    let e = json_out(&classify(&s, &[], crash).status(0));
+    assert_eq!(e["kind"], "crash", "{e}");
+    assert_eq!(e["action"], "retry", "{e}");
+    assert_eq!(e["retryable"], true, "{e}");
+    assert_eq!(e["retry"]["attempt"], 2, "{e}");
+    // And off again for a kind that is retried by default.
+    s.write(".triage.toml", "[retry.kinds.timeout]\nretryable = false\n");
+    let t = json_out(&classify(&s, &[], r#"{"kind": "timeout", "detail": "slow"}"#).status(0));
+    assert_eq!(t["retry"], Value::Null, "{t}");
+    assert_eq!(t["retryable"], false, "{t}");
+}
+
+/// One attempt allowed: "the only attempt failed", never "all 1 attempts failed".
+#[test]
+fn an_exhausted_single_attempt_is_said_in_the_singular() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[retry]\nmax_attempts = 1\n");
+    let e = json_out(&classify(&s, &[], r#"{"kind": "timeout", "detail": "slow"}"#).status(0));
+    let why = e["context"]["action_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("the only attempt failed"), "{e}");
+    assert!(!e.to_string().contains("1 attempts"), "{e}");
+}

@@ -88,3 +88,41 @@ fn a_bad_value_warns_and_its_default_applies() {
     assert_eq!(json_out(&out)["breaker"]["cooldown"], "5s");
     s.cmd(&["config", "show", "--strict"]).assert().code(65);
 }
+
+/// `--config FILE` names a file the user wants: when it does not exist, the command stops
+/// with a usage error (64) that names the file and what to do, and creates nothing.
+/// `TRIAGE_CONFIG` stays forgiving (a warning and the built-in defaults), and `triage hook`
+/// only warns: it exits 0 whatever it is given.
+#[test]
+fn a_missing_config_file_named_with_the_flag_is_a_usage_error() {
+    let s = crate::common::Sandbox::new();
+    for (args, name) in [
+        (&["--config", "nope.toml", "config", "show"][..], "config"),
+        (
+            &["classify", "--config", "nope.toml", "--message", "boom"][..],
+            "classify",
+        ),
+        (&["breaker", "status", "--config=nope.toml"][..], "breaker"),
+    ] {
+        let out = s.triage(args).run().status(64);
+        let err = out.stderr();
+        assert!(
+            err.starts_with(&format!("triage {name}: --config nope.toml: no such file")),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("triage init"), "{err}");
+    }
+    assert!(!s.root().exists(), "nothing was created");
+    let out = s
+        .triage(["classify", "--message", "boom"])
+        .env("TRIAGE_CONFIG", "nope.toml")
+        .run()
+        .status(0);
+    assert!(out.stderr().contains("does not exist"), "{}", out.stderr());
+    let out = s
+        .triage(["hook", "--config", "nope.toml"])
+        .stdin(r#"{"hook_event_name": "PreToolUse", "session_id": "s1", "tool_name": "Bash", "tool_input": {}}"#)
+        .run()
+        .status(0);
+    assert!(out.stderr().contains("nope.toml"), "{}", out.stderr());
+}

@@ -139,3 +139,102 @@ fn no_input_makes_any_subcommand_exit_2_or_panic() {
         }
     }
 }
+
+/// A misspelled sub-subcommand (`triage breaker stauts`) lists the subcommands of the command
+/// it belongs to, not the top level's.
+#[test]
+fn a_misspelled_sub_subcommand_lists_its_command_s_subcommands() {
+    let s = Sandbox::new();
+    for (line, whose, expect) in [
+        (
+            &["breaker", "stauts"][..],
+            "breaker",
+            "check, record, status",
+        ),
+        (
+            &["saga", "stauts"][..],
+            "saga",
+            "begin, step, compensate, status",
+        ),
+        (&["--text", "phase", "bogus"][..], "phase", "resume"),
+        (&["store", "stauts"][..], "store", "status"),
+    ] {
+        let out = s.triage(line).run().status(64);
+        let err = out.stderr();
+        let valid = err
+            .lines()
+            .find(|l| l.starts_with("valid subcommands"))
+            .unwrap_or_else(|| panic!("{line:?}: {err}"));
+        assert!(
+            valid.starts_with(&format!("valid subcommands of `triage {whose}`: ")),
+            "{line:?}: {valid}"
+        );
+        assert!(valid.contains(expect), "{line:?}: {valid}");
+        assert!(!valid.contains("state-write"), "{line:?}: {valid}");
+    }
+}
+
+/// `triage hook` exits 0 whatever it is given (SPEC §2), a misspelled flag included: the
+/// message still goes to stderr.
+#[test]
+fn hook_with_an_unknown_flag_exits_0() {
+    let s = Sandbox::new();
+    let out = s
+        .triage(["hook", "--evnt", "PreToolUse"])
+        .stdin("{}")
+        .run()
+        .status(0);
+    assert!(
+        out.stderr().starts_with("triage hook: "),
+        "{}",
+        out.stderr()
+    );
+    assert!(out.stderr().contains("--evnt"), "{}", out.stderr());
+    assert_eq!(out.stdout(), "");
+    s.triage(["hook", "--block-with-exit-2", "--bogus"])
+        .stdin("{}")
+        .run()
+        .status(0);
+    // Any other subcommand's usage error is still 64.
+    s.triage(["classify", "--evnt"]).run().status(64);
+}
+
+/// A subcommand's help lists its own options first and the global ones after them, under
+/// their own heading, never in between.
+#[test]
+fn help_lists_global_options_after_the_command_s_own() {
+    let s = Sandbox::new();
+    for line in [
+        &["classify", "--help"][..],
+        &["man", "--help"][..],
+        &["breaker", "check", "--help"][..],
+        &["run", "-h"][..],
+    ] {
+        let help = s.triage(line).run().status(0).stdout();
+        let global = help
+            .find("\nGlobal options:\n")
+            .unwrap_or_else(|| panic!("{line:?}: no Global options heading:\n{help}"));
+        let (own, globals) = help.split_at(global);
+        // An option's own line starts with it (`-e, --exit-status` with its short form).
+        let lists = |text: &str, flag: &str| {
+            text.lines().any(|l| {
+                let l = l.trim_start();
+                l.starts_with(flag) || l.starts_with(&format!("-e, {flag}"))
+            })
+        };
+        for flag in [
+            "--dir <DIR>",
+            "--config <FILE>",
+            "--text",
+            "--exit-status",
+            "--strict",
+        ] {
+            assert!(
+                !lists(own, flag),
+                "{line:?}: {flag} among the command's own:\n{help}"
+            );
+            assert!(lists(globals, flag), "{line:?}: {flag}:\n{help}");
+        }
+        assert!(own.contains("\nOptions:\n"), "{line:?}:\n{help}");
+    }
+}

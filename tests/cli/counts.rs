@@ -493,7 +493,7 @@ fn interrupts_count_toward_no_threshold_and_no_failure_rate() {
         ],
     );
     assert!(
-        t5.contains("This session has encountered 1 failures"),
+        t5.contains("This session has encountered 1 failure across"),
         "{t5}"
     );
     assert!(t5.contains("Failure rate: 5%"), "{t5}");
@@ -1236,4 +1236,78 @@ fn chapters_under_one_agent_have_breakers_of_their_own() {
         run_report(&out.stderr)["attempts"][0]["breaker"]["key"],
         "calc:units"
     );
+}
+
+/// Seed 001's stability warning is about failures: a session whose failures are all resolved
+/// gets no warning (no "[WORKFLOW STABILITY WARNING]", no options to choose from).
+#[test]
+fn the_stability_warning_is_not_given_when_nothing_failed() {
+    let s = Sandbox::new();
+    let v = fail(&s, "researcher", "timeout");
+    let id = v["error_id"].as_str().unwrap().to_string();
+    triage(
+        &s,
+        &[
+            "record-error",
+            "--resolve",
+            &id,
+            "--action-taken",
+            "retry",
+            "--successful",
+            "true",
+        ],
+        "",
+    );
+    let args = [
+        "report",
+        "--session",
+        "s1",
+        "--template",
+        "stability-warning",
+    ];
+    let t = text(&s, &args);
+    assert!(!t.contains("STABILITY WARNING]"), "{t}");
+    assert!(!t.contains("Recommendation"), "{t}");
+    assert!(t.contains("no unresolved failures"), "{t}");
+    let j = triage(&s, &args, "");
+    assert_eq!(j["failure_count"], 0, "{j}");
+    assert_eq!(j["warning"], false, "{j}");
+    assert_eq!(j["options"], serde_json::json!([]), "{j}");
+}
+
+/// After the cascade rule stops the retries, `run`'s report does not say `"action": "retry"`:
+/// the failures go to the user.
+#[test]
+fn run_stopped_by_the_cascade_rule_reports_escalate_not_retry() {
+    let Some(s) = sandbox() else { return };
+    fail(&s, "statistician-consultant", "timeout");
+    fail(&s, "mathematician-consultant", "timeout");
+    let script = flaky(&s, "prog", 9);
+    let out = s
+        .triage([
+            "run",
+            "--agent",
+            "programmer-consultant",
+            "--session",
+            "s1",
+            "--workflow",
+            "w1",
+            "--phase",
+            "2",
+            "--",
+            "sh",
+            &script,
+        ])
+        .env("TRIAGE_NOW", NOW)
+        .run()
+        .status(1);
+    let r = run_report(&out.stderr);
+    assert!(
+        r["attempts"][0]["stopped"]
+            .as_str()
+            .unwrap()
+            .contains("the cascade rule fired"),
+        "{r}"
+    );
+    assert_eq!(r["action"], "escalate", "{r}");
 }

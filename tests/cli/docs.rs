@@ -91,7 +91,7 @@ fn multicall_names() -> Vec<String> {
     let s = Sandbox::new();
     let links = s.path().join("links");
     std::fs::create_dir(&links).unwrap();
-    s.cmd(&["install-links", links.to_str().unwrap()])
+    s.cmd(&["install-links", "--bare", links.to_str().unwrap()])
         .assert()
         .code(0);
     let mut names: Vec<String> = std::fs::read_dir(&links)
@@ -99,6 +99,7 @@ fn multicall_names() -> Vec<String> {
         .flatten()
         .filter(|e| e.path().is_symlink())
         .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("triage-"))
         .collect();
     names.sort();
     names
@@ -144,13 +145,14 @@ fn install_links_creates_working_links() {
     s.cmd(&["install-links", links.to_str().unwrap()])
         .assert()
         .code(0);
-    // One link per entry point of bin/ (one per multi-call name, as the test above checks).
+    // One link per entry point of bin/ (one per multi-call name, as the test above checks),
+    // named triage-NAME.
     for e in std::fs::read_dir(repo().join("bin")).unwrap().flatten() {
-        let name = e.file_name();
+        let name = format!("triage-{}", e.file_name().to_string_lossy());
         assert!(links.join(&name).is_symlink(), "{name:?}");
     }
     s.write("f.json", "{\"a\":2}");
-    let out = std::process::Command::new(links.join("state-read"))
+    let out = std::process::Command::new(links.join("triage-state-read"))
         .arg("f.json")
         .current_dir(s.path())
         .output()

@@ -535,3 +535,35 @@ fn session_start_removes_call_starts_that_no_post_tool_use_took_within_a_day() {
     assert!(!s.root().join("sessions/crashed").exists());
     assert_eq!(starts(&s, "busy").len(), 1);
 }
+
+/// The failure that opens a breaker does not advise a retry the breaker would deny: the
+/// advice says the breaker is open, and the record's action is `escalate`, not `retry`.
+#[test]
+fn the_failure_that_opens_a_breaker_advises_no_retry() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[breaker.WebFetch]\nfailure_threshold = 2\ncooldown = \"5m\"\n",
+    );
+    let call = |event: &str, id: &str| {
+        json!({"session_id": "s1", "hook_event_name": event, "tool_name": "WebFetch",
+               "tool_use_id": id, "tool_input": {"url": "https://example.com"},
+               "error": "Request failed with status code 503"})
+        .to_string()
+    };
+    hook(&s, T0, &call("PreToolUse", "t1"));
+    let first = hook(&s, T0, &call("PostToolUseFailure", "t1")).expect("advice");
+    assert!(context(&first).contains("retry"), "{first}");
+    hook(&s, T0, &call("PreToolUse", "t2"));
+    let second = hook(&s, T0, &call("PostToolUseFailure", "t2")).expect("advice");
+    let c = context(&second);
+    assert!(!c.contains("(attempt "), "a retry the breaker denies: {c}");
+    assert!(c.contains("do not retry"), "{c}");
+    assert!(c.contains("breaker `WebFetch` is open"), "{c}");
+    let last = log(&s).pop().unwrap();
+    assert_eq!(last["action"], "escalate", "{last}");
+    assert_eq!(last["retry"], Value::Null, "{last}");
+    // And the next call is denied, as the advice said.
+    let v = hook(&s, T0, &call("PreToolUse", "t3")).expect("denied");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+}

@@ -445,3 +445,94 @@ fn local_init_outside_git_writes_no_ignore_file_and_no_policy() {
     assert!(!sb.exists(".triage.toml"));
     assert!(!sb.exists(".claude/settings.json"));
 }
+
+/// Whether git ignores `path` in the sandbox's repository.
+fn git_ignores(sb: &Sandbox, path: &str) -> bool {
+    std::process::Command::new("git")
+        .args(["check-ignore", "-q", path])
+        .current_dir(sb.path())
+        .status()
+        .unwrap()
+        .success()
+}
+
+/// `--uninstall` gives back the user's ignore file and keeps what triage wrote meanwhile out
+/// of git: `.triage/` (the error log and breakers stay) is still ignored afterwards, whether
+/// init added the line or the user's `.gitignore` had it before.
+#[test]
+fn uninstall_leaves_the_state_root_ignored() {
+    if !crate::common::skip_unless_tool("git", "TRIAGE_REQUIRE_GIT") {
+        return;
+    }
+    for before in [
+        None,
+        Some("node_modules/\n"),
+        Some("node_modules/\n.triage/\n"),
+    ] {
+        let sb = Sandbox::new();
+        let git = std::process::Command::new("git")
+            .args(["init", "-q", "."])
+            .current_dir(sb.path())
+            .status()
+            .unwrap();
+        assert!(git.success());
+        if let Some(text) = before {
+            sb.write(".gitignore", text);
+        }
+        sb.cmd(&["init"]).assert().success();
+        sb.triage(["record-error", "--kind", "timeout", "--detail", "slow"])
+            .run()
+            .status(0);
+        assert!(git_ignores(&sb, ".triage/logs/errors.jsonl"), "{before:?}");
+        sb.cmd(&["init", "--uninstall"]).assert().success();
+        // The user's own file comes back as it was.
+        assert_eq!(
+            std::fs::read_to_string(sb.path().join(".gitignore"))
+                .ok()
+                .as_deref(),
+            before,
+            "{before:?}"
+        );
+        assert!(sb.exists(".triage/logs/errors.jsonl"), "the state is kept");
+        assert!(
+            git_ignores(&sb, ".triage/logs/errors.jsonl"),
+            "{before:?}: .triage/ is no longer ignored after --uninstall"
+        );
+    }
+}
+
+/// A settings file written compactly stays compact: init adds its `hooks` on the same line and
+/// rewrites nothing else; a compact part of an indented file (`"allow": [...]`) keeps its bytes.
+#[test]
+fn init_keeps_a_compact_settings_file_compact() {
+    let sb = Sandbox::new();
+    let compact = r#"{"model":"opus","permissions":{"allow":["Bash(npm test)"]}}"#;
+    sb.write(".claude/settings.json", compact);
+    sb.cmd(&["init"]).assert().success();
+    let text = sb.read(".claude/settings.json");
+    assert!(!text.trim_end().contains('\n'), "re-expanded:\n{text}");
+    assert!(
+        text.starts_with(r#"{"model":"opus","permissions":{"allow":["Bash(npm test)"]},"hooks":{"#),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(v["hooks"]["PreToolUse"].is_array(), "{v}");
+    // A later change by the user, then uninstall: still compact, the user's change kept.
+    let edited = text.replace(r#""model":"opus""#, r#""model":"sonnet""#);
+    sb.write(".claude/settings.json", &edited);
+    sb.cmd(&["init", "--uninstall"]).assert().success();
+    assert_eq!(
+        sb.read(".claude/settings.json"),
+        compact.replace("opus", "sonnet")
+    );
+
+    let sb = Sandbox::new();
+    let mixed = "{\n  \"permissions\": {\"allow\": [\"Bash(ls)\"]},\n  \"model\": \"opus\"\n}\n";
+    sb.write(".claude/settings.json", mixed);
+    sb.cmd(&["init"]).assert().success();
+    let text = sb.read(".claude/settings.json");
+    assert!(
+        text.starts_with("{\n  \"permissions\": {\"allow\": [\"Bash(ls)\"]},\n  \"model\": \"opus\",\n  \"hooks\": {\n"),
+        "{text}"
+    );
+}

@@ -181,3 +181,61 @@ fn zsh_and_fish_scripts_load() {
         assert!(text.lines().any(|l| l.starts_with("report")), "{text}");
     }
 }
+
+/// The fish script loads without a word on stderr, values whose help has double quotes in it
+/// (`report --template parallel-status`) included, and completes those values.
+#[test]
+fn fish_completions_load_cleanly_and_complete_values() {
+    let s = Sandbox::new();
+    let fish = s.write("triage.fish", completion("fish"));
+    if !skip_unless_tool("fish", "TRIAGE_REQUIRE_FISH") {
+        return;
+    }
+    let out = command("fish")
+        .arg("-c")
+        .arg(format!(
+            "source {}; complete -C 'triage report --template '",
+            fish.display()
+        ))
+        .run();
+    assert_eq!(out.stderr(), "", "fish refused the script");
+    let text = out.stdout();
+    let parallel = text
+        .lines()
+        .find(|l| l.starts_with("parallel-status"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(parallel.contains("\"PARTIAL SUCCESS\""), "{parallel}");
+    assert!(
+        text.lines().any(|l| l.starts_with("stage-failed")),
+        "{text}"
+    );
+}
+
+/// `triage.toml(5)`'s section of a breaker key's table reads `[breaker."KEY"]`: a double quote
+/// inside a quoted `.SH` argument is written so that it does not end it.
+#[test]
+fn policy_page_headings_keep_their_quotes() {
+    let s = Sandbox::new();
+    let page = s.triage(["man", "triage.toml"]).run().status(0).stdout();
+    for line in page.lines().filter(|l| l.starts_with(".SH ")) {
+        let arg = &line[4..];
+        if arg.starts_with('"') {
+            assert!(
+                arg.ends_with('"') && !arg[1..arg.len() - 1].contains('"'),
+                "a quote inside a quoted heading ends it: {line}"
+            );
+        }
+    }
+    assert!(page.contains(".SH \"[breaker.\\(dqKEY\\(dq]\""), "{page}");
+    if !skip_unless_tool("groff", "TRIAGE_REQUIRE_MAN") {
+        return;
+    }
+    let out = command("groff")
+        .args(["-man", "-Tutf8", "-P-c", "-P-b", "-P-u"])
+        .stdin(page)
+        .run()
+        .status(0);
+    let text = out.stdout();
+    assert!(text.contains("[breaker.\"KEY\"]"), "{text}");
+    assert!(!text.contains("KEY\"]\""), "{text}");
+}

@@ -198,7 +198,7 @@ fn install_links_never_replaces_what_triage_did_not_make() {
     std::fs::write(bin.join("classify"), "#!/bin/sh\n").unwrap();
     std::os::unix::fs::symlink("/old/place/triage", bin.join("state-read")).unwrap();
     let out = s
-        .triage(["install-links", bin.to_str().unwrap()])
+        .triage(["install-links", "--bare", bin.to_str().unwrap()])
         .current_dir(&bin)
         .run()
         .status(0);
@@ -898,4 +898,34 @@ fn each_negative_verdict_in_the_exit_status_table_exits_1_with_e_and_0_without()
     );
     // run: its command's status, -e or not.
     s.cmd(&["-e", "run", "--no-retry", "true"]).assert().code(0);
+}
+
+/// `install-links` makes `triage-classify`-style links, which run their subcommand; the bare
+/// names (`classify`, `breaker`, …), which another program may have, only with `--bare`.
+#[test]
+fn install_links_makes_prefixed_names_and_bare_ones_only_on_request() {
+    let s = Sandbox::new();
+    let bin = s.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    s.triage(["install-links", bin.to_str().unwrap()])
+        .run()
+        .status(0);
+    for name in ["classify", "breaker", "check-output", "state-read"] {
+        assert!(
+            bin.join(format!("triage-{name}")).is_symlink(),
+            "triage-{name}"
+        );
+        assert!(!bin.join(name).exists(), "bare {name} without --bare");
+    }
+    let out = s
+        .command(bin.join("triage-classify"))
+        .args(["--message", "HTTP 429 Too Many Requests"])
+        .run()
+        .status(0);
+    assert_eq!(json_out(&out)["kind"], "rate_limited");
+    s.triage(["install-links", "--bare", bin.to_str().unwrap()])
+        .run()
+        .status(0);
+    assert!(bin.join("classify").is_symlink());
+    assert!(bin.join("triage-classify").is_symlink());
 }

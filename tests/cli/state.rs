@@ -593,3 +593,20 @@ fn update_refuses_a_document_deeper_than_the_reader_accepts() {
     let v = read(&s, &["s.json"]);
     assert_eq!(v["recovered_from"], "primary");
 }
+
+/// A read, or a call with nothing to record, leaves no state root behind where it ran: the
+/// warning is on stderr, and `.triage/` is not created for its trace.
+#[test]
+fn a_read_or_an_empty_record_creates_no_state_root() {
+    let s = crate::common::Sandbox::new();
+    let out = s.triage(["state-read", "nope.json"]).run().status(0);
+    assert!(out.stderr().contains("no valid state"), "{}", out.stderr());
+    assert!(!s.root().exists(), "state-read created the state root");
+    let out = s.triage(["record-error"]).stdin_null().run().status(0);
+    assert!(out.stderr().contains("stdin is empty"), "{}", out.stderr());
+    assert!(!s.root().exists(), "record-error created the state root");
+    // Once the root exists, the trace is kept there.
+    std::fs::create_dir(s.root()).unwrap();
+    s.triage(["state-read", "nope.json"]).run().status(0);
+    assert!(s.exists(".triage/logs/triage.log"));
+}

@@ -72,7 +72,8 @@ pub struct Failure<'a> {
 /// Decides retry or not, and the wait, for `f` under `policy`; `seed` feeds the jitter.
 pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
     let per_kind = policy.kinds.get(&f.kind);
-    let retryable = f.retryable && per_kind.and_then(|k| k.retryable).unwrap_or(true);
+    // `[retry.kinds.KIND] retryable` is the policy's word on the kind, either way.
+    let retryable = per_kind.and_then(|k| k.retryable).unwrap_or(f.retryable);
     let not_retried = |reason: Option<String>| Decision {
         action: f.fallback,
         retry: None,
@@ -130,7 +131,10 @@ pub fn decide(f: &Failure, policy: &RetryPolicy, seed: u64) -> Decision {
         return Decision {
             action,
             retry: None,
-            reason: Some(format!("all {max_attempts} attempts failed; {what}")),
+            reason: Some(match max_attempts {
+                1 => format!("the only attempt failed; {what}"),
+                n => format!("all {n} attempts failed; {what}"),
+            }),
             exhausted: true,
         };
     }

@@ -280,6 +280,22 @@ pub(super) fn stability_warning(v: &View) -> Result<(Value, String), String> {
     let recovered = ours.iter().filter(|r| r.opens && v.resolved(r)).count() as u64;
     let interrupts = ours.iter().filter(|r| r.is(Kind::Interrupted)).count() as u64;
     let n = open.len() as u64;
+    // Nothing unresolved: nothing to warn of (seed 001 warns of failures, not of their absence).
+    if n == 0 {
+        let who = session
+            .as_deref()
+            .map_or_else(|| "the session".to_string(), |s| format!("session {s}"));
+        let text = format!(
+            "No workflow stability warning: {who} has no unresolved failures ({recovered} resolved since, {}).",
+            crate::core::text::count(interrupts, "interrupt")
+        );
+        let fields = json!({
+            "session_id": session, "warning": false, "failure_count": 0, "failure_rate": null,
+            "runs": v.input.runs, "resolved": recovered, "interrupts": interrupts,
+            "recent_failures": [], "options": [],
+        });
+        return Ok((fields, text));
+    }
     // The log holds failures, not runs: a rate needs --runs.
     let rate = v
         .input
@@ -293,7 +309,8 @@ pub(super) fn stability_warning(v: &View) -> Result<(Value, String), String> {
         "Abort workflow and start fresh".into(),
     ]);
     let mut text = format!(
-        "[WORKFLOW STABILITY WARNING]\n\nThis session has encountered {n} failures across phases.\n"
+        "[WORKFLOW STABILITY WARNING]\n\nThis session has encountered {} across phases.\n",
+        crate::core::text::count(n, "failure")
     );
     let mut not_counted = Vec::new();
     if recovered > 0 {
@@ -327,7 +344,7 @@ pub(super) fn stability_warning(v: &View) -> Result<(Value, String), String> {
     text.push_str("\nRecommendation: Consider aborting and troubleshooting.\n\n");
     text.push_str(&opts_text);
     let fields = json!({
-        "session_id": session, "failure_count": n, "failure_rate": rate, "runs": v.input.runs,
+        "session_id": session, "warning": true, "failure_count": n, "failure_rate": rate, "runs": v.input.runs,
         "resolved": recovered, "interrupts": interrupts,
         "recent_failures": recent.iter().map(|r| json!({"phase": r.phase, "agent": r.name(), "type": r.kind})).collect::<Vec<_>>(),
         "options": opts,
