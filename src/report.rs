@@ -5,5 +5,6 @@
 pub mod dashboard;
 pub mod html;
 pub mod listing;
+pub mod palette;
 pub mod svg;
 pub mod text;

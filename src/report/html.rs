@@ -26,7 +26,7 @@ use std::fmt::Write;
 /// Agents drawn one by one in the time and duration charts; the rest share one chart.
 const AGENTS_DRAWN: usize = 8;
 /// Kinds with a colour of their own; the rest share one.
-const KIND_COLOURS: usize = 9;
+const KIND_COLOURS: usize = 7;
 /// Columns of the time chart, at most.
 const COLUMNS: i64 = 72;
 /// Breakers drawn in the timeline, at most.
@@ -127,12 +127,8 @@ pub struct Page<'a> {
 }
 
 const STYLE: &str = r#"
-:root{color-scheme:light dark;--bg:#ffffff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--panel:#f6f8fa;
---k0:#0969da;--k1:#cf222e;--k2:#9a6700;--k3:#8250df;--k4:#1a7f37;--k5:#bc4c00;--k6:#bf3989;--k7:#0550ae;--k8:#57606a;--k9:#8c959f;
---closed:#2da44e;--open:#cf222e;--half:#d4a72c;--forced:#8250df;--disabled:#8c959f;--bar:#0969da;--marker:#cf222e}
-@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--panel:#151b23;
---k0:#4493f8;--k1:#f85149;--k2:#d29922;--k3:#ab7df8;--k4:#3fb950;--k5:#f0883e;--k6:#db61a2;--k7:#79c0ff;--k8:#9198a1;--k9:#656c76;
---closed:#3fb950;--open:#f85149;--half:#d29922;--forced:#ab7df8;--disabled:#656c76;--bar:#4493f8;--marker:#f85149}}
+:root{color-scheme:light dark;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--panel:#f6f8fa}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--panel:#151b23}}
 *{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;overflow-wrap:anywhere}
 header,main,footer{max-width:1100px;margin:0 auto;padding:0 20px}header{padding-top:18px}
 h1{font-size:1.5em;margin:0 0 4px}h2{font-size:1.2em;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
@@ -147,8 +143,7 @@ figure{margin:6px 0 10px}figcaption{font-size:.9em;font-weight:600}.chart{width:
 .bar{fill:var(--bar)}.marker{stroke:var(--marker);stroke-width:2;stroke-dasharray:4 3}.chart .marker-label{fill:var(--marker)}
 .k0{fill:var(--k0);background:var(--k0)}.k1{fill:var(--k1);background:var(--k1)}.k2{fill:var(--k2);background:var(--k2)}
 .k3{fill:var(--k3);background:var(--k3)}.k4{fill:var(--k4);background:var(--k4)}.k5{fill:var(--k5);background:var(--k5)}
-.k6{fill:var(--k6);background:var(--k6)}.k7{fill:var(--k7);background:var(--k7)}.k8{fill:var(--k8);background:var(--k8)}
-.k9{fill:var(--k9);background:var(--k9)}
+.k6{fill:var(--k6);background:var(--k6)}.k7{fill:var(--k7);background:var(--k7)}
 .s-closed{fill:var(--closed);background:var(--closed)}.s-open{fill:var(--open);background:var(--open)}
 .s-half_open{fill:var(--half);background:var(--half)}.s-forced_open{fill:var(--forced);background:var(--forced)}
 .s-disabled{fill:var(--disabled);background:var(--disabled)}
@@ -212,12 +207,14 @@ pub fn render(p: &Page) -> String {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
-<title>triage report: {log}</title><style>{STYLE}</style></head>
+<title>triage report: {log}</title><style>:root{{{light}}}@media (prefers-color-scheme:dark){{:root{{{dark}}}}}{STYLE}</style></head>
 <body><header><h1>Failures dashboard</h1>
 <p class="meta">Error log <code>{log}</code> · {filters} · made {now} UTC · times in UTC</p></header>
 <main>
 "#,
         log = esc(p.log),
+        light = super::palette::css_vars(false),
+        dark = super::palette::css_vars(true),
         filters = esc(p.filters),
         now = p.now.format("%Y-%m-%d %H:%M:%S"),
     );
