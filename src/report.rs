@@ -3,6 +3,7 @@
 //! --text` ([`listing`]). The aggregation itself is the core's ([`crate::core::summary`]).
 
 pub mod dashboard;
+pub mod groups;
 pub mod html;
 pub mod listing;
 pub mod palette;

@@ -193,7 +193,8 @@ fn html(
     use crate::report::dashboard::Dashboard;
     use crate::report::html::{self, BreakerNow, Breakers, Page};
     let policy = cx.policy()?;
-    let mut dash = Dashboard::new(policy);
+    let end = filter.until.unwrap_or(cx.now).min(cx.now);
+    let mut dash = Dashboard::new(policy).ending(end.timestamp());
     let g = cx.ground();
     let summary = error_log::summarize(&g, filter.clone(), args.by, policy, |l, raw, a| {
         if a {
@@ -215,6 +216,7 @@ fn html(
         log: &log.display().to_string(),
         filters: &text::filters_utc(&filter, cx.now),
         now: cx.now,
+        range: (filter.since, filter.until),
         version: crate::version::LONG_VERSION,
     });
     if target == Path::new("-") {

@@ -122,6 +122,8 @@ pub struct Page<'a> {
     pub filters: &'a str,
     /// Now.
     pub now: DateTime<Utc>,
+    /// The range asked for (`--since`, `--until`): the timelines span it.
+    pub range: (Option<DateTime<Utc>>, Option<DateTime<Utc>>),
     /// `triage --version`'s text.
     pub version: &'a str,
 }
@@ -155,6 +157,8 @@ code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
 .meter{background:var(--bar);height:8px;border-radius:2px;min-width:2px}
 .sev-critical{color:var(--open);font-weight:700}.sev-error{color:var(--open)}.sev-warning{color:var(--half)}
 .empty{color:var(--muted);font-style:italic}
+.spark{font-family:ui-monospace,monospace;letter-spacing:-1px;color:var(--k0)}table.groups td div{font-size:.92em}
+tr.sev3 td:first-child{border-left:4px solid var(--open)}tr.sev2 td:first-child{border-left:4px solid var(--half)}
 "#;
 
 fn utc(secs: i64) -> String {
@@ -219,6 +223,7 @@ pub fn render(p: &Page) -> String {
         now = p.now.format("%Y-%m-%d %H:%M:%S"),
     );
     summary(&mut out, p);
+    groups(&mut out, p);
     over_time(&mut out, p);
     breakers(&mut out, p);
     durations(&mut out, p);
@@ -370,6 +375,148 @@ fn summary(out: &mut String, p: &Page) {
         let _ = write!(out, "<li><b>{}</b>{}</li>", esc(&n), esc(label));
     }
     out.push_str("</ul></div></section>\n");
+}
+
+/// Groups shown, at most.
+const GROUPS_SHOWN: usize = 20;
+
+/// A command to copy: shell-quoted where a word needs it.
+fn command(words: &[&str]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.:/=@+,".contains(c))
+            {
+                (*w).to_string()
+            } else {
+                format!("'{}'", w.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn rfc3339(secs: i64) -> String {
+    Utc.timestamp_opt(secs, 0)
+        .single()
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| secs.to_string())
+}
+
+/// The operator's to-do list: failures grouped by signature, those that need attention first
+/// (a breaker open on them, failing in the last day, critical, rising), each with what triage
+/// advises for its kind and the commands that act on it.
+fn groups(out: &mut String, p: &Page) {
+    let d = p.drawn;
+    section(out, "groups", "What needs attention");
+    if d.groups.list.is_empty() {
+        return empty(out, "No failure to act on.");
+    }
+    let open: Vec<&str> = p
+        .breakers
+        .now
+        .iter()
+        .filter(|b| matches!(b.state.as_str(), "open" | "forced_open" | "half_open"))
+        .map(|b| b.key.as_str())
+        .collect();
+    let open_key = |g: &super::groups::Group| -> Option<String> {
+        g.tool
+            .iter()
+            .chain(g.agents.iter())
+            .find(|k| open.contains(&k.as_str()))
+            .cloned()
+    };
+    let ranked = d.groups.ranked(&|g| open_key(g).is_some());
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">{} by kind, tool and message (numbers and ids blanked), those that need attention first: a breaker open on them, failures in the last 24 hours, the most severe, rising. Trend: failures per 6 hours over the last 7 days.</p>",
+        count(ranked.len() as u64, "signature", "signatures")
+    );
+    out.push_str("<table class=\"groups\"><thead><tr><th>Signature</th><th>Count</th><th>First seen (UTC)</th><th>Last seen (UTC)</th><th>Agents</th><th>Sessions</th><th>Trend</th><th>What to do</th></tr></thead><tbody>\n");
+    for g in ranked.iter().take(GROUPS_SHOWN) {
+        let tool = g
+            .tool
+            .as_deref()
+            .map(|t| format!(" <code>{}</code>", esc(t)))
+            .unwrap_or_default();
+        let names = |set: &std::collections::BTreeSet<String>| {
+            let shown: Vec<String> = set.iter().take(3).map(|n| label(n, CELL_NAME)).collect();
+            let more = if set.len() > 3 {
+                format!(" +{}", set.len() - 3)
+            } else {
+                String::new()
+            };
+            format!(
+                "{}{}{more}",
+                set.len(),
+                if shown.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", shown.join(", "))
+                }
+            )
+        };
+        let rising = match g.day.cmp(&g.day_before) {
+            std::cmp::Ordering::Greater => "rising",
+            std::cmp::Ordering::Less => "falling",
+            std::cmp::Ordering::Equal => "steady",
+        };
+        let mut todo = String::new();
+        for a in super::groups::advice(&g.kind).iter().take(2) {
+            let _ = write!(todo, "<div>{}</div>", esc(a));
+        }
+        if let Some(k) = open_key(g) {
+            let _ = write!(
+                todo,
+                "<div>Breaker <code>{}</code> is not closed; once the cause is fixed: <code>{}</code></div>",
+                esc(&k),
+                esc(&command(&["triage", "breaker", "reset", &k]))
+            );
+        }
+        let mut read = vec!["triage", "errors", "--kind", g.kind.as_str()];
+        let agent = (g.agents.len() == 1)
+            .then(|| g.agents.iter().next())
+            .flatten();
+        if let Some(a) = agent {
+            read.extend(["--agent", a.as_str()]);
+        }
+        let since = g.first.map(rfc3339);
+        if let Some(t) = since.as_deref() {
+            read.extend(["--since", t]);
+        }
+        read.extend(["--unresolved", "--text"]);
+        let _ = write!(
+            todo,
+            "<div>Read them: <code>{}</code></div>",
+            esc(&command(&read))
+        );
+        let _ = writeln!(
+            out,
+            "<tr class=\"sev{}\"><td><b>{}</b>{tool}<div>{}</div></td><td class=\"n\">{}</td><td class=\"nw first\">{}</td><td class=\"nw last\">{}</td><td class=\"name\">{}</td><td class=\"name\">{}</td><td class=\"nw\"><span class=\"spark\" aria-hidden=\"true\">{}</span><div>{} in 24 h, {} before: {rising}</div></td><td>{todo}</td></tr>",
+            g.worst,
+            label(&g.kind, CELL_NAME),
+            esc(if g.message.is_empty() { "(no message)" } else { &g.message }),
+            g.count,
+            g.first.map_or("-".into(), utc),
+            g.last.map_or("-".into(), utc),
+            names(&g.agents),
+            names(&g.sessions),
+            crate::term::sparkline(&g.trend),
+            g.day,
+            g.day_before,
+        );
+    }
+    out.push_str("</tbody></table>\n");
+    if ranked.len() > GROUPS_SHOWN {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{} more signatures not listed.</p>",
+            ranked.len() - GROUPS_SHOWN
+        );
+    }
+    out.push_str("</section>\n");
 }
 
 /// Failures in the last 24 hours and in the 24 before them.
@@ -551,8 +698,9 @@ fn breakers(out: &mut String, p: &Page) {
         let _ = write!(out, "<li><i class=\"{class}\"></i>{name}</li>");
     }
     out.push_str("</ul>\n");
-    let now_ms = p.now.timestamp_millis();
-    // The same span as the records' (or the last hour at least), so the two read together.
+    let now_ms = p.range.1.unwrap_or(p.now).min(p.now).timestamp_millis();
+    // The same span as the records' (or the last hour at least), so the two read together;
+    // the range asked for when there is one.
     let from = b
         .events
         .values()
@@ -561,6 +709,10 @@ fn breakers(out: &mut String, p: &Page) {
         .min()
         .unwrap_or(now_ms)
         .min(now_ms - 3_600_000);
+    let from = p
+        .range
+        .0
+        .map_or(from, |t| t.timestamp_millis().min(now_ms - 1));
     let span = (now_ms - from).max(1) as f64;
     // Keys not closed first, then those that changed most.
     let state_now = |k: &str| {
@@ -585,41 +737,16 @@ fn breakers(out: &mut String, p: &Page) {
         )
     });
     let shown = keys.len().min(BREAKERS_DRAWN);
+    let mut outages: Vec<Outage> = Vec::new();
     let lanes: Vec<Lane> = keys[..shown]
         .iter()
         .map(|k| {
-            let events = b.events.get(*k).cloned().unwrap_or_default();
-            let mut bands = Vec::new();
-            let mut at = from;
-            let mut state = "closed".to_string();
-            for (t, to) in events
-                .iter()
-                .chain(std::iter::once(&(now_ms, String::new())))
-            {
-                let a = (at - from) as f64 / span;
-                let z = (*t - from) as f64 / span;
-                // Bands narrower than a pixel join the next: a flapping breaker stays drawable.
-                if z - a >= 1.0 / 1600.0 || to.is_empty() {
-                    bands.push((
-                        a,
-                        z,
-                        state_class(&state),
-                        format!(
-                            "{k}: {} from {} to {} UTC",
-                            state.replace('_', "-"),
-                            utc(at / 1000),
-                            utc(*t / 1000)
-                        ),
-                    ));
-                    at = *t;
-                }
-                if !to.is_empty() {
-                    state = to.clone();
-                }
-            }
+            let events = b.events.get(*k).map(Vec::as_slice).unwrap_or_default();
+            let periods = periods(events, from, now_ms);
+            outages.extend(outages_of(k, &periods));
             Lane {
                 label: (*k).clone(),
-                bands,
+                bands: bands(k, &periods, from, span),
             }
         })
         .collect();
@@ -653,6 +780,7 @@ fn breakers(out: &mut String, p: &Page) {
             keys.len() - shown
         );
     }
+    outage_table(out, &mut outages, now_ms);
     if !b.now.is_empty() {
         out.push_str("<table><caption class=\"note\">Now</caption><thead><tr><th>Key</th><th>State</th><th>Failures</th><th>Half-open in</th><th>Last error</th></tr></thead><tbody>\n");
         for n in b.now.iter().take(200) {
@@ -671,6 +799,178 @@ fn breakers(out: &mut String, p: &Page) {
         out.push_str("</tbody></table>\n");
     }
     out.push_str("</section>\n");
+}
+
+/// The narrowest band a state other than closed is drawn with, in the chart's units (800 for
+/// the width): 3 px or more wherever the chart is drawn 800 px wide or wider, so that a
+/// 30-second open period in a three-day range is still there to see.
+pub const MIN_BAND: f64 = 3.0;
+
+/// One stretch of a breaker in one state: (from, to) in Unix ms, the state.
+type Period = (i64, i64, String);
+
+/// The states of one breaker from `from` to `now`, from its transitions (closed before the
+/// first; a transition before `from` sets the state the range starts in).
+fn periods(events: &[(i64, String)], from: i64, now: i64) -> Vec<Period> {
+    let mut out: Vec<Period> = Vec::new();
+    let mut at = from;
+    let mut state = "closed".to_string();
+    for (t, to) in events {
+        if *t > now {
+            break;
+        }
+        let t = (*t).max(from);
+        if t > at {
+            out.push((at, t, state.clone()));
+            at = t;
+        }
+        state.clone_from(to);
+    }
+    if now > at || out.is_empty() {
+        out.push((at, now.max(at), state));
+    }
+    out
+}
+
+/// The bands of a lane: the whole range closed beneath, then every other state on top, each
+/// at least [`MIN_BAND`] wide. Periods that would touch once widened share one band (drawn in
+/// the most severe of their states, its title counting them), so a flapping breaker draws at
+/// most one band per [`MIN_BAND`] of width, however many times it opened.
+fn bands(
+    key: &str,
+    periods: &[Period],
+    from: i64,
+    span: f64,
+) -> Vec<(f64, f64, &'static str, String)> {
+    let plot = svg::WIDTH - svg::LANE_LABEL - svg::RIGHT;
+    let min = MIN_BAND / plot;
+    let frac = |t: i64| ((t - from) as f64 / span).clamp(0.0, 1.0);
+    let severity = |s: &str| match s {
+        "forced_open" => 4,
+        "open" => 3,
+        "half_open" => 2,
+        "disabled" => 1,
+        _ => 0,
+    };
+    let mut out = vec![(0.0, 1.0, "s-closed", format!("{key}: closed"))];
+    // (a, b, worst state, first start, last end, periods)
+    let mut open: Option<(f64, f64, String, i64, i64, usize)> = None;
+    let flush = |o: (f64, f64, String, i64, i64, usize),
+                 out: &mut Vec<(f64, f64, &'static str, String)>| {
+        let (a, b, state, t0, t1, n) = o;
+        let what = state.replace('_', "-");
+        let title = if n == 1 {
+            format!(
+                "{key}: {what} from {} to {} UTC ({})",
+                utc(t0 / 1000),
+                utc(t1 / 1000),
+                human((t1 - t0).max(0) as u64)
+            )
+        } else {
+            format!(
+                "{key}: {n} periods not closed (the worst {what}) from {} to {} UTC",
+                utc(t0 / 1000),
+                utc(t1 / 1000)
+            )
+        };
+        out.push((a, b, state_class(&state), title));
+    };
+    for (t0, t1, state) in periods.iter().filter(|p| p.2 != "closed") {
+        let a = frac(*t0).min(1.0 - min);
+        let b = frac(*t1).max(a + min);
+        match open.as_mut() {
+            Some(o) if a <= o.1 => {
+                o.1 = o.1.max(b);
+                o.4 = *t1;
+                o.5 += 1;
+                if severity(state) > severity(&o.2) {
+                    o.2.clone_from(state);
+                }
+            }
+            _ => {
+                if let Some(o) = open.take() {
+                    flush(o, &mut out);
+                }
+                open = Some((a, b, state.clone(), *t0, *t1, 1));
+            }
+        }
+    }
+    if let Some(o) = open.take() {
+        flush(o, &mut out);
+    }
+    out
+}
+
+/// One outage of a breaker: from leaving closed to closing again (through half-open and
+/// back to open, if it did), for the list beside the timeline.
+struct Outage {
+    key: String,
+    opened: i64,
+    closed: Option<i64>,
+    forced: bool,
+    state: String,
+}
+
+fn outages_of(key: &str, periods: &[Period]) -> Vec<Outage> {
+    let mut out: Vec<Outage> = Vec::new();
+    let mut current: Option<Outage> = None;
+    for (t0, t1, state) in periods {
+        if state == "closed" || state == "disabled" {
+            if let Some(mut o) = current.take() {
+                o.closed = Some(*t0);
+                out.push(o);
+            }
+            continue;
+        }
+        let o = current.get_or_insert_with(|| Outage {
+            key: key.to_string(),
+            opened: *t0,
+            closed: None,
+            forced: false,
+            state: state.clone(),
+        });
+        o.forced |= state == "forced_open";
+        o.state.clone_from(state);
+        let _ = t1;
+    }
+    out.extend(current);
+    out
+}
+
+/// Outages listed beside the timeline, those still open first, then the newest; at most 50.
+fn outage_table(out: &mut String, list: &mut [Outage], now: i64) {
+    if list.is_empty() {
+        return;
+    }
+    list.sort_by_key(|o| (o.closed.is_some(), std::cmp::Reverse(o.opened)));
+    let _ = writeln!(
+        out,
+        "<table id=\"outages\"><caption class=\"note\">Open periods ({}), still open first; a period lasts from leaving closed to closing again</caption><thead><tr><th>Key</th><th>Opened (UTC)</th><th>Closed (UTC)</th><th>How long</th><th>Forced</th></tr></thead><tbody>",
+        list.len()
+    );
+    for o in list.iter().take(50) {
+        let end = o.closed.unwrap_or(now);
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"name\"><code>{}</code></td><td class=\"nw\">{}</td><td class=\"nw\">{}</td><td class=\"n\">{}</td><td class=\"nw\">{}</td></tr>",
+            esc(&o.key),
+            utc(o.opened / 1000),
+            match o.closed {
+                Some(t) => utc(t / 1000),
+                None => format!("still {}", esc(&o.state.replace('_', "-"))),
+            },
+            human((end - o.opened).max(0) as u64),
+            if o.forced { "forced (breaker trip)" } else { "no" }
+        );
+    }
+    out.push_str("</tbody></table>\n");
+    if list.len() > 50 {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{} older periods not listed.</p>",
+            list.len() - 50
+        );
+    }
 }
 
 fn durations(out: &mut String, p: &Page) {

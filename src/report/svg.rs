@@ -10,7 +10,10 @@ use std::fmt::Write;
 /// The drawing width; charts scale to the page with `width: 100%`.
 pub const WIDTH: f64 = 800.0;
 const LEFT: f64 = 44.0;
-const RIGHT: f64 = 8.0;
+/// The right margin of every chart.
+pub const RIGHT: f64 = 8.0;
+/// The room for the keys left of a state timeline's bands.
+pub const LANE_LABEL: f64 = 180.0;
 
 /// Where a tick's text hangs from its point: the first and last stay inside the drawing.
 fn anchor(f: f64) -> &'static str {
@@ -191,7 +194,7 @@ pub struct Lane {
 /// Bands of state per key over a shared time axis.
 pub fn lanes(id: &str, title: &str, desc: &str, rows: &[Lane], ticks: &[(f64, String)]) -> String {
     let lane_h = 18.0;
-    let label_w = 180.0;
+    let label_w = LANE_LABEL;
     let height = rows.len() as f64 * (lane_h + 4.0) + 22.0;
     let mut out = String::new();
     open(&mut out, id, height, title, desc);
@@ -215,6 +218,8 @@ pub fn lanes(id: &str, title: &str, desc: &str, rows: &[Lane], ticks: &[(f64, St
         for (a, b, class, hover) in &lane.bands {
             let x = label_w + a * plot_w;
             let w = ((b - a) * plot_w).max(0.8);
+            // A band that ends at the right edge stays inside the drawing.
+            let x = x.min(WIDTH - RIGHT - w);
             let _ = write!(
                 out,
                 r#"<rect class="{class}" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{lane_h}"><title>{}</title></rect>"#,
