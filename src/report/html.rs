@@ -988,11 +988,13 @@ fn durations(out: &mut String, p: &Page) {
     out.push_str("<p class=\"note\">Durations on a log scale; the dashed line is the agent's timeout in the policy. Calls that fail near it suggest a timeout that is too tight.</p>\n");
     let span = (86_400_000f64 / 100.0).ln();
     let at = |ms: f64| ((ms.max(100.0) / 100.0).ln() / span).clamp(0.0, 1.0);
-    let ticks: Vec<(f64, String)> = [100u64, 1000, 10_000, 60_000, 600_000, 3_600_000, 86_400_000]
+    let ticks: Vec<(f64, String)> = [100u64, 10_000, 600_000, 86_400_000]
         .iter()
         .map(|ms| (at(*ms as f64), human(*ms)))
         .collect();
-    for (i, (name, _, bins)) in agents.iter().enumerate() {
+    let mut panels = Vec::new();
+    let mut lines = Vec::new();
+    for (name, _, bins) in &agents {
         let labelled: Vec<(u64, String)> = bins
             .bins
             .iter()
@@ -1000,14 +1002,9 @@ fn durations(out: &mut String, p: &Page) {
             .map(|(b, c)| {
                 let lo = bin_start_ms(b) as u64;
                 let hi = if b + 1 < DURATION_BINS {
-                    bin_start_ms(b + 1) as u64
+                    human(bin_start_ms(b + 1) as u64)
                 } else {
-                    u64::MAX
-                };
-                let hi = if hi == u64::MAX {
                     "more".into()
-                } else {
-                    human(hi)
                 };
                 (*c, format!("{name}: {c} ran {}–{hi}", human(lo)))
             })
@@ -1015,33 +1012,51 @@ fn durations(out: &mut String, p: &Page) {
         let marker = bins
             .timeout_ms
             .map(|t| (at(t as f64), format!("timeout {}", human(t))));
-        let desc = match bins.timeout_ms {
+        let line = match bins.timeout_ms {
             Some(t) => format!(
-                "{} with a duration; {} ran past the timeout of {}.",
+                "{}: {} with a duration; {} ran past the timeout of {}.",
+                crate::term::cut(name, CAPTION_NAME),
                 count(bins.count, "failed call", "failed calls"),
                 bins.past_timeout,
                 human(t)
             ),
             None => format!(
-                "{} with a duration; the policy sets no timeout for this agent.",
+                "{}: {} with a duration; no timeout in the policy.",
+                crate::term::cut(name, CAPTION_NAME),
                 count(bins.count, "failed call", "failed calls")
             ),
         };
-        let _ = writeln!(
-            out,
-            "<figure><figcaption>{} <span class=\"note\">{}</span></figcaption>{}</figure>",
-            label(name, CAPTION_NAME),
-            esc(&desc),
-            svg::histogram(
-                &format!("durations-{i}"),
-                &format!("Durations of {name}'s failed calls"),
-                &desc,
-                &labelled,
-                marker,
-                &ticks
-            )
-        );
+        lines.push(line);
+        panels.push(svg::Panel {
+            label: format!(
+                "{} ({}{})",
+                name,
+                bins.count,
+                bins.timeout_ms
+                    .map(|_| format!(", {} past timeout", bins.past_timeout))
+                    .unwrap_or_default()
+            ),
+            bins: labelled,
+            marker,
+        });
     }
+    let _ = writeln!(
+        out,
+        "<figure><figcaption>One panel per agent, on one scale <span class=\"note\">(the {} with most failures)</span></figcaption>{}</figure>",
+        count(agents.len() as u64, "agent", "agents"),
+        svg::small_multiples(
+            "durations-chart",
+            "Durations of failed calls per agent",
+            &lines.join(" "),
+            &panels,
+            &ticks
+        )
+    );
+    out.push_str("<ul class=\"note\">");
+    for l in &lines {
+        let _ = write!(out, "<li>{}</li>", esc(l));
+    }
+    out.push_str("</ul>\n");
     out.push_str("</section>\n");
 }
 

@@ -768,3 +768,28 @@ fn failures_are_grouped_with_first_last_seen_advice_and_commands() {
         .unwrap();
     assert_eq!(researcher, 1, "{table}");
 }
+
+/// Durations: one chart, a panel per agent on one scale, each with its timeout marked —
+/// not a chart per agent.
+#[test]
+fn durations_are_one_chart_of_small_multiples() {
+    let s = fixture();
+    let html = page(&s, &[]);
+    let section = html
+        .split("<section id=\"durations\"")
+        .nth(1)
+        .and_then(|r| r.split("</section>").next())
+        .unwrap();
+    assert_eq!(section.matches("<svg ").count(), 1, "{section}");
+    assert_eq!(section.matches("class=\"panel\"").count(), 5);
+    // The two agents with a timeout in the policy have their marker.
+    assert_eq!(section.matches("class=\"marker\"").count(), 2);
+    assert!(section.contains("timeout 5m") && section.contains("timeout 3m"));
+    // One scale: the y label of every panel is the same maximum.
+    let maxima: std::collections::BTreeSet<&str> = Regex::new(r#"text-anchor="end">(\d+)</text>"#)
+        .unwrap()
+        .captures_iter(section)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    assert_eq!(maxima.len(), 1, "{maxima:?}");
+}
