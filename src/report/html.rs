@@ -157,7 +157,8 @@ code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
 .meter{background:var(--bar);height:8px;border-radius:2px;min-width:2px}
 .sev-critical{color:var(--open);font-weight:700}.sev-error{color:var(--open)}.sev-warning{color:var(--half)}
 .empty{color:var(--muted);font-style:italic}
-.spark{font-family:ui-monospace,monospace;letter-spacing:-1px;color:var(--k0)}table.groups td div{font-size:.92em}
+.spark{font-family:ui-monospace,monospace;letter-spacing:-1px;color:var(--k0)}table.groups td div{font-size:.92em}table.groups td:last-child{min-width:24em}
+@media (max-width:880px){table.groups td:last-child{min-width:0}}
 tr.sev3 td:first-child{border-left:4px solid var(--open)}tr.sev2 td:first-child{border-left:4px solid var(--half)}
 "#;
 
@@ -494,7 +495,7 @@ fn groups(out: &mut String, p: &Page) {
         );
         let _ = writeln!(
             out,
-            "<tr class=\"sev{}\"><td><b>{}</b>{tool}<div>{}</div></td><td class=\"n\">{}</td><td class=\"nw first\">{}</td><td class=\"nw last\">{}</td><td class=\"name\">{}</td><td class=\"name\">{}</td><td class=\"nw\"><span class=\"spark\" aria-hidden=\"true\">{}</span><div>{} in 24 h, {} before: {rising}</div></td><td>{todo}</td></tr>",
+            "<tr class=\"sev{}\"><td><b>{}</b>{tool}<div>{}</div></td><td class=\"n\">{}</td><td class=\"nw first\">{}</td><td class=\"nw last\">{}</td><td class=\"name\">{}</td><td class=\"name\">{}</td><td><span class=\"spark\" aria-hidden=\"true\">{}</span><div>{} in 24 h, {} before: {rising}</div></td><td>{todo}</td></tr>",
             g.worst,
             label(&g.kind, CELL_NAME),
             esc(if g.message.is_empty() { "(no message)" } else { &g.message }),
