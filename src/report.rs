@@ -3,7 +3,9 @@
 //! --text` ([`listing`]). The aggregation itself is the core's ([`crate::core::summary`]).
 
 pub mod dashboard;
+pub mod groups;
 pub mod html;
 pub mod listing;
+pub mod palette;
 pub mod svg;
 pub mod text;

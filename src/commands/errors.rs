@@ -71,6 +71,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             agent: args.agent.clone(),
             phase: args.phase.clone(),
             since: time("--since", &args.since)?,
+            until: None,
         },
         kind: args.kind.clone(),
         until: time("--until", &args.until)?,

@@ -46,6 +46,9 @@ pub struct Args {
     /// Only records this recent (a duration like 2h) or since this time (RFC 3339)
     #[arg(long, value_name = "DUR|TIME")]
     pub since: Option<String>,
+    /// Only records this old or older (a duration like 1d) or until this time (RFC 3339)
+    #[arg(long, value_name = "DUR|TIME")]
+    pub until: Option<String>,
     /// Group by
     #[arg(long, value_enum, default_value_t = By::Agent)]
     pub by: By,
@@ -92,7 +95,19 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             .as_deref()
             .map(|s| time_flag("--since", s, cx.now))
             .transpose()?,
+        until: args
+            .until
+            .as_deref()
+            .map(|s| time_flag("--until", s, cx.now))
+            .transpose()?,
     };
+    if let (Some(a), Some(b)) = (filter.since, filter.until) {
+        if a > b {
+            return Err(Failure::usage(
+                "--since is later than --until: no record can be in between",
+            ));
+        }
+    }
     // With a fleet store the log is the fleet's stream, named by its URL and namespace.
     let fleet_log = match cx.fleet_config() {
         Some(Ok(c)) => Some(PathBuf::from(format!(
@@ -118,13 +133,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     })?;
     let root = cx.state_root();
     let states = calls::peek_all_or_warn(&g, policy);
-    let breakers: Vec<String> = not_closed(&states)
-        .map(|b| match b.totals.opened {
-            // Seed 000: a breaker that opens twice is a reason to abort; say so.
-            n if n >= 2 => format!("{} ({}, opened {n}×)", b.key, b.state),
-            _ => format!("{} ({})", b.key, b.state),
-        })
-        .collect();
+    let breakers: Vec<&Status> = not_closed(&states).collect();
     if cx.global.text {
         let source = Source {
             root: &root,
@@ -184,7 +193,8 @@ fn html(
     use crate::report::dashboard::Dashboard;
     use crate::report::html::{self, BreakerNow, Breakers, Page};
     let policy = cx.policy()?;
-    let mut dash = Dashboard::new(policy);
+    let end = filter.until.unwrap_or(cx.now).min(cx.now);
+    let mut dash = Dashboard::new(policy).ending(end.timestamp());
     let g = cx.ground();
     let summary = error_log::summarize(&g, filter.clone(), args.by, policy, |l, raw, a| {
         if a {
@@ -204,8 +214,9 @@ fn html(
         drawn: &drawn,
         breakers: &breakers,
         log: &log.display().to_string(),
-        filters: &text::filters(&filter, cx.now),
+        filters: &text::filters_utc(&filter, cx.now),
         now: cx.now,
+        range: (filter.since, filter.until),
         version: crate::version::LONG_VERSION,
     });
     if target == Path::new("-") {

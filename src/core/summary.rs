@@ -77,6 +77,9 @@ pub struct Filter {
     /// Only lines at or after this time.
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "rfc3339")]
     pub since: Option<DateTime<Utc>>,
+    /// Only lines at or before this time.
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "rfc3339")]
+    pub until: Option<DateTime<Utc>>,
 }
 
 fn rfc3339<S: serde::Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
@@ -104,12 +107,16 @@ impl Filter {
                 return false;
             }
         }
-        if let Some(since) = self.since {
+        if self.since.is_some() || self.until.is_some() {
             let at = l
                 .timestamp
                 .as_deref()
-                .and_then(|t| DateTime::parse_from_rfc3339(t).ok());
-            if at.is_none_or(|t| t.with_timezone(&Utc) < since) {
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.with_timezone(&Utc));
+            let Some(at) = at else {
+                return false;
+            };
+            if self.since.is_some_and(|s| at < s) || self.until.is_some_and(|u| at > u) {
                 return false;
             }
         }

@@ -200,9 +200,16 @@ pub struct Dashboard<'p> {
     recent: VecDeque<Vec<u8>>,
     first: Option<i64>,
     last: Option<i64>,
+    groups: super::groups::Groups,
 }
 
 impl<'p> Dashboard<'p> {
+    /// The groups' trends end at `end` (Unix seconds): now, or the end of the range asked.
+    pub fn ending(mut self, end: i64) -> Dashboard<'p> {
+        self.groups = super::groups::Groups::new(end);
+        self
+    }
+
     /// Empty; the policy gives each agent's timeout.
     pub fn new(policy: &'p Policy) -> Dashboard<'p> {
         Dashboard {
@@ -223,6 +230,7 @@ impl<'p> Dashboard<'p> {
             recent: VecDeque::new(),
             first: None,
             last: None,
+            groups: super::groups::Groups::default(),
         }
     }
 
@@ -297,6 +305,7 @@ impl<'p> Dashboard<'p> {
             self.count_text(text);
         }
         let at = l.timestamp.as_deref().and_then(unix_seconds);
+        self.groups.observe(l, &self.kind_names[kind as usize], at);
         if let Some(at) = at {
             self.first = Some(self.first.map_or(at, |f| f.min(at)));
             self.last = Some(self.last.map_or(at, |f| f.max(at)));
@@ -427,6 +436,7 @@ impl<'p> Dashboard<'p> {
             unresolved,
             first: self.first,
             last: self.last,
+            groups: self.groups,
         }
     }
 }
@@ -467,6 +477,8 @@ pub struct Drawn {
     pub first: Option<i64>,
     /// The last record's time.
     pub last: Option<i64>,
+    /// Failures by signature.
+    pub groups: super::groups::Groups,
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ use std::fmt::Write;
 /// Agents drawn one by one in the time and duration charts; the rest share one chart.
 const AGENTS_DRAWN: usize = 8;
 /// Kinds with a colour of their own; the rest share one.
-const KIND_COLOURS: usize = 9;
+const KIND_COLOURS: usize = 7;
 /// Columns of the time chart, at most.
 const COLUMNS: i64 = 72;
 /// Breakers drawn in the timeline, at most.
@@ -122,17 +122,15 @@ pub struct Page<'a> {
     pub filters: &'a str,
     /// Now.
     pub now: DateTime<Utc>,
+    /// The range asked for (`--since`, `--until`): the timelines span it.
+    pub range: (Option<DateTime<Utc>>, Option<DateTime<Utc>>),
     /// `triage --version`'s text.
     pub version: &'a str,
 }
 
 const STYLE: &str = r#"
-:root{color-scheme:light dark;--bg:#ffffff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--panel:#f6f8fa;
---k0:#0969da;--k1:#cf222e;--k2:#9a6700;--k3:#8250df;--k4:#1a7f37;--k5:#bc4c00;--k6:#bf3989;--k7:#0550ae;--k8:#57606a;--k9:#8c959f;
---closed:#2da44e;--open:#cf222e;--half:#d4a72c;--forced:#8250df;--disabled:#8c959f;--bar:#0969da;--marker:#cf222e}
-@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--panel:#151b23;
---k0:#4493f8;--k1:#f85149;--k2:#d29922;--k3:#ab7df8;--k4:#3fb950;--k5:#f0883e;--k6:#db61a2;--k7:#79c0ff;--k8:#9198a1;--k9:#656c76;
---closed:#3fb950;--open:#f85149;--half:#d29922;--forced:#ab7df8;--disabled:#656c76;--bar:#4493f8;--marker:#f85149}}
+:root{color-scheme:light dark;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--panel:#f6f8fa}
+@media (prefers-color-scheme:dark){:root{--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--panel:#151b23}}
 *{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;overflow-wrap:anywhere}
 header,main,footer{max-width:1100px;margin:0 auto;padding:0 20px}header{padding-top:18px}
 h1{font-size:1.5em;margin:0 0 4px}h2{font-size:1.2em;margin:28px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
@@ -147,8 +145,7 @@ figure{margin:6px 0 10px}figcaption{font-size:.9em;font-weight:600}.chart{width:
 .bar{fill:var(--bar)}.marker{stroke:var(--marker);stroke-width:2;stroke-dasharray:4 3}.chart .marker-label{fill:var(--marker)}
 .k0{fill:var(--k0);background:var(--k0)}.k1{fill:var(--k1);background:var(--k1)}.k2{fill:var(--k2);background:var(--k2)}
 .k3{fill:var(--k3);background:var(--k3)}.k4{fill:var(--k4);background:var(--k4)}.k5{fill:var(--k5);background:var(--k5)}
-.k6{fill:var(--k6);background:var(--k6)}.k7{fill:var(--k7);background:var(--k7)}.k8{fill:var(--k8);background:var(--k8)}
-.k9{fill:var(--k9);background:var(--k9)}
+.k6{fill:var(--k6);background:var(--k6)}.k7{fill:var(--k7);background:var(--k7)}
 .s-closed{fill:var(--closed);background:var(--closed)}.s-open{fill:var(--open);background:var(--open)}
 .s-half_open{fill:var(--half);background:var(--half)}.s-forced_open{fill:var(--forced);background:var(--forced)}
 .s-disabled{fill:var(--disabled);background:var(--disabled)}
@@ -160,6 +157,9 @@ code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
 .meter{background:var(--bar);height:8px;border-radius:2px;min-width:2px}
 .sev-critical{color:var(--open);font-weight:700}.sev-error{color:var(--open)}.sev-warning{color:var(--half)}
 .empty{color:var(--muted);font-style:italic}
+.spark{font-family:ui-monospace,monospace;letter-spacing:-1px;color:var(--k0)}table.groups td div{font-size:.92em}table.groups td:last-child{min-width:24em}
+@media (max-width:880px){table.groups td:last-child{min-width:0}}
+tr.sev3 td:first-child{border-left:4px solid var(--open)}tr.sev2 td:first-child{border-left:4px solid var(--half)}
 "#;
 
 fn utc(secs: i64) -> String {
@@ -212,16 +212,19 @@ pub fn render(p: &Page) -> String {
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
-<title>triage report: {log}</title><style>{STYLE}</style></head>
+<title>triage report: {log}</title><style>:root{{{light}}}@media (prefers-color-scheme:dark){{:root{{{dark}}}}}{STYLE}</style></head>
 <body><header><h1>Failures dashboard</h1>
 <p class="meta">Error log <code>{log}</code> · {filters} · made {now} UTC · times in UTC</p></header>
 <main>
 "#,
         log = esc(p.log),
+        light = super::palette::css_vars(false),
+        dark = super::palette::css_vars(true),
         filters = esc(p.filters),
         now = p.now.format("%Y-%m-%d %H:%M:%S"),
     );
     summary(&mut out, p);
+    groups(&mut out, p);
     over_time(&mut out, p);
     breakers(&mut out, p);
     durations(&mut out, p);
@@ -373,6 +376,148 @@ fn summary(out: &mut String, p: &Page) {
         let _ = write!(out, "<li><b>{}</b>{}</li>", esc(&n), esc(label));
     }
     out.push_str("</ul></div></section>\n");
+}
+
+/// Groups shown, at most.
+const GROUPS_SHOWN: usize = 20;
+
+/// A command to copy: shell-quoted where a word needs it.
+fn command(words: &[&str]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.:/=@+,".contains(c))
+            {
+                (*w).to_string()
+            } else {
+                format!("'{}'", w.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn rfc3339(secs: i64) -> String {
+    Utc.timestamp_opt(secs, 0)
+        .single()
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
+        .unwrap_or_else(|| secs.to_string())
+}
+
+/// The operator's to-do list: failures grouped by signature, those that need attention first
+/// (a breaker open on them, failing in the last day, critical, rising), each with what triage
+/// advises for its kind and the commands that act on it.
+fn groups(out: &mut String, p: &Page) {
+    let d = p.drawn;
+    section(out, "groups", "What needs attention");
+    if d.groups.list.is_empty() {
+        return empty(out, "No failure to act on.");
+    }
+    let open: Vec<&str> = p
+        .breakers
+        .now
+        .iter()
+        .filter(|b| matches!(b.state.as_str(), "open" | "forced_open" | "half_open"))
+        .map(|b| b.key.as_str())
+        .collect();
+    let open_key = |g: &super::groups::Group| -> Option<String> {
+        g.tool
+            .iter()
+            .chain(g.agents.iter())
+            .find(|k| open.contains(&k.as_str()))
+            .cloned()
+    };
+    let ranked = d.groups.ranked(&|g| open_key(g).is_some());
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">{} by kind, tool and message (numbers and ids blanked), those that need attention first: a breaker open on them, failures in the last 24 hours, the most severe, rising. Trend: failures per 6 hours over the last 7 days.</p>",
+        count(ranked.len() as u64, "signature", "signatures")
+    );
+    out.push_str("<table class=\"groups\"><thead><tr><th>Signature</th><th>Count</th><th>First seen (UTC)</th><th>Last seen (UTC)</th><th>Agents</th><th>Sessions</th><th>Trend</th><th>What to do</th></tr></thead><tbody>\n");
+    for g in ranked.iter().take(GROUPS_SHOWN) {
+        let tool = g
+            .tool
+            .as_deref()
+            .map(|t| format!(" <code>{}</code>", esc(t)))
+            .unwrap_or_default();
+        let names = |set: &std::collections::BTreeSet<String>| {
+            let shown: Vec<String> = set.iter().take(3).map(|n| label(n, CELL_NAME)).collect();
+            let more = if set.len() > 3 {
+                format!(" +{}", set.len() - 3)
+            } else {
+                String::new()
+            };
+            format!(
+                "{}{}{more}",
+                set.len(),
+                if shown.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", shown.join(", "))
+                }
+            )
+        };
+        let rising = match g.day.cmp(&g.day_before) {
+            std::cmp::Ordering::Greater => "rising",
+            std::cmp::Ordering::Less => "falling",
+            std::cmp::Ordering::Equal => "steady",
+        };
+        let mut todo = String::new();
+        for a in super::groups::advice(&g.kind).iter().take(2) {
+            let _ = write!(todo, "<div>{}</div>", esc(a));
+        }
+        if let Some(k) = open_key(g) {
+            let _ = write!(
+                todo,
+                "<div>Breaker <code>{}</code> is not closed; once the cause is fixed: <code>{}</code></div>",
+                esc(&k),
+                esc(&command(&["triage", "breaker", "reset", &k]))
+            );
+        }
+        let mut read = vec!["triage", "errors", "--kind", g.kind.as_str()];
+        let agent = (g.agents.len() == 1)
+            .then(|| g.agents.iter().next())
+            .flatten();
+        if let Some(a) = agent {
+            read.extend(["--agent", a.as_str()]);
+        }
+        let since = g.first.map(rfc3339);
+        if let Some(t) = since.as_deref() {
+            read.extend(["--since", t]);
+        }
+        read.extend(["--unresolved", "--text"]);
+        let _ = write!(
+            todo,
+            "<div>Read them: <code>{}</code></div>",
+            esc(&command(&read))
+        );
+        let _ = writeln!(
+            out,
+            "<tr class=\"sev{}\"><td><b>{}</b>{tool}<div>{}</div></td><td class=\"n\">{}</td><td class=\"nw first\">{}</td><td class=\"nw last\">{}</td><td class=\"name\">{}</td><td class=\"name\">{}</td><td><span class=\"spark\" aria-hidden=\"true\">{}</span><div>{} in 24 h, {} before: {rising}</div></td><td>{todo}</td></tr>",
+            g.worst,
+            label(&g.kind, CELL_NAME),
+            esc(if g.message.is_empty() { "(no message)" } else { &g.message }),
+            g.count,
+            g.first.map_or("-".into(), utc),
+            g.last.map_or("-".into(), utc),
+            names(&g.agents),
+            names(&g.sessions),
+            crate::term::sparkline(&g.trend),
+            g.day,
+            g.day_before,
+        );
+    }
+    out.push_str("</tbody></table>\n");
+    if ranked.len() > GROUPS_SHOWN {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{} more signatures not listed.</p>",
+            ranked.len() - GROUPS_SHOWN
+        );
+    }
+    out.push_str("</section>\n");
 }
 
 /// Failures in the last 24 hours and in the 24 before them.
@@ -554,8 +699,9 @@ fn breakers(out: &mut String, p: &Page) {
         let _ = write!(out, "<li><i class=\"{class}\"></i>{name}</li>");
     }
     out.push_str("</ul>\n");
-    let now_ms = p.now.timestamp_millis();
-    // The same span as the records' (or the last hour at least), so the two read together.
+    let now_ms = p.range.1.unwrap_or(p.now).min(p.now).timestamp_millis();
+    // The same span as the records' (or the last hour at least), so the two read together;
+    // the range asked for when there is one.
     let from = b
         .events
         .values()
@@ -564,6 +710,10 @@ fn breakers(out: &mut String, p: &Page) {
         .min()
         .unwrap_or(now_ms)
         .min(now_ms - 3_600_000);
+    let from = p
+        .range
+        .0
+        .map_or(from, |t| t.timestamp_millis().min(now_ms - 1));
     let span = (now_ms - from).max(1) as f64;
     // Keys not closed first, then those that changed most.
     let state_now = |k: &str| {
@@ -588,41 +738,16 @@ fn breakers(out: &mut String, p: &Page) {
         )
     });
     let shown = keys.len().min(BREAKERS_DRAWN);
+    let mut outages: Vec<Outage> = Vec::new();
     let lanes: Vec<Lane> = keys[..shown]
         .iter()
         .map(|k| {
-            let events = b.events.get(*k).cloned().unwrap_or_default();
-            let mut bands = Vec::new();
-            let mut at = from;
-            let mut state = "closed".to_string();
-            for (t, to) in events
-                .iter()
-                .chain(std::iter::once(&(now_ms, String::new())))
-            {
-                let a = (at - from) as f64 / span;
-                let z = (*t - from) as f64 / span;
-                // Bands narrower than a pixel join the next: a flapping breaker stays drawable.
-                if z - a >= 1.0 / 1600.0 || to.is_empty() {
-                    bands.push((
-                        a,
-                        z,
-                        state_class(&state),
-                        format!(
-                            "{k}: {} from {} to {} UTC",
-                            state.replace('_', "-"),
-                            utc(at / 1000),
-                            utc(*t / 1000)
-                        ),
-                    ));
-                    at = *t;
-                }
-                if !to.is_empty() {
-                    state = to.clone();
-                }
-            }
+            let events = b.events.get(*k).map(Vec::as_slice).unwrap_or_default();
+            let periods = periods(events, from, now_ms);
+            outages.extend(outages_of(k, &periods));
             Lane {
                 label: (*k).clone(),
-                bands,
+                bands: bands(k, &periods, from, span),
             }
         })
         .collect();
@@ -656,6 +781,7 @@ fn breakers(out: &mut String, p: &Page) {
             keys.len() - shown
         );
     }
+    outage_table(out, &mut outages, now_ms);
     if !b.now.is_empty() {
         out.push_str("<table><caption class=\"note\">Now</caption><thead><tr><th>Key</th><th>State</th><th>Failures</th><th>Half-open in</th><th>Last error</th></tr></thead><tbody>\n");
         for n in b.now.iter().take(200) {
@@ -676,6 +802,178 @@ fn breakers(out: &mut String, p: &Page) {
     out.push_str("</section>\n");
 }
 
+/// The narrowest band a state other than closed is drawn with, in the chart's units (800 for
+/// the width): 3 px or more wherever the chart is drawn 800 px wide or wider, so that a
+/// 30-second open period in a three-day range is still there to see.
+pub const MIN_BAND: f64 = 3.0;
+
+/// One stretch of a breaker in one state: (from, to) in Unix ms, the state.
+type Period = (i64, i64, String);
+
+/// The states of one breaker from `from` to `now`, from its transitions (closed before the
+/// first; a transition before `from` sets the state the range starts in).
+fn periods(events: &[(i64, String)], from: i64, now: i64) -> Vec<Period> {
+    let mut out: Vec<Period> = Vec::new();
+    let mut at = from;
+    let mut state = "closed".to_string();
+    for (t, to) in events {
+        if *t > now {
+            break;
+        }
+        let t = (*t).max(from);
+        if t > at {
+            out.push((at, t, state.clone()));
+            at = t;
+        }
+        state.clone_from(to);
+    }
+    if now > at || out.is_empty() {
+        out.push((at, now.max(at), state));
+    }
+    out
+}
+
+/// The bands of a lane: the whole range closed beneath, then every other state on top, each
+/// at least [`MIN_BAND`] wide. Periods that would touch once widened share one band (drawn in
+/// the most severe of their states, its title counting them), so a flapping breaker draws at
+/// most one band per [`MIN_BAND`] of width, however many times it opened.
+fn bands(
+    key: &str,
+    periods: &[Period],
+    from: i64,
+    span: f64,
+) -> Vec<(f64, f64, &'static str, String)> {
+    let plot = svg::WIDTH - svg::LANE_LABEL - svg::RIGHT;
+    let min = MIN_BAND / plot;
+    let frac = |t: i64| ((t - from) as f64 / span).clamp(0.0, 1.0);
+    let severity = |s: &str| match s {
+        "forced_open" => 4,
+        "open" => 3,
+        "half_open" => 2,
+        "disabled" => 1,
+        _ => 0,
+    };
+    let mut out = vec![(0.0, 1.0, "s-closed", format!("{key}: closed"))];
+    // (a, b, worst state, first start, last end, periods)
+    let mut open: Option<(f64, f64, String, i64, i64, usize)> = None;
+    let flush = |o: (f64, f64, String, i64, i64, usize),
+                 out: &mut Vec<(f64, f64, &'static str, String)>| {
+        let (a, b, state, t0, t1, n) = o;
+        let what = state.replace('_', "-");
+        let title = if n == 1 {
+            format!(
+                "{key}: {what} from {} to {} UTC ({})",
+                utc(t0 / 1000),
+                utc(t1 / 1000),
+                human((t1 - t0).max(0) as u64)
+            )
+        } else {
+            format!(
+                "{key}: {n} periods not closed (the worst {what}) from {} to {} UTC",
+                utc(t0 / 1000),
+                utc(t1 / 1000)
+            )
+        };
+        out.push((a, b, state_class(&state), title));
+    };
+    for (t0, t1, state) in periods.iter().filter(|p| p.2 != "closed") {
+        let a = frac(*t0).min(1.0 - min);
+        let b = frac(*t1).max(a + min);
+        match open.as_mut() {
+            Some(o) if a <= o.1 => {
+                o.1 = o.1.max(b);
+                o.4 = *t1;
+                o.5 += 1;
+                if severity(state) > severity(&o.2) {
+                    o.2.clone_from(state);
+                }
+            }
+            _ => {
+                if let Some(o) = open.take() {
+                    flush(o, &mut out);
+                }
+                open = Some((a, b, state.clone(), *t0, *t1, 1));
+            }
+        }
+    }
+    if let Some(o) = open.take() {
+        flush(o, &mut out);
+    }
+    out
+}
+
+/// One outage of a breaker: from leaving closed to closing again (through half-open and
+/// back to open, if it did), for the list beside the timeline.
+struct Outage {
+    key: String,
+    opened: i64,
+    closed: Option<i64>,
+    forced: bool,
+    state: String,
+}
+
+fn outages_of(key: &str, periods: &[Period]) -> Vec<Outage> {
+    let mut out: Vec<Outage> = Vec::new();
+    let mut current: Option<Outage> = None;
+    for (t0, t1, state) in periods {
+        if state == "closed" || state == "disabled" {
+            if let Some(mut o) = current.take() {
+                o.closed = Some(*t0);
+                out.push(o);
+            }
+            continue;
+        }
+        let o = current.get_or_insert_with(|| Outage {
+            key: key.to_string(),
+            opened: *t0,
+            closed: None,
+            forced: false,
+            state: state.clone(),
+        });
+        o.forced |= state == "forced_open";
+        o.state.clone_from(state);
+        let _ = t1;
+    }
+    out.extend(current);
+    out
+}
+
+/// Outages listed beside the timeline, those still open first, then the newest; at most 50.
+fn outage_table(out: &mut String, list: &mut [Outage], now: i64) {
+    if list.is_empty() {
+        return;
+    }
+    list.sort_by_key(|o| (o.closed.is_some(), std::cmp::Reverse(o.opened)));
+    let _ = writeln!(
+        out,
+        "<table id=\"outages\"><caption class=\"note\">Open periods ({}), still open first; a period lasts from leaving closed to closing again</caption><thead><tr><th>Key</th><th>Opened (UTC)</th><th>Closed (UTC)</th><th>How long</th><th>Forced</th></tr></thead><tbody>",
+        list.len()
+    );
+    for o in list.iter().take(50) {
+        let end = o.closed.unwrap_or(now);
+        let _ = writeln!(
+            out,
+            "<tr><td class=\"name\"><code>{}</code></td><td class=\"nw\">{}</td><td class=\"nw\">{}</td><td class=\"n\">{}</td><td class=\"nw\">{}</td></tr>",
+            esc(&o.key),
+            utc(o.opened / 1000),
+            match o.closed {
+                Some(t) => utc(t / 1000),
+                None => format!("still {}", esc(&o.state.replace('_', "-"))),
+            },
+            human((end - o.opened).max(0) as u64),
+            if o.forced { "forced (breaker trip)" } else { "no" }
+        );
+    }
+    out.push_str("</tbody></table>\n");
+    if list.len() > 50 {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{} older periods not listed.</p>",
+            list.len() - 50
+        );
+    }
+}
+
 fn durations(out: &mut String, p: &Page) {
     let d = p.drawn;
     section(out, "durations", "How long failed calls ran");
@@ -691,11 +989,13 @@ fn durations(out: &mut String, p: &Page) {
     out.push_str("<p class=\"note\">Durations on a log scale; the dashed line is the agent's timeout in the policy. Calls that fail near it suggest a timeout that is too tight.</p>\n");
     let span = (86_400_000f64 / 100.0).ln();
     let at = |ms: f64| ((ms.max(100.0) / 100.0).ln() / span).clamp(0.0, 1.0);
-    let ticks: Vec<(f64, String)> = [100u64, 1000, 10_000, 60_000, 600_000, 3_600_000, 86_400_000]
+    let ticks: Vec<(f64, String)> = [100u64, 10_000, 600_000, 86_400_000]
         .iter()
         .map(|ms| (at(*ms as f64), human(*ms)))
         .collect();
-    for (i, (name, _, bins)) in agents.iter().enumerate() {
+    let mut panels = Vec::new();
+    let mut lines = Vec::new();
+    for (name, _, bins) in &agents {
         let labelled: Vec<(u64, String)> = bins
             .bins
             .iter()
@@ -703,14 +1003,9 @@ fn durations(out: &mut String, p: &Page) {
             .map(|(b, c)| {
                 let lo = bin_start_ms(b) as u64;
                 let hi = if b + 1 < DURATION_BINS {
-                    bin_start_ms(b + 1) as u64
+                    human(bin_start_ms(b + 1) as u64)
                 } else {
-                    u64::MAX
-                };
-                let hi = if hi == u64::MAX {
                     "more".into()
-                } else {
-                    human(hi)
                 };
                 (*c, format!("{name}: {c} ran {}–{hi}", human(lo)))
             })
@@ -718,33 +1013,51 @@ fn durations(out: &mut String, p: &Page) {
         let marker = bins
             .timeout_ms
             .map(|t| (at(t as f64), format!("timeout {}", human(t))));
-        let desc = match bins.timeout_ms {
+        let line = match bins.timeout_ms {
             Some(t) => format!(
-                "{} with a duration; {} ran past the timeout of {}.",
+                "{}: {} with a duration; {} ran past the timeout of {}.",
+                crate::term::cut(name, CAPTION_NAME),
                 count(bins.count, "failed call", "failed calls"),
                 bins.past_timeout,
                 human(t)
             ),
             None => format!(
-                "{} with a duration; the policy sets no timeout for this agent.",
+                "{}: {} with a duration; no timeout in the policy.",
+                crate::term::cut(name, CAPTION_NAME),
                 count(bins.count, "failed call", "failed calls")
             ),
         };
-        let _ = writeln!(
-            out,
-            "<figure><figcaption>{} <span class=\"note\">{}</span></figcaption>{}</figure>",
-            label(name, CAPTION_NAME),
-            esc(&desc),
-            svg::histogram(
-                &format!("durations-{i}"),
-                &format!("Durations of {name}'s failed calls"),
-                &desc,
-                &labelled,
-                marker,
-                &ticks
-            )
-        );
+        lines.push(line);
+        panels.push(svg::Panel {
+            label: format!(
+                "{} ({}{})",
+                name,
+                bins.count,
+                bins.timeout_ms
+                    .map(|_| format!(", {} past timeout", bins.past_timeout))
+                    .unwrap_or_default()
+            ),
+            bins: labelled,
+            marker,
+        });
     }
+    let _ = writeln!(
+        out,
+        "<figure><figcaption>One panel per agent, on one scale <span class=\"note\">(the {} with most failures)</span></figcaption>{}</figure>",
+        count(agents.len() as u64, "agent", "agents"),
+        svg::small_multiples(
+            "durations-chart",
+            "Durations of failed calls per agent",
+            &lines.join(" "),
+            &panels,
+            &ticks
+        )
+    );
+    out.push_str("<ul class=\"note\">");
+    for l in &lines {
+        let _ = write!(out, "<li>{}</li>", esc(l));
+    }
+    out.push_str("</ul>\n");
     out.push_str("</section>\n");
 }
 

@@ -1,5 +1,5 @@
 //! The charts of the HTML report as inline SVG, made here rather than with a charting crate:
-//! three simple shapes (stacked bars, state bands, a histogram with a marker) in a few hundred
+//! three simple shapes (stacked bars, state bands, histograms as small multiples with a marker) in a few hundred
 //! lines, styled by CSS classes so that one page follows the reader's light or dark scheme,
 //! with a `<title>` and `<desc>` on every chart and a `<title>` on every mark for a pointer.
 //!
@@ -10,7 +10,10 @@ use std::fmt::Write;
 /// The drawing width; charts scale to the page with `width: 100%`.
 pub const WIDTH: f64 = 800.0;
 const LEFT: f64 = 44.0;
-const RIGHT: f64 = 8.0;
+/// The right margin of every chart.
+pub const RIGHT: f64 = 8.0;
+/// The room for the keys left of a state timeline's bands.
+pub const LANE_LABEL: f64 = 180.0;
 
 /// Where a tick's text hangs from its point: the first and last stay inside the drawing.
 fn anchor(f: f64) -> &'static str {
@@ -191,7 +194,7 @@ pub struct Lane {
 /// Bands of state per key over a shared time axis.
 pub fn lanes(id: &str, title: &str, desc: &str, rows: &[Lane], ticks: &[(f64, String)]) -> String {
     let lane_h = 18.0;
-    let label_w = 180.0;
+    let label_w = LANE_LABEL;
     let height = rows.len() as f64 * (lane_h + 4.0) + 22.0;
     let mut out = String::new();
     open(&mut out, id, height, title, desc);
@@ -215,6 +218,8 @@ pub fn lanes(id: &str, title: &str, desc: &str, rows: &[Lane], ticks: &[(f64, St
         for (a, b, class, hover) in &lane.bands {
             let x = label_w + a * plot_w;
             let w = ((b - a) * plot_w).max(0.8);
+            // A band that ends at the right edge stays inside the drawing.
+            let x = x.min(WIDTH - RIGHT - w);
             let _ = write!(
                 out,
                 r#"<rect class="{class}" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{lane_h}"><title>{}</title></rect>"#,
@@ -242,66 +247,90 @@ pub fn lanes(id: &str, title: &str, desc: &str, rows: &[Lane], ticks: &[(f64, St
     out
 }
 
-/// A histogram of counts per bin, with an optional marker line at `marker` (0..1 of the
-/// width) and labelled ticks at fractions of the width.
-pub fn histogram(
+/// One panel of [`small_multiples`]: its label, counts per bin (with what hovering says) and
+/// an optional marker at a fraction of the width.
+pub struct Panel {
+    /// The panel's name (an agent).
+    pub label: String,
+    /// Counts per bin, left to right.
+    pub bins: Vec<(u64, String)>,
+    /// A marker line (0..1 of the width) and its text.
+    pub marker: Option<(f64, String)>,
+}
+
+/// Histograms side by side in one drawing, two to a row, on one x axis (labelled by `ticks`
+/// under every panel) and one y scale, so that panels compare at a glance.
+pub fn small_multiples(
     id: &str,
     title: &str,
     desc: &str,
-    bins: &[(u64, String)],
-    marker: Option<(f64, String)>,
+    panels: &[Panel],
     ticks: &[(f64, String)],
 ) -> String {
-    let height = 92.0;
-    let plot_h = 62.0;
-    let top = 8.0;
+    const COLS: usize = 2;
+    const GAP: f64 = 24.0;
+    const PANEL_H: f64 = 96.0;
+    const LABEL_H: f64 = 16.0;
+    const PLOT_H: f64 = 50.0;
+    let rows = panels.len().div_ceil(COLS).max(1);
+    let height = rows as f64 * PANEL_H;
+    let panel_w = (WIDTH - GAP * (COLS - 1) as f64) / COLS as f64;
+    let plot_w = panel_w - 30.0;
+    let max = panels
+        .iter()
+        .flat_map(|p| p.bins.iter().map(|b| b.0))
+        .max()
+        .unwrap_or(0);
     let mut out = String::new();
     open(&mut out, id, height, title, desc);
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let max = bins.iter().map(|b| b.0).max().unwrap_or(0);
-    let step = plot_w / bins.len().max(1) as f64;
-    let _ = write!(
-        out,
-        r#"<line class="axis" x1="{LEFT}" y1="{y}" x2="{x2}" y2="{y}"/><text class="tick" x="{lx}" y="{ty}" text-anchor="end">{max}</text>"#,
-        y = top + plot_h,
-        x2 = WIDTH - RIGHT,
-        lx = LEFT - 4.0,
-        ty = top + 8.0,
-    );
-    for (i, (count, label)) in bins.iter().enumerate() {
-        if *count == 0 || max == 0 {
-            continue;
+    for (i, p) in panels.iter().enumerate() {
+        let x0 = (i % COLS) as f64 * (panel_w + GAP) + 30.0;
+        let y0 = (i / COLS) as f64 * PANEL_H;
+        let base = y0 + LABEL_H + PLOT_H;
+        let _ = write!(
+            out,
+            r#"<g class="panel"><text class="label" x="{x0:.1}" y="{ly:.1}">{}</text><line class="axis" x1="{x0:.1}" y1="{base:.1}" x2="{x2:.1}" y2="{base:.1}"/><text class="tick" x="{tx:.1}" y="{ty:.1}" text-anchor="end">{max}</text>"#,
+            esc(&fit(&p.label, plot_w)),
+            ly = y0 + 12.0,
+            x2 = x0 + plot_w,
+            tx = x0 - 3.0,
+            ty = y0 + LABEL_H + 8.0,
+        );
+        let step = plot_w / p.bins.len().max(1) as f64;
+        for (b, (count, label)) in p.bins.iter().enumerate() {
+            if *count == 0 || max == 0 {
+                continue;
+            }
+            let h = (*count as f64 / max as f64 * PLOT_H).max(0.8);
+            let _ = write!(
+                out,
+                r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}"><title>{}</title></rect>"#,
+                esc(label),
+                x = x0 + b as f64 * step,
+                y = base - h,
+                w = (step * 0.9).max(1.0)
+            );
         }
-        let h = (*count as f64 / max as f64 * plot_h).max(0.8);
-        let _ = write!(
-            out,
-            r#"<rect class="bar" x="{x:.1}" y="{y:.1}" width="{w:.1}" height="{h:.1}"><title>{}</title></rect>"#,
-            esc(label),
-            x = LEFT + i as f64 * step,
-            y = top + plot_h - h,
-            w = (step * 0.9).max(1.0)
-        );
-    }
-    if let Some((f, label)) = marker {
-        let x = LEFT + f * plot_w;
-        let _ = write!(
-            out,
-            r#"<line class="marker" x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{y}"/><text class="marker-label" x="{tx:.1}" y="{ty}">{}</text>"#,
-            esc(&label),
-            y = top + plot_h,
-            tx = x + 3.0,
-            ty = top + 8.0
-        );
-    }
-    for (f, label) in ticks {
-        let _ = write!(
-            out,
-            r#"<text class="tick" x="{x:.1}" y="{y}" text-anchor="{}">{}</text>"#,
-            anchor(*f),
-            esc(label),
-            x = LEFT + f * plot_w,
-            y = height - 6.0
-        );
+        if let Some((f, label)) = &p.marker {
+            let x = x0 + f * plot_w;
+            let _ = write!(
+                out,
+                r#"<line class="marker" x1="{x:.1}" y1="{y1:.1}" x2="{x:.1}" y2="{base:.1}"><title>{}</title></line>"#,
+                esc(label),
+                y1 = y0 + LABEL_H,
+            );
+        }
+        for (f, label) in ticks {
+            let _ = write!(
+                out,
+                r#"<text class="tick" x="{x:.1}" y="{y:.1}" text-anchor="{}">{}</text>"#,
+                anchor(*f),
+                esc(label),
+                x = x0 + f * plot_w,
+                y = base + 13.0
+            );
+        }
+        out.push_str("</g>");
     }
     out.push_str("</svg>");
     out
@@ -330,6 +359,45 @@ mod tests {
         );
         assert!(!svg.contains("<script>") && !svg.contains("<b>"), "{svg}");
         assert!(svg.contains(r#"role="img""#));
+    }
+
+    #[test]
+    fn small_multiples_share_one_scale_and_stay_in_the_drawing() {
+        let panel = |label: &str, n: u64| Panel {
+            label: label.into(),
+            bins: vec![(n, "x".into()), (0, "y".into()), (1, "z".into())],
+            marker: Some((0.5, "timeout 5m".into())),
+        };
+        let svg = small_multiples(
+            "d",
+            "t",
+            "d",
+            &[panel("a", 10), panel("b", 5), panel("c", 1)],
+            &[(0.0, "100ms".into()), (1.0, "1d".into())],
+        );
+        assert_eq!(svg.matches("<svg").count(), 1, "one chart");
+        assert_eq!(svg.matches("class=\"panel\"").count(), 3);
+        let re = regex::Regex::new(
+            r#"<rect class="bar" x="([\d.]+)" y="[\d.]+" width="([\d.]+)" height="([\d.]+)""#,
+        )
+        .expect("regex");
+        let bars: Vec<(f64, f64, f64)> = re
+            .captures_iter(&svg)
+            .map(|c| {
+                (
+                    c[1].parse().unwrap_or(-1.0),
+                    c[2].parse().unwrap_or(-1.0),
+                    c[3].parse().unwrap_or(-1.0),
+                )
+            })
+            .collect();
+        assert_eq!(bars.len(), 6);
+        // One scale: b's 5 is half as tall as a's 10.
+        assert!((bars[0].2 - 2.0 * bars[2].2).abs() < 0.2, "{bars:?}");
+        for (x, w, _) in bars {
+            assert!(x >= 0.0 && x + w <= WIDTH, "{x} {w}");
+        }
+        assert_eq!(svg.matches("timeout 5m").count(), 3);
     }
 
     #[test]

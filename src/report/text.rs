@@ -4,8 +4,9 @@
 
 use crate::core::error_record::LogLine;
 use crate::core::summary::{By, Filter, Summary};
-use crate::term::{count, cut, human, sparkline, when, when_text, Term, Tone};
-use chrono::{DateTime, Utc};
+use crate::store::breakers::calls::Status;
+use crate::term::{count, cut, human, sparkline, Term, Tone};
+use chrono::{DateTime, Local, Utc};
 use std::path::Path;
 
 /// Hours in the sparkline.
@@ -70,8 +71,20 @@ impl Hourly {
     }
 }
 
-/// The filters in words: `session s1, since 14:02:07`, or `all records`.
+/// The filters in words: `session s1, since 2026-02-04 14:02`, or `all records`; times as
+/// [`stamp`] writes them (the terminal's zone).
 pub fn filters(f: &Filter, now: DateTime<Utc>) -> String {
+    let _ = now;
+    filters_in(f, stamp)
+}
+
+/// [`filters`] with times in UTC, for the HTML page (which says its times are UTC).
+pub fn filters_utc(f: &Filter, now: DateTime<Utc>) -> String {
+    let _ = now;
+    filters_in(f, |t| t.format("%Y-%m-%d %H:%M").to_string())
+}
+
+fn filters_in(f: &Filter, stamp: impl Fn(DateTime<Utc>) -> String) -> String {
     let mut parts = Vec::new();
     for (name, v) in [
         ("session", &f.session),
@@ -84,13 +97,66 @@ pub fn filters(f: &Filter, now: DateTime<Utc>) -> String {
         }
     }
     if let Some(t) = f.since {
-        parts.push(format!("since {}", when(t, now)));
+        parts.push(format!("since {}", stamp(t)));
+    }
+    if let Some(t) = f.until {
+        parts.push(format!("until {}", stamp(t)));
     }
     if parts.is_empty() {
         "all records".into()
     } else {
         parts.join(", ")
     }
+}
+
+/// The one time format of `report --text`: `2026-02-04 14:02` in the terminal's time zone —
+/// the same width in every row, so a column of times reads down without mixing "7 min ago",
+/// "13:55:00" and "Feb 03 12:07".
+pub fn stamp(t: DateTime<Utc>) -> String {
+    t.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string()
+}
+
+/// [`stamp`] of a stored RFC 3339 text; the text itself when it is not a time.
+fn stamp_text(t: &str) -> String {
+    match DateTime::parse_from_rfc3339(t) {
+        Ok(t) => stamp(t.with_timezone(&Utc)),
+        Err(_) => t.to_string(),
+    }
+}
+
+/// The breakers' line: those open (forced open included) counted as `breaker status` counts
+/// them, the half-open ones (which let probes through) named apart — "3 open" beside a
+/// status that says "2 open" would be two answers to one question.
+pub fn breakers_line(not_closed: &[&Status]) -> Option<(String, String)> {
+    use crate::core::breaker::State;
+    let named = |b: &Status| match b.totals.opened {
+        // Seed 000: a breaker that opens twice is a reason to abort; say so.
+        n if n >= 2 => format!("{} ({}, opened {n}×)", b.key, b.state),
+        _ => format!("{} ({})", b.key, b.state),
+    };
+    let open: Vec<String> = not_closed
+        .iter()
+        .filter(|b| matches!(b.state, State::Open | State::ForcedOpen))
+        .map(|b| named(b))
+        .collect();
+    let half: Vec<String> = not_closed
+        .iter()
+        .filter(|b| matches!(b.state, State::HalfOpen))
+        .map(|b| named(b))
+        .collect();
+    if open.is_empty() && half.is_empty() {
+        return None;
+    }
+    let label = count(open.len() as u64, "open breaker", "open breakers");
+    let mut rest = if open.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", open.join(", "))
+    };
+    if !half.is_empty() {
+        rest.push_str(&format!("; {} half-open: {}", half.len(), half.join(", ")));
+    }
+    Some((label, rest))
 }
 
 /// A path on one line: its control characters in caret notation (`^J` for a newline, `^I`
@@ -142,7 +208,7 @@ pub fn render(
     src: &Source,
     f: &Filter,
     hourly: &Hourly,
-    open_breakers: &[String],
+    open_breakers: &[&Status],
     term: &Term,
     now: DateTime<Utc>,
 ) -> String {
@@ -187,7 +253,7 @@ pub fn render(
     }
     let mut out = term.wrap(&head);
     out.push('\n');
-    out.push_str(&groups(s, term, now));
+    out.push_str(&groups(s, term));
     if !s.thresholds.is_empty() {
         out.push('\n');
         out.push_str(&term.paint("thresholds crossed", Tone::Bad));
@@ -214,17 +280,16 @@ pub fn render(
             }
         }
     }
-    if !open_breakers.is_empty() {
+    if let Some((label, rest)) = breakers_line(open_breakers) {
         // Wrapped as plain text first, so the painted label never counts toward the width.
-        let label = count(open_breakers.len() as u64, "open breaker", "open breakers");
-        let line = term.wrap(&format!("{label}: {}", open_breakers.join(", ")));
+        let line = term.wrap(&format!("{label}{rest}"));
         let rest = line.strip_prefix(&label).unwrap_or(&line).trim_end();
         out.push_str(&format!("\n{}{rest}\n", term.paint(&label, Tone::Bad)));
     }
     out
 }
 
-fn groups(s: &Summary, term: &Term, now: DateTime<Utc>) -> String {
+fn groups(s: &Summary, term: &Term) -> String {
     let by = match s.by {
         By::Agent => "AGENT",
         By::Kind => "KIND",
@@ -250,7 +315,34 @@ fn groups(s: &Summary, term: &Term, now: DateTime<Utc>) -> String {
         head.extend(["P95", "PAST TIMEOUT"]);
     }
     head.extend(["KINDS", "LAST ERROR"]);
-    let wrap = [head.len() - 2, head.len() - 1];
+    // Below 120 columns each kind sits on a line of its own beside its count, and the column
+    // is as wide as the longest (never split between a kind and its number); wider, they
+    // share a line.
+    let stacked = term.width < 120;
+    // The KINDS column keeps its width (the longest kind and count) when that leaves the last
+    // error 14 columns (a date); on a narrower terminal it wraps with the rest.
+    let longest = |f: &dyn Fn(&crate::core::summary::GroupSummary) -> usize| {
+        s.groups.iter().map(f).max().unwrap_or(0)
+    };
+    let kind_w = longest(&|g| {
+        g.kinds
+            .iter()
+            .map(|(k, n)| k.chars().count().min(41) + n.to_string().len() + 1)
+            .max()
+            .unwrap_or(0)
+    });
+    let fixed = longest(&|g| g.key.chars().count()).clamp(by.len(), 40)
+        + longest(&|g| g.count.to_string().len()).max(5)
+        + 8
+        + if medium { 24 } else { 0 }
+        + kind_w.max(5)
+        + 2 * 4;
+    let keep_kinds = stacked && fixed + 14 <= term.width;
+    let wrap: Vec<usize> = if keep_kinds {
+        vec![head.len() - 1]
+    } else {
+        vec![head.len() - 2, head.len() - 1]
+    };
     // The last error's text gets what a narrow terminal leaves; comfy-table wraps the rest.
     let detail_room = (term.width / 3).clamp(20, 100);
     let ms = |v: Option<u64>| v.map_or("-".to_string(), human);
@@ -258,7 +350,11 @@ fn groups(s: &Summary, term: &Term, now: DateTime<Utc>) -> String {
     for g in &s.groups {
         let mut kinds: Vec<(&String, &u64)> = g.kinds.iter().collect();
         kinds.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
-        let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        // A no-break space: a table that wraps the column keeps a kind and its count together.
+        let kinds: Vec<String> = kinds
+            .iter()
+            .map(|(k, n)| format!("{}\u{a0}{n}", cut(k, 40)))
+            .collect();
         let resolved = format!("{:.0}%", g.resolution_rate * 100.0);
         let tone = (g.resolution_rate < 0.5).then_some(Tone::Warn);
         let mut row = vec![
@@ -293,12 +389,12 @@ fn groups(s: &Summary, term: &Term, now: DateTime<Utc>) -> String {
                 None => term.cell("-", None),
             });
         }
-        row.push(term.cell(kinds.join(", "), None));
+        row.push(term.cell(kinds.join(if stacked { "\n" } else { ", " }), None));
         let last = &g.last_error;
         let at = last
             .timestamp
             .as_deref()
-            .map(|t| when_text(t, now))
+            .map(stamp_text)
             .unwrap_or_else(|| "-".into());
         let detail = last
             .detail

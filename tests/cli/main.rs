@@ -57,6 +57,7 @@ mod readme;
 mod record;
 mod release;
 mod report_html;
+mod report_view;
 mod run;
 mod run_limits;
 mod saga;

@@ -499,3 +499,297 @@ fn a_long_unbroken_name_or_detail_stays_within_the_window_in_chromium() {
     );
     assert_eq!(id_lines, 1, "an error id stays on one line");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The operator's view: every open period visible at any range.
+
+/// A log over three days (160 records, 27 min apart) and breakers that opened for seconds:
+/// `search-api` twice (30 s; 45 s then 5 s half-open), `db` forced open for 10 s, `flappy`
+/// 40 times in an hour, and `researcher` open now.
+fn three_days() -> Sandbox {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.root().join("logs")).unwrap();
+    std::fs::write(
+        s.root().join("logs/errors.jsonl"),
+        crate::text_output::fixture_log(160),
+    )
+    .unwrap();
+    let mut events = String::new();
+    let mut e = |key: &str, to: &str, at: String| {
+        events.push_str(
+            &serde_json::json!({"key": key, "from": "x", "to": to, "at": at, "reason": "r",
+                "generation": 1})
+            .to_string(),
+        );
+        events.push('\n');
+    };
+    e("search-api", "open", "2026-02-01T16:00:00Z".into());
+    e("search-api", "closed", "2026-02-01T16:00:30Z".into());
+    e("search-api", "open", "2026-02-03T08:00:00Z".into());
+    e("search-api", "half_open", "2026-02-03T08:00:45Z".into());
+    e("search-api", "closed", "2026-02-03T08:00:50Z".into());
+    e("db", "forced_open", "2026-02-03T20:00:00Z".into());
+    e("db", "closed", "2026-02-03T20:00:10Z".into());
+    for i in 0..40 {
+        e("flappy", "open", format!("2026-02-02T09:{i:02}:00Z"));
+        e("flappy", "closed", format!("2026-02-02T09:{i:02}:05Z"));
+    }
+    e("researcher", "open", "2026-02-04T14:59:30Z".into());
+    std::fs::write(s.root().join("logs/breaker-events.jsonl"), events).unwrap();
+    s
+}
+
+/// The bands of the breaker timeline: (class, x, width, title).
+fn lane_rects(html: &str) -> Vec<(String, f64, f64, String)> {
+    let svg = html
+        .split("id=\"breaker-lanes\"")
+        .nth(1)
+        .and_then(|r| r.split("</svg>").next())
+        .unwrap();
+    Regex::new(r#"<rect class="([^"]+)" x="([\d.]+)" y="[\d.]+" width="([\d.]+)" height="[\d.]+"><title>([^<]*)</title>"#)
+        .unwrap()
+        .captures_iter(svg)
+        .map(|c| {
+            (
+                c[1].to_string(),
+                c[2].parse().unwrap(),
+                c[3].parse().unwrap(),
+                c[4].to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_open_period_of_three_days_is_drawn_at_least_three_units_wide_and_listed() {
+    let s = three_days();
+    let html = page(&s, &[]);
+    let rects = lane_rects(&html);
+    let not_closed: Vec<&(String, f64, f64, String)> =
+        rects.iter().filter(|r| r.0 != "s-closed").collect();
+    for r in &not_closed {
+        assert!(r.2 >= 3.0, "a band {} units wide: {r:?}", r.2);
+        assert!(r.1 + r.2 <= 792.01, "inside the drawing: {r:?}");
+    }
+    let of = |key: &str| {
+        not_closed
+            .iter()
+            .filter(|r| r.3.starts_with(&format!("{key}: ")))
+            .count()
+    };
+    // search-api's two outages (the second's open and half-open touch: one band), db's
+    // forced 10 s, researcher's open now; flappy's 40 periods share a few bands.
+    assert_eq!(of("search-api"), 2, "{not_closed:?}");
+    assert_eq!(of("db"), 1);
+    assert_eq!(of("researcher"), 1);
+    assert!((1..=40).contains(&of("flappy")));
+    assert!(not_closed
+        .iter()
+        .any(|r| r.0 == "s-forced_open" && r.3.starts_with("db: forced-open")));
+    // The list beside: every period with its key, opened, closed or still open, how long,
+    // forced or not.
+    let table = html
+        .split("<table id=\"outages\">")
+        .nth(1)
+        .and_then(|r| r.split("</table>").next())
+        .unwrap();
+    assert!(table.contains("Open periods (44)"), "{table}");
+    let rows: Vec<&str> = table.split("<tr>").skip(2).collect();
+    assert!(rows[0].contains("researcher") && rows[0].contains("still open"));
+    assert!(rows.iter().any(|r| r.contains("<code>db</code>")
+        && r.contains("2026-02-03 20:00")
+        && r.contains(">10s<")
+        && r.contains("forced")));
+    assert!(rows.iter().any(|r| r.contains("<code>search-api</code>")
+        && r.contains("2026-02-01 16:00")
+        && r.contains(">30s<")
+        && r.contains(">no<")));
+    assert!(rows.iter().any(|r| r.contains("<code>search-api</code>")
+        && r.contains("2026-02-03 08:00")
+        && r.contains(">50s<")));
+    // A range narrows the timeline: the same 10 s in the last day's range is wider still.
+    let day = page(&s, &["--since", "1d"]);
+    let db = lane_rects(&day)
+        .into_iter()
+        .find(|r| r.3.starts_with("db: forced-open"))
+        .unwrap();
+    assert!(db.2 >= 3.0 && db.1 > 180.0, "{db:?}");
+}
+
+/// Lays `page` out in Chromium `width` px wide with one inline script allowed, and returns
+/// what the script `js` wrote into `#measured`.
+fn measure_js(browser: &Path, page: &str, dir: &Path, width: u32, js: &str) -> String {
+    let page = page
+        .replacen(
+            "default-src 'none'",
+            "default-src 'none'; script-src 'unsafe-inline'",
+            1,
+        )
+        .replacen(
+            "</body>",
+            &format!("<script>var m = document.createElement('pre'); m.id = 'measured'; m.textContent = 'MEA' + 'SURED[' + ({js}) + ']END'; document.body.appendChild(m);</script></body>"),
+            1,
+        );
+    let file = dir.join("measure-js.html");
+    std::fs::write(&file, page).unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(format!("--window-size={width},900"))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", file.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&out.stdout);
+    Regex::new(r"MEASURED\[(.*?)\]END")
+        .unwrap()
+        .captures(&dom)
+        .unwrap_or_else(|| panic!("no measure: {}", String::from_utf8_lossy(&out.stderr)))[1]
+        .to_string()
+}
+
+#[test]
+fn every_open_period_of_three_days_is_visible_at_1280_px_in_chromium() {
+    let Some(browser) = chromium() else {
+        crate::common::skip("chromium is not installed", "TRIAGE_REQUIRE_CHROMIUM");
+        return;
+    };
+    let s = three_days();
+    let html = page(&s, &[]);
+    let expected = lane_rects(&html)
+        .iter()
+        .filter(|r| r.0 != "s-closed")
+        .count();
+    assert!(expected >= 5, "search-api ×2, db, researcher, flappy");
+    let widths = measure_js(
+        &browser,
+        &html,
+        s.path(),
+        1280,
+        "Array.from(document.querySelectorAll('#breaker-lanes rect:not(.s-closed)')).map(function (r) { var b = r.getBoundingClientRect(); return b.width.toFixed(2) + '@' + b.left.toFixed(1); }).join(' ')",
+    );
+    let drawn: Vec<(f64, f64)> = widths
+        .split_whitespace()
+        .map(|w| {
+            let (w, x) = w.split_once('@').unwrap();
+            (w.parse().unwrap(), x.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(drawn.len(), expected, "{widths}");
+    for (w, x) in &drawn {
+        assert!(*w >= 3.0, "an open period {w} px wide at x {x}: {widths}");
+        assert!(*x >= 0.0 && x + w <= 1280.0, "{widths}");
+    }
+    // The groups' first and last seen are on the page as the browser lays it out.
+    let groups = measure_js(
+        &browser,
+        &html,
+        s.path(),
+        1280,
+        "Array.from(document.querySelectorAll('#groups tbody tr')).filter(function (r) { return r.getBoundingClientRect().height > 0; }).map(function (r) { return r.querySelector('.first').textContent + '|' + r.querySelector('.last').textContent; }).join(';')",
+    );
+    let rows: Vec<&str> = groups.split(';').filter(|r| !r.is_empty()).collect();
+    assert_eq!(rows.len(), 5, "{groups}");
+    let stamp = Regex::new(r"^\d{4}-\d\d-\d\d \d\d:\d\d\|\d{4}-\d\d-\d\d \d\d:\d\d$").unwrap();
+    for r in rows {
+        assert!(stamp.is_match(r), "{r}");
+    }
+}
+
+/// The to-do list: one group per signature with its first and last seen (as the log says),
+/// count, agents and sessions, trend, triage's advice for the kind and the commands that act
+/// on it; a group whose agent's breaker is not closed comes first, with `breaker reset`.
+#[test]
+fn failures_are_grouped_with_first_last_seen_advice_and_commands() {
+    let s = fixture();
+    let html = page(&s, &[]);
+    let table = html
+        .split("<table class=\"groups\">")
+        .nth(1)
+        .and_then(|r| r.split("</table>").next())
+        .unwrap();
+    let rows: Vec<&str> = table.split("<tr class=").skip(1).collect();
+    assert_eq!(rows.len(), 5, "five kinds, one message each: {table}");
+    // By hand: the first and last timeout of the fixture's log.
+    let times: Vec<String> = crate::text_output::fixture_log(60)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == "timeout")
+        .map(|v| v["timestamp"].as_str().unwrap().to_string())
+        .collect();
+    let fmt = |t: &str| {
+        chrono::DateTime::parse_from_rfc3339(t)
+            .unwrap()
+            .format("%Y-%m-%d %H:%M")
+            .to_string()
+    };
+    let first = fmt(times.iter().min().unwrap());
+    let last = fmt(times.iter().max().unwrap());
+    let top = rows[0];
+    assert!(
+        top.contains("<b>timeout</b>"),
+        "the forced-open agent's first: {top}"
+    );
+    assert!(
+        top.contains(&format!("<td class=\"nw first\">{first}</td>")),
+        "{top}"
+    );
+    assert!(
+        top.contains(&format!("<td class=\"nw last\">{last}</td>")),
+        "{top}"
+    );
+    assert!(top.contains(&format!("<td class=\"n\">{}</td>", times.len())));
+    assert!(top.contains("1: statistician-consultant"));
+    assert!(
+        top.contains("Retry with a longer timeout"),
+        "classify's advice: {top}"
+    );
+    assert!(top.contains("triage breaker reset statistician-consultant"));
+    assert!(top.contains("triage errors --kind timeout --agent statistician-consultant --since"));
+    // Numbers in messages are blanked into one signature.
+    assert!(top.contains("Agent exceeded # minute timeout"), "{top}");
+    assert!(rows
+        .iter()
+        .all(|r| r.contains("class=\"spark\"") && r.contains(" in 24 h, ")));
+    // researcher's breaker is open too: its group comes before the others with no breaker.
+    let researcher = rows
+        .iter()
+        .position(|r| r.contains("1: researcher"))
+        .unwrap();
+    assert_eq!(researcher, 1, "{table}");
+}
+
+/// Durations: one chart, a panel per agent on one scale, each with its timeout marked —
+/// not a chart per agent.
+#[test]
+fn durations_are_one_chart_of_small_multiples() {
+    let s = fixture();
+    let html = page(&s, &[]);
+    let section = html
+        .split("<section id=\"durations\"")
+        .nth(1)
+        .and_then(|r| r.split("</section>").next())
+        .unwrap();
+    assert_eq!(section.matches("<svg ").count(), 1, "{section}");
+    assert_eq!(section.matches("class=\"panel\"").count(), 5);
+    // The two agents with a timeout in the policy have their marker.
+    assert_eq!(section.matches("class=\"marker\"").count(), 2);
+    assert!(section.contains("timeout 5m") && section.contains("timeout 3m"));
+    // One scale: the y label of every panel is the same maximum.
+    let maxima: std::collections::BTreeSet<&str> = Regex::new(r#"text-anchor="end">(\d+)</text>"#)
+        .unwrap()
+        .captures_iter(section)
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    assert_eq!(maxima.len(), 1, "{maxima:?}");
+}

@@ -303,7 +303,9 @@ fn counts_agree_with_their_numbers_and_say_what_was_read() {
         80,
     );
     assert!(
-        text.starts_with("error log ./.triage/logs/errors.jsonl (session s1, since 13:00:00)"),
+        text.starts_with(
+            "error log ./.triage/logs/errors.jsonl (session s1, since 2026-02-04 13:00)"
+        ),
         "{text}"
     );
     assert!(
