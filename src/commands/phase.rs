@@ -250,7 +250,7 @@ fn answer(cx: &Context, done: Answered) -> Answer {
 fn status(w: &Which, cx: &Context) -> Result<Answer, Failure> {
     w.check()?;
     let path = w.manifest(cx);
-    let (m, _) = manifests::read(&path)?.ok_or_else(|| {
+    let (m, _) = manifests::read(&path, &|w| cx.warn(w))?.ok_or_else(|| {
         Failure::usage(format!(
             "no manifest for phase {} of workflow {} ({})",
             w.phase,
@@ -271,7 +271,7 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Answer, Failure> {
         Held::Lock(l) => l,
         Held::Busy(refusal) => return Ok(refusal),
     };
-    let (mut m, _) = manifests::read(&path)?.ok_or_else(|| {
+    let (mut m, _) = manifests::read(&path, &|w| cx.warn(w))?.ok_or_else(|| {
         Failure::usage(format!(
             "no manifest for phase {} of workflow {} ({}); run the phase first",
             a.which.phase,

@@ -184,6 +184,11 @@ pub struct Manifest {
     /// The last decision, and a person's choice on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Value>,
+    /// While a runner is at work: the generation of the journal beside this file
+    /// (`phase-<N>.json.journal`), whose lines bring items up to date. A journal of another
+    /// generation is stale and not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<u64>,
 }
 
 impl Manifest {
@@ -223,6 +228,7 @@ impl Manifest {
             items,
             message: None,
             decision: None,
+            journal: None,
         }
     }
 
