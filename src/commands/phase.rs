@@ -239,12 +239,13 @@ fn watcher(items: usize) -> Option<Box<dyn Watch>> {
 }
 
 fn answer(cx: &Context, done: Answered) -> Answer {
+    let status = done.status;
     let out = if cx.global.text {
-        Answer::text(text::text(&done.doc))
+        Answer::text(text::text(&done.tree()))
     } else {
-        Answer::json(&done.doc)
+        Answer::json(&done.json())
     };
-    out.exit(done.status)
+    out.exit(status)
 }
 
 fn status(w: &Which, cx: &Context) -> Result<Answer, Failure> {

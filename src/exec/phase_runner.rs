@@ -26,7 +26,7 @@ use crate::store::ground::Ground;
 use crate::store::manifests;
 use item::{not_reached, run_item, settle, unfiled, ItemRun, Shared};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
@@ -70,10 +70,33 @@ pub type Watcher = fn(usize) -> Option<Box<dyn Watch>>;
 
 /// What a run or resume answers: its JSON document and the exit status.
 pub struct Answered {
-    /// The JSON document (`phase run`'s answer).
+    /// The JSON document (`phase run`'s answer), its `items` left null: they are [`items`],
+    /// written out one by one ([`Answered::json`]).
     pub doc: Value,
+    /// Every item, as the answer shows it.
+    pub items: Vec<answer::ItemOut>,
     /// The exit status of the decision.
     pub status: u8,
+}
+
+impl Answered {
+    /// The JSON document whole, its items in their place, each made a tree only while it is
+    /// written.
+    pub fn json(&self) -> answer::Document<'_> {
+        answer::Document {
+            doc: &self.doc,
+            items: &self.items,
+        }
+    }
+
+    /// The JSON document as one tree (for the text rendering).
+    pub fn tree(mut self) -> Value {
+        if let Some(o) = self.doc.as_object_mut() {
+            let items: Vec<Value> = self.items.iter().map(|i| json!(i)).collect();
+            o.insert("items".into(), items.into());
+        }
+        self.doc
+    }
 }
 
 /// What the runner needs of one phase run.
@@ -313,8 +336,10 @@ fn go(
         say!("{msg}");
     }
     let doc = answer::document(&job, m, &d, &ran, texts, abort_ratio, resumed);
+    let items = answer::items(std::mem::take(&mut m.items), ran.reports);
     Ok(Answered {
         doc,
+        items,
         status: d.decision.exit_status(),
     })
 }
@@ -329,8 +354,9 @@ pub struct Ran {
     pub interrupted: Option<i32>,
     /// Whether the phase's time budget ended with items left.
     pub budget_ended: bool,
-    /// Each item's `triage run` report, by id.
-    pub reports: BTreeMap<String, Value>,
+    /// What the answer keeps of each item's `triage run` report (its attempts and
+    /// warnings, as compact JSON text: a phase of 10,000 items keeps no tree of them), by id.
+    pub reports: HashMap<String, answer::Kept>,
 }
 
 enum Msg {
@@ -475,7 +501,7 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
                         }
                         let id = m.items[i].id.clone();
                         if let Ok((_, doc)) = &r.result {
-                            ran.reports.insert(id, doc.clone());
+                            ran.reports.insert(id, answer::Kept::of(doc));
                         }
                         settle(job, m, i, *r);
                     }
