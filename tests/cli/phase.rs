@@ -271,6 +271,37 @@ fn the_half_rule_on_both_sides_of_the_line() {
 }
 
 #[test]
+fn a_phase_stopped_over_the_half_rule_is_not_called_complete() {
+    let s = sandbox();
+    let (code, doc, _) = run_phase(&s, &optional_items(3, 4, true), "over", "4");
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["decision"], "stop");
+    assert_eq!(doc["degradation"]["complete"], false, "{doc:#}");
+    let deg = doc["degradation"]["text"].as_str().unwrap();
+    assert!(
+        deg.starts_with("Workflow Incomplete (the phase stopped)"),
+        "{deg}"
+    );
+    let out = s
+        .triage([
+            "phase",
+            "run",
+            "plan.toml",
+            "--workflow",
+            "over2",
+            "--phase",
+            "4",
+            "--text",
+        ])
+        .run();
+    assert!(
+        !out.stdout().contains("Workflow Complete"),
+        "{}",
+        out.stdout()
+    );
+}
+
+#[test]
 fn a_terminal_phase_retries_nothing() {
     let s = sandbox();
     let (code, doc, _) = run_phase(&s, &optional_items(1, 2, false), "t", "0");

@@ -98,8 +98,21 @@ pub(super) fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Fail
     }
     if let Ok(r) = templates::build(TemplateName::Degradation, &input(None)) {
         let mut f = r.fields;
+        let mut text = r.text;
+        // A phase that stopped is not complete, whatever the summary's own rule (no critical
+        // agent failed) would say: it waits for a decision.
+        if d.decision == Verdict::Stop && f["complete"] == true {
+            let headline = "Workflow Incomplete (the phase stopped)";
+            if let Some(old) = f["headline"].as_str() {
+                text = text.replacen(old, headline, 1);
+            }
+            if let Some(o) = f.as_object_mut() {
+                o.insert("complete".into(), false.into());
+                o.insert("headline".into(), headline.into());
+            }
+        }
         if let Some(o) = f.as_object_mut() {
-            o.insert("text".into(), r.text.into());
+            o.insert("text".into(), text.into());
         }
         none.degradation = Some(f);
     }
