@@ -241,6 +241,18 @@ impl Manifest {
             .collect()
     }
 
+    /// `line`'s `triage phase` commands with `--config FILE` when the phase ran under one:
+    /// a hint that left it out would resume under another policy.
+    pub fn with_config(line: &str, config: Option<&str>) -> String {
+        match config {
+            Some(c) => line.replace(
+                "triage phase ",
+                &format!("triage --config {} phase ", shell_word(c)),
+            ),
+            None => line.to_string(),
+        }
+    }
+
     /// Seed 002's resume line.
     pub fn resume_line(&self) -> String {
         format!(

@@ -51,6 +51,8 @@ pub struct Target<'a> {
     pub jobs: Option<usize>,
     /// The machine's default bound (four per CPU), when nothing else says.
     pub default_jobs: usize,
+    /// The policy file named by `--config`, for the commands the answer suggests.
+    pub config: Option<&'a str>,
 }
 
 /// Who watches the items start and end (`phase run` draws their progress on a terminal).
@@ -313,8 +315,9 @@ fn go(
     m.runner_pid = None;
     // Items waiting for a decision keep the phase open: `phase run` without --fresh refuses to
     // start it over (which would run them again), and `resume --rerun` continues it.
-    let waiting = m.decision_line();
-    let paused = (d.decision == model::Verdict::Paused).then(|| m.resume_line());
+    let config = |l: String| Manifest::with_config(&l, t.config);
+    let waiting = m.decision_line().map(config);
+    let paused = (d.decision == model::Verdict::Paused).then(|| config(m.resume_line()));
     m.message = match (paused, waiting) {
         (Some(p), Some(w)) => Some(format!("{p}\n{w}")),
         (p, w) => p.or(w),

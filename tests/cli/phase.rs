@@ -372,6 +372,40 @@ fn trapping(id: &str) -> String {
 }
 
 #[test]
+fn the_resume_hint_of_a_phase_run_under_config_names_the_config() {
+    let s = Sandbox::new();
+    s.write("my policy.toml", POLICY);
+    s.write("plan.toml", trapping("a"));
+    let child = s
+        .triage([
+            "--config",
+            "my policy.toml",
+            "phase",
+            "run",
+            "plan.toml",
+            "--workflow",
+            "wc",
+            "--phase",
+            "1",
+        ])
+        .spawn();
+    wait_for(&s, &["a.started"]);
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait().status(130);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let hint = "Resume with: triage --config 'my policy.toml' phase resume --workflow wc --phase 1";
+    assert!(stderr.contains(hint), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        doc["message"].as_str().unwrap_or("").contains(hint),
+        "{doc:#}"
+    );
+}
+
+#[test]
 fn sigint_signals_every_items_group_pauses_and_keeps_partials() {
     let s = sandbox();
     let mut plan = String::from("concurrency = 3\n");
