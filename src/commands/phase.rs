@@ -17,7 +17,7 @@ mod text;
 use crate::context::{Answer, Context};
 use crate::core::duration::Dur;
 use crate::core::phase::plan::{self, Format, PhasePlan};
-use crate::core::phase::{choice, PhaseStatus};
+use crate::core::phase::{choice, Manifest, PhaseStatus};
 use crate::exec::phase_runner::{self, Answered, Target, Watch};
 use crate::exit::{Failure, FailureClass};
 use crate::store::files;
@@ -166,7 +166,12 @@ impl Which {
         manifests::path(&cx.state_root(), &self.workflow, &self.phase)
     }
 
-    fn target<'a>(&'a self, stopping: &'a Stopping, seed: u64) -> Target<'a> {
+    fn target<'a>(
+        &'a self,
+        stopping: &'a Stopping,
+        seed: u64,
+        config: Option<&'a str>,
+    ) -> Target<'a> {
         Target {
             workflow: &self.workflow,
             phase: &self.phase,
@@ -178,6 +183,7 @@ impl Which {
                 .jobs
                 .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             default_jobs: std::thread::available_parallelism().map_or(4, |n| n.get()) * 4,
+            config,
         }
     }
 }
@@ -214,7 +220,8 @@ fn run_phase(a: &RunArgs, cx: &Context) -> Result<Answer, Failure> {
         Held::Lock(l) => l,
         Held::Busy(refusal) => return Ok(refusal),
     };
-    let t = a.which.target(&a.stopping, cx.jitter_seed());
+    let config = cx.global.config.as_deref().and_then(Path::to_str);
+    let t = a.which.target(&a.stopping, cx.jitter_seed(), config);
     let policy = || cx.policy();
     let done = phase_runner::start(&cx.ground(), policy, &t, &plan, a.fresh, &path, watcher)?;
     Ok(answer(cx, done))
@@ -227,7 +234,8 @@ fn resume(a: &ResumeArgs, cx: &Context) -> Result<Answer, Failure> {
         Held::Lock(l) => l,
         Held::Busy(refusal) => return Ok(refusal),
     };
-    let t = a.which.target(&a.stopping, cx.jitter_seed());
+    let config = cx.global.config.as_deref().and_then(Path::to_str);
+    let t = a.which.target(&a.stopping, cx.jitter_seed(), config);
     let policy = || cx.policy();
     let done = phase_runner::resume(&cx.ground(), policy, &t, &a.rerun, &path, watcher)?;
     Ok(answer(cx, done))
@@ -239,18 +247,19 @@ fn watcher(items: usize) -> Option<Box<dyn Watch>> {
 }
 
 fn answer(cx: &Context, done: Answered) -> Answer {
+    let status = done.status;
     let out = if cx.global.text {
-        Answer::text(text::text(&done.doc))
+        Answer::text(text::text(&done.tree()))
     } else {
-        Answer::json(&done.doc)
+        Answer::json(&done.json())
     };
-    out.exit(done.status)
+    out.exit(status)
 }
 
 fn status(w: &Which, cx: &Context) -> Result<Answer, Failure> {
     w.check()?;
     let path = w.manifest(cx);
-    let (m, _) = manifests::read(&path)?.ok_or_else(|| {
+    let (m, _) = manifests::read(&path, &|w| cx.warn(w))?.ok_or_else(|| {
         Failure::usage(format!(
             "no manifest for phase {} of workflow {} ({})",
             w.phase,
@@ -271,7 +280,7 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Answer, Failure> {
         Held::Lock(l) => l,
         Held::Busy(refusal) => return Ok(refusal),
     };
-    let (mut m, _) = manifests::read(&path)?.ok_or_else(|| {
+    let (mut m, _) = manifests::read(&path, &|w| cx.warn(w))?.ok_or_else(|| {
         Failure::usage(format!(
             "no manifest for phase {} of workflow {} ({}); run the phase first",
             a.which.phase,
@@ -295,9 +304,12 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Answer, Failure> {
     // Retry runs through resume; so does going on without items that waited for a decision
     // (the phase stayed paused for them: resume decides it).
     let next = (action == "retry" || skips && m.status == PhaseStatus::Paused).then(|| {
-        format!(
-            "triage phase resume --workflow {} --phase {}",
-            a.which.workflow, a.which.phase
+        Manifest::with_config(
+            &format!(
+                "triage phase resume --workflow {} --phase {}",
+                a.which.workflow, a.which.phase
+            ),
+            cx.global.config.as_deref().and_then(Path::to_str),
         )
     });
     let doc = json!({

@@ -184,6 +184,11 @@ pub struct Manifest {
     /// The last decision, and a person's choice on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Value>,
+    /// While a runner is at work: the generation of the journal beside this file
+    /// (`phase-<N>.json.journal`), whose lines bring items up to date. A journal of another
+    /// generation is stale and not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal: Option<u64>,
 }
 
 impl Manifest {
@@ -223,6 +228,7 @@ impl Manifest {
             items,
             message: None,
             decision: None,
+            journal: None,
         }
     }
 
@@ -233,6 +239,18 @@ impl Manifest {
             .filter(|i| i.state() == state)
             .map(|i| i.id.clone())
             .collect()
+    }
+
+    /// `line`'s `triage phase` commands with `--config FILE` when the phase ran under one:
+    /// a hint that left it out would resume under another policy.
+    pub fn with_config(line: &str, config: Option<&str>) -> String {
+        match config {
+            Some(c) => line.replace(
+                "triage phase ",
+                &format!("triage --config {} phase ", shell_word(c)),
+            ),
+            None => line.to_string(),
+        }
     }
 
     /// Seed 002's resume line.

@@ -26,7 +26,7 @@ use crate::store::ground::Ground;
 use crate::store::manifests;
 use item::{not_reached, run_item, settle, unfiled, ItemRun, Shared};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
@@ -51,6 +51,8 @@ pub struct Target<'a> {
     pub jobs: Option<usize>,
     /// The machine's default bound (four per CPU), when nothing else says.
     pub default_jobs: usize,
+    /// The policy file named by `--config`, for the commands the answer suggests.
+    pub config: Option<&'a str>,
 }
 
 /// Who watches the items start and end (`phase run` draws their progress on a terminal).
@@ -70,10 +72,33 @@ pub type Watcher = fn(usize) -> Option<Box<dyn Watch>>;
 
 /// What a run or resume answers: its JSON document and the exit status.
 pub struct Answered {
-    /// The JSON document (`phase run`'s answer).
+    /// The JSON document (`phase run`'s answer), its `items` left null: they are [`items`],
+    /// written out one by one ([`Answered::json`]).
     pub doc: Value,
+    /// Every item, as the answer shows it.
+    pub items: Vec<answer::ItemOut>,
     /// The exit status of the decision.
     pub status: u8,
+}
+
+impl Answered {
+    /// The JSON document whole, its items in their place, each made a tree only while it is
+    /// written.
+    pub fn json(&self) -> answer::Document<'_> {
+        answer::Document {
+            doc: &self.doc,
+            items: &self.items,
+        }
+    }
+
+    /// The JSON document as one tree (for the text rendering).
+    pub fn tree(mut self) -> Value {
+        if let Some(o) = self.doc.as_object_mut() {
+            let items: Vec<Value> = self.items.iter().map(|i| json!(i)).collect();
+            o.insert("items".into(), items.into());
+        }
+        self.doc
+    }
 }
 
 /// What the runner needs of one phase run.
@@ -116,7 +141,7 @@ pub fn start<'p>(
     path: &Path,
     watcher: Watcher,
 ) -> Result<Answered, Failure> {
-    if let (Some((old, _)), false) = (manifests::read(path)?, fresh) {
+    if let (Some((old, _)), false) = (manifests::read(path, &|w| g.warn(w))?, fresh) {
         if old.status != PhaseStatus::Decided {
             return Err(Failure::usage(format!(
                 "phase {} of workflow {} was left {} ({}); continue it with `triage phase resume --workflow {} --phase {}`, or start over with --fresh",
@@ -159,7 +184,7 @@ pub fn resume<'p>(
     path: &Path,
     watcher: Watcher,
 ) -> Result<Answered, Failure> {
-    let (mut m, from_backup) = manifests::read(path)?.ok_or_else(|| {
+    let (mut m, from_backup) = manifests::read(path, &|w| g.warn(w))?.ok_or_else(|| {
         Failure::usage(format!(
             "no manifest for phase {} of workflow {} ({}); start it with `triage phase run PLAN --workflow {} --phase {}`",
             t.phase, t.workflow, path.display(), t.workflow, t.phase
@@ -290,8 +315,9 @@ fn go(
     m.runner_pid = None;
     // Items waiting for a decision keep the phase open: `phase run` without --fresh refuses to
     // start it over (which would run them again), and `resume --rerun` continues it.
-    let waiting = m.decision_line();
-    let paused = (d.decision == model::Verdict::Paused).then(|| m.resume_line());
+    let config = |l: String| Manifest::with_config(&l, t.config);
+    let waiting = m.decision_line().map(config);
+    let paused = (d.decision == model::Verdict::Paused).then(|| config(m.resume_line()));
     m.message = match (paused, waiting) {
         (Some(p), Some(w)) => Some(format!("{p}\n{w}")),
         (p, w) => p.or(w),
@@ -313,8 +339,10 @@ fn go(
         say!("{msg}");
     }
     let doc = answer::document(&job, m, &d, &ran, texts, abort_ratio, resumed);
+    let items = answer::items(std::mem::take(&mut m.items), ran.reports);
     Ok(Answered {
         doc,
+        items,
         status: d.decision.exit_status(),
     })
 }
@@ -329,8 +357,9 @@ pub struct Ran {
     pub interrupted: Option<i32>,
     /// Whether the phase's time budget ended with items left.
     pub budget_ended: bool,
-    /// Each item's `triage run` report, by id.
-    pub reports: BTreeMap<String, Value>,
+    /// What the answer keeps of each item's `triage run` report (its attempts and
+    /// warnings, as compact JSON text: a phase of 10,000 items keeps no tree of them), by id.
+    pub reports: HashMap<String, answer::Kept>,
 }
 
 enum Msg {
@@ -396,28 +425,24 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
                 starting.push((i, leave));
             }
             if !starting.is_empty() {
-                if book.written.is_none() {
+                book.dirty.extend(starting.iter().map(|(i, _)| *i));
+                if book.journal.is_none() {
                     // The first write must work: without a manifest, an interrupt would lose
-                    // the phase.
+                    // the phase. It is the compaction of what a resume read, too.
                     book.sync_files(job)?;
                     m.updated_at = job.stamp();
-                    manifests::write(job.manifest, m)?;
+                    book.journal = Some(manifests::Journal::start(job.manifest, m)?);
                     book.written = Some(Instant::now());
-                    book.dirty = false;
+                    book.dirty.clear();
                 } else if starting.iter().any(|(i, _)| m.items[*i].side_effects) {
-                    if let Err(f) = book.save_durably(job, m) {
-                        book.dirty = true;
+                    if let Err(f) = book.save(job, m, true) {
                         starting.retain_mut(|(i, leave)| {
                             !m.items[*i].side_effects || !unfiled(job, m, *i, leave.take(), &f)
                         });
                     }
-                } else {
-                    // Items without side effects are filed as running with the next write:
-                    // resume runs an item again that the manifest does not show running, and
-                    // the write of a long plan's whole manifest at every start made the
-                    // runner's work grow with the square of the plan.
-                    book.dirty = true;
                 }
+                // Items without side effects are filed as running with the next append:
+                // resume runs an item again that the manifest does not show running.
             }
             for (i, _) in starting {
                 let Some(item) = job.plan.items.get(i) else {
@@ -457,9 +482,9 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
             }
             let mut next = rx.recv_timeout(POLL).ok();
             while let Some(msg) = next {
-                book.dirty = true;
                 match msg {
                     Msg::Spawned(i, pid) => {
+                        book.dirty.insert(i);
                         m.items[i].pgid = Some(pid);
                         book.unsaved_groups.insert(i, Instant::now());
                         if let Some(p) = progress.as_mut() {
@@ -467,6 +492,7 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
                         }
                     }
                     Msg::Done(i, r) => {
+                        book.dirty.insert(i);
                         running.remove(&i);
                         book.unsaved_groups.remove(&i);
                         // Filed as ended at once: left as running, it would wait for a
@@ -478,7 +504,7 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
                         }
                         let id = m.items[i].id.clone();
                         if let Ok((_, doc)) = &r.result {
-                            ran.reports.insert(id, doc.clone());
+                            ran.reports.insert(id, answer::Kept::of(doc));
                         }
                         settle(job, m, i, *r);
                     }
@@ -491,13 +517,19 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
             // it —, else at most every SAVE_EVERY, and not at all when the phase just ended
             // (its final write follows).
             let ending = running.is_empty() && pending.is_empty();
-            let due = book.written.is_none_or(|t| t.elapsed() >= book.spacing());
+            let due = book.written.is_none_or(|t| t.elapsed() >= SAVE_EVERY);
             let group_due = book
                 .unsaved_groups
                 .values()
                 .any(|t| t.elapsed() >= GROUP_GRACE);
-            if book.dirty && !ending && (group_due || due || book.urgent) {
-                book.save(job, m);
+            if !book.dirty.is_empty() && !ending && (group_due || due || book.urgent) {
+                let durable = book.urgent;
+                if let Err(f) = book.save(job, m, durable) {
+                    job.ground.warn(&format!(
+                        "cannot write the manifest's journal: {}",
+                        f.message
+                    ));
+                }
             }
             if let Some(p) = progress.as_mut() {
                 p.draw(m, false);
@@ -530,13 +562,12 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
 /// What the runner has written, and what it owes the disk.
 #[derive(Default)]
 struct Book {
-    /// When the manifest was last written by this runner.
+    /// The manifest's journal, once the run's first write has started it.
+    journal: Option<manifests::Journal>,
+    /// When the journal was last appended to by this runner.
     written: Option<Instant>,
-    /// How long the last write took: writes of a large manifest are spaced so that the
-    /// runner spends at most a tenth of its time writing it.
-    took: Duration,
-    /// The manifest changed since.
-    dirty: bool,
+    /// Items changed since (their entries are the next lines).
+    dirty: BTreeSet<usize>,
     /// Items whose running process group is not on file yet, and since when.
     unsaved_groups: HashMap<usize, Instant>,
     /// Items' files were kept since the folder's last fsync.
@@ -555,39 +586,17 @@ impl Book {
         Ok(())
     }
 
-    /// How long after a write the next periodic one may come: [`SAVE_EVERY`], or ten times
-    /// what the last write took when that is longer.
-    fn spacing(&self) -> Duration {
-        SAVE_EVERY.max(self.took.saturating_mul(10))
-    }
-
-    /// Writes the manifest after the files it names; a failure is a warning.
-    fn save(&mut self, job: &Job, m: &mut Manifest) {
-        let began = Instant::now();
-        if let Err(f) = self.sync_files(job) {
-            job.ground
-                .warn(&format!("cannot fsync the items' files: {}", f.message));
-        }
-        m.updated_at = job.stamp();
-        if let Err(f) = manifests::write_as(job.manifest, m, false) {
-            job.ground
-                .warn(&format!("cannot write the manifest: {}", f.message));
-        }
-        self.took = began.elapsed();
-        self.written = Some(Instant::now());
-        self.dirty = false;
-        self.urgent = false;
-        self.unsaved_groups.clear();
-    }
-
-    /// Writes the manifest durably (the folder fsynced too: not even a power cut loses it),
-    /// before an item with side effects starts; a failure is the caller's to handle.
-    fn save_durably(&mut self, job: &Job, m: &mut Manifest) -> Result<(), Failure> {
+    /// Appends the changed items' entries to the journal, after the files they name;
+    /// `durable`: fsynced (an item with side effects starts, or ended). The changes stay owed
+    /// when the append fails.
+    fn save(&mut self, job: &Job, m: &mut Manifest, durable: bool) -> Result<(), Failure> {
         self.sync_files(job)?;
-        m.updated_at = job.stamp();
-        manifests::write(job.manifest, m)?;
+        let Some(journal) = self.journal.as_mut() else {
+            return Ok(());
+        };
+        journal.append(m, self.dirty.iter().copied(), durable)?;
         self.written = Some(Instant::now());
-        self.dirty = false;
+        self.dirty.clear();
         self.urgent = false;
         self.unsaved_groups.clear();
         Ok(())
@@ -600,7 +609,7 @@ impl Job<'_> {
         plan::item_policy(&self.policy, self.plan, item)
     }
 
-    /// Writes the manifest; a failure is a warning (the items go on).
+    /// Writes the manifest whole (the journal compacted into it); a failure is a warning.
     pub fn save(&self, m: &mut Manifest) {
         m.updated_at = self.stamp();
         if let Err(f) = manifests::write(self.manifest, m) {

@@ -24,7 +24,7 @@
 
 mod atomic;
 mod dir;
-mod fault;
+pub mod fault;
 mod jsonl;
 mod locks;
 mod names;
@@ -38,8 +38,8 @@ pub use atomic::{
 };
 pub use dir::Kind;
 pub use jsonl::{
-    append_line, append_line_best_effort, append_line_locked, move_lines, read_jsonl,
-    read_jsonl_at, read_jsonl_from, JsonlStats, MAX_LINE,
+    append_line, append_line_best_effort, append_line_locked, append_line_synced, move_lines,
+    read_jsonl, read_jsonl_at, read_jsonl_from, JsonlStats, MAX_LINE,
 };
 pub use locks::{lock, Lock};
 pub use names::{escape_key, unescape_key};

@@ -4,11 +4,12 @@
 //! person's decision recorded at once on the phase's open errors and on its manifest.
 
 use crate::core::error_record::{Phase, Resolution};
-use crate::core::phase::{Applied, Manifest};
+use crate::core::phase::{Applied, ItemEntry, Manifest};
 use crate::exit::Failure;
 use crate::store::error_log::{self, Selection};
 use crate::store::files::{self, Backup, Lock};
 use crate::store::ground::Ground;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The manifest of phase `phase` of workflow `workflow`.
@@ -39,46 +40,216 @@ pub fn hold(path: &Path, wait: std::time::Duration) -> Result<Option<Lock>, Fail
 }
 
 /// Reads the manifest; a torn or corrupt one falls back to its `.bak` (then `true`: a version
-/// that may predate the last write).
-pub fn read(path: &Path) -> Result<Option<(Manifest, bool)>, Failure> {
+/// that may predate the last write). The lines of its journal, when a runner left one of the
+/// manifest's generation, bring its items up to date (see [`Journal`]); a line that does not
+/// parse or names an item the manifest does not have is passed over, and `warn` told.
+pub fn read(path: &Path, warn: &dyn Fn(&str)) -> Result<Option<(Manifest, bool)>, Failure> {
     let Some(bytes) = files::read_optional(path)? else {
         return Ok(None);
     };
-    match serde_json::from_slice::<Manifest>(&bytes) {
-        Ok(m) => Ok(Some((m, false))),
+    let (mut m, from_backup) = match serde_json::from_slice::<Manifest>(&bytes) {
+        Ok(m) => (m, false),
         Err(e) => {
             let bak = files::with_suffix(path, ".bak");
-            if let Some(m) = files::read_optional(&bak)?
+            match files::read_optional(&bak)?
                 .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok())
             {
-                return Ok(Some((m, true)));
+                Some(m) => (m, true),
+                None => {
+                    return Err(Failure::data(format!(
+                        "the manifest {} is not readable ({e}) and has no readable .bak",
+                        path.display()
+                    )))
+                }
             }
-            Err(Failure::data(format!(
-                "the manifest {} is not readable ({e}) and has no readable .bak",
-                path.display()
-            )))
         }
+    };
+    replay(path, &mut m, warn);
+    Ok(Some((m, from_backup)))
+}
+
+/// The journal beside manifest `path`: `phase-<N>.json.journal`.
+pub fn journal_path(path: &Path) -> PathBuf {
+    files::with_suffix(path, ".journal")
+}
+
+/// The first line of a journal: the generation of the manifest it belongs to.
+#[derive(Serialize, Deserialize)]
+struct Header {
+    journal: u64,
+}
+
+/// One line of a journal: item `i` (whose id must be the manifest's) as it now stands.
+#[derive(Serialize)]
+struct LineOut<'a> {
+    i: usize,
+    e: &'a ItemEntry,
+}
+
+#[derive(Deserialize)]
+struct LineIn {
+    i: usize,
+    e: ItemEntry,
+}
+
+/// Brings `m`'s items up to date from the journal of its generation. The journal is as
+/// hostile as the rest of the state root: a torn last line (a runner killed mid-append) is
+/// skipped silently; a line that does not parse, or names an item not in the manifest, is
+/// passed over with a warning; an unreadable journal is a warning, never a failure.
+fn replay(path: &Path, m: &mut Manifest, warn: &dyn Fn(&str)) {
+    let Some(generation) = m.journal else {
+        return;
+    };
+    let jp = journal_path(path);
+    let mut header: Option<bool> = None;
+    let mut ignored = 0u64;
+    let read = files::read_jsonl(&jp, |line| match header {
+        None => {
+            let ours =
+                serde_json::from_slice::<Header>(line).is_ok_and(|h| h.journal == generation);
+            header = Some(ours);
+            true
+        }
+        Some(false) => true,
+        Some(true) => match serde_json::from_slice::<LineIn>(line) {
+            Ok(l) if m.items.get(l.i).is_some_and(|e| e.id == l.e.id) => {
+                if let Some(e) = m.items.get_mut(l.i) {
+                    *e = l.e;
+                }
+                true
+            }
+            _ => {
+                ignored += 1;
+                true
+            }
+        },
+    });
+    match read {
+        Err(e) => warn(&format!("the journal {} is not read: {e}", jp.display())),
+        Ok(_) if ignored > 0 => warn(&format!(
+            "{ignored} line(s) of the journal {} do not parse or name no item of the manifest; passed over",
+            jp.display()
+        )),
+        Ok(_) => {}
     }
 }
 
-/// Writes the manifest atomically (temp file, fsync, rename, previous version as `.bak`).
-/// The caller holds its lock.
-pub fn write(path: &Path, m: &Manifest) -> Result<(), Failure> {
-    write_as(path, m, true)
+/// A fresh journal generation: never one an older journal of this manifest can have.
+fn new_generation() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+    (nanos ^ (u64::from(std::process::id()) << 32))
+        .wrapping_add(COUNT.fetch_add(1, Ordering::Relaxed))
+        .max(1)
 }
 
-/// [`write()`]; `durable: false` leaves out the folder's fsync (the file itself is fsynced, so
-/// never torn): for the writes while items run, whose loss to a power cut only means
-/// `resume` runs again what they had filed as ended.
-pub fn write_as(path: &Path, m: &Manifest, durable: bool) -> Result<(), Failure> {
+/// A fault point of the crash tests (none in a shipped build).
+fn fault(step: &str) -> Result<(), Failure> {
+    files::fault::at(step).map_err(|e| Failure::io(e.to_string()))
+}
+
+/// The manifest's journal while a runner works: a state change costs one appended line (the
+/// item's entry as it now stands), not a rewrite of the whole manifest. The manifest is
+/// written whole (compacted) when the journal starts — so at each resume — and when the run
+/// ends ([`write()`]). Its first line names the manifest's generation: a journal left beside a
+/// manifest written since (a runner killed between the two steps of a compaction) is stale and
+/// never read. The caller holds the manifest's lock.
+pub struct Journal {
+    path: PathBuf,
+    /// Lines appended since the last fsync.
+    unsynced: bool,
+}
+
+impl Journal {
+    /// Writes `m` whole under a new generation (durably), then starts the empty journal of
+    /// that generation (durably too: an item with side effects may start right after).
+    pub fn start(path: &Path, m: &mut Manifest) -> Result<Journal, Failure> {
+        m.journal = Some(new_generation());
+        write_snapshot(path, m)?;
+        fault("journal-compacted")?;
+        let jp = journal_path(path);
+        files::remove(&jp)?;
+        fault("journal-removed")?;
+        let header = serde_json::to_vec(&Header {
+            journal: m.journal.unwrap_or_default(),
+        })
+        .map_err(|e| Failure::data(format!("cannot serialize the journal: {e}")))?;
+        files::append_line_synced(&jp, &header)?;
+        if let Some(dir) = jp.parent() {
+            files::sync_dir(dir)?;
+        }
+        Ok(Journal {
+            path: path.to_path_buf(),
+            unsynced: false,
+        })
+    }
+
+    /// Appends the entries of items `which` as they stand in `m`; `durable`: fsynced before
+    /// this returns (an item with side effects is about to start). An entry too long for a
+    /// line makes it a compaction instead.
+    pub fn append(
+        &mut self,
+        m: &mut Manifest,
+        which: impl IntoIterator<Item = usize>,
+        durable: bool,
+    ) -> Result<(), Failure> {
+        let jp = journal_path(&self.path);
+        let mut batch: Vec<u8> = Vec::new();
+        for i in which {
+            let Some(e) = m.items.get(i) else {
+                continue;
+            };
+            let line = serde_json::to_vec(&LineOut { i, e })
+                .map_err(|e| Failure::data(format!("cannot serialize the journal: {e}")))?;
+            if line.len() + 1 >= files::MAX_LINE {
+                *self = Journal::start(&self.path, m)?;
+                return Ok(());
+            }
+            if batch.len() + line.len() + 1 >= files::MAX_LINE {
+                fault("journal-append")?;
+                files::append_line_locked(&jp, &batch)?;
+                self.unsynced = true;
+                batch.clear();
+            }
+            batch.extend_from_slice(&line);
+            batch.push(b'\n');
+        }
+        if !batch.is_empty() {
+            fault("journal-append")?;
+            if durable {
+                files::append_line_synced(&jp, &batch)?;
+            } else {
+                files::append_line_locked(&jp, &batch)?;
+            }
+            self.unsynced = !durable;
+        } else if durable && self.unsynced {
+            files::append_line_synced(&jp, b"\n")?;
+            self.unsynced = false;
+        }
+        fault("journal-appended")?;
+        Ok(())
+    }
+}
+
+/// Writes the manifest atomically (temp file, fsync, rename, previous version as `.bak`)
+/// whole, with no journal: a journal beside it is removed. The caller holds its lock.
+pub fn write(path: &Path, m: &mut Manifest) -> Result<(), Failure> {
+    m.journal = None;
+    write_snapshot(path, m)?;
+    fault("journal-final")?;
+    files::remove(&journal_path(path))?;
+    Ok(())
+}
+
+/// The manifest whole, durably (its folder fsynced too).
+fn write_snapshot(path: &Path, m: &Manifest) -> Result<(), Failure> {
     let mut bytes = serde_json::to_vec_pretty(m)
         .map_err(|e| Failure::data(format!("cannot serialize the manifest: {e}")))?;
     bytes.push(b'\n');
-    if durable {
-        files::replace(path, &bytes, Backup::Keep)?;
-    } else {
-        files::replace_deferred(path, &bytes, Backup::Keep)?;
-    }
+    files::replace(path, &bytes, Backup::Keep)?;
     Ok(())
 }
 

@@ -52,6 +52,7 @@ mod parsers;
 mod perf;
 mod phase;
 mod phase_jobs;
+mod phase_journal;
 mod policy_cache;
 mod readme;
 mod record;

@@ -38,9 +38,18 @@ fn resolutions(s: &Sandbox) -> Vec<Value> {
         .collect()
 }
 
+/// The manifest as its readers see it (`phase status`: the file and its journal).
 fn manifest(s: &Sandbox, w: &str, n: &str) -> Value {
-    let p = s.root().join(format!("workflows/{w}/phase-{n}.json"));
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    status(s, w, n).unwrap_or_else(|| panic!("no manifest for phase {n} of {w}"))
+}
+
+fn status(s: &Sandbox, w: &str, n: &str) -> Option<Value> {
+    let out = s
+        .std_cmd(&["phase", "status", "--workflow", w, "--phase", n])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    serde_json::from_slice(&out.stdout).ok()
 }
 
 fn states(m: &Value) -> Vec<(String, String)> {
@@ -262,6 +271,37 @@ fn the_half_rule_on_both_sides_of_the_line() {
 }
 
 #[test]
+fn a_phase_stopped_over_the_half_rule_is_not_called_complete() {
+    let s = sandbox();
+    let (code, doc, _) = run_phase(&s, &optional_items(3, 4, true), "over", "4");
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["decision"], "stop");
+    assert_eq!(doc["degradation"]["complete"], false, "{doc:#}");
+    let deg = doc["degradation"]["text"].as_str().unwrap();
+    assert!(
+        deg.starts_with("Workflow Incomplete (the phase stopped)"),
+        "{deg}"
+    );
+    let out = s
+        .triage([
+            "phase",
+            "run",
+            "plan.toml",
+            "--workflow",
+            "over2",
+            "--phase",
+            "4",
+            "--text",
+        ])
+        .run();
+    assert!(
+        !out.stdout().contains("Workflow Complete"),
+        "{}",
+        out.stdout()
+    );
+}
+
+#[test]
 fn a_terminal_phase_retries_nothing() {
     let s = sandbox();
     let (code, doc, _) = run_phase(&s, &optional_items(1, 2, false), "t", "0");
@@ -329,6 +369,40 @@ fn trapping(id: &str) -> String {
     format!(
         "[[items]]\nid = \"{id}\"\ncommand = \"trap 'echo int > {id}.int; exit 130' INT; echo partial-{id}; touch {id}.started; while :; do sleep 0.02; done\"\n"
     )
+}
+
+#[test]
+fn the_resume_hint_of_a_phase_run_under_config_names_the_config() {
+    let s = Sandbox::new();
+    s.write("my policy.toml", POLICY);
+    s.write("plan.toml", trapping("a"));
+    let child = s
+        .triage([
+            "--config",
+            "my policy.toml",
+            "phase",
+            "run",
+            "plan.toml",
+            "--workflow",
+            "wc",
+            "--phase",
+            "1",
+        ])
+        .spawn();
+    wait_for(&s, &["a.started"]);
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait().status(130);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let hint = "Resume with: triage --config 'my policy.toml' phase resume --workflow wc --phase 1";
+    assert!(stderr.contains(hint), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        doc["message"].as_str().unwrap_or("").contains(hint),
+        "{doc:#}"
+    );
 }
 
 #[test]
@@ -429,8 +503,8 @@ command = "echo run >> c.runs; echo c-out"
             t0.elapsed() < Duration::from_secs(20),
             "the items never got going"
         );
-        if let Ok(text) = std::fs::read_to_string(s.root().join("workflows/wk/phase-2.json")) {
-            if let Ok(m) = serde_json::from_str::<Value>(&text) {
+        {
+            if let Some(m) = status(&s, "wk", "2") {
                 let st = states(&m);
                 if st == pairs(&[("a", "complete"), ("b", "running"), ("c", "complete")]) {
                     if let Some(g) = m["items"][1]["pgid"].as_u64() {

@@ -33,7 +33,7 @@ pub fn hold(cx: &Context, path: &Path, which: &Which) -> Result<Held, Failure> {
 /// The refusal of a process that found the phase's lock held.
 fn busy(cx: &Context, path: &Path, which: &Which) -> Answer {
     // For people only: the pid is what the manifest says, and the manifest is not trusted.
-    let pid = manifests::read(path)
+    let pid = manifests::read(path, &|_| ())
         .ok()
         .flatten()
         .and_then(|(m, _)| m.runner_pid);

@@ -33,26 +33,75 @@ pub struct Row {
 }
 
 /// The lines for `rows`, at most `height` of them and each at most `width` columns (a longer
-/// line would wrap and break the redraw). When the rows do not fit, the items not started or
-/// ended give way to one summary line.
+/// line would wrap and break the redraw). When the rows do not fit, a summary: the count of
+/// items in each state, then the slowest running items and the failed ones, as many as fit
+/// (and how many more there are).
 pub fn lines(rows: &[Row], height: usize, width: usize, term: &Term) -> Vec<String> {
+    let height = height.max(2);
+    let width = width.saturating_sub(1).max(10);
+    if rows.len() <= height {
+        let shown: Vec<&Row> = rows.iter().collect();
+        return render(&shown, width, term);
+    }
+    let mut out = vec![cut(&counts(rows), width)];
+    let mut running: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.state == ItemState::Running)
+        .collect();
+    // Slowest first; an item with no time yet has only just started.
+    running.sort_by_key(|r| std::cmp::Reverse(r.elapsed));
+    let failed: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.state == ItemState::Failed)
+        .collect();
+    let mut room = height - 1;
+    if running.len() + failed.len() > room {
+        room -= 1; // for the line that says how many more
+    }
+    let take_running = running.len().min(room - failed.len().min(room / 2));
+    let take_failed = failed.len().min(room - take_running);
+    let mut shown = running[..take_running].to_vec();
+    shown.extend_from_slice(&failed[..take_failed]);
+    out.extend(render(&shown, width, term));
+    let (more_running, more_failed) = (running.len() - take_running, failed.len() - take_failed);
+    if more_running + more_failed > 0 {
+        out.push(cut(
+            &format!("… and {more_running} more running, {more_failed} more failed"),
+            width,
+        ));
+    }
+    out
+}
+
+/// `10000 items: 512 complete, 8 running, 3 failed, 9477 not_started` (the states with any).
+fn counts(rows: &[Row]) -> String {
+    let states = [
+        ItemState::Complete,
+        ItemState::Running,
+        ItemState::Failed,
+        ItemState::Partial,
+        ItemState::NeedsDecision,
+        ItemState::Skipped,
+        ItemState::NotStarted,
+    ];
+    let parts: Vec<String> = states
+        .iter()
+        .map(|s| (s, rows.iter().filter(|r| r.state == *s).count()))
+        .filter(|(_, n)| *n > 0)
+        .map(|(s, n)| format!("{n} {}", s.as_str()))
+        .collect();
+    format!("{} items: {}", rows.len(), parts.join(", "))
+}
+
+/// One line per row, ids in a column as wide as the longest shown (at most [`ID_WIDTH`]).
+fn render(rows: &[&Row], width: usize, term: &Term) -> Vec<String> {
     let id_width = rows
         .iter()
         .map(|r| r.id.chars().count())
         .max()
         .unwrap_or(0)
         .min(ID_WIDTH);
-    let height = height.max(2);
-    let shown: Vec<&Row> = if rows.len() <= height {
-        rows.iter().collect()
-    } else {
-        rows.iter()
-            .filter(|r| r.state == ItemState::Running)
-            .take(height - 1)
-            .collect()
-    };
-    let mut out: Vec<String> = shown
-        .iter()
+    rows.iter()
         .map(|r| {
             let id = cut(&r.id, id_width);
             let pad = id_width.saturating_sub(id.chars().count());
@@ -76,7 +125,7 @@ pub fn lines(rows: &[Row], height: usize, width: usize, term: &Term) -> Vec<Stri
                 "",
                 pad = pad
             );
-            let plain = cut(plain.trim_end(), width.saturating_sub(1).max(10));
+            let plain = cut(plain.trim_end(), width);
             match plain.find(word) {
                 Some(at) if term.colour => format!(
                     "{}{}{}",
@@ -87,19 +136,7 @@ pub fn lines(rows: &[Row], height: usize, width: usize, term: &Term) -> Vec<Stri
                 _ => plain,
             }
         })
-        .collect();
-    if shown.len() < rows.len() {
-        let n = |s: ItemState| rows.iter().filter(|r| r.state == s).count();
-        let summary = format!(
-            "… {} more: {} complete, {} failed, {} waiting",
-            rows.len() - shown.len(),
-            n(ItemState::Complete),
-            n(ItemState::Failed),
-            n(ItemState::NotStarted) + n(ItemState::Partial) + n(ItemState::NeedsDecision)
-        );
-        out.push(cut(&summary, width.saturating_sub(1).max(10)));
-    }
-    out
+        .collect()
 }
 
 /// `0.4s`, `12.0s`, `3m05s`.
@@ -181,7 +218,12 @@ impl Watch for Progress {
     /// Draws what changed (and, every [`TICK`], the times of running items).
     fn draw(&mut self, m: &Manifest, force: bool) {
         let due = self.last.is_none_or(|t| t.elapsed() >= TICK);
-        if !(force || self.changed || (self.redraw && due)) {
+        // A phase larger than the screen is summarised from every item: redrawn at most
+        // every tick, not at every item's change (which made the runner's work the square
+        // of the plan).
+        let large = self.redraw && m.items.len() > self.height;
+        let changed = self.changed && (due || !large);
+        if !(force || changed || (self.redraw && due)) {
             return;
         }
         self.changed = false;

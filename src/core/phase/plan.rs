@@ -6,6 +6,7 @@ use crate::core::duration::Dur;
 use crate::core::policy::{OutputRules, Policy};
 use crate::core::vocab::Criticality;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::collections::HashSet;
 
 /// The phase's settings and its items (`[[items]]`).
@@ -244,8 +245,16 @@ fn check(plan: &PhasePlan) -> Vec<(String, String)> {
 
 /// The policy an item runs under: the plan's settings for it laid over its agent's (exact
 /// name, so they win over every glob), and no retries in a terminal phase.
+///
+/// Only the agent entries that name the item's agent (by name or glob) are copied: a plan of
+/// 10,000 items must not copy the settings of every other agent into each item's policy.
 pub fn item_policy(base: &Policy, plan: &PhasePlan, item: &Item) -> Policy {
-    let mut p = base.clone();
+    let mut p = without_agents(base);
+    for pat in crate::core::glob::matching(base.agents.keys(), item.agent()) {
+        if let Some(a) = base.agents.get(pat) {
+            p.agents.insert(pat.to_string(), a.clone());
+        }
+    }
     overlay(&mut p, item);
     if !plan.retry {
         p.retry.max_attempts = 1;
@@ -254,6 +263,37 @@ pub fn item_policy(base: &Policy, plan: &PhasePlan, item: &Item) -> Policy {
         }
     }
     p
+}
+
+/// `base` with no agents, cloned without copying them (every field named: a new one is
+/// copied here, or the build says so).
+fn without_agents(base: &Policy) -> Policy {
+    let Policy {
+        retry,
+        breaker,
+        thresholds,
+        phases,
+        agents: _,
+        classify,
+        run,
+        saga,
+        store,
+        stdin,
+        voice,
+    } = base;
+    Policy {
+        retry: retry.clone(),
+        breaker: breaker.clone(),
+        thresholds: thresholds.clone(),
+        phases: phases.clone(),
+        agents: BTreeMap::new(),
+        classify: classify.clone(),
+        run: run.clone(),
+        saga: saga.clone(),
+        store: store.clone(),
+        stdin: stdin.clone(),
+        voice: voice.clone(),
+    }
 }
 
 /// Whether `item` has side effects: its own `side_effects`, else its agent's in `base` (what
@@ -288,6 +328,16 @@ pub fn phase_settings(base: &Policy, plan: &PhasePlan, phase: &str) -> Policy {
 }
 
 fn overlay(p: &mut Policy, item: &Item) {
+    let sets = item.criticality.is_some()
+        || item.side_effects.is_some()
+        || item.breaker_key.is_some()
+        || item.output.is_some()
+        || item.timeout.is_some();
+    if !sets {
+        // No entry for an item that sets nothing: a plan of 10,000 such items would give the
+        // policy 10,000 agents, each looked up by glob at every item's start.
+        return;
+    }
     let a = p.agents.entry(item.agent().to_string()).or_default();
     if let Some(c) = item.criticality {
         a.criticality = Some(c);

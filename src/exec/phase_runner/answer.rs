@@ -4,11 +4,15 @@
 
 use super::{Job, Ran};
 use crate::core::error_record::LogLine;
+use crate::core::phase::ItemEntry;
 use crate::core::phase::{Decision, ItemState, Manifest, Verdict};
 use crate::core::templates::{self, Rec, TemplateInput, TemplateName};
 use crate::exit::Failure;
 use crate::store::error_log;
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 
 /// The texts of a decision.
 pub(super) struct Texts {
@@ -94,8 +98,21 @@ pub(super) fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Fail
     }
     if let Ok(r) = templates::build(TemplateName::Degradation, &input(None)) {
         let mut f = r.fields;
+        let mut text = r.text;
+        // A phase that stopped is not complete, whatever the summary's own rule (no critical
+        // agent failed) would say: it waits for a decision.
+        if d.decision == Verdict::Stop && f["complete"] == true {
+            let headline = "Workflow Incomplete (the phase stopped)";
+            if let Some(old) = f["headline"].as_str() {
+                text = text.replacen(old, headline, 1);
+            }
+            if let Some(o) = f.as_object_mut() {
+                o.insert("complete".into(), false.into());
+                o.insert("headline".into(), headline.into());
+            }
+        }
         if let Some(o) = f.as_object_mut() {
-            o.insert("text".into(), r.text.into());
+            o.insert("text".into(), text.into());
         }
         none.degradation = Some(f);
     }
@@ -112,23 +129,6 @@ pub(super) fn document(
     abort_ratio: f64,
     resumed: Option<Value>,
 ) -> Value {
-    let items: Vec<Value> = m
-        .items
-        .iter()
-        .map(|e| {
-            let mut v = json!(e);
-            if let (Some(o), Some(r)) = (v.as_object_mut(), ran.reports.get(&e.id)) {
-                o.insert("attempt_log".into(), r["attempts"].clone());
-                if let Some(w) = r
-                    .get("warnings")
-                    .filter(|w| w.as_array().is_some_and(|a| !a.is_empty()))
-                {
-                    o.insert("warnings".into(), w.clone());
-                }
-            }
-            v
-        })
-        .collect();
     let mut counts = serde_json::Map::new();
     for s in [
         ItemState::Complete,
@@ -155,7 +155,7 @@ pub(super) fn document(
         "critical_failed": d.critical_failed,
         "complete": d.complete,
         "needs_decision": d.needs_decision,
-        "items": items,
+        "items": null,
         "template": texts.template,
         "text": texts.text,
         "degradation": texts.degradation,
@@ -165,4 +165,88 @@ pub(super) fn document(
         "resumed": resumed,
         "manifest": job.manifest.display().to_string(),
     })
+}
+
+/// What the answer keeps of an item's `triage run` report.
+pub struct Kept {
+    attempts: Box<str>,
+    warnings: Option<Box<str>>,
+}
+
+impl Kept {
+    /// Its attempts and (non-empty) warnings, as compact JSON text.
+    pub fn of(report: &Value) -> Kept {
+        Kept {
+            attempts: report["attempts"].to_string().into(),
+            warnings: report
+                .get("warnings")
+                .filter(|w| w.as_array().is_some_and(|a| !a.is_empty()))
+                .map(|w| w.to_string().into()),
+        }
+    }
+}
+
+/// An item as the answer shows it: its manifest entry, and the attempts and warnings of its
+/// run when it ran.
+pub struct ItemOut {
+    entry: ItemEntry,
+    kept: Option<Kept>,
+}
+
+/// The answer's items, from the manifest's and the reports kept.
+pub fn items(entries: Vec<ItemEntry>, mut kept: HashMap<String, Kept>) -> Vec<ItemOut> {
+    entries
+        .into_iter()
+        .map(|entry| ItemOut {
+            kept: kept.remove(&entry.id),
+            entry,
+        })
+        .collect()
+}
+
+impl Serialize for ItemOut {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Out<'a> {
+            #[serde(flatten)]
+            e: &'a ItemEntry,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            attempt_log: Option<Value>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            warnings: Option<Value>,
+        }
+        let tree = |t: &str| serde_json::from_str::<Value>(t).unwrap_or(Value::Null);
+        Out {
+            e: &self.entry,
+            attempt_log: self.kept.as_ref().map(|k| tree(&k.attempts)),
+            warnings: self
+                .kept
+                .as_ref()
+                .and_then(|k| k.warnings.as_deref().map(tree)),
+        }
+        .serialize(s)
+    }
+}
+
+/// The answer's document with its items written in their place.
+pub struct Document<'a> {
+    pub(super) doc: &'a Value,
+    pub(super) items: &'a [ItemOut],
+}
+
+impl Serialize for Document<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Some(o) = self.doc.as_object() else {
+            return self.doc.serialize(s);
+        };
+        let mut map = s.serialize_map(Some(o.len()))?;
+        for (k, v) in o {
+            if k == "items" {
+                map.serialize_entry(k, self.items)?;
+            } else {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
 }

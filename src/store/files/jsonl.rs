@@ -116,6 +116,19 @@ pub fn append_line_locked(path: &Path, line: &[u8]) -> Result<()> {
     append_in(&dir, &name, line, true)
 }
 
+/// [`append_line_locked`], then fsyncs the file's data: the line (or lines: `line` may hold
+/// several, each ending in a newline) survives a crash once this returns.
+pub fn append_line_synced(path: &Path, line: &[u8]) -> Result<()> {
+    let (dir, name) = locate_for_write(path)?;
+    append_in(&dir, &name, line, true)?;
+    let f = dir
+        .open(&name, OFlags::RDONLY, false)?
+        .ok_or_else(|| StoreError::io("cannot open", path, io::ErrorKind::NotFound.into()))?;
+    fault::at("append-fsync")
+        .and_then(|()| f.sync_data())
+        .map_err(|e| StoreError::io("cannot fsync", path, e))
+}
+
 /// Appends a diagnostic line that must never fail its command and never wait long: under the
 /// lock when it comes within `wait`, else without it (then a torn tail is not cut but
 /// followed on a fresh line, since cutting is only safe for the lock's holder).

@@ -28,17 +28,52 @@ fn one_line_per_item_with_state_attempt_and_time() {
 }
 
 #[test]
-fn rows_that_do_not_fit_give_way_to_a_summary_and_lines_fit_the_width() {
-    let mut rows: Vec<Row> = (0..10)
-        .map(|i| row(&format!("i{i}"), ItemState::Complete, 1, Some(10)))
+fn rows_that_do_not_fit_give_way_to_counts_the_slowest_running_and_the_failed() {
+    let mut rows: Vec<Row> = (0..10_000)
+        .map(|i| row(&format!("i{i}"), ItemState::NotStarted, 0, None))
         .collect();
-    rows[3].state = ItemState::Running;
-    rows[9].state = ItemState::NotStarted;
-    rows[8].state = ItemState::Failed;
-    let got = lines(&rows, 4, 60, &Term::plain(60));
-    assert_eq!(got.len(), 2, "{got:?}");
-    assert!(got[0].starts_with("i3  running"), "{got:?}");
-    assert_eq!(got[1], "… 9 more: 7 complete, 1 failed, 1 waiting");
+    for (i, r) in rows.iter_mut().enumerate().take(500) {
+        *r = row(&format!("i{i}"), ItemState::Complete, 1, Some(10));
+    }
+    for (i, ms) in [
+        (600, 100),
+        (601, 9_000),
+        (602, 2_000),
+        (603, 50),
+        (604, 4_000),
+    ] {
+        rows[i] = row(&format!("i{i}"), ItemState::Running, 1, Some(ms));
+    }
+    for i in [700, 701, 702] {
+        rows[i] = row(&format!("i{i}"), ItemState::Failed, 2, Some(30));
+    }
+    let got = lines(&rows, 6, 80, &Term::plain(80));
+    assert_eq!(
+        got,
+        [
+            "10000 items: 500 complete, 5 running, 3 failed, 9492 not_started",
+            "i601  running      attempt 1   9.0s",
+            "i604  running      attempt 1   4.0s",
+            "i700  failed       attempt 2   0.0s",
+            "i701  failed       attempt 2   0.0s",
+            "… and 3 more running, 1 more failed",
+        ]
+    );
+    // Everything that fits is shown, with no "more" line.
+    let got = lines(&rows, 9, 80, &Term::plain(80));
+    assert_eq!(got.len(), 9, "{got:?}");
+    assert!(
+        got[1].starts_with("i601") && got[5].starts_with("i603"),
+        "{got:?}"
+    );
+    assert!(
+        got[6].starts_with("i700") && got[8].starts_with("i702"),
+        "{got:?}"
+    );
+    // Every line fits the width, the counts line too.
+    for l in lines(&rows, 6, 24, &Term::plain(24)) {
+        assert!(l.chars().count() <= 23, "{l:?}");
+    }
     let narrow = lines(&rows[..1], 4, 12, &Term::plain(12));
     assert!(narrow[0].chars().count() <= 11, "{narrow:?}");
 }
