@@ -128,8 +128,13 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let mut hourly = Hourly::new(cx.now);
     let g = cx.ground();
     let policy = cx.policy()?;
+    // The hourly timeline is the text view's: the JSON report does not parse every record's
+    // time a second time for it.
+    let text = cx.global.text;
     let summary = error_log::summarize(&g, filter.clone(), args.by, policy, |l, _, a| {
-        hourly.observe(l, a)
+        if text {
+            hourly.observe(l, a)
+        }
     })?;
     let root = cx.state_root();
     let states = calls::peek_all_or_warn(&g, policy);

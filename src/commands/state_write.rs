@@ -78,18 +78,26 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         }
     };
 
+    // The file's folder is opened once for the lock, the reads and the write.
+    let _folders = files::hold_folders();
     if let Some(dir) = args.file.parent().filter(|d| !d.as_os_str().is_empty()) {
         files::ensure_dir(dir)?;
     }
     let _lock = files::lock(&args.file, cx.lock_wait())?;
-    let bytes = match (&update, input) {
+    let (bytes, current_valid) = match (&update, input) {
         (Some(filter), _) => updated(&args.file, filter, &rules, &checkpoints, cx)?,
-        (None, Some(bytes)) => bytes,
+        (None, Some(bytes)) => (bytes, false),
         (None, None) => return Err(Failure::data("nothing to write")),
     };
 
     // A corrupt current version is quarantined, not made the backup: the good .bak stays.
-    let backup = match files::read_optional(&args.file)? {
+    // `--update` has just read and parsed it under this lock when it was valid: not again.
+    let old = if current_valid {
+        None
+    } else {
+        files::read_optional(&args.file)?
+    };
+    let backup = match old {
         Some(old) if Validation::shape_only(true).parse(&old).is_err() => {
             let q = files::quarantine(&args.file, &cx.stamp())?;
             cx.warn(&format!(
@@ -132,14 +140,15 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
 }
 
 /// `--update`: the current document (recovered if need be; `{}` when none ever existed),
-/// transformed by the filter, validated, serialized.
+/// transformed by the filter, validated, serialized; and whether the current version was
+/// the file itself, valid (read under the caller's lock).
 fn updated(
     file: &Path,
     filter: &crate::core::jq::Filter,
     rules: &Validation,
     checkpoints: &Path,
     cx: &Context,
-) -> Result<Vec<u8>, Failure> {
+) -> Result<(Vec<u8>, bool), Failure> {
     let current = recovery::recover(file, &Validation::shape_only(rules.any), checkpoints, None)?;
     if current.all_invalid() {
         let what: Vec<String> = current
@@ -153,6 +162,7 @@ fn updated(
             what.join(", ")
         )));
     }
+    let from_file = current.recovered_from.as_deref() == Some("primary");
     if let Some(src) = current
         .recovered_from
         .as_deref()
@@ -188,7 +198,7 @@ fn updated(
     bytes.push(b'\n');
     check_writable(&doc, Some(&bytes), rules.any, cx.max_input)
         .map_err(|e| Failure::data(format!("not written: the updated document fails: {e}")))?;
-    Ok(bytes)
+    Ok((bytes, from_file))
 }
 
 fn check_checkpoint_name(name: &str) -> Result<(), Failure> {

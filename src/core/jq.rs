@@ -8,8 +8,9 @@
 //! `until(false; .)` and `last(range(1e18))` never yield, `repeat(.)` yields forever, and
 //! `reduce range(100000) as $i (.; [.])` builds a value too deep to convert or drop on a
 //! normal stack. jaq has no step counter and cannot be interrupted inside one evaluation, so
-//! each run happens on a worker thread with a large stack: the caller waits at most the
-//! budget's time and then abandons the worker (it stops with the process, which ends soon
+//! each run happens on a worker thread with a large stack (one thread kept for the process's
+//! compiles and runs while each finishes quickly): the caller waits at most the budget's time
+//! and then abandons the worker (it stops with the process, which ends soon
 //! after: every triage command is short-lived — only `triage run --until-output-ok` lives on
 //! with an abandoned worker, which then spins until the run ends). Between outputs the worker checks the
 //! deadline, the number of outputs and their size; an output nested deeper than the JSON
@@ -21,7 +22,7 @@ use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Cv, Error, Exn, Native, RcIter, ValXs};
 use jaq_json::Val;
 use serde_json::Value;
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A compiled jq filter.
@@ -110,20 +111,21 @@ impl Filter {
             ));
         }
         let owned = code.to_string();
-        let worker = std::thread::Builder::new()
-            .name("jq-compile".into())
-            .stack_size(WORKER_STACK)
-            .spawn(move || {
+        let compiled = on_worker(
+            move || {
                 refuse_recursion(&owned)?;
                 match Filter::compile_with(&owned, false) {
                     Ok(f) => Ok(f),
                     Err(_) => Filter::compile_with(&owned, true),
                 }
-            })
-            .map_err(|e| format!("cannot start the jq compiler: {e}"))?;
-        worker
-            .join()
-            .unwrap_or_else(|_| Err(format!("jq filter `{code}`: the compiler failed")))
+            },
+            None,
+        );
+        match compiled {
+            Ok(r) => r,
+            Err(WorkerError::Start(e)) => Err(format!("cannot start the jq compiler: {e}")),
+            Err(_) => Err(format!("jq filter `{code}`: the compiler failed")),
+        }
     }
 
     fn compile_with(code: &str, with_defs: bool) -> Result<Filter, String> {
@@ -160,23 +162,19 @@ impl Filter {
     /// Runs the filter on `input` within `budget`, on a worker thread (see the module's
     /// documentation).
     pub fn run_within(&self, input: &Value, budget: Budget) -> Result<Vec<Value>, RunError> {
-        let (tx, rx) = mpsc::sync_channel(1);
         let filter = Arc::clone(&self.filter);
         let input = input.clone();
         let deadline = Instant::now() + budget.time;
-        let spawned = std::thread::Builder::new()
-            .name("jq".into())
-            .stack_size(WORKER_STACK)
-            .spawn(move || {
-                let _ = tx.send(evaluate(&filter, input, budget, deadline));
-            });
-        if let Err(e) = spawned {
-            return Err(RunError::Jq(format!("cannot start the jq worker: {e}")));
-        }
-        match rx.recv_timeout(budget.time) {
+        match on_worker(
+            move || evaluate(&filter, input, budget, deadline),
+            Some(budget.time),
+        ) {
             Ok(r) => r,
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(over_time(budget)),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err(WorkerError::Start(e)) => {
+                Err(RunError::Jq(format!("cannot start the jq worker: {e}")))
+            }
+            Err(WorkerError::Timeout) => Err(over_time(budget)),
+            Err(WorkerError::Died) => {
                 Err(RunError::Jq("the jq evaluation ended abnormally".into()))
             }
         }
@@ -187,6 +185,95 @@ impl Filter {
         let out = self.run(input)?;
         Ok(!out.is_empty() && out.iter().all(|v| v == &Value::Bool(true)))
     }
+}
+
+/// A job for the jq worker thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A worker thread with a [`WORKER_STACK`] stack that runs jq jobs one at a time: compiling
+/// and running filters there, rather than on a new thread each, saves a process the start
+/// and end of a thread per filter (about twenty system calls each: the stack's mapping, a
+/// signal stack, the clone, the exit and the unmapping).
+struct Worker {
+    jobs: mpsc::Sender<Job>,
+}
+
+/// The idle worker, if any: a job takes it, and gives it back when done in time. A caller
+/// that finds it taken (another thread's job is running) starts a worker of its own, so no
+/// job ever waits behind another; a worker whose job overran its budget is abandoned (it
+/// still runs that job) and never given back.
+static IDLE: Mutex<Option<Worker>> = Mutex::new(None);
+
+/// A job that ran longer than this may have touched much of the worker's stack (deep
+/// recursion): its worker is let go, so the memory is returned as the thread ends, instead of
+/// being kept by an idle thread in a long-lived process.
+const REUSE_WITHIN: Duration = Duration::from_millis(50);
+
+/// Why [`on_worker`] has no result.
+enum WorkerError {
+    /// No thread could be started.
+    Start(std::io::Error),
+    /// The job did not finish within the time given (it is abandoned).
+    Timeout,
+    /// The job ended without a result (it panicked).
+    Died,
+}
+
+fn start_worker() -> std::io::Result<Worker> {
+    let (jobs, queue) = mpsc::channel::<Job>();
+    std::thread::Builder::new()
+        .name("jq".into())
+        .stack_size(WORKER_STACK)
+        .spawn(move || {
+            while let Ok(job) = queue.recv() {
+                job();
+            }
+        })?;
+    Ok(Worker { jobs })
+}
+
+/// Runs `job` on the jq worker and waits for its result, at most `wait` when given.
+fn on_worker<T: Send + 'static>(
+    job: impl FnOnce() -> T + Send + 'static,
+    wait: Option<Duration>,
+) -> Result<T, WorkerError> {
+    let idle = match IDLE.lock() {
+        Ok(mut slot) => slot.take(),
+        Err(poisoned) => poisoned.into_inner().take(),
+    };
+    let worker = match idle {
+        Some(w) => w,
+        None => start_worker().map_err(WorkerError::Start)?,
+    };
+    let (tx, rx) = mpsc::sync_channel(1);
+    let job: Job = Box::new(move || {
+        let _ = tx.send(job());
+    });
+    let started = Instant::now();
+    // A worker that ended (its earlier job panicked) refuses the job: start a fresh one.
+    let worker = match worker.jobs.send(job) {
+        Ok(()) => worker,
+        Err(mpsc::SendError(job)) => {
+            let fresh = start_worker().map_err(WorkerError::Start)?;
+            fresh.jobs.send(job).map_err(|_| WorkerError::Died)?;
+            fresh
+        }
+    };
+    let got = match wait {
+        Some(t) => rx.recv_timeout(t).map_err(|e| match e {
+            mpsc::RecvTimeoutError::Timeout => WorkerError::Timeout,
+            mpsc::RecvTimeoutError::Disconnected => WorkerError::Died,
+        }),
+        None => rx.recv().map_err(|_| WorkerError::Died),
+    };
+    if got.is_ok() && started.elapsed() < REUSE_WITHIN {
+        if let Ok(mut slot) = IDLE.lock() {
+            if slot.is_none() {
+                *slot = Some(worker);
+            }
+        }
+    }
+    got
 }
 
 fn over_time(budget: Budget) -> RunError {

@@ -170,8 +170,9 @@ impl OpenCounts {
 
     /// Counts one log line: a record that opens, or a resolution line that closes.
     pub fn count_line(&mut self, l: &LogLine) {
-        let phase = l.phase_text();
-        let k = Keys::of_line(l, phase.as_deref());
+        let mut buf = [0; 20];
+        let phase = l.phase_in(&mut buf);
+        let k = Keys::of_line(l, phase);
         if l.opens() {
             self.open(&k);
         } else if l.closes() {

@@ -51,19 +51,24 @@ pub(super) fn remove_temps_in(dir: &Dir, name: &OsStr) {
             && entry.len() == prefix.len() + names::TEMP_RANDOM;
         stale || entry == bak_tmp
     };
-    // By path and inode: a folder removed and made again at the same path, or another
-    // folder given a freed inode, is not taken for the one listed.
-    let Some((dev, ino)) = dir.identity() else {
-        return;
-    };
-    let id = (dir.path().to_path_buf(), dev, ino);
     let mut seen = match SEEN.lock() {
         Ok(s) => s,
         Err(poisoned) => poisoned.into_inner(),
     };
-    let temps = match seen.entry(id) {
-        std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-        std::collections::btree_map::Entry::Vacant(e) => {
+    // By path and inode: a folder removed and made again at the same path, or another
+    // folder given a freed inode, is not taken for the one listed. The identity is asked
+    // only once some large folder is remembered: until then every folder is listed anyway.
+    let id = |dir: &Dir| {
+        dir.identity()
+            .map(|(dev, ino)| (dir.path().to_path_buf(), dev, ino))
+    };
+    let known = match seen.is_empty() {
+        true => None,
+        false => id(dir).filter(|k| seen.contains_key(k)),
+    };
+    let temps = match known.and_then(|k| seen.get_mut(&k)) {
+        Some(temps) => temps,
+        None => {
             let Ok(entries) = dir.entries() else {
                 return;
             };
@@ -77,7 +82,10 @@ pub(super) fn remove_temps_in(dir: &Dir, name: &OsStr) {
                 }
                 return;
             }
-            e.insert(
+            let Some(k) = id(dir) else {
+                return;
+            };
+            seen.entry(k).or_insert(
                 entries
                     .into_iter()
                     .filter(|(e, kind)| {

@@ -13,7 +13,7 @@ use rustix::io::Errno;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -174,11 +174,15 @@ impl Dir {
     /// A folder the user named: links in `path` are followed (the user chose them) and it is
     /// not checked. `create` makes it and its parents (0700). `Ok(None)`: it does not exist.
     pub fn open_named(path: &Path, create: bool) -> Result<Option<Dir>> {
-        if create {
-            create_all(path)?;
-        }
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        match rfs::openat(rfs::CWD, path, flags, Mode::empty()) {
+        // Opened first, made only when missing: the folder usually exists, and asking first
+        // whether it does costs a call every time.
+        let mut opened = rfs::openat(rfs::CWD, path, flags, Mode::empty());
+        if create && matches!(opened, Err(Errno::NOENT)) {
+            create_all(path)?;
+            opened = rfs::openat(rfs::CWD, path, flags, Mode::empty());
+        }
+        match opened {
             Ok(fd) => Ok(Some(Dir {
                 fd: Arc::new(fd),
                 path: path.to_path_buf(),
@@ -445,7 +449,11 @@ impl Dir {
     /// The names in this folder (without `.` and `..`) and what each is.
     pub fn entries(&self) -> Result<Vec<(OsString, Kind)>> {
         let fail = |e: Errno| StoreError::io("cannot list", &self.path, io_err(e));
-        let mut dir = rfs::Dir::read_from(self.fd.as_ref().as_fd()).map_err(fail)?;
+        // A descriptor of its own (the listing moves its offset), opened as `Dir::read_from`
+        // would but without asking the folder's flags first: they are known.
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rfs::openat(self.fd.as_ref(), ".", flags, Mode::empty()).map_err(fail)?;
+        let mut dir = rfs::Dir::new(fd).map_err(fail)?;
         let mut out = Vec::new();
         while let Some(entry) = dir.read() {
             let entry = entry.map_err(fail)?;

@@ -110,13 +110,13 @@ pub(super) fn open_dir(dir: &Path, create: bool) -> Result<Option<Dir>> {
             .max_by_key(|(a, _)| a.path.components().count())
     });
     let Some((anchor, parts)) = found else {
-        return Dir::open_named(openable(&dir), create);
+        return open_named_held(openable(&dir), create);
     };
     let at = openable(&anchor.path);
     let opened = if anchor.checked {
         open_root_once(&anchor, at, create)?
     } else {
-        Dir::open_named(at, create)?
+        open_named_held(at, create)?
     };
     let Some(mut d) = opened else {
         return Ok(None);
@@ -133,6 +133,65 @@ pub(super) fn open_dir(dir: &Path, create: bool) -> Result<Option<Dir>> {
         }
     }
     Ok(Some(d))
+}
+
+thread_local! {
+    /// The folders the user named that this thread has opened while [`hold_folders`] holds
+    /// them, by path.
+    static HELD: std::cell::RefCell<Option<Vec<(PathBuf, Dir)>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// While the returned guard lives, a folder the user named (a state file's) is opened once
+/// on this thread and reused: a command that locks, reads and replaces a file in it opens it
+/// once, not at every step, and every step is then in the same folder even if its path is
+/// made to name another one meanwhile. (Not for longer: a long-lived process must see a folder
+/// removed and made again.)
+pub fn hold_folders() -> HeldFolders {
+    HELD.with(|h| {
+        let mut h = h.borrow_mut();
+        if h.is_none() {
+            *h = Some(Vec::new());
+        }
+    });
+    HeldFolders { _private: () }
+}
+
+/// See [`hold_folders`]: the folders are let go when it is dropped.
+#[must_use = "the folders are held only while the guard lives"]
+pub struct HeldFolders {
+    _private: (),
+}
+
+impl Drop for HeldFolders {
+    fn drop(&mut self) {
+        HELD.with(|h| *h.borrow_mut() = None);
+    }
+}
+
+/// [`Dir::open_named`], from the folders held on this thread when they are (see
+/// [`hold_folders`]).
+fn open_named_held(path: &Path, create: bool) -> Result<Option<Dir>> {
+    let held = HELD.with(|h| {
+        h.borrow()
+            .as_ref()
+            .map(|list| list.iter().find(|(p, _)| p == path).map(|(_, d)| d.clone()))
+    });
+    match held {
+        None => Dir::open_named(path, create),
+        Some(Some(d)) => Ok(Some(d)),
+        Some(None) => {
+            let opened = Dir::open_named(path, create)?;
+            if let Some(d) = &opened {
+                HELD.with(|h| {
+                    if let Some(list) = h.borrow_mut().as_mut() {
+                        list.push((path.to_path_buf(), d.clone()));
+                    }
+                });
+            }
+            Ok(opened)
+        }
+    }
 }
 
 /// A folder right below the state root (`logs`, `breakers`, `cache`, …), opened and checked
