@@ -17,6 +17,10 @@ pub type Millis = i64;
 /// The most leases a table keeps, whatever `max` says (bounds the work on a planted file).
 pub const MAX_LEASES: usize = 10_000;
 
+/// How far past one lease time an expiry may lie before it is clamped (clocks read by two
+/// processes a moment apart).
+pub const SLACK_MS: i64 = 2_000;
+
 /// The longest lease id accepted from a file or a command line.
 pub const MAX_LEASE_ID: usize = 128;
 
@@ -82,7 +86,7 @@ impl Table {
     }
 
     /// The table made safe to judge by: leases with an invalid or repeated id dropped, expiries
-    /// further than one lease time from `now` clamped to it, at most [`MAX_LEASES`] kept.
+    /// further than one lease time (and [`SLACK_MS`]) from `now` clamped to one lease time, at most [`MAX_LEASES`] kept.
     /// Returns how many entries were changed or dropped.
     pub fn sane(&mut self, limits: PermitLimits, now: Millis) -> usize {
         let before = self.leases.len();
@@ -93,7 +97,9 @@ impl Table {
             if !valid_lease_id(&l.id) || !seen.insert(l.id.clone()) {
                 return false;
             }
-            if l.expires_ms > horizon {
+            // A little slack: a process judging with a `now` read a moment before another
+            // renewed is not a planted table.
+            if l.expires_ms > horizon.saturating_add(SLACK_MS) {
                 l.expires_ms = horizon;
                 changed += 1;
             }

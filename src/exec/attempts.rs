@@ -6,6 +6,7 @@
 //! verdict (which decides retry and delay), a record in the error log and the outcome on the
 //! breaker — all through the domain modules the commands use too ([`effects`]).
 
+mod admission;
 mod effects;
 mod report;
 
@@ -67,6 +68,12 @@ pub struct Request {
     pub until_output_ok: bool,
     /// The command and its arguments.
     pub command: Vec<OsString>,
+    /// Hold a permit of this key around the whole run (`[permits.KEY]`).
+    pub permit: Option<String>,
+    /// Wait this long for the permit (default: not at all).
+    pub permit_wait: Option<Dur>,
+    /// The retry budget asked before each retry and told of each attempt (`[budget.KEY]`).
+    pub budget: Option<String>,
 }
 
 /// The agent's breaker is open: not run (EX_TEMPFAIL, "try again later").
@@ -78,6 +85,16 @@ const OUTPUT_REJECTED: u8 = 1;
 /// The attempt loop under `policy`, wired by `wiring` (`triage phase` runs one per work item):
 /// the exit status and the JSON report.
 pub fn run(
+    args: &Request,
+    g: &Ground,
+    policy: &Policy,
+    wiring: &Wiring,
+) -> Result<(u8, Value), Failure> {
+    admission::with_permit(args, g, policy, || run_held(args, g, policy, wiring))
+}
+
+/// The attempt loop proper, with the run's permit (if any) held.
+fn run_held(
     args: &Request,
     g: &Ground,
     policy: &Policy,
@@ -239,6 +256,7 @@ pub fn run(
             if !resolved.is_empty() {
                 entry["resolved"] = json!(resolved);
             }
+            admission::budget_after(args, g, policy, false, None);
             report.attempts.push(entry);
             break (attempt, None);
         };
@@ -282,6 +300,11 @@ pub fn run(
         // Seed 001: more than 2 failing in the workflow: pause, and do not continue retrying.
         if let Some(why) = wiring.veto(&next, &crossed) {
             next = Next::Stop(why);
+        }
+        if !interrupted {
+            if let Some(why) = admission::budget_after(args, g, policy, true, Some(&next)) {
+                next = Next::Stop(why);
+            }
         }
         report.note_warnings(attempt_no, crossed);
         // An interrupt is the user's doing, not the agent's failure: neutral for the breaker.
