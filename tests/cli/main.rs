@@ -50,6 +50,8 @@ mod init;
 mod manual;
 mod parsers;
 mod perf;
+mod permit_input;
+mod permits;
 mod phase;
 mod phase_jobs;
 mod policy_cache;
