@@ -153,3 +153,50 @@ fn a_planted_budget_buys_no_more_than_a_full_one() {
     assert_eq!(r.stdout_json()["tokens"], 4.0);
     assert!(r.stderr().contains("is not a budget"), "{}", r.stderr());
 }
+
+fn agent_call(event: &str, id: &str) -> String {
+    serde_json::json!({
+        "hook_event_name": event,
+        "session_id": "s1",
+        "tool_name": "Agent",
+        "tool_use_id": id,
+        "tool_input": {"subagent_type": "researcher", "prompt": "look", "description": "d"},
+        "tool_response": {"content": [{"type": "text", "text": "done"}]},
+    })
+    .to_string()
+}
+
+#[test]
+fn subagent_launches_take_permits_of_agents_and_a_full_house_is_denied_with_the_wait() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.agents]\nmax = 2\nlease = \"30m\"\n",
+    );
+    let hook = |event: &str, id: &str| {
+        s.triage(["hook"])
+            .stdin(agent_call(event, id))
+            .run()
+            .status(0)
+            .stdout()
+    };
+    assert_eq!(hook("PreToolUse", "toolu_1"), "");
+    assert_eq!(hook("PreToolUse", "toolu_2"), "");
+    let denied: serde_json::Value = serde_json::from_str(&hook("PreToolUse", "toolu_3")).unwrap();
+    let out = &denied["hookSpecificOutput"];
+    assert_eq!(out["permissionDecision"], "deny", "{denied}");
+    let reason = out["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.contains("2 of 2 subagents") && reason.contains("frees within 1800s"),
+        "{reason}"
+    );
+    // A foreground call that ended gives its permit back: the third launch goes.
+    hook("PostToolUse", "toolu_1");
+    assert_eq!(hook("PreToolUse", "toolu_3"), "");
+    let st = s
+        .triage(["permit", "status", "agents"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(st["permits"][0]["held"], 2, "{st}");
+}
