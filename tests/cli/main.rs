@@ -51,6 +51,7 @@ mod manual;
 mod parsers;
 mod perf;
 mod permit_input;
+mod permit_storm;
 mod permits;
 mod phase;
 mod phase_jobs;
