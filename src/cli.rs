@@ -147,6 +147,10 @@ subcommands! {
     Store(store) "store";
     /// Run a phase's work items in parallel, decide once, survive interrupts and resume
     Phase(phase) "phase";
+    /// Permits shared by every process (a bulkhead): acquire, renew, release, status
+    Permit(permit) "permit";
+    /// Retry budgets shared by every process (gRPC's retry throttling): check, record, status
+    Budget(budget) "budget";
 }
 
 impl Command {

@@ -2,6 +2,7 @@
 //! calls the core, persists through the store and returns the answer.
 
 pub mod breaker;
+pub mod budget;
 pub mod check_output;
 pub mod classify;
 pub mod completions;
@@ -11,6 +12,7 @@ pub mod hook;
 pub mod init;
 pub mod install_links;
 pub mod man;
+pub mod permit;
 pub mod phase;
 pub mod record_error;
 pub mod report;

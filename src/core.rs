@@ -3,6 +3,7 @@
 //! library surface is here: `classify`, `output_check`, `breaker`, `policy`, `vocab` and
 //! `duration` are public (see the crate's documentation); the rest is the crate's own.
 
+pub(crate) mod admission;
 pub(crate) mod attempt_plan;
 pub mod breaker;
 pub mod classify;

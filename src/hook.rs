@@ -36,6 +36,7 @@ mod failure;
 pub use failure::is_work;
 mod log_tail;
 mod pending;
+mod permits;
 mod results;
 mod session_start;
 mod skill_shell;

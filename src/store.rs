@@ -5,6 +5,7 @@
 //! check names, and the user's cache of compiled patterns.
 
 pub mod breakers;
+pub mod budget;
 pub mod error_log;
 pub mod files;
 pub mod fleet;
@@ -12,6 +13,7 @@ pub mod ground;
 pub mod manifests;
 pub mod pattern_cache;
 pub mod pending;
+pub mod permits;
 pub mod project_files;
 pub mod recovery;
 pub mod rejections;

@@ -130,6 +130,17 @@ pub struct Args {
     /// report on stderr is for a person)
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Hold a permit of KEY (`[permits.KEY]`) around the whole run, renewed while it runs and
+    /// released at the end; none free after --permit-wait: exit 75, the command not run
+    #[arg(long, value_name = "KEY")]
+    pub permit: Option<String>,
+    /// How long to wait for the --permit [default: 0, answer at once]
+    #[arg(long, value_name = "DUR", requires = "permit")]
+    pub permit_wait: Option<Dur>,
+    /// Ask this retry budget (`[budget.KEY]`) before each retry and tell it each attempt's
+    /// outcome; a spent budget stops the retries (fail fast)
+    #[arg(long, value_name = "KEY")]
+    pub budget: Option<String>,
     /// The command and its arguments; everything from the command's name on is the command's
     #[arg(required = true, trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -183,6 +194,9 @@ fn request(args: &Args) -> Request {
         name: args.name.clone(),
         until_output_ok: args.until_output_ok,
         command: args.command.clone(),
+        permit: args.permit.clone(),
+        permit_wait: args.permit_wait,
+        budget: args.budget.clone(),
     }
 }
 

@@ -54,6 +54,39 @@ pub struct Policy {
     /// What `triage hook` tells the model in a coding session: which failures are the agent's
     /// own work (said nothing of), and what SessionStart still names.
     pub voice: VoicePolicy,
+    /// Permits (a bulkhead shared by every process and host) by key or glob: how many leases
+    /// of a key may be held at once (`triage permit`, `run --permit`, the hook's subagent
+    /// launches under `[permits.agents]`).
+    pub permits: BTreeMap<String, PermitPolicy>,
+    /// Retry budgets by key or glob (gRPC's retryThrottling): retries stop while too many
+    /// calls fail (`triage budget`, `run --budget`).
+    pub budget: BTreeMap<String, BudgetPolicy>,
+}
+
+/// `[permits.KEY]`: a bulkhead. Fields merge across matching globs, the exact key last.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PermitPolicy {
+    /// How many leases of the key may be held at once (0: none is ever granted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<u32>,
+    /// How long a lease lasts unless renewed; a holder that dies frees its slot after it
+    /// [default: 60s].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Dur>,
+}
+
+/// `[budget.KEY]`: a retry budget. Each failure costs a token, each success gives back
+/// `token_ratio`; retries go ahead only while more than half of `max_tokens` are left.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct BudgetPolicy {
+    /// The tokens of a full budget, 1 to 1000 [default: 10].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<f64>,
+    /// What a success gives back, in thousandths at most [default: 0.1].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_ratio: Option<f64>,
 }
 
 /// `[voice]`: where `triage hook` stays silent and how far back SessionStart looks.
@@ -739,6 +772,40 @@ impl Policy {
             }
         }
         v
+    }
+
+    /// The permit limits of `key`, merged across matching `[permits.*]` entries (the exact key
+    /// last); `None` when no entry matches or none sets `max`.
+    pub fn permits_for(&self, key: &str) -> Option<crate::core::admission::PermitLimits> {
+        let mut merged = PermitPolicy::default();
+        for pat in glob::matching(self.permits.keys(), key) {
+            if let Some(p) = self.permits.get(pat) {
+                merge_fields!(merged, p, max, lease);
+            }
+        }
+        Some(crate::core::admission::PermitLimits {
+            max: merged.max?,
+            lease_ms: merged.lease.map_or(60_000, |d| d.as_millis().max(1)),
+        })
+    }
+
+    /// The retry budget of `key`, merged across matching `[budget.*]` entries; `None` when
+    /// no entry matches.
+    pub fn budget_for(&self, key: &str) -> Option<crate::core::admission::BudgetLimits> {
+        let mut merged = BudgetPolicy::default();
+        let mut any = false;
+        for pat in glob::matching(self.budget.keys(), key) {
+            if let Some(b) = self.budget.get(pat) {
+                any = true;
+                merge_fields!(merged, b, max_tokens, token_ratio);
+            }
+        }
+        any.then(|| {
+            crate::core::admission::BudgetLimits::new(
+                merged.max_tokens.unwrap_or(10.0),
+                merged.token_ratio.unwrap_or(0.1),
+            )
+        })
     }
 
     /// Everything the policy says of agent `name`, merged across matching `[agents.*]`.

@@ -6,6 +6,7 @@
 //! verdict (which decides retry and delay), a record in the error log and the outcome on the
 //! breaker — all through the domain modules the commands use too ([`effects`]).
 
+mod admission;
 mod effects;
 mod report;
 
@@ -75,6 +76,12 @@ pub struct Request {
     pub until_output_ok: bool,
     /// The command and its arguments.
     pub command: Vec<OsString>,
+    /// Hold a permit of this key around the whole run (`[permits.KEY]`).
+    pub permit: Option<String>,
+    /// Wait this long for the permit (default: not at all).
+    pub permit_wait: Option<Dur>,
+    /// The retry budget asked before each retry and told of each attempt (`[budget.KEY]`).
+    pub budget: Option<String>,
 }
 
 /// The agent's breaker is open: not run (EX_TEMPFAIL, "try again later").
@@ -86,6 +93,16 @@ const OUTPUT_REJECTED: u8 = 1;
 /// The attempt loop under `policy`, wired by `wiring` (`triage phase` runs one per work item):
 /// the exit status and the JSON report.
 pub fn run(
+    args: &Request,
+    g: &Ground,
+    policy: &Policy,
+    wiring: &Wiring,
+) -> Result<(u8, Value), Failure> {
+    admission::with_permit(args, g, policy, || run_held(args, g, policy, wiring))
+}
+
+/// The attempt loop proper, with the run's permit (if any) held.
+fn run_held(
     args: &Request,
     g: &Ground,
     policy: &Policy,
@@ -265,6 +282,7 @@ pub fn run(
             if !resolved.is_empty() {
                 entry["resolved"] = json!(resolved);
             }
+            admission::budget_after(args, g, policy, false, None);
             report.attempts.push(entry);
             break (attempt, None);
         };
@@ -315,6 +333,11 @@ pub fn run(
                     "the run's deadline ({d}) ends before attempt {} could start",
                     attempt_no + 1
                 ));
+            }
+        }
+        if !interrupted {
+            if let Some(why) = admission::budget_after(args, g, policy, true, Some(&next)) {
+                next = Next::Stop(why);
             }
         }
         report.note_warnings(attempt_no, crossed);

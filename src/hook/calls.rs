@@ -28,6 +28,9 @@ pub(super) fn pre_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failur
     if let Some(denied) = super::upstream::gate(cx, p, key, r.ticket.as_deref())? {
         return Ok(denied);
     }
+    if let Some(denied) = super::permits::gate(cx, p)? {
+        return Ok(denied);
+    }
     if let Some(id) = p.tool_use_id() {
         let start = sessions::Start {
             key: key.to_string(),
@@ -44,6 +47,7 @@ pub(super) fn pre_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failur
 }
 
 pub(super) fn post_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failure> {
+    super::permits::release(cx, p);
     let Some(key) = guarded_key(cx, p)? else {
         return Ok(Response::default());
     };

@@ -39,6 +39,7 @@ pub fn is_work(policy: &Policy, object: &ErrorObject, tool: Option<&str>) -> boo
 }
 
 pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Response, Failure> {
+    super::permits::release(cx, p);
     if let Some(r) = super::agents::undefined_agent(cx, p)? {
         return Ok(r);
     }

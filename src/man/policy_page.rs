@@ -169,6 +169,10 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("store", "log_max_len", "1000000"),
     ("stdin", "hook_timeout", r#""300ms""#),
     ("stdin", "timeout", r#""1m""#),
+    ("permits.\"KEY\"", "max", "8"),
+    ("permits.\"KEY\"", "lease", r#""60s""#),
+    ("budget.\"KEY\"", "max_tokens", "10"),
+    ("budget.\"KEY\"", "token_ratio", "0.1"),
     ("voice", "work", r#"["tests", "build", "checks", "search"]"#),
     ("voice", "session_start_window", r#""12h""#),
     ("[classify.rules]", "name", r#""corpus-missing""#),
@@ -607,9 +611,9 @@ mod tests {
         }
         for (table, key, _) in EXAMPLES {
             let base = table.trim_end_matches(".\"KEY\"");
-            let found = tables
-                .iter()
-                .any(|t| t.name == base && t.keys.iter().any(|k| k.key == *key));
+            let found = tables.iter().any(|t| {
+                (t.name == base || t.name == *table) && t.keys.iter().any(|k| k.key == *key)
+            });
             assert!(
                 found,
                 "example for a key the policy does not have: {table}.{key}"

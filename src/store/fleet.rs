@@ -27,6 +27,7 @@
 //! Keys are `triage:{NAMESPACE}:...`; the braces make every key of a project one Redis Cluster
 //! hash slot, so the multi-key scripts are valid there too.
 
+pub mod admission;
 pub mod breaker;
 pub mod log;
 pub mod select;

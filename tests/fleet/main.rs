@@ -22,6 +22,9 @@ mod breaker;
 #[path = "../cli/counts.rs"]
 mod counts;
 
+#[path = "../cli/permits.rs"]
+mod permits;
+
 mod clock;
 mod faults;
 mod hosts;

@@ -280,6 +280,8 @@ fn without_agents(base: &Policy) -> Policy {
         store,
         stdin,
         voice,
+        permits,
+        budget,
     } = base;
     Policy {
         retry: retry.clone(),
@@ -293,6 +295,8 @@ fn without_agents(base: &Policy) -> Policy {
         store: store.clone(),
         stdin: stdin.clone(),
         voice: voice.clone(),
+        permits: permits.clone(),
+        budget: budget.clone(),
     }
 }
 

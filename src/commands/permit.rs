@@ -1,0 +1,307 @@
+//! `triage permit`: a bulkhead shared by every process on the machine (or, with a fleet store,
+//! every host): at most `[permits.KEY] max` leases of a key are held at once. A lease runs out
+//! after the key's lease time unless renewed, so a holder that dies never keeps its slot.
+//!
+//! `acquire` exits 75 (EX_TEMPFAIL: try again later) with its JSON line when none is free
+//! after `--wait`, so `lease=$(triage permit acquire api | jq -r .lease) || exit` works.
+
+use crate::context::{Answer, Context};
+use crate::core::admission::{check_key, valid_lease_id, Millis, PermitLimits};
+use crate::core::duration::Dur;
+use crate::exit::Failure;
+use crate::store::permits::{self, Op, Outcome};
+use chrono::{SecondsFormat, TimeZone, Utc};
+use serde_json::{json, Value};
+
+/// None free after the wait (EX_TEMPFAIL: try again later).
+pub const BUSY: u8 = 75;
+
+/// Arguments of `triage permit`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    lease=$(triage permit acquire api --wait 30s | jq -r .lease) || exit 75\n  \
+    triage permit renew api \"$lease\"\n  \
+    triage permit release api \"$lease\"\n  \
+    triage permit status --text\n\n\
+    The limits come from the policy: [permits.api] max = 8, lease = \"60s\" (globs too:\n\
+    [permits.\"*\"]). A lease runs out after its lease time unless renewed, so a holder that\n\
+    dies frees its slot. Exit status: 0 granted (or renewed, released); 75 no permit was free\n\
+    after --wait (the JSON line says when the first lease runs out); with -e, 1 when a lease\n\
+    to renew or release is not held.")]
+pub struct Args {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: Action,
+}
+
+/// The permit actions.
+#[derive(clap::Subcommand, Debug)]
+pub enum Action {
+    /// Take a lease of KEY: prints {key, acquired, lease, expires, held, max}; exit 75 when
+    /// none is free after --wait
+    Acquire {
+        /// The permits' key (`[permits.KEY]` in the policy)
+        key: String,
+        /// Wait this long for a lease to free [default: 0, answer at once]
+        #[arg(long, value_name = "DUR")]
+        wait: Option<Dur>,
+    },
+    /// Extend a lease by the key's lease time
+    Renew {
+        /// The permits' key
+        key: String,
+        /// The lease id `acquire` printed
+        lease: String,
+    },
+    /// Give a lease back
+    Release {
+        /// The permits' key
+        key: String,
+        /// The lease id `acquire` printed
+        lease: String,
+    },
+    /// Show the leases held, of every key or those named
+    Status {
+        /// Keys to show [default: every key the policy or the store knows]
+        keys: Vec<String>,
+    },
+}
+
+/// Runs `triage permit`.
+pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
+    let g = cx.ground();
+    match &args.action {
+        Action::Acquire { key, wait } => {
+            let limits = limits(cx, key)?;
+            let wait = wait.map_or(std::time::Duration::ZERO, |d| d.0);
+            let (out, lease) = permits::acquire(&g, key, limits, wait)?;
+            Ok(acquired(cx, key, limits, &out, lease.as_deref()))
+        }
+        Action::Renew { key, lease } | Action::Release { key, lease } => {
+            let limits = limits(cx, key)?;
+            if !valid_lease_id(lease) {
+                return Err(Failure::usage(format!(
+                    "`{}` is not a lease id (1 to 128 letters, digits, `-`, `_` or `.`, as `permit acquire` prints it)",
+                    crate::core::text::printable(lease)
+                )));
+            }
+            let renew = matches!(args.action, Action::Renew { .. });
+            let op = if renew {
+                Op::Renew(lease.clone())
+            } else {
+                Op::Release(lease.clone())
+            };
+            let out = permits::call(&g, key, limits, &op)?;
+            let verb = if renew { "renewed" } else { "released" };
+            let mut v = json!({
+                "key": key,
+                "lease": lease,
+                verb: out.done,
+                "held": out.held,
+                "max": limits.max,
+                "backend": out.backend,
+            });
+            if let Some(e) = out.expires_ms {
+                v["expires"] = json!(rfc3339(e));
+                v["expires_in_s"] = json!(secs(e - out.now_ms));
+            }
+            if !out.done {
+                let reason = format!(
+                    "lease {lease} of `{key}` is not held: it was released, ran out, or was never granted{}",
+                    if renew { "; acquire a new one" } else { "" }
+                );
+                say!("triage permit: {}", crate::core::text::printable(&reason));
+                v["reason"] = json!(reason);
+            }
+            let text = if out.done {
+                format!("lease {lease} of `{key}` {verb}")
+            } else {
+                format!("lease {lease} of `{key}` is not held")
+            };
+            let answer = if cx.global.text {
+                Answer::text(text)
+            } else {
+                Answer::json(&v)
+            };
+            Ok(answer.negative(!out.done))
+        }
+        Action::Status { keys } => status(cx, keys),
+    }
+}
+
+/// The limits of `key`, or a usage error that says how to set them.
+fn limits(cx: &Context, key: &str) -> Result<PermitLimits, Failure> {
+    check_key(key).map_err(|why| Failure::usage(format!("bad key: {why}")))?;
+    cx.policy()?.permits_for(key).ok_or_else(|| {
+        Failure::usage(format!(
+            "the policy sets no permits for `{}`: add `[permits.{}] max = 8` (or a glob such as `[permits.\"*\"]`) to {}",
+            crate::core::text::printable(key),
+            toml_key(key),
+            cx.policy_path()
+                .map_or(".triage.toml".to_string(), |p| p.display().to_string())
+        ))
+    })
+}
+
+/// `key` as a TOML key: bare when it can be.
+fn toml_key(key: &str) -> String {
+    if !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+    {
+        key.to_string()
+    } else {
+        format!("{key:?}")
+    }
+}
+
+fn acquired(
+    cx: &Context,
+    key: &str,
+    limits: PermitLimits,
+    out: &Outcome,
+    lease: Option<&str>,
+) -> Answer {
+    if let (Some(lease), Some(e)) = (lease, out.expires_ms) {
+        let v = json!({
+            "key": key,
+            "acquired": true,
+            "lease": lease,
+            "expires": rfc3339(e),
+            "expires_in_s": secs(e - out.now_ms),
+            "held": out.held,
+            "max": limits.max,
+            "backend": out.backend,
+        });
+        return if cx.global.text {
+            Answer::text(format!(
+                "{lease}\t`{key}` until {} ({} of {} held)",
+                rfc3339(e),
+                out.held,
+                limits.max
+            ))
+        } else {
+            Answer::json(&v)
+        };
+    }
+    let retry = out.next_free_ms().map(|t| secs(t - out.now_ms));
+    let reason = format!(
+        "no permit of `{key}` is free: {} of {} held{}",
+        out.held,
+        limits.max,
+        match retry {
+            Some(s) => format!("; the first runs out in {s:.0}s unless renewed"),
+            None => String::new(),
+        }
+    );
+    say!("triage permit: {}", crate::core::text::printable(&reason));
+    cx.trace("busy", &reason);
+    let answer = if cx.global.text {
+        Answer::text(reason.clone())
+    } else {
+        Answer::json(&json!({
+            "key": key,
+            "acquired": false,
+            "refused": "busy",
+            "held": out.held,
+            "max": limits.max,
+            "retry_after_s": retry,
+            "reason": reason,
+            "backend": out.backend,
+            "exit_status": BUSY,
+        }))
+    };
+    answer.exit(BUSY)
+}
+
+fn status(cx: &Context, named: &[String]) -> Result<Answer, Failure> {
+    let g = cx.ground();
+    let policy = cx.policy()?;
+    let keys: Vec<String> = if named.is_empty() {
+        let mut k = permits::keys(&g)?;
+        k.extend(
+            policy
+                .permits
+                .keys()
+                .filter(|p| !p.contains(['*', '?']))
+                .cloned(),
+        );
+        k.sort();
+        k.dedup();
+        k
+    } else {
+        for k in named {
+            check_key(k).map_err(|why| Failure::usage(format!("bad key: {why}")))?;
+        }
+        named.to_vec()
+    };
+    let mut rows = Vec::new();
+    for key in &keys {
+        let limits = policy.permits_for(key);
+        let judge = limits.unwrap_or(PermitLimits {
+            max: 0,
+            lease_ms: 60_000,
+        });
+        let out = permits::call(&g, key, judge, &Op::Status)?;
+        rows.push(json!({
+            "key": key,
+            "max": limits.map(|l| l.max),
+            "lease_s": limits.map(|l| secs(i64::try_from(l.lease_ms).unwrap_or(i64::MAX))),
+            "held": out.held,
+            "free": limits.map(|l| l.max.saturating_sub(out.held)),
+            "leases": out.leases.iter().map(|l| json!({
+                "lease": l.id,
+                "expires": rfc3339(l.expires_ms),
+                "expires_in_s": secs(l.expires_ms - out.now_ms),
+                "holder": l.holder,
+            })).collect::<Vec<Value>>(),
+            "backend": out.backend,
+        }));
+    }
+    if cx.global.text {
+        return Ok(Answer::text(status_text(&rows)));
+    }
+    Ok(Answer::json(&json!({ "permits": rows })))
+}
+
+fn status_text(rows: &[Value]) -> String {
+    if rows.is_empty() {
+        return "no permits: the policy sets none ([permits.KEY] max = N) and none was taken"
+            .into();
+    }
+    let width = rows
+        .iter()
+        .filter_map(|r| r["key"].as_str())
+        .map(str::len)
+        .max()
+        .unwrap_or(3)
+        .max(3);
+    let mut out = format!("{:width$}  HELD  MAX  NEXT FREE\n", "KEY");
+    for r in rows {
+        let max = r["max"].as_u64().map_or("-".to_string(), |m| m.to_string());
+        let next = r["leases"]
+            .as_array()
+            .and_then(|l| l.first())
+            .and_then(|l| l["expires_in_s"].as_f64())
+            .map_or("-".to_string(), |s| format!("in {s:.0}s"));
+        out.push_str(&format!(
+            "{:width$}  {:>4}  {:>3}  {next}\n",
+            r["key"].as_str().unwrap_or_default(),
+            r["held"],
+            max
+        ));
+    }
+    out
+}
+
+fn secs(ms: Millis) -> f64 {
+    (ms.max(0) as f64 / 100.0).round() / 10.0
+}
+
+fn rfc3339(ms: Millis) -> String {
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+        .unwrap_or_else(|| ms.to_string())
+}

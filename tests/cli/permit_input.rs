@@ -1,0 +1,202 @@
+//! `permit` and `budget` on bad input and a hostile state root: every mistake is named in the
+//! subcommand's words, and a planted lease table or budget never grants more than the policy.
+
+use crate::common::Sandbox;
+
+fn sandbox() -> Sandbox {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.api]\nmax = 2\nlease = \"10s\"\n[budget.api]\nmax_tokens = 4\n",
+    );
+    s
+}
+
+#[test]
+fn a_bad_key_duration_or_lease_id_is_a_usage_error_in_the_subcommands_words() {
+    let s = sandbox();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["permit", "acquire", ""],
+            "triage permit: bad key: the key is empty",
+        ),
+        (
+            &["permit", "acquire", "a\u{1b}b"],
+            "triage permit: bad key: the key holds a control character",
+        ),
+        (
+            &["permit", "acquire", "api", "--wait", "3x"],
+            "triage permit: invalid value '3x' for '--wait <DUR>'",
+        ),
+        (
+            &["permit", "renew", "api", "../etc"],
+            "triage permit: `../etc` is not a lease id",
+        ),
+        (
+            &["permit", "acquire", "other"],
+            "triage permit: the policy sets no permits for `other`: add `[permits.other] max = 8`",
+        ),
+        (
+            &["budget", "check", "other"],
+            "triage budget: the policy sets no retry budget for `other`",
+        ),
+        (
+            &["budget", "record", "api", "--outcome", "maybe"],
+            "triage budget: invalid value 'maybe' for '--outcome <OUTCOME>'",
+        ),
+    ];
+    for (args, want) in cases {
+        let r = s.triage(*args).run().status(64);
+        assert!(r.stderr().contains(want), "{args:?}: {}", r.stderr());
+    }
+}
+
+#[test]
+fn an_unknown_lease_is_not_renewed_nor_released_and_says_so() {
+    let s = sandbox();
+    for verb in ["renew", "release"] {
+        let r = s
+            .triage(["permit", verb, "api", "deadbeef00000000"])
+            .run()
+            .status(0);
+        let v = r.stdout_json();
+        assert_eq!(
+            v[if verb == "renew" {
+                "renewed"
+            } else {
+                "released"
+            }],
+            false
+        );
+        assert!(
+            r.stderr()
+                .contains("triage permit: lease deadbeef00000000 of `api` is not held"),
+            "{}",
+            r.stderr()
+        );
+        s.triage(["permit", verb, "api", "deadbeef00000000", "-e"])
+            .run()
+            .status(1);
+    }
+}
+
+#[test]
+fn a_planted_lease_table_never_grants_more_than_max_nor_holds_a_slot_for_ever() {
+    let s = sandbox();
+    let t0: i64 = 1_767_323_045;
+    let mut leases = Vec::new();
+    for i in 0..50 {
+        leases.push(serde_json::json!({"id": format!("p{i}"), "expires_ms": i64::MAX}));
+    }
+    leases.push(serde_json::json!({"id": "../../x", "expires_ms": 1}));
+    leases.push(serde_json::json!({"id": 7}));
+    s.write(
+        ".triage/permits/api.json",
+        serde_json::json!({"key": "api", "leases": leases}).to_string(),
+    );
+    // A table that is not one (a wrong field type) is moved aside and the key starts empty.
+    let at = |t: i64| t.to_string();
+    let r = s
+        .triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", at(t0))
+        .run()
+        .status(0);
+    assert!(
+        r.stderr().contains("lease table was unusable"),
+        "{}",
+        r.stderr()
+    );
+    s.triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", at(t0))
+        .run()
+        .status(0);
+    s.triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", at(t0))
+        .run()
+        .status(75);
+    // A well-formed table of far-future leases: none granted now, all free one lease later.
+    let leases: Vec<_> = (0..50)
+        .map(|i| serde_json::json!({"id": format!("p{i}"), "expires_ms": i64::MAX}))
+        .collect();
+    s.write(
+        ".triage/permits/api.json",
+        serde_json::json!({"key": "api", "leases": leases}).to_string(),
+    );
+    let r = s
+        .triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", at(t0))
+        .run()
+        .status(75);
+    assert_eq!(r.stdout_json()["held"], 50);
+    assert!(r.stderr().contains("clamped"), "{}", r.stderr());
+    s.triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", at(t0 + 10))
+        .run()
+        .status(0);
+}
+
+#[test]
+fn a_planted_budget_buys_no_more_than_a_full_one() {
+    let s = sandbox();
+    s.write(
+        ".triage/budgets/api.json",
+        r#"{"key": "api", "milli": 99999999}"#,
+    );
+    let v = s
+        .triage(["budget", "record", "api", "--outcome", "failure"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(v["tokens"], 3.0, "{v}");
+    s.write(".triage/budgets/api.json", "garbage");
+    let r = s.triage(["budget", "check", "api"]).run().status(0);
+    assert_eq!(r.stdout_json()["tokens"], 4.0);
+    assert!(r.stderr().contains("is not a budget"), "{}", r.stderr());
+}
+
+fn agent_call(event: &str, id: &str) -> String {
+    serde_json::json!({
+        "hook_event_name": event,
+        "session_id": "s1",
+        "tool_name": "Agent",
+        "tool_use_id": id,
+        "tool_input": {"subagent_type": "researcher", "prompt": "look", "description": "d"},
+        "tool_response": {"content": [{"type": "text", "text": "done"}]},
+    })
+    .to_string()
+}
+
+#[test]
+fn subagent_launches_take_permits_of_agents_and_a_full_house_is_denied_with_the_wait() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.agents]\nmax = 2\nlease = \"30m\"\n",
+    );
+    let hook = |event: &str, id: &str| {
+        s.triage(["hook"])
+            .stdin(agent_call(event, id))
+            .run()
+            .status(0)
+            .stdout()
+    };
+    assert_eq!(hook("PreToolUse", "toolu_1"), "");
+    assert_eq!(hook("PreToolUse", "toolu_2"), "");
+    let denied: serde_json::Value = serde_json::from_str(&hook("PreToolUse", "toolu_3")).unwrap();
+    let out = &denied["hookSpecificOutput"];
+    assert_eq!(out["permissionDecision"], "deny", "{denied}");
+    let reason = out["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.contains("2 of 2 subagents") && reason.contains("frees within 1800s"),
+        "{reason}"
+    );
+    // A foreground call that ended gives its permit back: the third launch goes.
+    hook("PostToolUse", "toolu_1");
+    assert_eq!(hook("PreToolUse", "toolu_3"), "");
+    let st = s
+        .triage(["permit", "status", "agents"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(st["permits"][0]["held"], 2, "{st}");
+}

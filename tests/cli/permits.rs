@@ -1,0 +1,286 @@
+//! `permit` and `budget` (admission control for a fleet of agents): exact under racing
+//! processes, and a holder killed with SIGKILL frees its slot within the lease time.
+//!
+//! One suite for both backends: each scenario takes its sandbox from `crate::backend`, the
+//! file store in the `cli` target and a real Redis in the `fleet` target (which includes this
+//! file). Time moves with TRIAGE_NOW (which overrides the server's clock too), never sleeps.
+
+use crate::common::{Run, Sandbox};
+use serde_json::Value;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn now_s() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+fn permit(s: &Sandbox, args: &[&str]) -> Run {
+    let mut a = vec!["permit"];
+    a.extend_from_slice(args);
+    s.triage(&a).run()
+}
+
+#[test]
+fn racing_holders_never_hold_more_than_max_permits_at_once() {
+    let Some(b) = crate::backend::sandbox() else {
+        return;
+    };
+    let s = &b.sandbox;
+    s.write(".triage.toml", "[permits.api]\nmax = 3\nlease = \"30s\"\n");
+    // Each holder appends `enter` once it holds its permit and `leave` before it gives it
+    // back; appends are atomic, so the file's order is the order things happened in.
+    let holders: Vec<_> = (0..12)
+        .map(|_| {
+            s.triage([
+                "run",
+                "--permit",
+                "api",
+                "--permit-wait",
+                "60s",
+                "--quiet",
+                "--",
+                "sh",
+                "-c",
+                "echo enter >> events; sleep 0.15; echo leave >> events",
+            ])
+            .spawn()
+        })
+        .collect();
+    for h in holders {
+        h.wait().status(0);
+    }
+    let events = s.read("events");
+    let (mut inside, mut most, mut entered) = (0i32, 0i32, 0);
+    for line in events.lines() {
+        match line {
+            "enter" => {
+                inside += 1;
+                entered += 1;
+            }
+            "leave" => inside -= 1,
+            other => panic!("unexpected line {other:?}"),
+        }
+        most = most.max(inside);
+    }
+    assert_eq!(entered, 12, "every holder ran:\n{events}");
+    assert!(most <= 3, "{most} held at once, max is 3:\n{events}");
+    assert!(most >= 2, "the permits never overlapped at all:\n{events}");
+    let st = permit(s, &["status", "api"]).status(0).stdout_json();
+    assert_eq!(
+        st["permits"][0]["held"], 0,
+        "every permit was released: {st}"
+    );
+}
+
+#[test]
+fn racing_acquires_grant_exactly_max_leases() {
+    let Some(b) = crate::backend::sandbox() else {
+        return;
+    };
+    let s = &b.sandbox;
+    s.write(".triage.toml", "[permits.api]\nmax = 5\nlease = \"1m\"\n");
+    let runs: Vec<_> = (0..16)
+        .map(|_| s.triage(["permit", "acquire", "api"]).spawn())
+        .collect();
+    let mut granted = std::collections::BTreeSet::new();
+    let mut busy = 0;
+    for r in runs {
+        let r = r.wait();
+        match r.code() {
+            Some(0) => {
+                let v = r.stdout_json();
+                assert_eq!(v["acquired"], true);
+                granted.insert(v["lease"].as_str().unwrap().to_string());
+            }
+            Some(75) => {
+                let v = r.stdout_json();
+                assert_eq!(v["acquired"], false);
+                assert_eq!(v["refused"], "busy");
+                busy += 1;
+            }
+            other => panic!("exit {other:?}: {}", r.stderr()),
+        }
+    }
+    assert_eq!(granted.len(), 5, "distinct leases granted");
+    assert_eq!(busy, 11);
+    let st = permit(s, &["status", "api"]).status(0).stdout_json();
+    assert_eq!(st["permits"][0]["held"], 5, "{st}");
+}
+
+#[test]
+fn a_released_or_expired_lease_frees_its_slot_and_renew_keeps_it() {
+    let Some(b) = crate::backend::sandbox() else {
+        return;
+    };
+    let s = &b.sandbox;
+    s.write(".triage.toml", "[permits.api]\nmax = 1\nlease = \"10s\"\n");
+    let t0 = now_s();
+    let at = |t: u64| t.to_string();
+    let a = s
+        .triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", at(t0))
+        .run()
+        .status(0)
+        .stdout_json();
+    let lease = a["lease"].as_str().unwrap().to_string();
+    s.triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", at(t0 + 5))
+        .run()
+        .status(75);
+    // Renewed at +8: it now runs to +18, so +12 finds it still held.
+    let r = s
+        .triage(["permit", "renew", "api", &lease])
+        .env("TRIAGE_NOW", at(t0 + 8))
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(r["renewed"], true);
+    s.triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", at(t0 + 12))
+        .run()
+        .status(75);
+    let b2 = s
+        .triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", at(t0 + 18))
+        .run()
+        .status(0)
+        .stdout_json();
+    let second = b2["lease"].as_str().unwrap().to_string();
+    // The run-out lease is gone: renewing it is refused (exit 1 with -e), its slot taken.
+    let gone = s
+        .triage(["permit", "renew", "api", &lease, "-e"])
+        .env("TRIAGE_NOW", at(t0 + 19))
+        .run()
+        .status(1);
+    assert_eq!(gone.stdout_json()["renewed"], false);
+    assert!(
+        gone.stderr().contains("triage permit: lease"),
+        "{}",
+        gone.stderr()
+    );
+    s.triage(["permit", "release", "api", &second])
+        .env("TRIAGE_NOW", at(t0 + 20))
+        .run()
+        .status(0);
+    s.triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", at(t0 + 20))
+        .run()
+        .status(0);
+}
+
+#[test]
+fn a_holder_killed_with_sigkill_frees_its_slot_within_the_lease_time() {
+    let Some(b) = crate::backend::sandbox() else {
+        return;
+    };
+    let s = &b.sandbox;
+    s.write(".triage.toml", "[permits.api]\nmax = 1\nlease = \"2s\"\n");
+    let mut holder = s
+        .triage(["run", "--permit", "api", "--quiet", "--", "sleep", "3"])
+        .spawn();
+    // Wait (bounded) until it holds the permit.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let st: Value = permit(s, &["status", "api"]).status(0).stdout_json();
+        if st["permits"][0]["held"] == 1 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the holder never took its permit"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    holder.child.kill().unwrap();
+    let _ = holder.child.wait();
+    let killed_at = now_s();
+    // Held still: nobody released it.
+    s.triage(["permit", "acquire", "api"]).run().status(75);
+    // One lease time (and a second for the clock's rounding) later, it is free again.
+    let r = s
+        .triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", (killed_at + 3).to_string())
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(r["acquired"], true, "{r}");
+}
+
+#[test]
+fn budget_arithmetic_is_exact_after_concurrent_failures_and_successes() {
+    let Some(b) = crate::backend::sandbox() else {
+        return;
+    };
+    let s = &b.sandbox;
+    s.write(
+        ".triage.toml",
+        "[budget.api]\nmax_tokens = 1000\ntoken_ratio = 0.5\n",
+    );
+    let record = |outcome: &str, n: usize| {
+        let runs: Vec<_> = (0..n)
+            .map(|_| {
+                s.triage(["budget", "record", "api", "--outcome", outcome])
+                    .spawn()
+            })
+            .collect();
+        for r in runs {
+            r.wait().status(0);
+        }
+    };
+    record("failure", 30);
+    let v = s
+        .triage(["budget", "check", "api"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(v["tokens"], 970.0, "{v}");
+    record("success", 20);
+    let v = s
+        .triage(["budget", "check", "api"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(v["tokens"], 980.0, "{v}");
+    assert_eq!(v["retry_allowed"], true);
+}
+
+#[test]
+fn a_spent_budget_stops_runs_retries_with_fail_fast() {
+    let Some(b) = crate::backend::sandbox() else {
+        return;
+    };
+    let s = &b.sandbox;
+    s.write(".triage.toml", "[budget.api]\nmax_tokens = 4\n");
+    let r = s
+        .triage([
+            "run",
+            "--budget",
+            "api",
+            "--retries",
+            "5",
+            "--delay",
+            "0s",
+            "--",
+            "sh",
+            "-c",
+            "echo 'HTTP 429 Too Many Requests' >&2; exit 1",
+        ])
+        .run()
+        .status(1);
+    let err = r.stderr();
+    assert!(
+        err.contains("the fleet's retry budget for `api` is spent: fail fast"),
+        "{err}"
+    );
+    let report: Value = serde_json::from_str(err.lines().last().unwrap()).unwrap();
+    // 4 tokens: the 2nd failure leaves 2, not above half, so attempt 2 is the last.
+    assert_eq!(report["attempts"].as_array().unwrap().len(), 2, "{report}");
+    let v = s
+        .triage(["budget", "check", "api", "-e"])
+        .run()
+        .status(1)
+        .stdout_json();
+    assert_eq!(v["tokens"], 2.0);
+}
