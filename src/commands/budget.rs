@@ -84,17 +84,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         Action::Status { keys } => {
             let policy = cx.policy()?;
             let keys: Vec<String> = if keys.is_empty() {
-                let mut k = budget::keys(&g)?;
-                k.extend(
-                    policy
-                        .budget
-                        .keys()
-                        .filter(|p| !p.contains(['*', '?']))
-                        .cloned(),
-                );
-                k.sort();
-                k.dedup();
-                k
+                crate::core::admission::shown_keys(budget::keys(&g)?, policy.budget.keys())
             } else {
                 for k in keys {
                     limits(cx, k)?;

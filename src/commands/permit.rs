@@ -219,17 +219,7 @@ fn status(cx: &Context, named: &[String]) -> Result<Answer, Failure> {
     let g = cx.ground();
     let policy = cx.policy()?;
     let keys: Vec<String> = if named.is_empty() {
-        let mut k = permits::keys(&g)?;
-        k.extend(
-            policy
-                .permits
-                .keys()
-                .filter(|p| !p.contains(['*', '?']))
-                .cloned(),
-        );
-        k.sort();
-        k.dedup();
-        k
+        crate::core::admission::shown_keys(permits::keys(&g)?, policy.permits.keys())
     } else {
         for k in named {
             check_key(k).map_err(|why| Failure::usage(format!("bad key: {why}")))?;

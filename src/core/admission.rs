@@ -255,6 +255,18 @@ pub fn check_key(key: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The keys a status shows: those with stored state and the policy's own (not its globs),
+/// sorted, each once.
+pub fn shown_keys<'a>(
+    mut stored: Vec<String>,
+    policy: impl Iterator<Item = &'a String>,
+) -> Vec<String> {
+    stored.extend(policy.filter(|p| !p.contains(['*', '?'])).cloned());
+    stored.sort();
+    stored.dedup();
+    stored
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -67,20 +67,5 @@ pub fn keys(g: &Ground) -> Result<Vec<String>, Failure> {
     if let Some(k) = select::with(g, "listing budgets", |r| r.budget_keys()) {
         return Ok(k);
     }
-    let mut keys = Vec::new();
-    for entry in files::list_dir(&g.root.join("budgets"))? {
-        let name = entry.name.to_string_lossy().into_owned();
-        if entry.kind != files::Kind::File {
-            continue;
-        }
-        if let Some(k) = name
-            .strip_suffix(".json")
-            .filter(|s| !s.starts_with('.'))
-            .and_then(files::unescape_key)
-        {
-            keys.push(k);
-        }
-    }
-    keys.sort();
-    Ok(keys)
+    Ok(files::keys_in(&g.root.join("budgets"))?)
 }

@@ -48,8 +48,8 @@ pub use open::{
     stamp, Stamp,
 };
 pub use paths::{
-    anchor, create_dirs, ensure_dir, hold_folders, list_dir, remove_empty_dir, set_private_dir,
-    set_root, with_suffix,
+    anchor, create_dirs, ensure_dir, hold_folders, keys_in, list_dir, remove_empty_dir,
+    set_private_dir, set_root, with_suffix,
 };
 pub use tail::{read_jsonl_rev_to, Follower};
 

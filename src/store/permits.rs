@@ -87,23 +87,7 @@ pub fn keys(g: &Ground) -> Result<Vec<String>, Failure> {
     if let Some(k) = select::with(g, "listing permits", |r| r.permit_keys()) {
         return Ok(k);
     }
-    let dir = g.root.join("permits");
-    let mut keys = Vec::new();
-    for entry in files::list_dir(&dir)? {
-        let name = entry.name.to_string_lossy().into_owned();
-        if entry.kind != files::Kind::File {
-            continue;
-        }
-        if let Some(k) = name
-            .strip_suffix(".json")
-            .filter(|s| !s.starts_with('.'))
-            .and_then(files::unescape_key)
-        {
-            keys.push(k);
-        }
-    }
-    keys.sort();
-    Ok(keys)
+    Ok(files::keys_in(&g.root.join("permits"))?)
 }
 
 fn path_of(dir: &Path, key: &str) -> PathBuf {

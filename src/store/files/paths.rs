@@ -290,6 +290,23 @@ pub struct Entry {
     pub kind: Kind,
 }
 
+/// The keys of a folder of `escape_key(KEY).json` files, sorted: regular files only, hidden
+/// ones (temp files) and shortened names (which cannot be unescaped) left out.
+pub fn keys_in(dir: &Path) -> Result<Vec<String>> {
+    let mut keys: Vec<String> = list_dir(dir)?
+        .into_iter()
+        .filter(|e| e.kind == super::Kind::File)
+        .filter_map(|e| {
+            let name = e.name.to_string_lossy().into_owned();
+            name.strip_suffix(".json")
+                .filter(|s| !s.starts_with('.'))
+                .and_then(super::unescape_key)
+        })
+        .collect();
+    keys.sort();
+    Ok(keys)
+}
+
 /// The entries of a folder (a missing folder is empty). Under the state root, the folder
 /// and those above it must not be links.
 pub fn list_dir(dir: &Path) -> Result<Vec<Entry>> {
