@@ -177,7 +177,7 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         None => match &open_now {
             // Not "retry (attempt 2 of 3)" when that call would be denied.
             Some(why) => format!(
-                "triage: `{}` (tier {}, {}): {}. Next step: do not retry it now: {why}; carry on without it, or tell the user what failed.",
+                "triage: `{}` (tier {}, {}): {}. Next step: do not retry it now: {why}; go on without it until then.",
                 object.kind,
                 object.tier.number(),
                 object.tier.name(),
