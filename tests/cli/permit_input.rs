@@ -173,8 +173,10 @@ fn subagent_launches_take_permits_of_agents_and_a_full_house_is_denied_with_the_
         ".triage.toml",
         "[permits.agents]\nmax = 2\nlease = \"30m\"\n",
     );
+    // The clock is pinned: the wait the denial names is exact however slow the machine.
     let hook = |event: &str, id: &str| {
         s.triage(["hook"])
+            .env("TRIAGE_NOW", "1767323045")
             .stdin(agent_call(event, id))
             .run()
             .status(0)
@@ -195,6 +197,7 @@ fn subagent_launches_take_permits_of_agents_and_a_full_house_is_denied_with_the_
     assert_eq!(hook("PreToolUse", "toolu_3"), "");
     let st = s
         .triage(["permit", "status", "agents"])
+        .env("TRIAGE_NOW", "1767323045")
         .run()
         .status(0)
         .stdout_json();
