@@ -140,6 +140,9 @@ pub(super) fn document(
     ] {
         counts.insert(s.as_str().into(), m.ids(s).len().into());
     }
+    // A degraded item is complete, but not counted as a success.
+    counts.insert("complete".into(), d.complete.len().into());
+    counts.insert("degraded".into(), d.degraded.len().into());
     let name = job.policy.phase(job.phase).and_then(|p| p.name.clone());
     json!({
         "workflow_id": m.workflow_id,
@@ -154,6 +157,7 @@ pub(super) fn document(
         "failed": d.failed,
         "critical_failed": d.critical_failed,
         "complete": d.complete,
+        "degraded": d.degraded,
         "needs_decision": d.needs_decision,
         "items": null,
         "template": texts.template,
