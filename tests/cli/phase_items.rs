@@ -355,3 +355,61 @@ budget = "llm"
     );
     assert!(!s.exists("ran"));
 }
+
+/// Seed 002, Stage 5 Parallel Execution Interrupt: "NOT_STARTED: Section queued, no
+/// progress". A Ctrl+C while an item waits for its permit pauses the phase at once (not
+/// after the wait), and the item is filed as not started: it never ran.
+#[test]
+fn an_interrupt_while_an_item_waits_for_its_permit_pauses_the_phase_at_once() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        format!("{RETRY}[permits.api]\nmax = 1\nlease = \"1h\"\n"),
+    );
+    s.triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", NOW)
+        .run()
+        .status(0);
+    s.write(
+        "plan.toml",
+        "[[items]]\nid = \"waiter\"\ncommand = \"touch waiter.ran\"\npermit = \"api\"\nside_effects = true\n\n[[items]]\nid = \"worker\"\ncommand = \"touch worker.started; while :; do sleep 0.02; done\"\n",
+    );
+    let t0 = Instant::now();
+    let child = s
+        .triage([
+            "phase",
+            "run",
+            "plan.toml",
+            "--workflow",
+            "w",
+            "--phase",
+            "8",
+        ])
+        .env("TRIAGE_NOW", NOW)
+        .spawn();
+    let started = Instant::now();
+    while !s.exists("worker.started") {
+        assert!(started.elapsed() < Duration::from_secs(20), "never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait().status(130);
+    // The wait for the permit is 10 minutes; the interrupt ends it.
+    assert!(t0.elapsed() < Duration::from_secs(30), "{:?}", t0.elapsed());
+    assert!(!s.exists("waiter.ran"));
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["decision"], "paused", "{doc}");
+    let i = item(&doc, "waiter");
+    assert_eq!(i["state"], "not_started", "{i}");
+    assert!(
+        i["note"]
+            .as_str()
+            .unwrap()
+            .contains("waited for a permit of `api`"),
+        "{i}"
+    );
+    assert_eq!(doc["needs_decision"], serde_json::json!([]));
+}

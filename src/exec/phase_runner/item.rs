@@ -222,6 +222,15 @@ pub(super) fn settle(job: &Job, m: &mut Manifest, i: usize, r: ItemRun) {
                 _ => ItemState::Failed,
             });
             e.degraded = outcome == "fallback";
+            // Interrupted while it waited for its permit: it never ran, so nothing of it is
+            // partial (and an item with side effects needs no decision).
+            if outcome == "interrupted" && doc["permit"]["acquired"] == false {
+                e.state = Some(ItemState::NotStarted);
+                e.note = Some(format!(
+                    "not started: interrupted while it waited for a permit of `{}`",
+                    doc["permit"]["key"].as_str().unwrap_or_default()
+                ));
+            }
             e.kind = match e.state() {
                 ItemState::Complete => None,
                 _ => attempts
