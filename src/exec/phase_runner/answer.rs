@@ -50,7 +50,8 @@ pub(super) fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Fail
     let completed: Vec<String> = m
         .items
         .iter()
-        .filter(|e| e.state() == ItemState::Complete)
+        // A fallback's stand-in is not the agent's work.
+        .filter(|e| e.state() == ItemState::Complete && !e.degraded)
         .map(|e| e.agent.clone())
         .collect();
     let failed_agents: Vec<&str> = m
