@@ -99,6 +99,10 @@ pub struct ItemEntry {
     /// `triage run`'s outcome word (`succeeded`, `timed_out`, `breaker_open`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    /// Its breaker was open, so its fallback ran in its place: complete, but degraded (seed
+    /// 002's `proceed_without_section`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub degraded: bool,
     /// The kind of its last failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
@@ -148,7 +152,13 @@ impl ItemEntry {
             ItemState::NotStarted | ItemState::Complete | ItemState::Skipped => false,
             ItemState::Failed => !matches!(
                 self.outcome.as_deref(),
-                Some("breaker_open" | "not_started" | "cannot_run")
+                Some(
+                    "breaker_open"
+                        | "not_started"
+                        | "cannot_run"
+                        | "permit_busy"
+                        | "fallback_failed"
+                )
             ),
             ItemState::Running | ItemState::Partial | ItemState::NeedsDecision => true,
         }
@@ -393,12 +403,26 @@ pub struct Decision {
     pub failed: Vec<String>,
     /// The failed items that are critical.
     pub critical_failed: Vec<String>,
-    /// The complete items.
+    /// The complete items (the degraded ones left out).
     pub complete: Vec<String>,
+    /// The items whose fallback ran in their place, their breaker open.
+    pub degraded: Vec<String>,
     /// Failed items over items (skipped ones left out of both).
     pub failure_ratio: f64,
     /// The items with side effects that wait for a person's decision.
     pub needs_decision: Vec<String>,
+}
+
+/// The reason's words for the items whose fallback ran (after `sep`), or nothing.
+fn fell_back(degraded: &[String], sep: &str) -> String {
+    match degraded {
+        [] => String::new(),
+        [one] => format!("{sep}item {one} is degraded: its breaker is open, so its fallback ran"),
+        _ => format!(
+            "{sep}items {} are degraded: their breakers are open, so their fallbacks ran",
+            degraded.join(", ")
+        ),
+    }
 }
 
 /// Decides once, when every item has ended (seed 000's "Fan-Out Failure Handling").
@@ -411,7 +435,12 @@ pub fn decide(items: &[ItemEntry], abort_ratio: f64, mandatory: bool) -> Decisio
             .collect()
     };
     let failed = with(ItemState::Failed);
-    let complete = with(ItemState::Complete);
+    let (degraded, complete): (Vec<&ItemEntry>, Vec<&ItemEntry>) = items
+        .iter()
+        .filter(|i| i.state() == ItemState::Complete)
+        .partition(|i| i.degraded);
+    let ids = |v: Vec<&ItemEntry>| -> Vec<String> { v.iter().map(|i| i.id.clone()).collect() };
+    let (degraded, complete) = (ids(degraded), ids(complete));
     let needs_decision = with(ItemState::NeedsDecision);
     let critical_failed: Vec<String> = items
         .iter()
@@ -469,14 +498,17 @@ pub fn decide(items: &[ItemEntry], abort_ratio: f64, mandatory: bool) -> Decisio
         (
             Verdict::ProceedDegraded,
             format!(
-                "{} optional item{} failed ({}, not more than {}): going on without {}",
+                "{} optional item{} failed ({}, not more than {}): going on without {}{}",
                 failed.len(),
                 if failed.len() == 1 { "" } else { "s" },
                 pct(failure_ratio),
                 pct(abort_ratio),
-                failed.join(", ")
+                failed.join(", "),
+                fell_back(&degraded, "; ")
             ),
         )
+    } else if !degraded.is_empty() {
+        (Verdict::ProceedDegraded, fell_back(&degraded, ""))
     } else {
         (Verdict::Proceed, "every item completed".to_string())
     };
@@ -512,6 +544,7 @@ pub fn decide(items: &[ItemEntry], abort_ratio: f64, mandatory: bool) -> Decisio
         failed,
         critical_failed,
         complete,
+        degraded,
         failure_ratio,
         needs_decision,
     }
@@ -572,6 +605,7 @@ mod tests {
             retry: true,
             mandatory: false,
             abort_ratio: None,
+            defaults: Default::default(),
             items: Vec::new(),
         };
         let mut m = Manifest::new("w", "3", plan, |_| (C, false), "t");
@@ -672,6 +706,7 @@ mod tests {
             retry: true,
             mandatory: true,
             abort_ratio: None,
+            defaults: Default::default(),
             items: Vec::new(),
         };
         let m = Manifest::new("my flow", "2", plan, |_| (C, false), "t");

@@ -98,7 +98,9 @@ pub fn run(
     policy: &Policy,
     wiring: &Wiring,
 ) -> Result<(u8, Value), Failure> {
-    admission::with_permit(args, g, policy, || run_held(args, g, policy, wiring))
+    admission::with_permit(args, g, policy, wiring.interrupts, || {
+        run_held(args, g, policy, wiring)
+    })
 }
 
 /// The attempt loop proper, with the run's permit (if any) held.

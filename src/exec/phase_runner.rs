@@ -286,6 +286,11 @@ fn go(
         .abort_ratio
         .unwrap_or(policy.thresholds.phase_failure_ratio);
     let jobs = jobs(t, plan, &policy);
+    let unset = plan::unset_keys(plan, &policy);
+    if !unset.is_empty() {
+        let named: Vec<String> = unset.iter().map(|u| format!("the plan: {u}")).collect();
+        return Err(Failure::usage(named.join("\n")));
+    }
     let job = Job {
         ground: g,
         base,
@@ -399,6 +404,7 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
         session: job.session,
         workflow: job.workflow,
         retry: job.plan.retry,
+        defaults: &job.plan.defaults,
     };
     let shared = &shared;
     let mut progress = watcher(m.items.len());

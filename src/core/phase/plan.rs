@@ -34,9 +34,64 @@ pub struct PhasePlan {
     /// policy's `thresholds.phase_failure_ratio`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub abort_ratio: Option<f64>,
+    /// What every item has unless it says otherwise (`[defaults]`): its fallback, deadline,
+    /// idle timeout, permit and retry budget.
+    #[serde(default, skip_serializing_if = "Limits::is_empty")]
+    pub defaults: Limits,
     /// The work items.
     #[serde(default)]
     pub items: Vec<Item>,
+}
+
+/// What `triage run` gives a command beyond its attempts (`--fallback`, `--deadline`,
+/// `--idle-timeout`, `--permit`, `--permit-wait`, `--budget`): an item's own, or the plan's
+/// `[defaults]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Run by `sh -c` instead when the item's breaker is open: the item is degraded, not
+    /// failed (seed 002's `action_when_open: proceed_without_section`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// The item's whole time, attempts and waits together; 0 for none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Dur>,
+    /// Stop an attempt as hung (`unresponsive`) when it writes nothing for this long; 0 for
+    /// none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout: Option<Dur>,
+    /// Hold a permit of this key (`[permits.KEY]`) while the item runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permit: Option<String>,
+    /// How long to wait for the permit [default: [`PERMIT_WAIT`], never past the phase's
+    /// budget].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permit_wait: Option<Dur>,
+    /// The retry budget (`[budget.KEY]`) its failures charge and its successes credit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+}
+
+/// How long an item waits for its permit unless the plan says: long enough for the items
+/// ahead of it to end, not forever (a phase's budget cuts it shorter).
+pub const PERMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+impl Limits {
+    fn is_empty(&self) -> bool {
+        *self == Limits::default()
+    }
+
+    /// `self`'s keys, else `defaults`' (each key on its own).
+    pub fn or(&self, defaults: &Limits) -> Limits {
+        Limits {
+            fallback: self.fallback.clone().or_else(|| defaults.fallback.clone()),
+            deadline: self.deadline.or(defaults.deadline),
+            idle_timeout: self.idle_timeout.or(defaults.idle_timeout),
+            permit: self.permit.clone().or_else(|| defaults.permit.clone()),
+            permit_wait: self.permit_wait.or(defaults.permit_wait),
+            budget: self.budget.clone().or_else(|| defaults.budget.clone()),
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -72,6 +127,24 @@ pub struct Item {
     /// Its breaker's key, a template like the policy's `breaker_key`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breaker_key: Option<String>,
+    /// Run by `sh -c` instead when its breaker is open (degraded) [default: `[defaults]`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// Its whole time, attempts and waits together [default: `[defaults]`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Dur>,
+    /// Stopped as hung after writing nothing this long [default: `[defaults]`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_timeout: Option<Dur>,
+    /// The permit it holds while it runs [default: `[defaults]`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permit: Option<String>,
+    /// How long it waits for its permit [default: `[defaults]`, else [`PERMIT_WAIT`]].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permit_wait: Option<Dur>,
+    /// The retry budget it charges and credits [default: `[defaults]`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
 }
 
 /// A command: argv, or a shell string.
@@ -98,6 +171,19 @@ impl Item {
     /// The agent: `agent`, else the id.
     pub fn agent(&self) -> &str {
         self.agent.as_deref().unwrap_or(&self.id)
+    }
+
+    /// Its fallback, deadline, idle timeout, permit and budget: its own, else `defaults`'.
+    pub fn limits(&self, defaults: &Limits) -> Limits {
+        Limits {
+            fallback: self.fallback.clone(),
+            deadline: self.deadline,
+            idle_timeout: self.idle_timeout,
+            permit: self.permit.clone(),
+            permit_wait: self.permit_wait,
+            budget: self.budget.clone(),
+        }
+        .or(defaults)
     }
 }
 
@@ -206,6 +292,7 @@ fn check(plan: &PhasePlan) -> Vec<(String, String)> {
             "the phase timeout is zero; give a duration like \"20m\" or leave it out".into(),
         ));
     }
+    limit_problems(&plan.defaults, "defaults", "[defaults]", false, &mut out);
     let mut seen = HashSet::new();
     for (n, item) in plan.items.iter().enumerate() {
         let at = format!("item {} (`{}`)", n + 1, item.id);
@@ -238,6 +325,66 @@ fn check(plan: &PhasePlan) -> Vec<(String, String)> {
         }
         if item.timeout.is_some_and(|t| t.0.is_zero()) {
             out.push((needle.clone(), format!("{at}: the timeout is zero")));
+        }
+        let own = Item {
+            permit: item.permit.clone().or_else(|| plan.defaults.permit.clone()),
+            ..item.clone()
+        };
+        limit_problems(
+            &own.limits(&Limits::default()),
+            &needle,
+            &at,
+            true,
+            &mut out,
+        );
+    }
+    out
+}
+
+/// What is wrong with an item's (or `[defaults]`') fallback, permit and budget (`item`: a
+/// wait for a permit it does not name is wrong too).
+fn limit_problems(l: &Limits, needle: &str, at: &str, item: bool, out: &mut Vec<(String, String)>) {
+    if l.fallback.as_deref().is_some_and(|f| f.trim().is_empty()) {
+        out.push((
+            needle.into(),
+            format!("{at}: the fallback is empty; give a shell command or leave it out"),
+        ));
+    }
+    for (what, key) in [("permit", &l.permit), ("budget", &l.budget)] {
+        if let Some(Err(why)) = key.as_deref().map(crate::core::admission::check_key) {
+            out.push((needle.into(), format!("{at}: bad {what} key: {why}")));
+        }
+    }
+    if item && l.permit_wait.is_some() && l.permit.is_none() {
+        out.push((
+            needle.into(),
+            format!("{at}: permit_wait without a permit; name one with `permit = \"KEY\"`"),
+        ));
+    }
+}
+
+/// The permits and retry budgets the plan names that `policy` does not set, each with the
+/// TOML that sets it (as `run --permit` and `run --budget` say).
+pub fn unset_keys(plan: &PhasePlan, policy: &Policy) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for item in &plan.items {
+        let l = item.limits(&plan.defaults);
+        if let Some(k) = l.permit.filter(|k| policy.permits_for(k).is_none()) {
+            if seen.insert(("permit", k.clone())) {
+                out.push(format!(
+                    "item `{}`: permit `{k}`: the policy sets no permits for it; add `[permits.{k}] max = 8`",
+                    item.id
+                ));
+            }
+        }
+        if let Some(k) = l.budget.filter(|k| policy.budget_for(k).is_none()) {
+            if seen.insert(("budget", k.clone())) {
+                out.push(format!(
+                    "item `{}`: budget `{k}`: the policy sets no retry budget for it; add `[budget.{k}] max_tokens = 10`",
+                    item.id
+                ));
+            }
         }
     }
     out
@@ -422,6 +569,27 @@ min_chars = 2
         assert!(json[0].starts_with("p.json:1:12: "), "{json:?}");
         let empty = parse("p.toml", "", Format::Toml).unwrap_err();
         assert!(empty[0].contains("no items"));
+    }
+
+    #[test]
+    fn an_items_own_limits_win_over_the_plans_defaults_key_by_key() {
+        let text = "[defaults]\npermit = \"api\"\nidle_timeout = \"2m\"\nbudget = \"llm\"\n\n[[items]]\nid = \"a\"\ncommand = \"x\"\nidle_timeout = \"0\"\nfallback = \"echo stand-in\"\n\n[[items]]\nid = \"b\"\ncommand = \"x\"\npermit = \"db\"\npermit_wait = \"5s\"\n";
+        let plan = parse("p.toml", text, Format::Toml).unwrap();
+        let a = plan.items[0].limits(&plan.defaults);
+        assert_eq!(a.permit.as_deref(), Some("api"));
+        assert_eq!(a.idle_timeout, Some(Dur(std::time::Duration::ZERO)));
+        assert_eq!(a.fallback.as_deref(), Some("echo stand-in"));
+        assert_eq!(a.budget.as_deref(), Some("llm"));
+        let b = plan.items[1].limits(&plan.defaults);
+        assert_eq!(b.permit.as_deref(), Some("db"));
+        assert_eq!(b.permit_wait, Some(Dur(std::time::Duration::from_secs(5))));
+        assert_eq!(b.fallback, None);
+        // The manifest keeps the plan: JSON reads back the same limits.
+        let json = serde_json::to_string(&plan).unwrap();
+        assert_eq!(parse("-", &json, Format::Json).unwrap(), plan);
+        let unset = unset_keys(&plan, &Policy::default());
+        assert_eq!(unset.len(), 3, "{unset:?}");
+        assert!(unset[0].contains("add `[permits.api] max = 8`"));
     }
 
     #[test]

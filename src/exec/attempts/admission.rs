@@ -7,21 +7,28 @@ use super::Request;
 use crate::core::admission::{retry_allowed, BudgetOp};
 use crate::core::attempt_plan::Next;
 use crate::core::policy::Policy;
+use crate::exec::child::Interrupts;
 use crate::exit::Failure;
 use crate::store::ground::Ground;
 use crate::store::{budget, permits};
 use serde_json::{json, Value};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// No permit was free after the wait: the command was not run (EX_TEMPFAIL).
 const PERMIT_BUSY: u8 = 75;
 
-/// Runs `inner` holding a permit of `--permit KEY` (or directly without one).
+/// How long one look for a free permit waits before the run's interrupts are checked: a
+/// Ctrl+C (or a phase pausing) ends a long `--permit-wait` this soon.
+const WAIT_SLICE: Duration = Duration::from_millis(200);
+
+/// Runs `inner` holding a permit of `--permit KEY` (or directly without one). A signal while
+/// it waits for the permit ends the run as interrupted, the command not run.
 pub(super) fn with_permit(
     args: &Request,
     g: &Ground,
     policy: &Policy,
+    interrupts: &Interrupts,
     inner: impl FnOnce() -> Result<(u8, Value), Failure>,
 ) -> Result<(u8, Value), Failure> {
     let Some(key) = args.permit.as_deref() else {
@@ -35,7 +42,28 @@ pub(super) fn with_permit(
         ))
     })?;
     let wait = args.permit_wait.map_or(Duration::ZERO, |d| d.0);
-    let (out, lease) = permits::acquire(g, key, limits, wait)?;
+    let until = Instant::now() + wait;
+    let (out, lease) = loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let later = g.at(g.clock());
+        let (out, lease) = permits::acquire(&later, key, limits, left.min(WAIT_SLICE))?;
+        if lease.is_some() || left <= WAIT_SLICE {
+            break (out, lease);
+        }
+        if let Some(sig) = interrupts.take() {
+            let message = format!(
+                "triage run: interrupted (signal {sig}) while waiting for a permit of `{key}`; the command was not run"
+            );
+            say!("{}", crate::core::text::printable(&message));
+            let mut report = Report::new(args, key, None);
+            report.outcome = "interrupted";
+            report.note = Some(message);
+            let (status, mut doc) = finish(g, &report, 130)?;
+            doc["permit"] =
+                json!({"key": key, "acquired": false, "held": out.held, "max": limits.max});
+            return Ok((status, doc));
+        }
+    };
     let Some(lease) = lease else {
         let message = format!(
             "triage run: no permit of `{key}` is free ({} of {} held{}); the command was not run",
@@ -52,7 +80,13 @@ pub(super) fn with_permit(
         report.outcome = "permit_busy";
         report.note = Some(message);
         let (status, mut doc) = finish(g, &report, PERMIT_BUSY)?;
-        doc["permit"] = json!({"key": key, "acquired": false, "held": out.held, "max": limits.max});
+        doc["permit"] = json!({
+            "key": key,
+            "acquired": false,
+            "held": out.held,
+            "max": limits.max,
+            "waited": crate::core::duration::Dur(wait).to_string(),
+        });
         return Ok((status, doc));
     };
     let (stop, stopped) = mpsc::channel::<()>();

@@ -50,7 +50,8 @@ pub(super) fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Fail
     let completed: Vec<String> = m
         .items
         .iter()
-        .filter(|e| e.state() == ItemState::Complete)
+        // A fallback's stand-in is not the agent's work.
+        .filter(|e| e.state() == ItemState::Complete && !e.degraded)
         .map(|e| e.agent.clone())
         .collect();
     let failed_agents: Vec<&str> = m
@@ -140,6 +141,9 @@ pub(super) fn document(
     ] {
         counts.insert(s.as_str().into(), m.ids(s).len().into());
     }
+    // A degraded item is complete, but not counted as a success.
+    counts.insert("complete".into(), d.complete.len().into());
+    counts.insert("degraded".into(), d.degraded.len().into());
     let name = job.policy.phase(job.phase).and_then(|p| p.name.clone());
     json!({
         "workflow_id": m.workflow_id,
@@ -154,6 +158,7 @@ pub(super) fn document(
         "failed": d.failed,
         "critical_failed": d.critical_failed,
         "complete": d.complete,
+        "degraded": d.degraded,
         "needs_decision": d.needs_decision,
         "items": null,
         "template": texts.template,

@@ -3,7 +3,7 @@
 //! the texts name it).
 
 use super::Job;
-use crate::core::phase::plan::Item;
+use crate::core::phase::plan::{Item, Limits, PERMIT_WAIT};
 use crate::core::phase::{ItemState, Manifest};
 use crate::core::policy::Policy;
 use crate::exec::attempts::{self, Request};
@@ -63,6 +63,9 @@ pub(super) struct Shared<'a> {
     pub(super) session: Option<&'a str>,
     pub(super) workflow: &'a str,
     pub(super) retry: bool,
+    /// The plan's `[defaults]` for every item's fallback, deadline, idle timeout, permit and
+    /// budget.
+    pub(super) defaults: &'a Limits,
 }
 
 /// One item's `triage run` under its own ground and `policy`, wired to its own files and flags.
@@ -90,6 +93,15 @@ pub(super) fn run_item(
         }
     };
     let checks = item.output.is_some() || policy.agent(item.agent()).output != Default::default();
+    let limits = item.limits(job.defaults);
+    // An item waits its turn for a permit the items before it hold, but never past the
+    // phase's budget.
+    let permit_wait = limits.permit.as_ref().map(|_| {
+        let wait = limits.permit_wait.map_or(PERMIT_WAIT, |d| d.0);
+        crate::core::duration::Dur(deadline.map_or(wait, |d| {
+            wait.min(d.saturating_duration_since(Instant::now()))
+        }))
+    });
     let request = Request {
         agent: Some(item.agent().to_string()),
         timeout: item.timeout,
@@ -110,6 +122,12 @@ pub(super) fn run_item(
             .map(OsString::from)
             .collect(),
         no_retry: !job.retry,
+        deadline: limits.deadline,
+        idle_timeout: limits.idle_timeout,
+        fallback: limits.fallback,
+        permit: limits.permit,
+        permit_wait,
+        budget: limits.budget,
         // Each attempt's end is in the item's report; the phase's stderr stays readable.
         quiet: true,
         ..Request::default()
@@ -130,9 +148,10 @@ pub(super) fn run_item(
     // Kept here, on the item's own thread, so the items' fsyncs overlap (one journal commit
     // serves many) instead of queueing on the runner's thread. The folder is fsynced once, by
     // the runner, before a manifest that names these files is written.
+    // A fallback that ran in its place gives the item its output (degraded).
     let complete = result
         .as_ref()
-        .is_ok_and(|(_, doc)| doc["outcome"] == "succeeded");
+        .is_ok_and(|(_, doc)| doc["outcome"] == "succeeded" || doc["outcome"] == "fallback");
     let out = complete.then(|| keep(job.files, &item.id, "out", &read_whole(files.0)));
     let stderr = read_whole(files.1);
     let err = (!stderr.is_empty()).then(|| keep(job.files, &item.id, "stderr", &stderr));
@@ -177,6 +196,7 @@ pub(super) fn settle(job: &Job, m: &mut Manifest, i: usize, r: ItemRun) {
     e.ended_at = Some(job.stamp());
     e.duration_ms = Some(u64::try_from(r.elapsed.as_millis()).unwrap_or(u64::MAX));
     e.output = None;
+    e.degraded = false;
     match &r.result {
         Ok((status, doc)) => {
             let outcome = doc["outcome"].as_str().unwrap_or("failed").to_string();
@@ -197,10 +217,20 @@ pub(super) fn settle(job: &Job, m: &mut Manifest, i: usize, r: ItemRun) {
                 })
                 .unwrap_or_default();
             e.state = Some(match outcome.as_str() {
-                "succeeded" => ItemState::Complete,
+                "succeeded" | "fallback" => ItemState::Complete,
                 "interrupted" => ItemState::Partial,
                 _ => ItemState::Failed,
             });
+            e.degraded = outcome == "fallback";
+            // Interrupted while it waited for its permit: it never ran, so nothing of it is
+            // partial (and an item with side effects needs no decision).
+            if outcome == "interrupted" && doc["permit"]["acquired"] == false {
+                e.state = Some(ItemState::NotStarted);
+                e.note = Some(format!(
+                    "not started: interrupted while it waited for a permit of `{}`",
+                    doc["permit"]["key"].as_str().unwrap_or_default()
+                ));
+            }
             e.kind = match e.state() {
                 ItemState::Complete => None,
                 _ => attempts
@@ -208,15 +238,51 @@ pub(super) fn settle(job: &Job, m: &mut Manifest, i: usize, r: ItemRun) {
                     .and_then(|a| a["kind"].as_str().map(str::to_string))
                     .or_else(|| (outcome == "breaker_open").then(|| "breaker_open".into())),
             };
-            if outcome == "breaker_open" {
-                let why = format!(
-                    "not run: its breaker {} is open (retry after {})",
+            let open = || {
+                format!(
+                    "its breaker {} is open (retry after {})",
                     doc["breaker"]["key"].as_str().unwrap_or(&e.agent),
                     doc["breaker"]["retry_at"].as_str().unwrap_or("a reset")
-                );
-                e.kind = Some("output_missing".into());
-                record_unrun(job, e, "output_missing", &why);
-                e.note = Some(why);
+                )
+            };
+            match outcome.as_str() {
+                "breaker_open" => {
+                    let why = format!("not run: {}", open());
+                    e.kind = Some("output_missing".into());
+                    record_unrun(job, e, "output_missing", &why);
+                    e.note = Some(why);
+                }
+                // Seed 002's `proceed_without_section`: what stands in for it is its output.
+                "fallback" => {
+                    e.note = Some(format!(
+                        "degraded: {}, so its fallback ran in its place",
+                        open()
+                    ));
+                }
+                "fallback_failed" => {
+                    let why = format!(
+                        "not run: {}, and its fallback {}",
+                        open(),
+                        doc["fallback"]["end"].as_str().unwrap_or("failed")
+                    );
+                    e.kind = Some("output_missing".into());
+                    record_unrun(job, e, "output_missing", &why);
+                    e.note = Some(why);
+                }
+                "permit_busy" => {
+                    let p = &doc["permit"];
+                    let why = format!(
+                        "not run: no permit of `{}` was free ({} of {} held) after waiting {}",
+                        p["key"].as_str().unwrap_or_default(),
+                        p["held"],
+                        p["max"],
+                        p["waited"].as_str().unwrap_or("0s")
+                    );
+                    e.kind = Some("overloaded".into());
+                    record_unrun(job, e, "overloaded", &why);
+                    e.note = Some(why);
+                }
+                _ => {}
             }
             e.outcome = Some(outcome);
         }
