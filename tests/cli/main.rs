@@ -60,6 +60,7 @@ mod policy_cache;
 mod readme;
 mod record;
 mod release;
+mod report_admission;
 mod report_html;
 mod report_view;
 mod run;
