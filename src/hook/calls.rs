@@ -261,6 +261,7 @@ fn complete(
     }
     super::upstream::hear_call(cx, p, outcome, kind, report.detail.as_deref());
     if outcome == Outcome::Success {
+        super::failure::credit_budget(cx, key);
         // A success: the agent's failures in this session (its workflow) recorded before this
         // call started are resolved (not those of siblings that ran beside it).
         let by = format!("hook {}", p.event().unwrap_or("PostToolUse"));

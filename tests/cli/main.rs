@@ -39,6 +39,7 @@ mod docs;
 mod errors;
 mod fuzz;
 mod hook;
+mod hook_budget;
 mod hostile;
 mod hostile_cache;
 mod hostile_children;
