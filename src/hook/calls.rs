@@ -163,6 +163,9 @@ fn parent_note(last: &Final, who: &str) -> Response {
 /// is completed here when it ran in the background (its PostToolUse came long before).
 pub(super) fn subagent_stop(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let judged = check_output::judge_stop(cx, p)?;
+    if judged.last.is_some() {
+        super::permits::agent_stopped(cx, p);
+    }
     let mut response = judged.response;
     announce(cx, p, &judged.warnings, &mut response);
     let (Some(last), Some(agent_id), Some(agent)) = (judged.last, p.agent_id(), p.agent_type())

@@ -40,6 +40,7 @@ mod errors;
 mod fuzz;
 mod hook;
 mod hook_budget;
+mod hook_permits_background;
 mod hostile;
 mod hostile_cache;
 mod hostile_children;
