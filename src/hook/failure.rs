@@ -5,6 +5,8 @@
 //! its failure is not recorded again —, records a breaker failure, and tells the model the
 //! next step of the retry schedule for this occurrence: the first retry the first time, the
 //! next step on a repeat). The third identical failure, work or trouble, gets one line, once.
+//! With `[budget.KEY]` for the breaker's key, a retryable failure costs the fleet's retry
+//! budget a token, and a retry the budget refuses is advised as fail fast instead.
 
 use super::codec::Response;
 use super::{announce, guarded_key, store_record};
@@ -228,8 +230,8 @@ fn no_retry(object: &mut ErrorObject, rec: &mut error_record::ErrorRecord, why: 
 
 /// Charges a retryable failure to the retry budget of breaker key `key`, when the policy
 /// sets `[budget.KEY]` (or a glob matching it): when the budget then refuses retries, why
-/// (the advice's fact before its one directive, fail fast). A budget that cannot be read or written is a warning and
-/// refuses nothing.
+/// (the advice's fact before its one directive, fail fast). A budget that cannot be read or
+/// written is a warning and refuses nothing.
 fn charge_budget(cx: &Context, policy: &Policy, key: &str) -> Option<String> {
     let limits = policy.budget_for(key)?;
     match crate::store::budget::call(&cx.ground(), key, limits, BudgetOp::Failure) {
