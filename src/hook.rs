@@ -52,6 +52,7 @@ use serde_json::Value;
 
 /// The answer to one payload (empty: print nothing).
 pub fn answer(cx: &Context, p: &Payload) -> Result<Response, Failure> {
+    permits::renew_for_agent(cx, p);
     match p.event() {
         Some("PreToolUse") => calls::pre_tool_use(cx, p),
         Some(skill_shell::EVENT) => skill_shell::pre_skill_shell_command(cx, p),

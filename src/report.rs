@@ -2,6 +2,7 @@
 //! dashboard ([`html`], drawn with [`svg`] from what [`dashboard`] gathered) and `errors
 //! --text` ([`listing`]). The aggregation itself is the core's ([`crate::core::summary`]).
 
+pub mod admission;
 pub mod dashboard;
 pub mod groups;
 pub mod html;

@@ -17,9 +17,12 @@ use std::path::PathBuf;
     as JSON on stdout; with --text, the list on stdout) and exits 1 when there is any, 0 only \
     for a clean file. It checks what the runtime would refuse: unknown keys (with the closest \
     valid one), types, durations (at most 36500d), regexes (compiled, within the size limit), \
-    jq filters (compiled and run on sample inputs within their budget) and file globs. \
+    jq filters (compiled and run on sample inputs within their budget), file globs, and \
+    [permits.KEY] (max 1 or more, a lease above 0) and [budget.KEY] (max_tokens above 0, \
+    token_ratio above 0 and at most 1). \
     Required keys: a [[classify.rules]] entry needs `name`, and `match` (a regex) or `jq` (a \
-    predicate); nothing else is required. At run time a bad entry is left out with a warning \
+    predicate); a [permits.KEY] entry needs `max` (its own or a glob's); nothing else is \
+    required. At run time a bad entry is left out with a warning \
     and every good entry applies.")]
 pub struct Args {
     /// What to do.

@@ -9,6 +9,7 @@ use crate::core::summary::time_flag;
 use crate::core::summary::{By, Filter};
 use crate::core::templates::{self, Rec, TemplateInput, TemplateName};
 use crate::exit::Failure;
+use crate::report::admission;
 use crate::report::text::{self, Hourly, Source};
 use crate::store::breakers::calls::{self, Status};
 use crate::store::error_log;
@@ -148,9 +149,10 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             records_in_log: hourly.records_in_log,
         };
         let term = crate::term::terminal();
-        let text = text::render(
+        let mut text = text::render(
             &summary, &source, &filter, &hourly, &breakers, &term, cx.now,
         );
+        text.push_str(&text::admission(&admission::read(&g, policy), &term));
         return Ok(Answer::for_terminal(text, term.colour));
     }
     let mut out = serde_json::to_value(&summary).unwrap_or_default();
@@ -165,6 +167,9 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             "breakers".into(),
             json!(states.iter().map(breaker_json).collect::<Vec<_>>()),
         );
+        let adm = admission::read(&g, policy);
+        o.insert("permits".into(), admission::permits_json(&adm));
+        o.insert("budgets".into(), admission::budgets_json(&adm));
     }
     Ok(Answer::json(&out))
 }
@@ -214,10 +219,12 @@ fn html(
         .into_iter()
         .map(BreakerNow::from)
         .collect();
+    let admission = admission::read(&g, policy);
     let page = html::render(&Page {
         summary: &summary,
         drawn: &drawn,
         breakers: &breakers,
+        admission: &admission,
         log: &log.display().to_string(),
         filters: &text::filters_utc(&filter, cx.now),
         now: cx.now,

@@ -163,6 +163,9 @@ fn parent_note(last: &Final, who: &str) -> Response {
 /// is completed here when it ran in the background (its PostToolUse came long before).
 pub(super) fn subagent_stop(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     let judged = check_output::judge_stop(cx, p)?;
+    if judged.last.is_some() {
+        super::permits::agent_stopped(cx, p);
+    }
     let mut response = judged.response;
     announce(cx, p, &judged.warnings, &mut response);
     let (Some(last), Some(agent_id), Some(agent)) = (judged.last, p.agent_id(), p.agent_type())
@@ -261,6 +264,7 @@ fn complete(
     }
     super::upstream::hear_call(cx, p, outcome, kind, report.detail.as_deref());
     if outcome == Outcome::Success {
+        super::failure::credit_budget(cx, key);
         // A success: the agent's failures in this session (its workflow) recorded before this
         // call started are resolved (not those of siblings that ran beside it).
         let by = format!("hook {}", p.event().unwrap_or("PostToolUse"));

@@ -5,10 +5,13 @@
 //! its failure is not recorded again —, records a breaker failure, and tells the model the
 //! next step of the retry schedule for this occurrence: the first retry the first time, the
 //! next step on a repeat). The third identical failure, work or trouble, gets one line, once.
+//! With `[budget.KEY]` for the breaker's key, a retryable failure costs the fleet's retry
+//! budget a token, and a retry the budget refuses is advised as fail fast instead.
 
 use super::codec::Response;
 use super::{announce, guarded_key, store_record};
 use crate::context::Context;
+use crate::core::admission::{retry_allowed, BudgetOp};
 use crate::core::breaker::{CallReport, Outcome, State};
 use crate::core::classify::{self, ErrorObject};
 use crate::core::error_record;
@@ -108,6 +111,9 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
             say_now: false,
         }
     });
+    // Whether this kind of failure is one to retry at all (before the schedule of this
+    // occurrence, which may have run out of attempts).
+    let retryable = object.action == Action::Retry;
     // On a repeat, the decision of that occurrence: the next step of the schedule.
     let (mut rec, mut object) = if seen.count > 1 && !work {
         error_record::classified_at(&p.0, policy, Some(seen.count - 1), Some(cx.now))
@@ -122,18 +128,22 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
                 "the breaker `{key}` is open after {}, so the next call is denied until its cooldown ends",
                 crate::core::text::count(*failures, "failure")
             );
-            object.action = Action::Escalate;
-            object.retry = None;
-            object
-                .context
-                .insert("action_reason".into(), Value::from(why.clone()));
-            rec.error.insert("action".into(), Value::from("escalate"));
-            rec.error.insert("retry".into(), Value::Null);
-            if let Some(Value::Object(c)) = rec.error.get_mut("context") {
-                c.insert("action_reason".into(), Value::from(why.clone()));
-            }
+            no_retry(&mut object, &mut rec, &why);
             why
         });
+    // The fleet's retry budget for the breaker's key, when the policy sets one: a retryable
+    // failure costs a token, and a retry the budget refuses is not advised (as `run
+    // --budget`). With no `[budget.KEY]` nothing is read or written.
+    let budget_spent = match guarded {
+        Some(key)
+            if !work && !p.is_interrupt() && (retryable || object.action == Action::Retry) =>
+        {
+            charge_budget(cx, policy, key)
+        }
+        _ => None,
+    }
+    .filter(|_| open_now.is_none() && object.action == Action::Retry)
+    .inspect(|why| no_retry(&mut object, &mut rec, why));
     object.warnings.iter().for_each(|w| cx.warn(w));
     if work {
         // Nothing recorded, nothing advised: the output already says what failed.
@@ -184,10 +194,72 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
                 object.detail.trim_end_matches('.')
             )
             .replace('\n', " "),
-            None => classify::hook_context(&object),
+            None => match &budget_spent {
+                Some(why) => format!(
+                    "triage: `{}` (tier {}, {}): {}. The {}. Next step: fail fast, without retrying this call.",
+                    object.kind,
+                    object.tier.number(),
+                    object.tier.name(),
+                    object.detail.trim_end_matches('.'),
+                    why.trim_start_matches("the ")
+                )
+                .replace('\n', " "),
+                None => classify::hook_context(&object),
+            },
         },
     };
     let mut r = Response::context("PostToolUseFailure", advice);
     announce(cx, p, &warnings, &mut r);
     Ok(r)
+}
+
+/// The advice of this failure is no retry, for `why`: escalate, in the object the model is
+/// told of and in the record.
+fn no_retry(object: &mut ErrorObject, rec: &mut error_record::ErrorRecord, why: &str) {
+    object.action = Action::Escalate;
+    object.retry = None;
+    object
+        .context
+        .insert("action_reason".into(), Value::from(why));
+    rec.error.insert("action".into(), Value::from("escalate"));
+    rec.error.insert("retry".into(), Value::Null);
+    if let Some(Value::Object(c)) = rec.error.get_mut("context") {
+        c.insert("action_reason".into(), Value::from(why));
+    }
+}
+
+/// Charges a retryable failure to the retry budget of breaker key `key`, when the policy
+/// sets `[budget.KEY]` (or a glob matching it): when the budget then refuses retries, why
+/// (the advice's fact before its one directive, fail fast). A budget that cannot be read or
+/// written is a warning and refuses nothing.
+fn charge_budget(cx: &Context, policy: &Policy, key: &str) -> Option<String> {
+    let limits = policy.budget_for(key)?;
+    match crate::store::budget::call(&cx.ground(), key, limits, BudgetOp::Failure) {
+        Ok((tokens, _)) if !retry_allowed(limits, tokens) => Some(format!(
+            "the fleet's retry budget for `{key}` is spent ({} of {} tokens left; retries resume above half)",
+            tokens as f64 / 1000.0,
+            limits.max_milli as f64 / 1000.0
+        )),
+        Ok(_) => None,
+        Err(f) => {
+            cx.warn(&format!("retry budget `{key}` did not hear of this failure: {f}"));
+            None
+        }
+    }
+}
+
+/// A guarded call that succeeded gives back `token_ratio` to the retry budget of its breaker
+/// key, when the policy sets one (nothing is read or written otherwise).
+pub(super) fn credit_budget(cx: &Context, key: &str) {
+    let Ok(policy) = cx.policy() else {
+        return;
+    };
+    let Some(limits) = policy.budget_for(key) else {
+        return;
+    };
+    if let Err(f) = crate::store::budget::call(&cx.ground(), key, limits, BudgetOp::Success) {
+        cx.warn(&format!(
+            "retry budget `{key}` did not hear of this success: {f}"
+        ));
+    }
 }

@@ -1,19 +1,28 @@
 //! Subagent launches under a bulkhead: when the policy sets `[permits.agents]`, PreToolUse of
 //! the subagent tool takes a permit of key `agents` (its lease id is the call's
 //! `tool_use_id`), and a launch finding none free is denied with the time the first frees. A
-//! foreground call gives its permit back at PostToolUse (or PostToolUseFailure); a background
-//! launch's permit runs out with its lease (`lease`, set it to a subagent's usual length), as
-//! its end is seen only at SubagentStop, which does not carry the call's id.
+//! foreground call gives its permit back at PostToolUse (or PostToolUseFailure).
+//!
+//! A background launch's PostToolUse comes at once (`async_launched`), while the subagent
+//! runs on: its permit is kept until the subagent stops. That PostToolUse carries the
+//! subagent's `agentId`, which its SubagentStop carries as `agent_id` (SubagentStop has no
+//! `tool_use_id`), so the lease id is kept under the session by agent id
+//! (`sessions/<session>/permit-<agent id>.json`); the subagent's own hook events (which carry
+//! its `agent_id`) renew the lease once half of it has passed, and the SubagentStop that lets
+//! it stop releases it. A subagent killed without a SubagentStop, or a launch whose response
+//! has no `agentId`, keeps its permit until the lease runs out.
 //!
 //! The hook never fails its caller: a permit that cannot be taken for a reason other than
 //! "none free" (a store error) lets the launch go, with a warning.
 
 use super::codec::Response;
 use crate::context::Context;
-use crate::core::admission::valid_lease_id;
+use crate::core::admission::{valid_lease_id, Millis, PermitLimits};
 use crate::core::hook_payload::Payload;
 use crate::exit::Failure;
-use crate::store::permits;
+use crate::store::{files, permits};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 /// The permits' key of subagent launches.
 pub const KEY: &str = "agents";
@@ -65,9 +74,10 @@ pub(super) fn gate(cx: &Context, p: &Payload) -> Result<Option<Response>, Failur
     ))))
 }
 
-/// PostToolUse / PostToolUseFailure of a foreground subagent call: its permit back.
+/// PostToolUse / PostToolUseFailure of a subagent call: a foreground call's permit back; a
+/// background launch's kept for its SubagentStop, by the `agentId` of its response.
 pub(super) fn release(cx: &Context, p: &Payload) {
-    if !p.is_subagent_tool() || p.is_async_launched() {
+    if !p.is_subagent_tool() {
         return;
     }
     let Ok(policy) = cx.policy() else {
@@ -79,6 +89,12 @@ pub(super) fn release(cx: &Context, p: &Payload) {
     let Some(id) = p.tool_use_id().filter(|id| valid_lease_id(id)) else {
         return;
     };
+    if p.is_async_launched() {
+        if let Some(agent_id) = p.response_agent_id() {
+            keep_for_agent(cx, p, limits, id, agent_id);
+        }
+        return;
+    }
     if let Err(f) = permits::call(
         &cx.ground(),
         KEY,
@@ -88,5 +104,154 @@ pub(super) fn release(cx: &Context, p: &Payload) {
         cx.warn(&format!(
             "the subagent's permit of `{KEY}` was not given back ({f}); it frees when its lease runs out"
         ));
+    }
+}
+
+/// A background subagent's permit, kept by its agent id until it stops.
+#[derive(Debug, Serialize, Deserialize)]
+struct Kept {
+    /// The lease id (the launch's `tool_use_id`).
+    lease: String,
+    /// When the lease runs out unless renewed, in Unix milliseconds.
+    expires_ms: Millis,
+}
+
+/// The longest agent id kept by (a planted or broken payload names no file beyond this).
+const MAX_AGENT_ID: usize = 128;
+
+fn kept_path(cx: &Context, p: &Payload, agent_id: &str) -> Option<PathBuf> {
+    if agent_id.is_empty() || agent_id.len() > MAX_AGENT_ID {
+        return None;
+    }
+    Some(
+        cx.state_root()
+            .join("sessions")
+            .join(files::escape_key(p.session_id().unwrap_or("no-session")))
+            .join(format!("permit-{}.json", files::escape_key(agent_id))),
+    )
+}
+
+fn write_kept(cx: &Context, path: &std::path::Path, kept: &Kept) {
+    let written = serde_json::to_vec(kept)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| {
+            let dir = path.parent().unwrap_or(path);
+            files::ensure_dir(dir)
+                .and_then(|()| files::write_cache(path, &bytes))
+                .map_err(|e| e.to_string())
+        });
+    if let Err(e) = written {
+        cx.warn(&format!(
+            "the background subagent's permit of `{KEY}` was not kept for its end ({e}); it frees when its lease runs out"
+        ));
+    }
+}
+
+/// What was kept for `agent_id`, when it can be read as a lease of ours; `None` otherwise.
+fn read_kept(path: &std::path::Path) -> Option<Kept> {
+    let bytes = files::read_optional(path).ok()??;
+    serde_json::from_slice::<Kept>(&bytes)
+        .ok()
+        .filter(|k| valid_lease_id(&k.lease))
+}
+
+/// PostToolUse of a background launch: the lease renewed from now (a slow launch) and kept
+/// under the subagent's id; a lease no longer held is not kept.
+fn keep_for_agent(cx: &Context, p: &Payload, limits: PermitLimits, id: &str, agent_id: &str) {
+    let Some(path) = kept_path(cx, p, agent_id) else {
+        return;
+    };
+    match permits::call(&cx.ground(), KEY, limits, &permits::Op::Renew(id.to_string())) {
+        Ok(out) => {
+            if let Some(expires_ms) = out.expires_ms {
+                write_kept(
+                    cx,
+                    &path,
+                    &Kept {
+                        lease: id.to_string(),
+                        expires_ms,
+                    },
+                );
+            }
+        }
+        Err(f) => cx.warn(&format!(
+            "the background subagent's permit of `{KEY}` was not renewed ({f}); it frees when its lease runs out"
+        )),
+    }
+}
+
+/// Any hook event of a running background subagent (it carries the subagent's `agent_id`):
+/// its kept lease renewed once half of it has passed, so a subagent that runs longer than one
+/// lease keeps its permit while it works. A lease that ran out is forgotten.
+pub(super) fn renew_for_agent(cx: &Context, p: &Payload) {
+    if p.event() == Some("SubagentStop") {
+        return;
+    }
+    let Some(agent_id) = p.agent_id() else {
+        return;
+    };
+    let Some(limits) = cx.policy().ok().and_then(|policy| policy.permits_for(KEY)) else {
+        return;
+    };
+    let Some(path) = kept_path(cx, p, agent_id) else {
+        return;
+    };
+    let Some(kept) = read_kept(&path) else {
+        return;
+    };
+    let now = cx.now.timestamp_millis();
+    let half = i64::try_from(limits.lease_ms / 2).unwrap_or(i64::MAX);
+    if kept.expires_ms.saturating_sub(now) > half {
+        return;
+    }
+    match permits::call(
+        &cx.ground(),
+        KEY,
+        limits,
+        &permits::Op::Renew(kept.lease.clone()),
+    ) {
+        Ok(out) => match out.expires_ms {
+            Some(expires_ms) => write_kept(
+                cx,
+                &path,
+                &Kept {
+                    lease: kept.lease,
+                    expires_ms,
+                },
+            ),
+            None => {
+                let _ = files::remove(&path);
+            }
+        },
+        Err(f) => cx.warn(&format!(
+            "the background subagent's permit of `{KEY}` was not renewed ({f})"
+        )),
+    }
+}
+
+/// SubagentStop that lets the subagent stop: the permit kept for it (a background launch) is
+/// given back.
+pub(super) fn agent_stopped(cx: &Context, p: &Payload) {
+    let Some(agent_id) = p.agent_id() else {
+        return;
+    };
+    let Some(limits) = cx.policy().ok().and_then(|policy| policy.permits_for(KEY)) else {
+        return;
+    };
+    let Some(path) = kept_path(cx, p, agent_id) else {
+        return;
+    };
+    let Some(kept) = read_kept(&path) else {
+        return;
+    };
+    match permits::call(&cx.ground(), KEY, limits, &permits::Op::Release(kept.lease)) {
+        Ok(_) => {
+            if let Err(e) = files::remove(&path) {
+                cx.warn(&format!("the kept permit {} was not removed: {e}", path.display()));
+            }
+        }
+        Err(f) => cx.warn(&format!(
+            "the background subagent's permit of `{KEY}` was not given back ({f}); it frees when its lease runs out"
+        )),
     }
 }

@@ -116,6 +116,8 @@ pub struct Page<'a> {
     pub drawn: &'a Drawn,
     /// The breakers.
     pub breakers: &'a Breakers,
+    /// Permits and retry budgets now.
+    pub admission: &'a super::admission::Admission,
     /// The log read.
     pub log: &'a str,
     /// The filters, in words.
@@ -227,6 +229,7 @@ pub fn render(p: &Page) -> String {
     groups(&mut out, p);
     over_time(&mut out, p);
     breakers(&mut out, p);
+    admission(&mut out, p);
     durations(&mut out, p);
     thresholds(&mut out, p);
     texts(&mut out, p);
@@ -342,6 +345,26 @@ fn summary(out: &mut String, p: &Page) {
             "Not closed: {} — {}.",
             count(open.len() as u64, "breaker", "breakers"),
             names.join(", ")
+        ));
+    }
+    let (busy, spent) = p.admission.attention();
+    if !busy.is_empty() {
+        text.push(format!(
+            "Every permit held: {}.",
+            busy.iter()
+                .map(|k| crate::term::cut(k, CAPTION_NAME))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !spent.is_empty() {
+        text.push(format!(
+            "Retry budget spent (retries refused): {}.",
+            spent
+                .iter()
+                .map(|k| crate::term::cut(k, CAPTION_NAME))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     let crossed: u64 = s.thresholds_crossed.values().sum();
@@ -795,6 +818,82 @@ fn breakers(out: &mut String, p: &Page) {
                 n.failures.1,
                 n.half_open_in_s.map_or("-".into(), |s| human(s * 1000)),
                 esc(n.last_error.as_deref().unwrap_or("-"))
+            );
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    out.push_str("</section>\n");
+}
+
+/// Permits and retry budgets now, when the policy or the store knows any: a key whose
+/// permits are all held and a budget that refuses retries are marked as needing attention.
+fn admission(out: &mut String, p: &Page) {
+    let a = p.admission;
+    if a.is_empty() {
+        return;
+    }
+    section(out, "admission", "Permits and retry budgets");
+    if !a.permits.is_empty() {
+        out.push_str("<table class=\"permits\"><caption class=\"note\">Permits: leases held at once, of the policy's <code>max</code></caption><thead><tr><th>Key</th><th>Held</th><th style=\"width:20%\"><span class=\"note\">of max</span></th><th>First frees in</th><th>Holders</th></tr></thead><tbody>\n");
+        for k in &a.permits {
+            let held = match k.max {
+                Some(m) => format!("{}/{m}", k.held),
+                None => format!("{} (no policy entry)", k.held),
+            };
+            let share = match k.max {
+                Some(m) if m > 0 => (f64::from(k.held) / f64::from(m) * 100.0).min(100.0),
+                _ => 0.0,
+            };
+            let holders: Vec<String> = k
+                .leases
+                .iter()
+                .take(3)
+                .map(|l| {
+                    let who = l.holder.as_deref().unwrap_or(&l.id);
+                    format!("<code>{}</code>", esc(&crate::term::cut(who, CELL_NAME)))
+                })
+                .collect();
+            let more = if k.leases.len() > 3 {
+                format!(" +{}", k.leases.len() - 3)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "<tr{}><td class=\"name\"><code>{}</code></td><td class=\"n\">{}{}</td><td><div class=\"meter\" style=\"width:{share:.0}%\"></div></td><td class=\"nw\">{}</td><td>{}{more}</td></tr>",
+                if k.busy() { " class=\"sev3 busy\"" } else { "" },
+                esc(&k.key),
+                esc(&held),
+                if k.busy() { " <span class=\"sev-error\">busy</span>" } else { "" },
+                k.next_free_ms()
+                    .map_or("-".into(), |t| human(super::admission::whole_secs_ms(t - k.now_ms))),
+                if holders.is_empty() { "-".to_string() } else { holders.join(", ") },
+            );
+        }
+        out.push_str("</tbody></table>\n");
+    }
+    if !a.budgets.is_empty() {
+        use super::admission::tokens;
+        out.push_str("<table class=\"budgets\"><caption class=\"note\">Retry budgets: a failure costs a token, a success gives back the ratio; retries go ahead while more than half are left</caption><thead><tr><th>Key</th><th>Tokens</th><th style=\"width:20%\"><span class=\"note\">of max</span></th><th>Retries</th><th>Ratio</th></tr></thead><tbody>\n");
+        for b in &a.budgets {
+            let share = if b.max_milli > 0 {
+                (b.tokens_milli as f64 / b.max_milli as f64 * 100.0).min(100.0)
+            } else {
+                0.0
+            };
+            let _ = writeln!(
+                out,
+                "<tr{}><td class=\"name\"><code>{}</code></td><td class=\"n\">{}/{}</td><td><div class=\"meter\" style=\"width:{share:.0}%\"></div></td><td class=\"nw\">{}</td><td class=\"n\">{}</td></tr>",
+                if b.retry_allowed { "" } else { " class=\"sev3 spent\"" },
+                esc(&b.key),
+                tokens(b.tokens_milli),
+                tokens(b.max_milli),
+                if b.retry_allowed {
+                    "allowed"
+                } else {
+                    "<span class=\"sev-error\">refused: spent</span>"
+                },
+                tokens(b.ratio_milli),
             );
         }
         out.push_str("</tbody></table>\n");

@@ -406,3 +406,65 @@ fn groups(s: &Summary, term: &Term) -> String {
     }
     term.table(&head, &wrap, rows)
 }
+
+/// Permits and retry budgets, one table each, after the rest of the report; nothing when the
+/// policy and the store know no key. A key whose permits are all held and a budget that
+/// refuses retries are painted as trouble.
+pub fn admission(a: &super::admission::Admission, term: &Term) -> String {
+    let mut out = String::new();
+    if !a.permits.is_empty() {
+        out.push('\n');
+        out.push_str(&term.paint("permits", Tone::Strong));
+        out.push('\n');
+        let rows = a
+            .permits
+            .iter()
+            .map(|p| {
+                let held = match p.max {
+                    Some(m) if p.busy() => format!("{} of {m}, busy", p.held),
+                    Some(m) => format!("{} of {m}", p.held),
+                    None => format!("{} (no [permits] entry)", p.held),
+                };
+                let next = p.next_free_ms().map_or("-".to_string(), |t| {
+                    format!(
+                        "in {}",
+                        human(super::admission::whole_secs_ms(t - p.now_ms))
+                    )
+                });
+                vec![
+                    term.cell(p.key.clone(), Some(Tone::Strong)),
+                    term.cell(held, p.busy().then_some(Tone::Bad)),
+                    term.cell(next, None),
+                ]
+            })
+            .collect();
+        out.push_str(&term.table(&["KEY", "HELD", "FIRST FREES"], &[0], rows));
+    }
+    if !a.budgets.is_empty() {
+        out.push('\n');
+        out.push_str(&term.paint("retry budgets", Tone::Strong));
+        out.push('\n');
+        let rows = a
+            .budgets
+            .iter()
+            .map(|b| {
+                use super::admission::tokens;
+                vec![
+                    term.cell(b.key.clone(), Some(Tone::Strong)),
+                    term.cell(
+                        format!("{} of {}", tokens(b.tokens_milli), tokens(b.max_milli)),
+                        None,
+                    ),
+                    if b.retry_allowed {
+                        term.cell("allowed", None)
+                    } else {
+                        term.cell("refused: spent", Some(Tone::Bad))
+                    },
+                    term.cell(format!("+{} a success", tokens(b.ratio_milli)), None),
+                ]
+            })
+            .collect();
+        out.push_str(&term.table(&["KEY", "TOKENS", "RETRIES", "RATIO"], &[0], rows));
+    }
+    out
+}

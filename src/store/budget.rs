@@ -62,6 +62,35 @@ pub fn call(
     Ok((t, "files"))
 }
 
+/// Reads `key`'s budget without changing it (for `report`): the tokens (thousandths) and the
+/// backend; on files with no lock taken and nothing written (a missing or unusable file is a
+/// full budget).
+pub fn peek(g: &Ground, key: &str, limits: BudgetLimits) -> Result<(u64, &'static str), Failure> {
+    if let Some(t) = select::with(g, "a retry budget", |r| {
+        r.budget(BudgetOp::Check, key, limits)
+    }) {
+        return Ok((t, "redis"));
+    }
+    let path = g
+        .root
+        .join("budgets")
+        .join(format!("{}.json", files::escape_key(key)));
+    let stored = match files::read_optional(&path)? {
+        None => None,
+        Some(bytes) => match serde_json::from_slice::<Stored>(&bytes) {
+            Ok(s) if s.key == key => Some(s.milli),
+            _ => {
+                g.warn(&format!(
+                    "retry budget `{key}`: {} is not a budget; shown full",
+                    path.display()
+                ));
+                None
+            }
+        },
+    };
+    Ok((budget_apply(limits, stored, BudgetOp::Check), "files"))
+}
+
 /// Every key that has a budget, sorted.
 pub fn keys(g: &Ground) -> Result<Vec<String>, Failure> {
     if let Some(k) = select::with(g, "listing budgets", |r| r.budget_keys()) {

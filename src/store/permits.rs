@@ -90,6 +90,52 @@ pub fn keys(g: &Ground) -> Result<Vec<String>, Failure> {
     Ok(files::keys_in(&g.root.join("permits"))?)
 }
 
+/// Reads `key`'s permits without changing them (for `report`): on a fleet's Redis the status
+/// script; on files the table as it is, made sane and swept in memory, with no lock taken and
+/// nothing written (a missing or unusable table is no leases).
+pub fn peek(g: &Ground, key: &str, limits: PermitLimits) -> Result<Outcome, Failure> {
+    if select::configured(g) {
+        let now = g.fixed_now.then(|| g.now.timestamp_millis());
+        if let Some(r) = select::with(g, "permits", |r| r.permit("status", key, "", limits, now)) {
+            return Ok(Outcome {
+                done: false,
+                expires_ms: None,
+                now_ms: r.now_ms,
+                held: r.held,
+                leases: r.leases,
+                backend: "redis",
+            });
+        }
+    }
+    let now = g.now.timestamp_millis();
+    let path = path_of(&g.root.join("permits"), key);
+    let mut table = match files::read_optional(&path)? {
+        None => Table::new(key),
+        Some(bytes) => match serde_json::from_slice::<Table>(&bytes) {
+            Ok(t) if t.key == key => t,
+            _ => {
+                g.warn(&format!(
+                    "permits `{key}`: {} is not a lease table; shown with no leases",
+                    path.display()
+                ));
+                Table::new(key)
+            }
+        },
+    };
+    table.sane(limits, now);
+    table.sweep(now);
+    let mut leases = table.leases.clone();
+    leases.sort_by_key(|l| l.expires_ms);
+    Ok(Outcome {
+        done: false,
+        expires_ms: None,
+        now_ms: now,
+        held: table.held(now),
+        leases,
+        backend: "files",
+    })
+}
+
 fn path_of(dir: &Path, key: &str) -> PathBuf {
     dir.join(format!("{}.json", files::escape_key(key)))
 }

@@ -126,3 +126,50 @@ fn a_missing_config_file_named_with_the_flag_is_a_usage_error() {
         .status(0);
     assert!(out.stderr().contains("nope.toml"), "{}", out.stderr());
 }
+
+/// `[permits.*]` and `[budget.*]` values their types cannot judge are named with their key and
+/// the fix: a max of 0, a lease of no time, an entry with no max, a budget of no tokens, a
+/// ratio outside (0, 1]; good entries (globs filling a max, a ratio of exactly 1) pass.
+#[test]
+fn check_validates_permits_and_budgets_naming_the_key_and_the_fix() {
+    let s = Sandbox::new();
+    s.write(
+        "p.toml",
+        "[permits.api]\nmax = 0\nlease = \"0s\"\n[permits.db]\nlease = \"10s\"\n\
+         [permits.\"*-pool\"]\nmax = 3\n[permits.web-pool]\nlease = \"5s\"\n\
+         [budget.api]\nmax_tokens = 0\ntoken_ratio = 1.5\n[budget.ok]\nmax_tokens = 5\ntoken_ratio = 1\n\
+         [budget.\"web sites\"]\nmax_tokens = -2\ntoken_ratio = 0\n",
+    );
+    let out = s
+        .triage(["config", "check", "p.toml", "--text"])
+        .run()
+        .status(1);
+    let text = out.stdout();
+    let want = [
+        "p.toml:2:1: permits.api.max = 0 grants no permit, so every acquire of `api` is refused; write 1 or more",
+        "p.toml:3:1: permits.api.lease = 0s frees a permit as soon as it is taken; write a duration above 0, like \"60s\" (the default, 60s, applies)",
+        "p.toml:4:10: permits.db sets no `max`, so `db` has no permits to take; add `max = 8` (how many may be held at once)",
+        "p.toml:11:1: budget.api.max_tokens = 0 is no budget; write a number of tokens above 0, like 10 (the default, 10, applies)",
+        "p.toml:12:1: budget.api.token_ratio = 1.5 is not what a success gives back; write a number above 0 and at most 1, like 0.1 (the default, 0.1, applies)",
+        "p.toml:17:1: budget.\"web sites\".max_tokens = -2 is no budget;",
+        "p.toml:18:1: budget.\"web sites\".token_ratio = 0 is not what a success gives back;",
+    ];
+    for w in want {
+        assert!(text.contains(w), "missing {w:?} in:\n{text}");
+    }
+    assert!(text.trim_end().ends_with("7 problems"), "{text}");
+    // At run time the bad values are left out with a warning and the defaults apply; a max
+    // of 0 is kept (it grants nothing: leaving it out would leave the key unlimited).
+    s.write(
+        ".triage.toml",
+        "[permits.api]\nmax = 0\n[budget.api]\nmax_tokens = 4\ntoken_ratio = 7\n",
+    );
+    let r = s.triage(["permit", "acquire", "api"]).run().status(75);
+    assert!(r.stderr().contains("permits.api.max = 0"), "{}", r.stderr());
+    let v = s
+        .triage(["budget", "check", "api"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(v["token_ratio"], 0.1, "{v}");
+}

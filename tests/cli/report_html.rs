@@ -793,3 +793,56 @@ fn durations_are_one_chart_of_small_multiples() {
         .collect();
     assert_eq!(maxima.len(), 1, "{maxima:?}");
 }
+
+/// The permits and budgets section as the browser lays it out: a busy key's row and a spent
+/// budget's row carry the attention border that other rows do not, and a 200-character key
+/// keeps the page within a 1280 px window.
+#[test]
+fn a_busy_permit_and_a_spent_budget_are_marked_in_chromium() {
+    let Some(browser) = chromium() else {
+        crate::common::skip("chromium is not installed", "TRIAGE_REQUIRE_CHROMIUM");
+        return;
+    };
+    let s = Sandbox::new();
+    let long = "k".repeat(200);
+    s.write(
+        ".triage.toml",
+        format!("[permits.api]\nmax = 1\n[permits.{long}]\nmax = 4\n[budget.api]\nmax_tokens = 2\n[budget.ok]\nmax_tokens = 9\n"),
+    );
+    s.triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", NOW)
+        .run()
+        .status(0);
+    s.triage(["budget", "record", "api", "--outcome", "failure"])
+        .env("TRIAGE_NOW", NOW)
+        .run()
+        .status(0);
+    let html = page(&s, &[]);
+    let got = measure_js(
+        &browser,
+        &html,
+        s.path(),
+        1280,
+        "Array.from(document.querySelectorAll('#admission tbody tr')).map(function (r) { return r.querySelector('code').textContent.slice(0, 5) + '=' + getComputedStyle(r.firstElementChild).borderLeftWidth; }).join(' ') + ' scroll=' + document.documentElement.scrollWidth",
+    );
+    let marked: BTreeMap<&str, &str> = got
+        .split_whitespace()
+        .filter_map(|w| w.split_once('='))
+        .collect();
+    assert_eq!(
+        marked
+            .get("scroll")
+            .map(|w| w.parse::<f64>().unwrap() <= 1280.0 * 1.1),
+        Some(true),
+        "{got}"
+    );
+    let rows: Vec<&str> = got
+        .split_whitespace()
+        .filter(|w| !w.starts_with("scroll="))
+        .collect();
+    assert_eq!(
+        rows,
+        ["api=4px", "kkkkk=0px", "api=4px", "ok=0px"],
+        "permits api (busy), the long key; budgets api (spent), ok: {got}"
+    );
+}

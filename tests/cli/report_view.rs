@@ -144,3 +144,70 @@ fn report_until_bounds_every_form() {
         .stderr()
         .contains("triage report: --since is later than --until"));
 }
+
+/// The report reads permits and budgets without changing the state root: a policy naming
+/// keys never used creates no folder, lock or file (and no root where there was none).
+#[test]
+fn report_reads_permits_and_budgets_without_writing_anything() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.api]\nmax = 2\n[budget.api]\nmax_tokens = 4\n",
+    );
+    let r = s.triage(["report"]).run().status(0).stdout_json();
+    assert_eq!(r["permits"][0]["key"], "api", "{r}");
+    assert_eq!(r["permits"][0]["held"], 0, "{r}");
+    assert_eq!(r["budgets"][0]["tokens"], 4.0, "{r}");
+    s.triage(["report", "--text"]).run().status(0);
+    assert!(!s.exists(".triage"), "the report made a state root");
+    // Taken and expired: the report sweeps nothing on disk either.
+    s.triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", "2026-02-04T14:00:00Z")
+        .run()
+        .status(0);
+    let table = s.read(".triage/permits/api.json");
+    let r = s
+        .triage(["report"])
+        .env("TRIAGE_NOW", NOW)
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(r["permits"][0]["held"], 0, "the expired lease counted: {r}");
+    assert_eq!(s.read(".triage/permits/api.json"), table);
+}
+
+/// A permits folder that cannot be read is a warning; the budgets and the rest of the report
+/// are unchanged, and a planted lease that never runs out holds its slot no longer than one
+/// lease time.
+#[test]
+fn an_unreadable_or_planted_permit_store_is_a_warning_and_the_rest_of_the_report_stands() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.api]\nmax = 2\nlease = \"10s\"\n[budget.api]\nmax_tokens = 4\n",
+    );
+    s.write(".triage/permits", "not a folder");
+    let r = s.triage(["report"]).run().status(0);
+    assert!(
+        r.stderr().contains("the permits were not read"),
+        "{}",
+        r.stderr()
+    );
+    let v = r.stdout_json();
+    assert_eq!(v["permits"], serde_json::json!([]), "{v}");
+    assert_eq!(v["budgets"][0]["key"], "api", "{v}");
+    assert!(v["breakers"].is_array() && v["records"].is_number(), "{v}");
+    std::fs::remove_file(s.path().join(".triage/permits")).unwrap();
+    s.write(
+        ".triage/permits/api.json",
+        r#"{"key":"api","leases":[{"id":"x1","expires_ms":9223372036854775000}]}"#,
+    );
+    let v = s
+        .triage(["report"])
+        .env("TRIAGE_NOW", NOW)
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(v["permits"][0]["held"], 1, "{v}");
+    assert_eq!(v["permits"][0]["next_free_in_s"], 10.0, "{v}");
+}

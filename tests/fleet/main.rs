@@ -6,6 +6,8 @@
 //! - `counts`: the file store's suite of the counters' rules (`tests/cli/counts.rs`: open
 //!   failures per session and unit, resolutions by selection, `recovered_by_retry`,
 //!   interrupts counted nowhere), likewise run against the test's Redis;
+//! - `permits`, `report_admission`: the file store's permit and budget scenarios, and the
+//!   report's view of them, against the test's Redis;
 //! - `hosts`: hosts with separate state roots racing on one Redis, as processes;
 //! - `clock`: a host whose clock is wrong, by libfaketime: the server's clock decides;
 //! - `faults`: Redis stopped, restarted or silent mid-run;
@@ -24,6 +26,9 @@ mod counts;
 
 #[path = "../cli/permits.rs"]
 mod permits;
+
+#[path = "../cli/report_admission.rs"]
+mod report_admission;
 
 mod clock;
 mod faults;

@@ -77,10 +77,80 @@ pub(super) fn load_with(text: &str, depth: Depth, check_values: CheckValues) -> 
         }
     }
     check_values(&mut policy, &Doc(&doc), depth, &mut l);
+    admission_values(&mut policy, &Doc(&doc), &mut l);
     l.problems.sort_by_key(|p| p.offset);
     Loaded {
         policy,
         problems: l.problems,
+    }
+}
+
+/// `[permits.KEY]` and `[budget.KEY]` values their types cannot judge: a lease of no time, a
+/// budget of no tokens, a ratio outside (0, 1] are dropped with a problem (the default
+/// applies). `max = 0` is a problem too, but kept: it grants nothing, and leaving it out
+/// would leave the key unlimited.
+fn admission_values(policy: &mut Policy, doc: &Doc, l: &mut Loader) {
+    let at = |table: &'static str, key: &str, field: &'static str| {
+        doc.key_span(&[Step::Key(table), Step::Key(key), Step::Key(field)])
+            .or_else(|| doc.key_span(&[Step::Key(table), Step::Key(key)]))
+            .unwrap_or(0..0)
+    };
+    let mut found = Vec::new();
+    for (key, p) in policy.permits.iter_mut() {
+        let name = format!("permits.{}", key_text(key));
+        if p.max == Some(0) {
+            found.push((
+                at("permits", key, "max"),
+                format!("{name}.max = 0 grants no permit, so every acquire of `{key}` is refused; write 1 or more"),
+            ));
+        }
+        if p.lease.is_some_and(|d| d.0.is_zero()) {
+            found.push((
+                at("permits", key, "lease"),
+                format!("{name}.lease = 0s frees a permit as soon as it is taken; write a duration above 0, like \"60s\" (the default, 60s, applies)"),
+            ));
+            p.lease = None;
+        }
+    }
+    let keys: Vec<String> = policy.permits.keys().cloned().collect();
+    for key in keys.iter().filter(|k| !k.contains(['*', '?'])) {
+        if policy.permits_for(key).is_none() {
+            found.push((
+                at("permits", key, "max"),
+                format!(
+                    "permits.{} sets no `max`, so `{key}` has no permits to take; add `max = 8` (how many may be held at once)",
+                    key_text(key)
+                ),
+            ));
+        }
+    }
+    for (key, b) in policy.budget.iter_mut() {
+        let name = format!("budget.{}", key_text(key));
+        if let Some(v) = b.max_tokens.filter(|v| !(v.is_finite() && *v > 0.0)) {
+            found.push((
+                at("budget", key, "max_tokens"),
+                format!("{name}.max_tokens = {v} is no budget; write a number of tokens above 0, like 10 (the default, 10, applies)"),
+            ));
+            b.max_tokens = None;
+        } else if let Some(v) = b.max_tokens.filter(|v| *v > 1000.0) {
+            found.push((
+                at("budget", key, "max_tokens"),
+                format!("{name}.max_tokens = {v} is more than a budget holds; write 1000 or less (1000 applies)"),
+            ));
+        }
+        if let Some(v) = b
+            .token_ratio
+            .filter(|v| !(v.is_finite() && *v > 0.0 && *v <= 1.0))
+        {
+            found.push((
+                at("budget", key, "token_ratio"),
+                format!("{name}.token_ratio = {v} is not what a success gives back; write a number above 0 and at most 1, like 0.1 (the default, 0.1, applies)"),
+            ));
+            b.token_ratio = None;
+        }
+    }
+    for (span, message) in found {
+        l.problem(span, message);
     }
 }
 

@@ -1,0 +1,134 @@
+//! A background subagent launch keeps its permit of `[permits.agents]` while the subagent
+//! runs: its PostToolUse (`async_launched`, with the subagent's `agentId`) comes at once and
+//! does not free it; the subagent's own hook events (with its `agent_id`) renew the lease;
+//! the SubagentStop that lets it stop gives it back. Payload shapes as in
+//! `shared/reference/claude-code-hooks.md` and `claude-code-e2e.md` (see `subagents.rs`).
+
+use crate::common::Sandbox;
+use serde_json::{json, Value};
+
+const SID: &str = "sess-bg";
+/// Unix seconds: 2026-01-02T03:04:05Z.
+const T0: i64 = 1_767_323_045;
+
+fn pre(id: &str) -> Value {
+    json!({"session_id": SID, "hook_event_name": "PreToolUse", "tool_name": "Agent",
+        "tool_input": {"description": "d", "prompt": "p", "subagent_type": "researcher",
+            "run_in_background": true},
+        "tool_use_id": id})
+}
+
+fn launched(id: &str, agent_id: &str) -> Value {
+    json!({"session_id": SID, "hook_event_name": "PostToolUse", "tool_name": "Agent",
+        "tool_input": {"description": "d", "prompt": "p", "subagent_type": "researcher",
+            "run_in_background": true},
+        "tool_response": {"isAsync": true, "status": "async_launched", "agentId": agent_id,
+            "description": "d", "prompt": "p"},
+        "tool_use_id": id, "duration_ms": 15})
+}
+
+/// A tool call inside the subagent: its hook events carry its `agent_id`.
+fn inside(agent_id: &str, n: u32) -> Value {
+    json!({"session_id": SID, "hook_event_name": "PreToolUse", "tool_name": "Read",
+        "agent_id": agent_id, "agent_type": "researcher",
+        "tool_input": {"file_path": "/tmp/x"}, "tool_use_id": format!("inner{n}")})
+}
+
+fn stopped(agent_id: &str) -> Value {
+    json!({"session_id": SID, "hook_event_name": "SubagentStop", "stop_hook_active": false,
+        "agent_id": agent_id, "agent_type": "researcher",
+        "last_assistant_message": "Found three sources; summary follows. All claims are cited.",
+        "background_tasks": [], "session_crons": []})
+}
+
+fn hook(s: &Sandbox, at: i64, payload: &Value) -> String {
+    s.triage(["hook"])
+        .env("TRIAGE_NOW", at.to_string())
+        .stdin(payload.to_string())
+        .run()
+        .status(0)
+        .stdout()
+}
+
+fn held(s: &Sandbox, at: i64) -> Value {
+    s.triage(["permit", "status", "agents"])
+        .env("TRIAGE_NOW", at.to_string())
+        .run()
+        .status(0)
+        .stdout_json()["permits"][0]
+        .clone()
+}
+
+#[test]
+fn a_background_subagent_keeps_its_permit_until_its_subagent_stop() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.agents]\nmax = 1\nlease = \"10m\"\n",
+    );
+    assert_eq!(hook(&s, T0, &pre("toolu_bg")), "");
+    // Launched in the background: PostToolUse at once, the subagent still runs.
+    hook(&s, T0 + 1, &launched("toolu_bg", "a1b2c3"));
+    assert_eq!(held(&s, T0 + 1)["held"], 1);
+    let denied = hook(&s, T0 + 2, &pre("toolu_next"));
+    assert!(
+        denied.contains("\"deny\""),
+        "a second launch went: {denied:?}"
+    );
+    // The subagent stops: its permit is back, and the next launch goes.
+    hook(&s, T0 + 60, &stopped("a1b2c3"));
+    assert_eq!(held(&s, T0 + 60)["held"], 0);
+    assert_eq!(hook(&s, T0 + 61, &pre("toolu_next")), "");
+}
+
+#[test]
+fn a_long_running_background_subagent_renews_its_lease_with_its_own_hook_events() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.agents]\nmax = 1\nlease = \"10m\"\n",
+    );
+    hook(&s, T0, &pre("toolu_bg"));
+    hook(&s, T0, &launched("toolu_bg", "agent-long"));
+    let first = held(&s, T0)["leases"][0]["expires_in_s"].as_f64().unwrap();
+    assert_eq!(first, 600.0);
+    // Within the first half of the lease: nothing to renew.
+    hook(&s, T0 + 200, &inside("agent-long", 1));
+    assert_eq!(
+        held(&s, T0 + 200)["leases"][0]["expires_in_s"].as_f64(),
+        Some(400.0)
+    );
+    // Past half: renewed to a full lease from then, again and again, for 24 minutes.
+    for (n, at) in [(2, 400), (3, 800), (4, 1200), (5, 1450)] {
+        hook(&s, T0 + at, &inside("agent-long", n));
+        let l = held(&s, T0 + at);
+        assert_eq!(l["held"], 1, "at +{at}s: {l}");
+    }
+    assert_eq!(
+        held(&s, T0 + 1450)["leases"][0]["expires_in_s"].as_f64(),
+        Some(350.0),
+        "renewed at +1200s to +1800s, not at +1450s"
+    );
+    // Still held past the first lease's end (+600s) and still denying a second launch.
+    assert!(hook(&s, T0 + 1500, &pre("toolu_next")).contains("\"deny\""));
+    hook(&s, T0 + 1550, &stopped("agent-long"));
+    assert_eq!(held(&s, T0 + 1550)["held"], 0);
+}
+
+#[test]
+fn a_background_subagent_that_never_stops_frees_its_permit_when_the_lease_runs_out() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.agents]\nmax = 1\nlease = \"10m\"\n",
+    );
+    hook(&s, T0, &pre("toolu_bg"));
+    hook(&s, T0, &launched("toolu_bg", "killed"));
+    // Killed: no more events, no SubagentStop (anthropics/claude-code#92716).
+    assert_eq!(held(&s, T0 + 599)["held"], 1);
+    assert_eq!(hook(&s, T0 + 601, &pre("toolu_next")), "");
+    // A stray SubagentStop of another agent, or a late one of this, frees nothing it should not.
+    hook(&s, T0 + 602, &stopped("someone-else"));
+    hook(&s, T0 + 603, &stopped("killed"));
+    assert_eq!(held(&s, T0 + 603)["held"], 1);
+}
