@@ -244,6 +244,8 @@ fn run_phase(a: &RunArgs, cx: &Context) -> Result<Answer, Failure> {
     let t = a.which.target(&a.stopping, cx.jitter_seed(), config);
     let policy = || cx.policy();
     let done = phase_runner::start(&cx.ground(), policy, &t, &plan, a.fresh, &path, watcher)?;
+    drop(_lock);
+    let done = auto_proceed(cx, &a.which, &path, done)?;
     Ok(answer(cx, done))
 }
 
@@ -258,7 +260,50 @@ fn resume(a: &ResumeArgs, cx: &Context) -> Result<Answer, Failure> {
     let t = a.which.target(&a.stopping, cx.jitter_seed(), config);
     let policy = || cx.policy();
     let done = phase_runner::resume(&cx.ground(), policy, &t, &a.rerun, &path, watcher)?;
+    drop(_lock);
+    let done = auto_proceed(cx, &a.which, &path, done)?;
     Ok(answer(cx, done))
+}
+
+/// Seed 002's `auto_proceed_after`: with `[phase] auto_proceed_after` set, a phase that
+/// stopped waits (its lock released, so `phase decide` from another terminal gets in) until a
+/// person decides or the deadline it set passes, then applies the default as `phase wait`
+/// does. The answer carries what happened (`waited`); it exits 0 when the phase goes on
+/// without its failed items, else 1 (retry needs a resume; abort stops).
+fn auto_proceed(
+    cx: &Context,
+    w: &Which,
+    path: &Path,
+    mut done: Answered,
+) -> Result<Answered, Failure> {
+    if done.status != 1 || cx.policy()?.phase.auto_proceed_after.is_none() {
+        return Ok(done);
+    }
+    let pending = manifests::read(path, &|_| ())?.and_then(|(m, _)| {
+        m.decision
+            .filter(|d| crate::core::phase::is_pending(Some(d)))
+    });
+    let Some(d) = pending else {
+        return Ok(done);
+    };
+    say!(
+        "triage phase: waiting for a decision until {} (auto_proceed_after); decide with `triage phase decide --workflow {} --phase {} --choice LETTER`",
+        d["deadline"].as_str().unwrap_or("the deadline"),
+        w.workflow,
+        w.phase
+    );
+    let (waited, status) = wait::wait_for(cx, w, path, None)?;
+    let goes_on = status == 0
+        && matches!(
+            waited["action"].as_str(),
+            Some("proceed_without" | "manual_input")
+        );
+    done.status = if goes_on { 0 } else { 1 };
+    if let Some(o) = done.doc.as_object_mut() {
+        o.insert("waited".into(), waited);
+        o.insert("exit_status".into(), done.status.into());
+    }
+    Ok(done)
 }
 
 /// The items' progress, drawn on stderr when it is a terminal.

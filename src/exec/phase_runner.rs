@@ -349,7 +349,7 @@ fn go(
             texts.template.as_ref().map(|t| &t["options"]),
             asked.default_action,
             job.ground.clock(),
-            asked.decision_timeout.0,
+            asked.auto_proceed_after.unwrap_or(asked.decision_timeout).0,
         );
         if let (Some(o), Some(p)) = (decision.as_object_mut(), pending.as_object()) {
             o.extend(p.clone());
