@@ -54,6 +54,7 @@ mod permit_input;
 mod permit_storm;
 mod permits;
 mod phase;
+mod phase_decisions;
 mod phase_jobs;
 mod phase_journal;
 mod policy_cache;
