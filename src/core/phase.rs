@@ -404,10 +404,9 @@ pub struct Decision {
 }
 
 /// The abort thresholds of seed 000's "When to Retry vs Abort" that a phase's items crossed
-/// (`agent_failure_threshold`: the same agent failed 3+ times in the workflow;
-/// `breaker_reopened`: a breaker opened twice): the phase stops for a decision, whatever the
-/// fan-out rule said (a conditional phase too: these speak of the workflow, not of the
-/// phase). `crossed`: each warning's name and message, as the items' reports carry them.
+/// (`agent_failure_threshold`: the same agent failed 3+ times in the workflow): the phase
+/// stops for a decision, whatever the fan-out rule said (a conditional phase too: these
+/// speak of the workflow, not of the phase). `crossed`: each warning's name and message, as the items' reports carry them.
 pub fn abort_on(mut d: Decision, crossed: &[(String, String)]) -> Decision {
     if crossed.is_empty() || d.decision == Verdict::Paused {
         return d;
