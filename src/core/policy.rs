@@ -42,8 +42,8 @@ pub struct Policy {
     pub classify: ClassifySection,
     /// How `triage run` and a phase's items treat what their commands leave behind.
     pub run: RunPolicy,
-    /// What a phase that stopped for a decision does when nobody answers (seed 002's
-    /// `default_action`, `auto_proceed_after` and user-response timeout).
+    /// What a phase that stopped for a decision does when nobody answers: its default
+    /// action, how long it waits for a person, and whether `phase run` waits by itself.
     pub phase: PhaseDecisionPolicy,
     /// Saga compensations.
     pub saga: SagaPolicy,
@@ -252,22 +252,22 @@ impl Default for RunPolicy {
     }
 }
 
-/// `[phase]`: the decision a phase stops for (seed 002, "User Response Handling"): its
-/// default, how long it waits for a person, and whether `phase run` applies it by itself.
+/// `[phase]`: the decision a phase stops for: its default, how long it waits for a person,
+/// and whether `phase run` applies it by itself.
 #[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct PhaseDecisionPolicy {
     /// What is done when nobody answers by the deadline (`phase wait` applies it as
-    /// `phase decide` would): `proceed_with_partial` (go on without the failed items, seed
-    /// 002's circuit-breaker default), `proceed_without` (the same), `retry`, `abort_phase`,
+    /// `phase decide` would): `proceed_with_partial` (go on without the failed items, the
+    /// circuit-breaker default), `proceed_without` (the same), `retry`, `abort_phase`,
     /// `abort_workflow`, or `wait_for_user` (nothing is applied: the phase waits for a person).
     pub default_action: DefaultAction,
-    /// How long a stopped phase waits for a person before its default applies (seed 002's
+    /// How long a stopped phase waits for a person before its default applies (the
     /// user-response timeout, 5 minutes).
     pub decision_timeout: Dur,
     /// When set, `phase run` and `phase resume` wait this long themselves for a decision
-    /// (from `phase decide` in another terminal), then apply the default (seed 002's
-    /// `auto_proceed_after`). Unset: they end at once with exit 1.
+    /// (from `phase decide` in another terminal), then apply the default. Unset: they end at
+    /// once with exit 1.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub auto_proceed_after: Option<Dur>,
 }
@@ -286,7 +286,7 @@ impl Default for PhaseDecisionPolicy {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DefaultAction {
-    /// Go on with what completed (seed 002's circuit-breaker default).
+    /// Go on with what completed (the circuit-breaker default).
     ProceedWithPartial,
     /// The same, in `phase decide`'s word.
     ProceedWithout,
@@ -296,7 +296,7 @@ pub enum DefaultAction {
     AbortPhase,
     /// Abort the workflow.
     AbortWorkflow,
-    /// Apply nothing: wait for a person (seed 002: "Do NOT auto-proceed").
+    /// Apply nothing: wait for a person (never proceed by default).
     WaitForUser,
 }
 

@@ -159,3 +159,60 @@ impl Manifest {
         Ok(given)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-02-04T14:30:00Z")
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_pending_decision_names_its_options_default_and_deadline() {
+        let p = pending(
+            Some("multiple-failures"),
+            None,
+            DefaultAction::ProceedWithPartial,
+            at(),
+            Duration::from_secs(300),
+        );
+        assert!(is_pending(Some(&p)));
+        assert_eq!(p["deadline"], "2026-02-04T14:35:00.000Z");
+        assert_eq!(
+            p["default"],
+            json!({"choice": "B", "action": "proceed_without"})
+        );
+        let actions: Vec<&str> = p["options"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o["action"].as_str())
+            .collect();
+        assert_eq!(
+            actions,
+            ["retry", "proceed_without", "abort_phase", "abort_workflow"]
+        );
+        assert_eq!(
+            deadline(Some(&p)).map(|d| d - at()),
+            Some(chrono::Duration::seconds(300))
+        );
+        // wait_for_user: no default at all.
+        let p = pending(None, None, DefaultAction::WaitForUser, at(), Duration::ZERO);
+        assert!(p["default"].is_null());
+    }
+
+    #[test]
+    fn a_decision_is_pending_only_until_a_choice_and_a_forged_deadline_is_none() {
+        let mut d = json!({"pending": true, "deadline": "yesterday"});
+        assert!(is_pending(Some(&d)));
+        assert_eq!(deadline(Some(&d)), None);
+        d["choice"] = json!({"choice": "B"});
+        assert!(!is_pending(Some(&d)));
+        assert!(!is_pending(Some(&json!({"decision": "stop"}))));
+        assert!(!is_pending(Some(&json!("pending"))));
+        assert!(!is_pending(None));
+    }
+}
