@@ -363,7 +363,13 @@ fn go(
     if let Some(msg) = &m.message {
         say!("{msg}");
     }
-    let doc = answer::document(&job, m, &d, &ran, texts, abort_ratio, resumed);
+    let mut doc = answer::document(&job, m, &d, &ran, texts, abort_ratio, resumed);
+    if let (Some(o), Some(p)) = (
+        doc.as_object_mut(),
+        m.decision.as_ref().filter(|d| model::is_pending(Some(d))),
+    ) {
+        o.insert("pending_decision".into(), p.clone());
+    }
     let items = answer::items(std::mem::take(&mut m.items), ran.reports);
     Ok(Answered {
         doc,

@@ -70,8 +70,13 @@ fn resolutions(s: &Sandbox) -> Vec<Value> {
 #[test]
 fn a_stopped_phase_records_a_pending_decision_with_options_a_default_and_a_deadline() {
     let s = sandbox(POLICY);
-    let (code, _) = run_phase(&s, "w1");
+    let (code, doc) = run_phase(&s, "w1");
     assert_eq!(code, 1);
+    // The answer of `run` carries it too.
+    assert_eq!(
+        doc["pending_decision"]["deadline"], "2026-02-04T14:35:00.000Z",
+        "{doc:#}"
+    );
     let m = status(&s, "w1", AT);
     let d = &m["decision"];
     assert_eq!(d["pending"], true, "{d:#}");

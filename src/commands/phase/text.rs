@@ -54,6 +54,16 @@ pub fn text(doc: &Value) -> String {
             out.push('\n');
         }
     }
+    let p = &doc["pending_decision"];
+    let at = model::deadline(Some(&json!({"deadline": p["at"]})));
+    if let Some(t) = at.and_then(|at| {
+        let which = (s(&doc["workflow_id"]), s(&doc["phase"]));
+        pending_text(Some(p), (&which.0, &which.1), at, false)
+    }) {
+        out.push('\n');
+        out.push_str(&t);
+        out.push('\n');
+    }
     out.trim_end().to_string()
 }
 
@@ -106,19 +116,26 @@ fn table(items: &[Value]) -> String {
 
 /// What a person at a terminal does about a pending decision: what is pending, the choices,
 /// what happens at the deadline and when.
-fn pending_text(m: &Manifest, now: DateTime<Utc>) -> Option<String> {
-    let d = m.decision.as_ref().filter(|d| model::is_pending(Some(d)))?;
-    let which = format!(
-        "--workflow {} --phase {}",
-        shell(&m.workflow_id),
-        shell(&m.phase)
-    );
+/// `options`: list them (the answer of `run` has them in its escalation text already).
+fn pending_text(
+    decision: Option<&Value>,
+    (workflow, phase): (&str, &str),
+    now: DateTime<Utc>,
+    options: bool,
+) -> Option<String> {
+    let d = decision.filter(|d| model::is_pending(Some(d)))?;
+    let which = format!("--workflow {} --phase {}", shell(workflow), shell(phase));
     let mut t = format!(
         "Waiting for your decision: {}\n",
         d["reason"].as_str().unwrap_or("the phase stopped")
     );
     let default = d["default"]["choice"].as_str();
-    for o in d["options"].as_array().into_iter().flatten() {
+    for o in d["options"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|_| options)
+    {
         let letter = o["choice"].as_str().unwrap_or("?");
         t.push_str(&format!(
             "  ({letter}) {} [{}]{}\n",
@@ -231,7 +248,7 @@ pub fn status_text(m: &Manifest, now: DateTime<Utc>) -> String {
         out.push('\n');
         out.push_str(msg);
     }
-    if let Some(p) = pending_text(m, now) {
+    if let Some(p) = pending_text(m.decision.as_ref(), (&m.workflow_id, &m.phase), now, true) {
         out.push('\n');
         out.push_str(&p);
     } else if let Some(c) = m
