@@ -13,6 +13,7 @@
 mod busy;
 mod progress;
 mod text;
+mod wait;
 
 use crate::context::{Answer, Context};
 use crate::core::duration::Dur;
@@ -35,13 +36,16 @@ const OWN_FAILURE: u8 = 125;
     triage phase run examples/phase2/plan.toml --workflow review-42 --phase 2 --text\n  \
     triage phase status --workflow review-42 --phase 2 --text\n  \
     triage phase resume --workflow review-42 --phase 2\n  \
-    triage phase decide --workflow review-42 --phase 2 --choice B\n\n\
+    triage phase decide --workflow review-42 --phase 2 --choice B\n  \
+    triage phase wait --workflow review-42 --phase 2 --timeout 10m\n\n\
 Exit status of run and resume: 0 every item completed, or the phase may go on (optional items\n\
 failed, not more than the abort ratio: proceed_degraded; a conditional phase that failed:\n\
 skip); 1 stop: more than the abort ratio failed, or a critical item failed (the answer\n\
 carries the escalation text), or an item with side effects waits for a decision\n\
 (needs_decision); 130 interrupted (the manifest says paused); 75 another runner holds the\n\
-phase (a JSON line says so); 125 triage itself failed; 64 usage error or an invalid plan.")]
+phase (a JSON line says so); 125 triage itself failed; 64 usage error or an invalid plan.\n\
+Exit status of wait: 0 the decision was taken (by a person, or its default at the deadline);\n\
+75 --timeout ended first and the decision is still pending.")]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]
@@ -60,6 +64,21 @@ pub enum Action {
     Status(Which),
     /// Record a person's choice on every open error of the phase, and skip its failed items
     Decide(DecideArgs),
+    /// Wait for the decision a stopped phase waits for: until a person takes it (`phase
+    /// decide` in another terminal) or its deadline passes, then apply its default as
+    /// `phase decide` would
+    Wait(WaitArgs),
+}
+
+/// Arguments of `triage phase wait`.
+#[derive(clap::Args, Debug)]
+pub struct WaitArgs {
+    #[command(flatten)]
+    pub which: Which,
+    /// Wait at most this long: if it ends before the decision's deadline, the decision stays
+    /// pending and wait exits 75 (try again later)
+    #[arg(long, value_name = "DUR")]
+    pub timeout: Option<Dur>,
 }
 
 /// Which phase of which workflow.
@@ -140,6 +159,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         Action::Resume(a) => resume(a, cx),
         Action::Status(w) => return status(w, cx),
         Action::Decide(a) => return decide(a, cx),
+        Action::Wait(a) => return wait::wait(a, cx),
     };
     match done {
         Ok(o) => Ok(o),
@@ -224,6 +244,8 @@ fn run_phase(a: &RunArgs, cx: &Context) -> Result<Answer, Failure> {
     let t = a.which.target(&a.stopping, cx.jitter_seed(), config);
     let policy = || cx.policy();
     let done = phase_runner::start(&cx.ground(), policy, &t, &plan, a.fresh, &path, watcher)?;
+    drop(_lock);
+    let done = auto_proceed(cx, &a.which, &path, done)?;
     Ok(answer(cx, done))
 }
 
@@ -238,7 +260,50 @@ fn resume(a: &ResumeArgs, cx: &Context) -> Result<Answer, Failure> {
     let t = a.which.target(&a.stopping, cx.jitter_seed(), config);
     let policy = || cx.policy();
     let done = phase_runner::resume(&cx.ground(), policy, &t, &a.rerun, &path, watcher)?;
+    drop(_lock);
+    let done = auto_proceed(cx, &a.which, &path, done)?;
     Ok(answer(cx, done))
+}
+
+/// Seed 002's `auto_proceed_after`: with `[phase] auto_proceed_after` set, a phase that
+/// stopped waits (its lock released, so `phase decide` from another terminal gets in) until a
+/// person decides or the deadline it set passes, then applies the default as `phase wait`
+/// does. The answer carries what happened (`waited`); it exits 0 when the phase goes on
+/// without its failed items, else 1 (retry needs a resume; abort stops).
+fn auto_proceed(
+    cx: &Context,
+    w: &Which,
+    path: &Path,
+    mut done: Answered,
+) -> Result<Answered, Failure> {
+    if done.status != 1 || cx.policy()?.phase.auto_proceed_after.is_none() {
+        return Ok(done);
+    }
+    let pending = manifests::read(path, &|_| ())?.and_then(|(m, _)| {
+        m.decision
+            .filter(|d| crate::core::phase::is_pending(Some(d)))
+    });
+    let Some(d) = pending else {
+        return Ok(done);
+    };
+    say!(
+        "triage phase: waiting for a decision until {} (auto_proceed_after); decide with `triage phase decide --workflow {} --phase {} --choice LETTER`",
+        d["deadline"].as_str().unwrap_or("the deadline"),
+        w.workflow,
+        w.phase
+    );
+    let (waited, status) = wait::wait_for(cx, w, path, None)?;
+    let goes_on = status == 0
+        && matches!(
+            waited["action"].as_str(),
+            Some("proceed_without" | "manual_input")
+        );
+    done.status = if goes_on { 0 } else { 1 };
+    if let Some(o) = done.doc.as_object_mut() {
+        o.insert("waited".into(), waited);
+        o.insert("exit_status".into(), done.status.into());
+    }
+    Ok(done)
 }
 
 /// The items' progress, drawn on stderr when it is a terminal.
@@ -268,7 +333,7 @@ fn status(w: &Which, cx: &Context) -> Result<Answer, Failure> {
         ))
     })?;
     if cx.global.text {
-        return Ok(Answer::text(text::status_text(&m)));
+        return Ok(Answer::text(text::status_text(&m, cx.ground().now)));
     }
     Ok(Answer::json(&m))
 }
@@ -298,8 +363,25 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Answer, Failure> {
             a.choice
         ))
     })?;
-    let which = (a.which.workflow.as_str(), a.which.phase.as_str());
-    let done = manifests::decide(&cx.ground(), which, &path, &mut m, (letter, action))?;
+    let doc = settle(cx, &a.which, &path, &mut m, (letter, action), "person")?;
+    if cx.global.text {
+        return Ok(Answer::text(text::decided(&doc)));
+    }
+    Ok(Answer::json(&doc))
+}
+
+/// Records choice `letter` (`action`), taken `by` a person or by default, on the phase (the
+/// caller holds its lock), and answers what it did and what comes next.
+fn settle(
+    cx: &Context,
+    w: &Which,
+    path: &Path,
+    m: &mut Manifest,
+    (letter, action): (&str, &str),
+    by: &str,
+) -> Result<serde_json::Value, Failure> {
+    let which = (w.workflow.as_str(), w.phase.as_str());
+    let done = manifests::decide(&cx.ground(), which, path, m, (letter, action), by)?;
     let skips = matches!(action, "proceed_without" | "manual_input");
     // Retry runs through resume; so does going on without items that waited for a decision
     // (the phase stayed paused for them: resume decides it).
@@ -307,19 +389,15 @@ fn decide(a: &DecideArgs, cx: &Context) -> Result<Answer, Failure> {
         Manifest::with_config(
             &format!(
                 "triage phase resume --workflow {} --phase {}",
-                a.which.workflow, a.which.phase
+                w.workflow, w.phase
             ),
             cx.global.config.as_deref().and_then(Path::to_str),
         )
     });
-    let doc = json!({
-        "workflow_id": a.which.workflow, "phase": a.which.phase,
-        "choice": letter, "action": action,
+    Ok(json!({
+        "workflow_id": w.workflow, "phase": w.phase,
+        "choice": letter, "action": action, "decided_by": by,
         "resolved": done.resolved, "already_resolved": done.already_resolved,
         "skipped": done.items.skipped, "rerun": done.items.rerun, "next": next,
-    });
-    if cx.global.text {
-        return Ok(Answer::text(text::decided(&doc)));
-    }
-    Ok(Answer::json(&doc))
+    }))
 }

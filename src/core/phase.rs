@@ -9,7 +9,7 @@
 mod choice;
 pub mod plan;
 
-pub use choice::{choice, Applied};
+pub use choice::{choice, deadline, is_pending, pending, Applied, BY_DEFAULT};
 
 use crate::core::vocab::Criticality;
 use plan::PhasePlan;
@@ -411,6 +411,33 @@ pub struct Decision {
     pub failure_ratio: f64,
     /// The items with side effects that wait for a person's decision.
     pub needs_decision: Vec<String>,
+    /// The abort thresholds crossed ([`abort_on`]).
+    pub thresholds: Vec<String>,
+}
+
+/// The abort thresholds of seed 000's "When to Retry vs Abort" that a phase's items crossed
+/// (`agent_failure_threshold`: the same agent failed 3+ times in the workflow): the phase
+/// stops for a decision, whatever the fan-out rule said (a conditional phase too: these
+/// speak of the workflow, not of the phase). `crossed`: each warning's name and message, as the items' reports carry them.
+pub fn abort_on(mut d: Decision, crossed: &[(String, String)]) -> Decision {
+    if crossed.is_empty() || d.decision == Verdict::Paused {
+        return d;
+    }
+    let what: Vec<String> = crossed
+        .iter()
+        .map(|(name, message)| format!("{name}: {message}"))
+        .collect();
+    let abort = format!(
+        "an abort threshold was crossed ({}): the phase stops for a decision",
+        what.join("; ")
+    );
+    d.reason = match d.decision {
+        Verdict::Stop => format!("{}; besides, {abort}", d.reason),
+        _ => format!("{abort}; besides, {}", d.reason),
+    };
+    d.decision = Verdict::Stop;
+    d.thresholds = crossed.iter().map(|(name, _)| name.clone()).collect();
+    d
 }
 
 /// The reason's words for the items whose fallback ran (after `sep`), or nothing.
@@ -547,6 +574,7 @@ pub fn decide(items: &[ItemEntry], abort_ratio: f64, mandatory: bool) -> Decisio
         degraded,
         failure_ratio,
         needs_decision,
+        thresholds: Vec::new(),
     }
 }
 

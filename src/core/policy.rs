@@ -42,6 +42,9 @@ pub struct Policy {
     pub classify: ClassifySection,
     /// How `triage run` and a phase's items treat what their commands leave behind.
     pub run: RunPolicy,
+    /// What a phase that stopped for a decision does when nobody answers: its default
+    /// action, how long it waits for a person, and whether `phase run` waits by itself.
+    pub phase: PhaseDecisionPolicy,
     /// Saga compensations.
     pub saga: SagaPolicy,
     /// Where shared state is kept: the local files (default), or a fleet's Redis.
@@ -245,6 +248,81 @@ impl Default for RunPolicy {
         RunPolicy {
             orphan_grace: Dur::millis(100),
             jobs: None,
+        }
+    }
+}
+
+/// `[phase]`: the decision a phase stops for: its default, how long it waits for a person,
+/// and whether `phase run` applies it by itself.
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PhaseDecisionPolicy {
+    /// What is done when nobody answers by the deadline (`phase wait` applies it as
+    /// `phase decide` would): `proceed_with_partial` (go on without the failed items, the
+    /// circuit-breaker default), `proceed_without` (the same), `retry`, `abort_phase`,
+    /// `abort_workflow`, or `wait_for_user` (nothing is applied: the phase waits for a person).
+    pub default_action: DefaultAction,
+    /// How long a stopped phase waits for a person before its default applies (the
+    /// user-response timeout, 5 minutes).
+    pub decision_timeout: Dur,
+    /// When set, `phase run` and `phase resume` wait this long themselves for a decision
+    /// (from `phase decide` in another terminal), then apply the default. Unset: they end at
+    /// once with exit 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub auto_proceed_after: Option<Dur>,
+}
+
+impl Default for PhaseDecisionPolicy {
+    fn default() -> Self {
+        PhaseDecisionPolicy {
+            default_action: DefaultAction::ProceedWithPartial,
+            decision_timeout: Dur::secs(300),
+            auto_proceed_after: None,
+        }
+    }
+}
+
+/// `[phase] default_action`: seed 002's words and `phase decide`'s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DefaultAction {
+    /// Go on with what completed (the circuit-breaker default).
+    ProceedWithPartial,
+    /// The same, in `phase decide`'s word.
+    ProceedWithout,
+    /// Run the failed items again.
+    Retry,
+    /// Abort the phase.
+    AbortPhase,
+    /// Abort the workflow.
+    AbortWorkflow,
+    /// Apply nothing: wait for a person (never proceed by default).
+    WaitForUser,
+}
+
+impl DefaultAction {
+    /// The word, as in the policy.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DefaultAction::ProceedWithPartial => "proceed_with_partial",
+            DefaultAction::ProceedWithout => "proceed_without",
+            DefaultAction::Retry => "retry",
+            DefaultAction::AbortPhase => "abort_phase",
+            DefaultAction::AbortWorkflow => "abort_workflow",
+            DefaultAction::WaitForUser => "wait_for_user",
+        }
+    }
+
+    /// The word `phase decide --choice` takes for it; `None` for `wait_for_user`.
+    pub fn choice_word(self) -> Option<&'static str> {
+        match self {
+            DefaultAction::ProceedWithPartial | DefaultAction::ProceedWithout => {
+                Some("proceed_without")
+            }
+            DefaultAction::Retry => Some("retry"),
+            DefaultAction::AbortPhase => Some("abort_phase"),
+            DefaultAction::AbortWorkflow => Some("abort_workflow"),
+            DefaultAction::WaitForUser => None,
         }
     }
 }

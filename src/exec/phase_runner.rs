@@ -316,7 +316,10 @@ fn go(
         manifests::write(path, m)?;
     }
     let ran = run(&job, m, todo, watcher)?;
-    let d = model::decide(&m.items, abort_ratio, plan.mandatory);
+    let d = model::abort_on(
+        model::decide(&m.items, abort_ratio, plan.mandatory),
+        &ran.crossed,
+    );
     m.runner_pid = None;
     // Items waiting for a decision keep the phase open: `phase run` without --fresh refuses to
     // start it over (which would run them again), and `resume --rerun` continues it.
@@ -333,17 +336,45 @@ fn go(
         PhaseStatus::Decided
     };
     let texts = answer::texts(&job, m, &d)?;
-    m.decision = Some(json!({
+    let template = texts
+        .template
+        .as_ref()
+        .and_then(|t| t.get("template").cloned());
+    let mut decision = json!({
         "decision": d.decision,
         "reason": d.reason,
-        "template": texts.template.as_ref().and_then(|t| t.get("template").cloned()),
+        "template": template,
         "at": job.stamp(),
-    }));
+    });
+    if d.decision == model::Verdict::Stop {
+        // Seed 002's escalation: the options, the default and when it applies.
+        let asked = &job.policy.phase;
+        let pending = model::pending(
+            template.as_ref().and_then(|t| t.as_str()),
+            texts.template.as_ref().map(|t| &t["options"]),
+            asked.default_action,
+            job.ground.clock(),
+            asked.auto_proceed_after.unwrap_or(asked.decision_timeout).0,
+        );
+        if let (Some(o), Some(p)) = (decision.as_object_mut(), pending.as_object()) {
+            o.extend(p.clone());
+            if !d.thresholds.is_empty() {
+                o.insert("thresholds".into(), json!(d.thresholds));
+            }
+        }
+    }
+    m.decision = Some(decision);
     job.save(m);
     if let Some(msg) = &m.message {
         say!("{msg}");
     }
-    let doc = answer::document(&job, m, &d, &ran, texts, abort_ratio, resumed);
+    let mut doc = answer::document(&job, m, &d, &ran, texts, abort_ratio, resumed);
+    if let (Some(o), Some(p)) = (
+        doc.as_object_mut(),
+        m.decision.as_ref().filter(|d| model::is_pending(Some(d))),
+    ) {
+        o.insert("pending_decision".into(), p.clone());
+    }
     let items = answer::items(std::mem::take(&mut m.items), ran.reports);
     Ok(Answered {
         doc,
@@ -362,9 +393,28 @@ pub struct Ran {
     pub interrupted: Option<i32>,
     /// Whether the phase's time budget ended with items left.
     pub budget_ended: bool,
+    /// The abort thresholds the items' records crossed (name, message), each once.
+    pub crossed: Vec<(String, String)>,
     /// What the answer keeps of each item's `triage run` report (its attempts and
     /// warnings, as compact JSON text: a phase of 10,000 items keeps no tree of them), by id.
     pub reports: HashMap<String, answer::Kept>,
+}
+
+/// The warnings of seed 000's "Abort when" that stop a phase.
+const ABORTS: [&str; 1] = ["agent_failure_threshold"];
+
+impl Ran {
+    /// Notes the abort thresholds an item's report says its records crossed.
+    fn note_aborts(&mut self, report: &Value) {
+        for w in report["warnings"].as_array().into_iter().flatten() {
+            let (Some(name), Some(message)) = (w["name"].as_str(), w["message"].as_str()) else {
+                continue;
+            };
+            if ABORTS.contains(&name) && !self.crossed.iter().any(|(_, m)| m == message) {
+                self.crossed.push((name.to_string(), message.to_string()));
+            }
+        }
+    }
 }
 
 enum Msg {
@@ -510,6 +560,7 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
                         }
                         let id = m.items[i].id.clone();
                         if let Ok((_, doc)) = &r.result {
+                            ran.note_aborts(doc);
                             ran.reports.insert(id, answer::Kept::of(doc));
                         }
                         settle(job, m, i, *r);

@@ -265,12 +265,15 @@ pub struct Decided {
 
 /// Records choice `letter` (`action`) on every open error of phase `phase` of `workflow` in
 /// the log and on the manifest's items, then writes the manifest (the caller holds its lock).
+/// `by`: who decided (`person`, or [`crate::core::phase::BY_DEFAULT`] when `phase wait`
+/// applied the default at the deadline); the decision is no longer pending.
 pub fn decide(
     g: &Ground,
     (workflow, phase): (&str, &str),
     path: &Path,
     m: &mut Manifest,
     (letter, action): (&str, &str),
+    by: &str,
 ) -> Result<Decided, Failure> {
     let sel = Selection {
         workflow: Some(workflow.to_string()),
@@ -287,7 +290,7 @@ pub fn decide(
     let items = m.apply_choice(letter, action, &at);
     let resolved: Vec<String> = done.lines.iter().map(|l| l.resolves.clone()).collect();
     let record = serde_json::json!({
-        "choice": letter, "action": action, "at": at,
+        "choice": letter, "action": action, "at": at, "decided_by": by,
         "resolved": resolved, "skipped": items.skipped, "rerun": items.rerun,
     });
     if let Some(d) = m
@@ -296,6 +299,9 @@ pub fn decide(
         .and_then(serde_json::Value::as_object_mut)
     {
         d.insert("choice".into(), record);
+        if d.contains_key("pending") {
+            d.insert("pending".into(), false.into());
+        }
     } else {
         m.decision = Some(serde_json::json!({ "choice": record }));
     }

@@ -56,6 +56,7 @@ mod permit_input;
 mod permit_storm;
 mod permits;
 mod phase;
+mod phase_decisions;
 mod phase_items;
 mod phase_jobs;
 mod phase_journal;

@@ -2,6 +2,10 @@
 //! and `phase resume --rerun ID` (leave to start an item with side effects again).
 
 use super::{ItemState, Manifest};
+use crate::core::policy::DefaultAction;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use std::time::Duration;
 
 /// A choice: its letter and the action recorded; `None` when `word` is not an option.
 /// After one failed item (`agent-failure`'s text) C is giving its output by hand.
@@ -16,6 +20,80 @@ pub fn choice(word: &str, template: Option<&str>) -> Option<(&'static str, &'sta
         "d" | "abort" | "abort_workflow" => ("D", "abort_workflow"),
         _ => return None,
     })
+}
+
+/// Who decides a pending decision when a person has not: seed 002's "take default action",
+/// as `phase wait` records it.
+pub const BY_DEFAULT: &str = "default after timeout";
+
+/// The options of a decision the phase stopped for: each option's letter, the action
+/// `phase decide` records for it, and its text (the escalation's own, when it has one).
+pub fn options(template: Option<&str>, texts: Option<&Value>) -> Vec<Value> {
+    let fallback = [
+        "Retry the failed items (items with side effects included)",
+        "Proceed without the failed items",
+        if template == Some("agent-failure") {
+            "Provide manual input for the failed item's output"
+        } else {
+            "Abort the phase"
+        },
+        "Abort the workflow",
+    ];
+    ["A", "B", "C", "D"]
+        .iter()
+        .zip(fallback)
+        .filter_map(|(letter, plain)| {
+            let (_, action) = choice(letter, template)?;
+            let text = texts
+                .and_then(Value::as_array)
+                .and_then(|o| o.iter().find(|o| o["letter"] == *letter))
+                .and_then(|o| o["text"].as_str())
+                .unwrap_or(plain);
+            Some(json!({"choice": letter, "action": action, "text": text}))
+        })
+        .collect()
+}
+
+/// The fields of a pending decision (seed 002's escalation: `options`, `default_action`,
+/// and when it applies): merged into the manifest's `decision` when the phase stops. The
+/// deadline is `at` plus `timeout`; `default` is the choice `phase wait` applies then (null
+/// for `wait_for_user`: nothing is applied).
+pub fn pending(
+    template: Option<&str>,
+    texts: Option<&Value>,
+    default: DefaultAction,
+    at: DateTime<Utc>,
+    timeout: Duration,
+) -> Value {
+    let deadline = chrono::Duration::from_std(timeout)
+        .ok()
+        .and_then(|d| at.checked_add_signed(d))
+        .unwrap_or(at);
+    let chosen = default
+        .choice_word()
+        .and_then(|w| choice(w, template))
+        .map(|(letter, action)| json!({"choice": letter, "action": action}));
+    json!({
+        "pending": true,
+        "options": options(template, texts),
+        "default_action": default.as_str(),
+        "default": chosen,
+        "timeout_s": timeout.as_secs(),
+        "deadline": crate::core::saga::stamp(deadline),
+    })
+}
+
+/// Whether the manifest's decision waits for a person (a phase that stopped, not decided).
+pub fn is_pending(decision: Option<&Value>) -> bool {
+    decision.is_some_and(|d| d["pending"] == true && d.get("choice").is_none_or(Value::is_null))
+}
+
+/// The deadline of a pending decision.
+pub fn deadline(decision: Option<&Value>) -> Option<DateTime<Utc>> {
+    let d = decision?["deadline"].as_str()?;
+    DateTime::parse_from_rfc3339(d)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 /// What a choice did to the items.
@@ -79,5 +157,62 @@ impl Manifest {
             }
         }
         Ok(given)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-02-04T14:30:00Z")
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_pending_decision_names_its_options_default_and_deadline() {
+        let p = pending(
+            Some("multiple-failures"),
+            None,
+            DefaultAction::ProceedWithPartial,
+            at(),
+            Duration::from_secs(300),
+        );
+        assert!(is_pending(Some(&p)));
+        assert_eq!(p["deadline"], "2026-02-04T14:35:00.000Z");
+        assert_eq!(
+            p["default"],
+            json!({"choice": "B", "action": "proceed_without"})
+        );
+        let actions: Vec<&str> = p["options"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o["action"].as_str())
+            .collect();
+        assert_eq!(
+            actions,
+            ["retry", "proceed_without", "abort_phase", "abort_workflow"]
+        );
+        assert_eq!(
+            deadline(Some(&p)).map(|d| d - at()),
+            Some(chrono::Duration::seconds(300))
+        );
+        // wait_for_user: no default at all.
+        let p = pending(None, None, DefaultAction::WaitForUser, at(), Duration::ZERO);
+        assert!(p["default"].is_null());
+    }
+
+    #[test]
+    fn a_decision_is_pending_only_until_a_choice_and_a_forged_deadline_is_none() {
+        let mut d = json!({"pending": true, "deadline": "yesterday"});
+        assert!(is_pending(Some(&d)));
+        assert_eq!(deadline(Some(&d)), None);
+        d["choice"] = json!({"choice": "B"});
+        assert!(!is_pending(Some(&d)));
+        assert!(!is_pending(Some(&json!({"decision": "stop"}))));
+        assert!(!is_pending(Some(&json!("pending"))));
+        assert!(!is_pending(None));
     }
 }

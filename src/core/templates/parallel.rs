@@ -3,6 +3,7 @@
 
 use super::view::{list, options, or_unknown, target_phase, Unit, View};
 use super::Rec;
+use crate::core::policy::DefaultAction;
 use serde_json::{json, Value};
 
 /// `timeout` → `Timeout`, `validation_failed` → `Validation failed` (seed 001's words).
@@ -225,8 +226,20 @@ pub(super) fn stage_failed(v: &View) -> Result<(Value, String), String> {
         .into_iter()
         .filter(Unit::failing)
         .collect();
+    // Seed 002's circuit-breaker message says what the default action does (`[phase]
+    // default_action`; the seed's own default, proceed_with_partial, by default).
+    let default = v.input.policy.phase.default_action;
+    let then = match default {
+        DefaultAction::ProceedWithPartial | DefaultAction::ProceedWithout => {
+            "Proceeding with partial results."
+        }
+        DefaultAction::Retry => "Retrying the stage.",
+        DefaultAction::AbortPhase => "Aborting the stage.",
+        DefaultAction::AbortWorkflow => "Aborting the workflow.",
+        DefaultAction::WaitForUser => "Waiting for your decision.",
+    };
     let mut text = format!(
-        "Stage {stage} failed {x} time{}. Proceeding with partial results.",
+        "Stage {stage} failed {x} time{}. {then}",
         if x == 1 { "" } else { "s" }
     );
     if !unresolved.is_empty() {
@@ -243,7 +256,7 @@ pub(super) fn stage_failed(v: &View) -> Result<(Value, String), String> {
         "type": "circuit_breaker", "stage": stage, "failures": x,
         "message": text.lines().next().unwrap_or_default(),
         "without": unresolved.iter().map(|u| u.name).collect::<Vec<_>>(),
-        "default_action": "proceed_with_partial",
+        "default_action": default.as_str(),
     });
     Ok((fields, text))
 }
