@@ -20,6 +20,7 @@ use crate::exec::wiring::Wiring;
 use crate::exit::Failure;
 use crate::store::files::{self, Backup};
 use crate::store::ground::Ground;
+use crate::store::trace;
 use effects::Gate;
 use report::{finish, Report};
 use serde_json::json;
@@ -287,6 +288,7 @@ fn run_held(
             break (attempt, None);
         };
         entry["kind"] = json!(error.kind);
+        trace::classified(g, flagged, &name, &error);
         let interrupted = matches!(attempt.end, End::Interrupted(_));
         let mut next = if rejected {
             Next::Stop(
@@ -362,6 +364,16 @@ fn run_held(
             own_open = b["generation"].as_u64();
         }
         entry["breaker"] = json!(b);
+        trace::retry(
+            g,
+            &name,
+            attempt_no,
+            error.retry.as_ref().map(|r| r.max_attempts),
+            || match &next {
+                Next::Retry(delay) => format!("retry in {}", human(*delay)),
+                Next::Stop(why) => format!("not retried: {why}"),
+            },
+        );
         report.action = Some(stopped_action(
             &next,
             error.action,

@@ -72,4 +72,5 @@ mod state;
 mod story;
 mod subagents;
 mod text_output;
+mod trace;
 mod voice;
