@@ -191,6 +191,18 @@ fn run_held(
                     return finish(g, &report, BREAKER_OPEN);
                 };
                 report.outcome = "breaker_opened";
+                // The retry the earlier attempt planned will not happen: the breaker stopped it.
+                if let Some(before) = report.action {
+                    report.action = Some(stopped_action(
+                        &Next::Stop(String::new()),
+                        before,
+                        side_effects,
+                        false,
+                    ));
+                }
+                trace::retry(g, &name, attempt_no - 1, None, || {
+                    format!("not retried: {message}")
+                });
                 report.note = Some(format!(
                     "breaker {} opened after attempt {}, so it was not run again; the exit status is that attempt's",
                     key.unwrap_or_default(),
