@@ -57,6 +57,7 @@ mod phase;
 mod phase_jobs;
 mod phase_journal;
 mod policy_cache;
+mod progress_view;
 mod readme;
 mod record;
 mod release;

@@ -10,7 +10,6 @@
 use crate::core::phase::{ItemState, Manifest};
 use crate::exec::phase_runner::Watch;
 use crate::term::{cut, Screen, Term, Tone};
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// How often the times of running items are brought up to date.
@@ -283,8 +282,15 @@ impl Watch for Progress {
                 }
             }
         }
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(out.as_bytes()).and_then(|()| err.flush());
+        // Kept as the live area while it redraws, so a warning goes above it (see
+        // [`crate::live`]); the last draw stays on the screen as plain lines.
+        let area = (self.redraw && !force).then(|| {
+            self.drawn
+                .iter()
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+        });
+        crate::live::draw(&out, area);
     }
 }
 
