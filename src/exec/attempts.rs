@@ -403,6 +403,13 @@ fn run_held(
                         human(delay)
                     );
                 }
+                if let Some(told) = wiring.on_wait {
+                    told(
+                        delay,
+                        attempt_no + 1,
+                        error.retry.as_ref().map(|r| r.max_attempts),
+                    );
+                }
                 if let Some(sig) = wait(interrupts, delay, args.quiet) {
                     report.interrupted_between(sig);
                     let e =

@@ -18,6 +18,7 @@ fn on_a_terminal(s: &Sandbox, plan: &str) -> String {
         .env("TERM", "xterm")
         .env("COLUMNS", "100")
         .env("LINES", "40")
+        .env("NO_COLOR", "1")
         .env("XDG_CACHE_HOME", s.cache_home.path())
         .output()
         .expect("script runs");
@@ -66,4 +67,24 @@ fn a_warning_during_the_live_view_prints_above_it() {
             "the view is drawn again below the warning: {tty:?}"
         );
     }
+}
+
+/// An item between attempts reads as waiting, with the attempt that follows: not `running
+/// attempt 1`, which has ended.
+#[test]
+fn an_item_waiting_to_retry_reads_as_waiting() {
+    if !skip_unless_tool("script", "TRIAGE_REQUIRE_SCRIPT") {
+        return;
+    }
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[retry]\nschedule = [\"1s\"]\n");
+    let tty = on_a_terminal(
+        &s,
+        "[[items]]\nid = \"flaky\"\ncommand = \"[ -e done ] || { touch done; exit 1; }\"\n",
+    );
+    assert!(
+        tty.contains("waiting 1s, then attempt 2 of 2"),
+        "no waiting line: {tty:?}"
+    );
+    assert!(tty.contains("complete"), "{tty:?}");
 }
