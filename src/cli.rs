@@ -328,7 +328,7 @@ fn named_subcommand(args: &[OsString]) -> Option<&str> {
             "--dir" | "--config" => {
                 rest.next()?;
             }
-            "--text" | "--strict" | "-e" | "--exit-status" => {}
+            "--text" | "--strict" | "-e" | "--exit-status" | "-v" | "--verbose" => {}
             _ if a.starts_with("--dir=") || a.starts_with("--config=") => {}
             _ if a.starts_with('-') => return None,
             _ => return Some(a),

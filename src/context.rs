@@ -53,6 +53,10 @@ pub struct GlobalArgs {
     /// (also TRIAGE_STRICT=1)
     #[arg(long, global = true)]
     pub strict: bool,
+    /// Write each decision (classify, retry, breaker), its inputs and the rule that made it
+    /// to logs/triage.log (also TRIAGE_LOG=debug)
+    #[arg(short = 'v', long, global = true)]
+    pub verbose: bool,
 }
 
 /// What a command produced: the text for stdout (if any) and whether the verdict was negative.
@@ -181,6 +185,8 @@ pub struct Context {
     /// The user's own cache folder (`$XDG_CACHE_HOME/triage`, else `~/.cache/triage`), where
     /// a policy's compiled patterns are kept; `None`: no call has a cache.
     pub cache_dir: Option<PathBuf>,
+    /// `-v` or `TRIAGE_LOG=debug`: the decision trace is written (see [`crate::store::trace`]).
+    pub debug: bool,
     policy: OnceLock<(Policy, Option<PathBuf>)>,
 }
 
@@ -207,8 +213,10 @@ impl Context {
         // Compiled caches are never kept where a project could ship them (see `pattern_cache`).
         let cache_dir =
             pattern_cache::user_dir(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"));
+        let debug = global.verbose || env.debug == Some(true);
         Ok(Context {
             name,
+            debug,
             global,
             now: env.now.unwrap_or_else(Utc::now),
             fixed_now: env.now.is_some(),
@@ -557,7 +565,9 @@ impl Context {
         }
         let root = &g.root;
         let writes = self.writes_state.load(std::sync::atomic::Ordering::Relaxed);
-        if !writes && !root.is_dir() {
+        // The decision trace was asked for (`-v`, `TRIAGE_LOG=debug`): it is kept whatever
+        // the command.
+        if !writes && level != "debug" && !root.is_dir() {
             return;
         }
         let logs = root.join("logs");
@@ -667,6 +677,10 @@ impl Surroundings for Context {
 
     fn fleet(&self) -> Option<Result<fleet::Config, String>> {
         self.fleet_config()
+    }
+
+    fn debug(&self) -> bool {
+        self.debug
     }
 }
 

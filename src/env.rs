@@ -35,6 +35,9 @@ pub struct Env {
     pub store: Option<String>,
     /// `TRIAGE_REDIS_PASSWORD`: the password when the URL has none (as given, spaces too).
     pub redis_password: Option<String>,
+    /// `TRIAGE_LOG`: `debug` writes the decision trace (each decision, its inputs and the
+    /// rule that made it) to `logs/triage.log`; `info`, `warning`, `error` and `off` do not.
+    pub debug: Option<bool>,
     /// One warning per malformed value, naming the variable, the value and the default used.
     pub warnings: Vec<String>,
 }
@@ -88,6 +91,14 @@ impl Env {
             "a whole number from 0 to 2^64-1",
             seed != Some(None),
         );
+        let log = value("TRIAGE_LOG").map(|v| parse_log_level(&v));
+        parse(
+            "TRIAGE_LOG",
+            "the default (no decision trace)",
+            "a log level (debug, info, warning, error or off)",
+            log != Some(None),
+        );
+        env.debug = log.flatten();
         env.strict = strict.flatten();
         env.now = now.flatten();
         env.lock_timeout = lock.flatten();
@@ -112,6 +123,16 @@ pub fn parse_bool(text: &str) -> Option<bool> {
     match text.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Some(true),
         "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// `TRIAGE_LOG`'s levels, in any case: `Some(true)` for `debug` (the decision trace), `Some(false)`
+/// for the levels always written (`info`, `warning`/`warn`, `error`) and `off`; else `None`.
+pub fn parse_log_level(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "debug" | "trace" => Some(true),
+        "info" | "warning" | "warn" | "error" | "off" | "none" => Some(false),
         _ => None,
     }
 }
@@ -178,6 +199,17 @@ mod tests {
             e.warnings
         );
         assert!(e.warnings.iter().all(|w| w.contains("; using ")));
+    }
+
+    #[test]
+    fn triage_log_debug_turns_the_trace_on_and_a_bad_level_is_a_warning() {
+        assert_eq!(read(&[("TRIAGE_LOG", "DEBUG")]).debug, Some(true));
+        assert_eq!(read(&[("TRIAGE_LOG", "info")]).debug, Some(false));
+        assert_eq!(read(&[("TRIAGE_LOG", "")]).debug, None);
+        let e = read(&[("TRIAGE_LOG", "loud")]);
+        assert_eq!(e.debug, None);
+        assert_eq!(e.warnings.len(), 1, "{:?}", e.warnings);
+        assert!(e.warnings[0].starts_with("TRIAGE_LOG=`loud` is not a log level"));
     }
 
     #[test]

@@ -38,9 +38,11 @@
 /// `eprintln!` that never panics: a closed or full stderr (`2>/dev/full`, a reader gone) loses
 /// the line, never the call (a panic on a phase item's thread once left its runner hanging).
 macro_rules! say {
+    () => {{
+        $crate::live::say(format_args!(""));
+    }};
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        $crate::live::say(format_args!($($arg)*));
     }};
 }
 
@@ -64,6 +66,7 @@ pub(crate) mod exit;
 pub(crate) mod hook;
 #[cfg(test)]
 mod hostile_input;
+pub(crate) mod live;
 pub(crate) mod man;
 pub(crate) mod platform;
 pub(crate) mod report;

@@ -205,6 +205,7 @@ fn common_sections(cmd: &Command, name: &str, parent: Option<&str>) -> String {
         ("TRIAGE_NOW", "The current time, RFC 3339 or Unix seconds; for tests and replays."),
         ("TRIAGE_LOCK_TIMEOUT", "How long to wait for a lock (default 2s)."),
         ("TRIAGE_MAX_INPUT", "The largest standard input accepted, in bytes (default 16 MiB)."),
+        ("TRIAGE_LOG", "debug writes the decision trace, as -v: each decision (classify: the rule, family and pattern that matched, the kind, tier and retryable, and what the policy overrode; the retry decision: attempt n of m and why a retry is made or not; the breaker: its state before and after, failures against the threshold, why it opened, closed or stayed) as a line of level debug in STATE/logs/triage.log. info, warning, error and off (the default) write no trace. Another value is a warning and ignored. The trace is not written once triage.log is over 16 MiB."),
         ("TRIAGE_STORE", "Where breakers and the error log are shared: redis://host:port/db (or rediss://) for a fleet's Redis, over the policy's [store] url; file for the local files. When Redis cannot be reached in time, a call uses the local files with a warning; triage store sync pushes what was written meanwhile."),
         ("TRIAGE_REDIS_PASSWORD", "The Redis password, when the store URL has none."),
         ("CLAUDE_PROJECT_DIR", "The project folder Claude Code runs hooks in."),
@@ -225,7 +226,7 @@ fn common_sections(cmd: &Command, name: &str, parent: Option<&str>) -> String {
             "STATE/logs/breaker-events.jsonl",
             "One line per breaker state change.",
         ),
-        ("STATE/logs/triage.log", "The tool's own diagnostics."),
+        ("STATE/logs/triage.log", "The tool's own diagnostics, one JSON object per line (at, subcommand, level, pid, message); with -v or TRIAGE_LOG=debug, the decision trace too (level debug)."),
         ("STATE/logs/archive/", "Records moved by report prune."),
         (
             "STATE/breakers/KEY.json",

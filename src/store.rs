@@ -20,3 +20,4 @@ pub mod rejections;
 pub mod repeats;
 pub mod sagas;
 pub mod sessions;
+pub mod trace;

@@ -98,6 +98,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         }
         let e = classify::classify(&input, &o, policy, seed);
         e.warnings.iter().for_each(|w| cx.warn(w));
+        traced(cx, policy, &o, &e);
         // The agent's own work (a red test, a lint complaint): no word, as `triage hook`.
         let tool = input.get("tool_name").and_then(Value::as_str);
         if crate::hook::is_work(policy, &e, tool) {
@@ -120,6 +121,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     }
     let e = classify::classify(&input, &o, policy, seed);
     e.warnings.iter().for_each(|w| cx.warn(w));
+    traced(cx, policy, &o, &e);
     let negative = e.retry.is_none();
     let out = if cx.global.text {
         Answer::text(as_text(&e))
@@ -127,6 +129,22 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         Answer::json(&e)
     };
     Ok(out.negative(negative))
+}
+
+/// The decision trace of one classification (`-v`, `TRIAGE_LOG=debug`).
+fn traced(
+    cx: &Context,
+    policy: &crate::core::policy::Policy,
+    o: &classify::Overrides,
+    e: &classify::ErrorObject,
+) {
+    if !cx.debug {
+        return;
+    }
+    let g = cx.ground();
+    let who = o.agent.as_deref().or(o.tool.as_deref()).unwrap_or_default();
+    crate::store::trace::classified(&g, policy, who, e);
+    crate::store::trace::advised(&g, policy, who, o.attempt.unwrap_or(1), e);
 }
 
 /// Stdin as JSON, or as text with `--raw`. Text that is not JSON is classified as text, with

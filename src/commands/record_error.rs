@@ -8,7 +8,9 @@
 //! [`crate::core::error_record::classified_at`].
 
 use crate::context::{Answer, Context};
-use crate::core::error_record::{classified_at, error_fields, ErrorRecord, Phase, Resolution};
+use crate::core::error_record::{
+    classified_at, error_fields, no_retry_while_open, ErrorRecord, Phase, Resolution,
+};
 use crate::core::vocab::{Kind, Severity};
 use crate::exit::Failure;
 use crate::store::error_log::{record, resolve, Recorded, Selection};
@@ -87,10 +89,12 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         return resolve_command(args, id, cx);
     }
     let input = read_input(cx)?;
+    let mut object = None;
     let mut rec = match &input {
         Some(v) => {
-            let (rec, object) = classified_at(v, cx.policy()?, args.retry_count, Some(cx.now));
-            object.warnings.iter().for_each(|w| cx.warn(w));
+            let (rec, o) = classified_at(v, cx.policy()?, args.retry_count, Some(cx.now));
+            o.warnings.iter().for_each(|w| cx.warn(w));
+            object = Some(o);
             rec
         }
         None if args.kind.is_some() || args.detail.is_some() => ErrorRecord::default(),
@@ -116,10 +120,34 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     };
     let g = cx.ground();
     let policy = cx.policy()?;
-    let mut done = record(&g, policy, rec, size)?;
-    if let Some(k) = &key {
-        done.breaker = crate::store::breakers::calls::record_logged(&g, policy, k, &done.record);
+    let who = rec.agent.clone().unwrap_or_default();
+    if let Some(o) = &object {
+        crate::store::trace::classified(&g, policy, &who, o);
     }
+    // The breaker first, as the hook does: a breaker this failure leaves open denies the next
+    // call, so the record and the answer advise no retry that would not happen.
+    let breaker = key
+        .as_ref()
+        .and_then(|k| crate::store::breakers::calls::record_logged(&g, policy, k, &rec));
+    let open = breaker
+        .as_ref()
+        .filter(|b| matches!(b["state"].as_str(), Some("open" | "forced_open")));
+    if let Some(b) = open {
+        let k = b["key"].as_str().unwrap_or_default();
+        if let Some(why) = no_retry_while_open(&mut rec.error, k) {
+            if let Some(o) = object.as_mut() {
+                o.action = crate::core::vocab::Action::Escalate;
+                o.retry = None;
+                o.context.insert("action_reason".into(), Value::from(why));
+            }
+        }
+    }
+    if let Some(o) = &object {
+        let attempt = rec.retry_count.map_or(1, |n| n.saturating_add(1));
+        crate::store::trace::advised(&g, policy, &who, attempt, o);
+    }
+    let mut done = record(&g, policy, rec, size)?;
+    done.breaker = breaker;
     let negative = !done.warnings.is_empty();
     if cx.global.text {
         return Ok(Answer::text(text(&done)).negative(negative));

@@ -194,6 +194,33 @@ impl ResolutionLine {
     }
 }
 
+/// The failure left breaker `key` open after `failures` consecutive failures: its next call is
+/// denied until the cooldown ends, so a retry advised now would not happen. An error whose
+/// `action` is `retry` becomes `escalate` (no `retry` advice, the reason in
+/// `context.action_reason`), as the hook's and `run`'s answers say; the reason is returned.
+/// Any other action stands (`None`).
+pub fn no_retry_while_open(error: &mut Map<String, Value>, key: &str) -> Option<String> {
+    if error.get("action").and_then(Value::as_str) != Some("retry") {
+        return None;
+    }
+    let why = format!(
+        "the breaker `{key}` is open after this failure, so the next call is denied until its cooldown ends"
+    );
+    error.insert("action".into(), Value::from("escalate"));
+    error.insert("retry".into(), Value::Null);
+    match error.get_mut("context") {
+        Some(Value::Object(c)) => {
+            c.insert("action_reason".into(), Value::from(why.clone()));
+        }
+        _ => {
+            let mut c = Map::new();
+            c.insert("action_reason".into(), Value::from(why.clone()));
+            error.insert("context".into(), Value::Object(c));
+        }
+    }
+    Some(why)
+}
+
 /// An `error_id` unique without the log's lock (a record spooled while the log was busy, or
 /// a sequence that ran out): the time, then the process id and a random part. Its last part
 /// is not a number, so it never counts as a sequence number.
@@ -640,6 +667,27 @@ impl<'a> LogLine<'a> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_open_breaker_turns_a_retry_into_an_escalation_and_leaves_other_actions() {
+        let mut e =
+            serde_json::json!({"action": "retry", "retry": {"attempt": 2}, "context": {"x": 1}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+        let why = super::no_retry_while_open(&mut e, "k");
+        assert!(why.is_some_and(|w| w.contains("breaker `k` is open")));
+        assert_eq!(e["action"], "escalate");
+        assert!(e["retry"].is_null());
+        assert_eq!(e["context"]["x"], 1);
+        assert!(e["context"]["action_reason"].is_string());
+        let mut asked = serde_json::json!({"action": "ask_user"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(super::no_retry_while_open(&mut asked, "k"), None);
+        assert_eq!(asked["action"], "ask_user");
+    }
+
     use super::*;
 
     #[test]

@@ -20,8 +20,9 @@ use format::{markdown, name_of};
 pub use format::{structured, yaml_value};
 pub use input::{judge_input, rules_for, Input};
 
-/// Seed 002: "fails validation 3x → proceed without".
-pub const DEFAULT_MAX_REJECTIONS: u32 = 3;
+/// Seed 002: "fails validation 3x → proceed without": the breaker's `validation_failures`
+/// unless the policy says otherwise.
+pub const DEFAULT_MAX_REJECTIONS: u32 = crate::core::policy::DEFAULT_VALIDATION_FAILURES;
 
 /// What is judged: one agent's output and what came with it.
 #[derive(Clone, Debug, Default)]

@@ -463,6 +463,10 @@ impl BreakerSection {
     }
 }
 
+/// Seed 002's `failure_definition: validation_fails_3x`: a call whose output is rejected this
+/// many times is one breaker failure (`[breaker] validation_failures`).
+pub const DEFAULT_VALIDATION_FAILURES: u32 = 3;
+
 /// Breaker fields as written in the policy: each optional, merged over the defaults.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -509,6 +513,12 @@ pub struct BreakerOverrides {
     /// A success slower than this counts as a failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slow_call_threshold: Option<Dur>,
+    /// How many times the output of one call is rejected (the stop hooks' loop guard) before
+    /// the agent is let go and the call counts as one breaker failure: by default three
+    /// validation failures make one failure. 1 or more; an agent's `output.max_rejections`
+    /// wins for that agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub validation_failures: Option<u32>,
 }
 
 /// The breaker settings for one key, every field decided.
@@ -542,6 +552,9 @@ pub struct BreakerSettings {
     pub probe_ttl: Dur,
     /// A success slower than this counts as a failure, if set.
     pub slow_call_threshold: Option<Dur>,
+    /// Rejections of one call's output that make one breaker failure (seed 002's
+    /// `validation_fails_3x`).
+    pub validation_failures: u32,
 }
 
 /// Whether breaker keys are shared across sessions.
@@ -823,6 +836,7 @@ impl Policy {
             max_cooldown: o.max_cooldown,
             probe_ttl: o.probe_ttl.unwrap_or(cooldown),
             slow_call_threshold: o.slow_call_threshold,
+            validation_failures: o.validation_failures.unwrap_or(DEFAULT_VALIDATION_FAILURES),
         }
     }
 
@@ -943,7 +957,8 @@ fn merge_breaker(into: &mut BreakerOverrides, from: &BreakerOverrides) {
         cooldown_multiplier,
         max_cooldown,
         probe_ttl,
-        slow_call_threshold
+        slow_call_threshold,
+        validation_failures
     );
 }
 
@@ -965,6 +980,7 @@ const BREAKER_FIELDS: &[&str] = &[
     "max_cooldown",
     "probe_ttl",
     "slow_call_threshold",
+    "validation_failures",
 ];
 
 impl<'de> Deserialize<'de> for BreakerSection {

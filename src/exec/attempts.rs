@@ -20,6 +20,7 @@ use crate::exec::wiring::Wiring;
 use crate::exit::Failure;
 use crate::store::files::{self, Backup};
 use crate::store::ground::Ground;
+use crate::store::trace;
 use effects::Gate;
 use report::{finish, Report};
 use serde_json::json;
@@ -192,6 +193,18 @@ fn run_held(
                     return finish(g, &report, BREAKER_OPEN);
                 };
                 report.outcome = "breaker_opened";
+                // The retry the earlier attempt planned will not happen: the breaker stopped it.
+                if let Some(before) = report.action {
+                    report.action = Some(stopped_action(
+                        &Next::Stop(String::new()),
+                        before,
+                        side_effects,
+                        false,
+                    ));
+                }
+                trace::retry(g, &name, attempt_no - 1, None, || {
+                    format!("not retried: {message}")
+                });
                 report.note = Some(format!(
                     "breaker {} opened after attempt {}, so it was not run again; the exit status is that attempt's",
                     key.unwrap_or_default(),
@@ -289,6 +302,7 @@ fn run_held(
             break (attempt, None);
         };
         entry["kind"] = json!(error.kind);
+        trace::classified(g, flagged, &name, &error);
         let interrupted = matches!(attempt.end, End::Interrupted(_));
         let mut next = if rejected {
             Next::Stop(
@@ -364,6 +378,16 @@ fn run_held(
             own_open = b["generation"].as_u64();
         }
         entry["breaker"] = json!(b);
+        trace::retry(
+            g,
+            &name,
+            attempt_no,
+            error.retry.as_ref().map(|r| r.max_attempts),
+            || match &next {
+                Next::Retry(delay) => format!("retry in {}", human(*delay)),
+                Next::Stop(why) => format!("not retried: {why}"),
+            },
+        );
         report.action = Some(stopped_action(
             &next,
             error.action,
@@ -379,6 +403,13 @@ fn run_held(
                         attempt.end.describe(),
                         error.kind,
                         human(delay)
+                    );
+                }
+                if let Some(told) = wiring.on_wait {
+                    told(
+                        delay,
+                        attempt_no + 1,
+                        error.retry.as_ref().map(|r| r.max_attempts),
                     );
                 }
                 if let Some(sig) = wait(interrupts, delay, args.quiet) {

@@ -61,6 +61,8 @@ pub trait Watch {
     fn started(&mut self, i: usize);
     /// Item `i` started an attempt.
     fn attempt(&mut self, i: usize);
+    /// Item `i` waits `delay` before attempt `next` (of at most `max`).
+    fn waiting(&mut self, _i: usize, _delay: Duration, _next: u32, _max: Option<u32>) {}
     /// Item `i` ended.
     fn ended(&mut self, i: usize);
     /// Shows the manifest's state (`last`: the phase has ended).
@@ -419,6 +421,8 @@ impl Ran {
 
 enum Msg {
     Spawned(usize, u32),
+    /// Item `i` waits this long before attempt `n` of `m`.
+    Waiting(usize, Duration, u32, Option<u32>),
     Done(usize, Box<ItemRun>),
 }
 
@@ -522,8 +526,14 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
                             let _ = tx.send(Msg::Spawned(i, pid));
                         }
                     };
+                    let waits = {
+                        let tx = tx.clone();
+                        move |d: Duration, n: u32, m: Option<u32>| {
+                            let _ = tx.send(Msg::Waiting(i, d, n, m));
+                        }
+                    };
                     let r = run_item(
-                        shared, item, &ground, &policy, &flags, cascade, deadline, &told,
+                        shared, item, &ground, &policy, &flags, cascade, deadline, &told, &waits,
                     );
                     let _ = tx.send(Msg::Done(i, Box::new(r)));
                 });
@@ -545,6 +555,11 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
                         book.unsaved_groups.insert(i, Instant::now());
                         if let Some(p) = progress.as_mut() {
                             p.attempt(i);
+                        }
+                    }
+                    Msg::Waiting(i, d, n, m) => {
+                        if let Some(p) = progress.as_mut() {
+                            p.waiting(i, d, n, m);
                         }
                     }
                     Msg::Done(i, r) => {

@@ -28,6 +28,8 @@ pub struct Wiring<'a> {
     pub cwd: Option<&'a Path>,
     /// Told each attempt's process group id once it started.
     pub on_spawn: Option<&'a (dyn Fn(u32) + Sync)>,
+    /// Told before a retry's wait: how long, the attempt that follows and of how many.
+    pub on_wait: Option<&'a (dyn Fn(Duration, u32, Option<u32>) + Sync)>,
     /// No attempt runs past this instant (a phase's time budget).
     pub deadline: Option<Instant>,
     /// Raised when the cascade rule fires, here or in a sibling: retries stop everywhere.
@@ -47,6 +49,7 @@ impl<'a> Wiring<'a> {
             stderr_to: None,
             cwd: None,
             on_spawn: None,
+            on_wait: None,
             deadline: None,
             cascade: None,
             seed,

@@ -167,8 +167,32 @@ fn stop(
             warnings: Vec::new(),
         });
     }
-    let max = rules.max_rejections.unwrap_or(DEFAULT_MAX_REJECTIONS);
+    // Seed 002's `validation_fails_3x`: the agent's own `max_rejections`, else its breaker's
+    // `validation_failures`.
+    let max = rules.max_rejections.unwrap_or_else(|| {
+        cx.policy().map_or(DEFAULT_MAX_REJECTIONS, |p| {
+            p.breaker_for(agent.as_deref().unwrap_or("main"))
+                .validation_failures
+        })
+    });
+
     let count = bump(&g, &counter, &key)?;
+    crate::store::trace::note(&g, || {
+        let by = if rules.max_rejections.is_some() {
+            "the agent's output.max_rejections"
+        } else {
+            "the breaker's validation_failures"
+        };
+        let then = if count <= max {
+            "blocked, to fix its output".to_string()
+        } else {
+            "let go; the call is one validation_failed failure on its breaker".to_string()
+        };
+        format!(
+            "decision output check of `{who}`: rejection {count} of {max} ({by}); {then}: {}",
+            verdict.reason()
+        )
+    });
     if count <= max {
         return Ok(Judged {
             response: Response::block(format!(

@@ -145,6 +145,9 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
     .filter(|_| open_now.is_none() && object.action == Action::Retry)
     .inspect(|why| no_retry(&mut object, &mut rec, why));
     object.warnings.iter().for_each(|w| cx.warn(w));
+    let who = p.tool_name().unwrap_or_default();
+    crate::store::trace::classified(&g, policy, who, &object);
+    crate::store::trace::advised(&g, policy, who, seen.count, &object);
     if work {
         // Nothing recorded, nothing advised: the output already says what failed.
         return Ok(if seen.say_now {

@@ -119,6 +119,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("breaker", "max_cooldown", r#""30m""#),
     ("breaker", "probe_ttl", r#""60s""#),
     ("breaker", "slow_call_threshold", r#""5m""#),
+    ("breaker", "validation_failures", "3"),
     ("breaker", "upstream", r#""api""#),
     ("breaker.\"KEY\"", "failure_threshold", "3"),
     ("thresholds", "session_failures", "5"),

@@ -27,6 +27,12 @@ pub trait Surroundings: Sync {
     /// the files). Asked whenever a seam chooses its backend, never before: it reads the
     /// policy, which a call that touches no shared state must not.
     fn fleet(&self) -> Option<Result<fleet::Config, String>>;
+
+    /// Whether the decision trace is on (`-v`, `TRIAGE_LOG=debug`; see
+    /// [`crate::store::trace`]). Off unless the edge says otherwise.
+    fn debug(&self) -> bool {
+        false
+    }
 }
 
 /// The ground of one call (or, for a command that lasts, of one step of it).
@@ -109,6 +115,11 @@ impl<'a> Ground<'a> {
     /// One line in the trace (see [`Surroundings::trace`]).
     pub fn trace(&self, level: &str, message: &str) {
         self.around.trace(self, level, message);
+    }
+
+    /// Whether the decision trace is on (see [`Surroundings::debug`]).
+    pub fn debug(&self) -> bool {
+        self.around.debug()
     }
 
     /// The fleet's Redis, if one is asked for (see [`Surroundings::fleet`]).

@@ -703,3 +703,60 @@ fn concurrent_rejections_are_all_counted() {
         "{r}"
     );
 }
+
+/// Seed 002, "Circuit Breaker Configuration", Stage 5: `failure_threshold: 3` with
+/// `failure_definition: validation_fails_3x`. As policy, `[breaker] validation_failures`: the
+/// rejections of one call's output before the agent is let go and the call counts as one
+/// breaker failure; per key like every breaker setting, and an agent's own
+/// `output.max_rejections` still wins. `config check` takes the seed's values and refuses 0.
+#[test]
+fn validation_failures_is_the_breakers_failure_definition() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[breaker]\nfailure_threshold = 3\nvalidation_failures = 3\n\
+         [breaker.researcher]\nvalidation_failures = 2\n\
+         [agents.researcher.output]\nmin_chars = 50\n",
+    );
+    let out = s.triage(["config", "check"]).run().status(0);
+    assert_eq!(json_out(&out)["ok"], true, "{}", out.stderr());
+    for n in 1..=2 {
+        let (r, _) = hook(&s, &[], &stop("a1", "short", n > 1));
+        let reason = r["reason"].as_str().unwrap_or_default();
+        assert!(reason.contains(&format!("rejection {n} of 2")), "{r}");
+    }
+    let (r, _) = hook(&s, &[], &stop("a1", "short", true));
+    assert!(r.get("decision").is_none(), "the third output lets go: {r}");
+    let msg = r["systemMessage"].as_str().unwrap_or_default();
+    assert!(msg.contains("after 2 rejections"), "{msg}");
+    let log = s.read(".triage/logs/errors.jsonl");
+    assert_eq!(log.lines().count(), 1, "one failure for the call: {log}");
+
+    // A key without its own value has the [breaker] one: the seed's 3.
+    let mut p = stop("b1", "short", false);
+    p["agent_type"] = json!("writer");
+    s.write(
+        ".triage.toml",
+        "[breaker]\nvalidation_failures = 3\n[agents.writer.output]\nmin_chars = 50\n",
+    );
+    let (r, _) = hook(&s, &[], &p);
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("rejection 1 of 3"),
+        "{r}"
+    );
+
+    s.write(".triage.toml", "[breaker]\nvalidation_failures = 0\n");
+    let out = s.triage(["config", "check"]).run();
+    let v = json_out(&out);
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(
+        v["problems"][0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("breaker.validation_failures = 0"),
+        "{v}"
+    );
+}

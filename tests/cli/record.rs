@@ -504,3 +504,27 @@ fn report_lists_the_highest_crossings_and_counts_the_rest() {
     assert!(String::from_utf8_lossy(&text.stdout)
         .contains("session_failure_threshold: 10 more not listed (the 20 highest are)"));
 }
+
+/// `record-error --breaker KEY` for the failure that opens its breaker advises no retry the
+/// breaker would deny: the answer and the record say `escalate`, with the reason, as the hook
+/// does; the failure before it still says `retry`.
+#[test]
+fn record_error_on_the_failure_that_opens_its_breaker_says_escalate() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[breaker.k]\nfailure_threshold = 2\n");
+    let input = r#"{"kind": "timeout", "detail": "Agent exceeded 5 minute timeout"}"#;
+    let args = ["--agent", "a", "--breaker", "k"];
+    let first = record(&s, input, &args);
+    assert_eq!(first["action"], "retry", "{first}");
+    assert_eq!(first["breaker"]["state"], "closed", "{first}");
+    let second = record(&s, input, &args);
+    assert_eq!(second["breaker"]["state"], "open", "{second}");
+    assert_eq!(second["action"], "escalate", "{second}");
+    assert_eq!(second["retry"], Value::Null, "{second}");
+    let why = second["context"]["action_reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("breaker `k` is open"), "{second}");
+    let last: Value = serde_json::from_str(log_lines(&s).last().unwrap()).unwrap();
+    assert_eq!(last["action"], "escalate", "the record as written: {last}");
+}

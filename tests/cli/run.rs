@@ -502,3 +502,33 @@ fn an_unusable_breaker_fails_open_with_a_warning() {
         "{err}"
     );
 }
+
+/// A breaker opened by someone else while a run waited to retry stops the retry
+/// (`breaker_opened`): the report's action is then `escalate`, not the earlier attempt's
+/// `retry`, which did not happen.
+#[test]
+fn a_run_its_breaker_stopped_reports_escalate_not_retry() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[retry]\nschedule = [\"0s\"]\n");
+    let trip = format!(
+        "'{}' breaker trip a --for 5m >/dev/null; exit 1",
+        crate::common::bin().display()
+    );
+    let out = s
+        .triage([
+            "run",
+            "--agent",
+            "a",
+            "--retries",
+            "2",
+            "--",
+            "sh",
+            "-c",
+            &trip,
+        ])
+        .run()
+        .status(1);
+    let report = report(&out.stderr);
+    assert_eq!(report["outcome"], "breaker_opened", "{report}");
+    assert_eq!(report["action"], "escalate", "{report}");
+}

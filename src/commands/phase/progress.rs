@@ -10,7 +10,6 @@
 use crate::core::phase::{ItemState, Manifest};
 use crate::exec::phase_runner::Watch;
 use crate::term::{cut, Screen, Term, Tone};
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// How often the times of running items are brought up to date.
@@ -30,6 +29,8 @@ pub struct Row {
     pub attempt: u32,
     /// Time since it started (or its run's length, once ended); none before it starts.
     pub elapsed: Option<Duration>,
+    /// Waiting to retry: how long the wait is, the attempt that follows and of how many.
+    pub waiting: Option<(Duration, u32, Option<u32>)>,
 }
 
 /// The lines for `rows`, at most `height` of them and each at most `width` columns (a longer
@@ -120,11 +121,28 @@ fn render(rows: &[&Row], width: usize, term: &Term) -> Vec<String> {
             };
             let time = r.elapsed.map(seconds).unwrap_or_default();
             // Cut before painting: the escapes take no columns.
-            let plain = format!(
-                "{id}{:pad$}  {word:<11}  {attempt:<10}  {time}",
-                "",
-                pad = pad
-            );
+            let plain = match r.waiting.filter(|_| r.state == ItemState::Running) {
+                // Between attempts: not "running attempt 1", which ended.
+                Some((delay, next, max)) => {
+                    let of = max.map(|m| format!(" of {m}")).unwrap_or_default();
+                    format!(
+                        "{id}{:pad$}  waiting {}, then attempt {next}{of}  {time}",
+                        "",
+                        crate::core::duration::Dur(delay).approx(),
+                        pad = pad
+                    )
+                }
+                None => format!(
+                    "{id}{:pad$}  {word:<11}  {attempt:<10}  {time}",
+                    "",
+                    pad = pad
+                ),
+            };
+            let (word, tone) = if r.waiting.is_some() && r.state == ItemState::Running {
+                ("waiting", Tone::Warn)
+            } else {
+                (word, tone)
+            };
             let plain = cut(plain.trim_end(), width);
             match plain.find(word) {
                 Some(at) if term.colour => format!(
@@ -161,6 +179,8 @@ pub struct Progress {
     started: Vec<Option<Instant>>,
     ended: Vec<Option<Duration>>,
     attempts: Vec<u32>,
+    /// Each item's wait before its next attempt, while it waits.
+    waits: Vec<Option<(Duration, u32, Option<u32>)>>,
     last: Option<Instant>,
     changed: bool,
 }
@@ -180,6 +200,7 @@ impl Progress {
             started: vec![None; items],
             ended: vec![None; items],
             attempts: vec![0; items],
+            waits: vec![None; items],
             last: None,
             changed: true,
         })
@@ -203,6 +224,17 @@ impl Watch for Progress {
         if let Some(a) = self.attempts.get_mut(i) {
             *a += 1;
         }
+        if let Some(w) = self.waits.get_mut(i) {
+            *w = None;
+        }
+        self.changed = true;
+    }
+
+    /// Item `i` waits `delay` before attempt `next` (of at most `max`).
+    fn waiting(&mut self, i: usize, delay: Duration, next: u32, max: Option<u32>) {
+        if let Some(w) = self.waits.get_mut(i) {
+            *w = Some((delay, next, max));
+        }
         self.changed = true;
     }
 
@@ -211,6 +243,9 @@ impl Watch for Progress {
         let took = self.started.get(i).copied().flatten().map(|s| s.elapsed());
         if let Some(e) = self.ended.get_mut(i) {
             *e = took;
+        }
+        if let Some(w) = self.waits.get_mut(i) {
+            *w = None;
         }
         self.changed = true;
     }
@@ -247,6 +282,7 @@ impl Watch for Progress {
                     .copied()
                     .flatten()
                     .or_else(|| self.started.get(i).copied().flatten().map(|s| s.elapsed())),
+                waiting: self.waits.get(i).copied().flatten(),
             })
             .collect();
         let mut out = String::new();
@@ -283,8 +319,15 @@ impl Watch for Progress {
                 }
             }
         }
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(out.as_bytes()).and_then(|()| err.flush());
+        // Kept as the live area while it redraws, so a warning goes above it (see
+        // [`crate::live`]); the last draw stays on the screen as plain lines.
+        let area = (self.redraw && !force).then(|| {
+            self.drawn
+                .iter()
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+        });
+        crate::live::draw(&out, area);
     }
 }
 

@@ -153,6 +153,29 @@ pub(super) fn check_values(policy: &mut Policy, doc: &Doc, depth: Depth, l: &mut
             o.failure_rate = None;
         }
     }
+    let none_problem = |name: &str| {
+        format!("{name} = 0: a call's output is rejected at least once before it counts as a breaker failure, so write 1 or more (the default, {}, applies)", super::DEFAULT_VALIDATION_FAILURES)
+    };
+    if policy.breaker.defaults.validation_failures == Some(0) {
+        l.problem(
+            key_at(&[Step::Key("breaker"), Step::Key("validation_failures")]),
+            none_problem("breaker.validation_failures"),
+        );
+        policy.breaker.defaults.validation_failures = None;
+    }
+    for (k, o) in policy.breaker.keys.iter_mut() {
+        if o.validation_failures == Some(0) {
+            l.problem(
+                key_at(&[
+                    Step::Key("breaker"),
+                    Step::Key(k),
+                    Step::Key("validation_failures"),
+                ]),
+                none_problem(&format!("breaker.\"{k}\".validation_failures")),
+            );
+            o.validation_failures = None;
+        }
+    }
     if policy.retry.max_attempts == 0 {
         l.problem(
             key_at(&[Step::Key("retry"), Step::Key("max_attempts")]),

@@ -79,6 +79,7 @@ pub(super) fn run_item(
     cascade: &AtomicBool,
     deadline: Option<Instant>,
     told: &(dyn Fn(u32) + Sync),
+    waits: &(dyn Fn(Duration, u32, Option<u32>) + Sync),
 ) -> ItemRun {
     let started = Instant::now();
     let files = match (scratch(), scratch()) {
@@ -139,6 +140,7 @@ pub(super) fn run_item(
         stderr_to: Some(&files.1),
         cwd: None,
         on_spawn: Some(told),
+        on_wait: Some(waits),
         deadline,
         cascade: Some(cascade),
         seed: job.seed,

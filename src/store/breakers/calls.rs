@@ -11,6 +11,7 @@ use crate::core::breaker::{self, CallReport, LastError, Millis, Outcome, Totals}
 use crate::core::policy::{Policy, Scope};
 use crate::exit::{Failure, FailureClass};
 use crate::store::ground::Ground;
+use crate::store::trace;
 use chrono::{SecondsFormat, TimeZone, Utc};
 use serde::Serialize;
 
@@ -287,6 +288,15 @@ pub fn check_id(g: &Ground, policy: &Policy, id: &Id) -> Result<CheckResult, Fai
 /// [`check_id`]; `take`: whether a half-open breaker's probe permit is taken (else the
 /// decision is judged on a copy and nothing but the due transitions is kept).
 fn check_id_as(g: &Ground, policy: &Policy, id: &Id, take: bool) -> Result<CheckResult, Failure> {
+    let result = check_stored(g, policy, id, take);
+    if let Ok(r) = &result {
+        trace::breaker_checked(g, &r.key, r.state, r.allowed, r.reason, r.retry_after_s);
+    }
+    result
+}
+
+/// [`check_id_as`] before its trace.
+fn check_stored(g: &Ground, policy: &Policy, id: &Id, take: bool) -> Result<CheckResult, Failure> {
     let result = store::update(g, policy, id, |b, s, now| {
         let (p, tr) = if take {
             breaker::check(b, s, now)
@@ -347,7 +357,9 @@ pub fn record_id(
     id: &Id,
     report: &CallReport,
 ) -> Result<RecordResult, Failure> {
-    store::update(g, policy, id, |b, s, now| {
+    let mut before = (breaker::State::Closed, 0);
+    let done = store::update(g, policy, id, |b, s, now| {
+        before = (b.state, b.consecutive_failures);
         let (r, tr) = breaker::record(b, s, report, now).map_err(Failure::usage)?;
         let out = RecordResult {
             key: b.key.clone(),
@@ -365,7 +377,25 @@ pub fn record_id(
             }),
         };
         Ok((out, tr))
-    })
+    });
+    if let (true, Ok(r)) = (g.debug(), &done) {
+        let outcome = serde_json::to_value(r.outcome).unwrap_or_default();
+        let effect = serde_json::to_value(r.effect).unwrap_or_default();
+        trace::breaker_recorded(
+            g,
+            &trace::Recorded {
+                key: &r.key,
+                outcome: outcome.as_str().unwrap_or("?"),
+                effect: effect.as_str().unwrap_or("?"),
+                before: r.transition.as_ref().map_or(before.0, |t| t.from),
+                after: r.state,
+                failures: (before.1, r.consecutive_failures),
+                threshold: policy.breaker_for(&id.policy_key).failure_threshold,
+                reason: r.transition.as_ref().map(|t| t.reason),
+            },
+        );
+    }
+    done
 }
 
 /// The status of a resolved key, with the transitions that are due recorded.

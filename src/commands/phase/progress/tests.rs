@@ -6,6 +6,7 @@ fn row(id: &str, state: ItemState, attempt: u32, ms: Option<u64>) -> Row {
         state,
         attempt,
         elapsed: ms.map(Duration::from_millis),
+        waiting: None,
     }
 }
 
@@ -86,4 +87,12 @@ fn colour_paints_the_state_word_only() {
     };
     let got = lines(&[row("a", ItemState::Failed, 1, None)], 5, 80, &colour);
     assert_eq!(got[0], "a  \x1b[1;31mfailed\x1b[0m       attempt 1");
+}
+
+#[test]
+fn an_item_waiting_to_retry_reads_as_waiting_not_running() {
+    let mut waiting = row("writer", ItemState::Running, 1, Some(1500));
+    waiting.waiting = Some((Duration::from_secs(30), 2, Some(3)));
+    let got = lines(&[waiting], 10, 80, &Term::plain(80));
+    assert_eq!(got, ["writer  waiting 30s, then attempt 2 of 3  1.5s"]);
 }
