@@ -1,7 +1,13 @@
 //! Build steps:
 //!
 //! - the classifier's built-in patterns become automata, so that no call compiles a regex
-//!   (see `build/automata.rs`);
+//!   (see `build/automata.rs`). Determinizing and minimizing them takes about 48 s of CPU,
+//!   so they are committed (`src/core/classify/builtin_automata.rs`) with a stamp of what they
+//!   were made from (`build/stamp.rs`): a build whose inputs have that stamp copies them, one
+//!   whose rule table, generator or regex crates changed makes them again (and warns). After
+//!   changing the rule table, `TRIAGE_REFRESH_AUTOMATA=1 cargo build` also rewrites the
+//!   committed copy; the lib test `core::dfa::tests::committed_automata_are_not_stale` fails
+//!   until then;
 //! - the build gets an id the policy cache writes into its files, so a file from another
 //!   build is never trusted;
 //! - the binary is stamped with the commit it was built from and the build date, for
@@ -16,18 +22,49 @@ mod automata;
 #[path = "src/core/dfa/encode.rs"]
 mod encode;
 
+include!("build/stamp.rs");
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=build/automata.rs");
-    println!("cargo:rerun-if-changed=src/core/dfa/encode.rs");
+    println!("cargo:rerun-if-changed=build/stamp.rs");
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?);
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
-    automata::generate(&manifest, &out)?;
+    automata(&manifest, &out)?;
     build_id(&manifest)?;
     stamp();
+    Ok(())
+}
+
+/// `$OUT_DIR/builtin_automata.rs`: the committed automata when their stamp is that of the
+/// inputs, else generated again (see the module's comment).
+fn automata(manifest: &Path, out: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    const COMMITTED: &str = "src/core/classify/builtin_automata.rs";
+    for f in AUTOMATA_INPUTS.iter().chain(&["Cargo.lock", COMMITTED]) {
+        watch(manifest.join(f));
+    }
+    println!("cargo:rerun-if-env-changed=TRIAGE_REFRESH_AUTOMATA");
+    let refresh =
+        std::env::var_os("TRIAGE_REFRESH_AUTOMATA").is_some_and(|v| !v.is_empty() && v != "0");
+    let stamp = automata_stamp(manifest)?;
+    let committed = std::fs::read_to_string(manifest.join(COMMITTED)).ok();
+    if let (false, Some(text)) = (refresh, &committed) {
+        if automata_stamp_of(text) == Some(stamp.as_str()) {
+            std::fs::write(out.join("builtin_automata.rs"), text)?;
+            return Ok(());
+        }
+        println!(
+            "cargo:warning={COMMITTED} is stale (its stamp is not that of the rule table, the generator and the regex crates): generating the automata (about 48 s of CPU); `TRIAGE_REFRESH_AUTOMATA=1 cargo build` rewrites the committed copy"
+        );
+    }
+    let text = automata::generate(manifest, &format!("{AUTOMATA_STAMP_PREFIX}{stamp}"))?;
+    std::fs::write(out.join("builtin_automata.rs"), &text)?;
+    if refresh {
+        std::fs::write(manifest.join(COMMITTED), &text)?;
+    }
     Ok(())
 }
 

@@ -235,3 +235,52 @@ impl Skip {
         from + found.unwrap_or(rest.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    include!(concat!(env!("CARGO_MANIFEST_DIR"), "/build/stamp.rs"));
+
+    /// The committed automata (what every build copies while their stamp holds) were made
+    /// from today's rule table, generator and regex crates: a change to any of them fails here
+    /// until `TRIAGE_REFRESH_AUTOMATA=1 cargo build` rewrites the copy.
+    #[test]
+    fn committed_automata_are_not_stale() {
+        let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let want = automata_stamp(manifest).expect("the automata's inputs are readable");
+        let text = std::fs::read_to_string(manifest.join("src/core/classify/builtin_automata.rs"))
+            .expect("src/core/classify/builtin_automata.rs is committed");
+        assert_eq!(
+            automata_stamp_of(&text),
+            Some(want.as_str()),
+            "src/core/classify/builtin_automata.rs is stale: run `TRIAGE_REFRESH_AUTOMATA=1 cargo build` and commit it"
+        );
+    }
+
+    /// A stamp changes with its inputs and is read back from the line that carries it.
+    #[test]
+    fn the_stamp_follows_its_inputs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for f in AUTOMATA_INPUTS {
+            let path = dir.path().join(f);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&path, "a\nb\n").expect("write");
+        }
+        let before = automata_stamp(dir.path()).expect("stamp");
+        std::fs::write(dir.path().join(AUTOMATA_INPUTS[0]), "a\r\nb\r\n").expect("write");
+        assert_eq!(
+            automata_stamp(dir.path()).expect("stamp"),
+            before,
+            "CRLF is LF"
+        );
+        std::fs::write(dir.path().join(AUTOMATA_INPUTS[0]), "a\nc\n").expect("write");
+        let after = automata_stamp(dir.path()).expect("stamp");
+        assert_ne!(after, before);
+        let file =
+            format!("// @generated\n{AUTOMATA_STAMP_PREFIX}{after}\npub static X: u8 = 0;\n");
+        assert_eq!(automata_stamp_of(&file), Some(after.as_str()));
+        assert_eq!(
+            automata_stamp_of("// @generated\npub static X: u8 = 0;\n"),
+            None
+        );
+    }
+}
