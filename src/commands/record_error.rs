@@ -147,6 +147,15 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         crate::store::trace::advised(&g, policy, &who, attempt, o);
     }
     let mut done = record(&g, policy, rec, size)?;
+    // Seed 000's "circuit breaker opens twice": this failure opened it again.
+    if let Some(b) = breaker.as_ref().filter(|b| b["opened_now"] == true) {
+        let key = b["key"].as_str().unwrap_or_default();
+        let opens = b["opens_unrecovered"].as_u64().unwrap_or(0);
+        if let Some(w) = crate::core::error_record::breaker_reopened(key, opens, &policy.thresholds)
+        {
+            done.warnings.push(w);
+        }
+    }
     done.breaker = breaker;
     let negative = !done.warnings.is_empty();
     if cx.global.text {

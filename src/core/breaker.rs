@@ -202,6 +202,15 @@ pub struct Breaker {
     pub last_success: Option<Millis>,
     /// Totals since creation.
     pub totals: Totals,
+    /// Times it opened since a call last succeeded while it was closed: 2 is seed 000's
+    /// "circuit breaker opens twice" (the dependency is not recovering). An operator's trip
+    /// does not count; a reset clears it.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub opens_unrecovered: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Breaker {

@@ -13,7 +13,9 @@ mod counts;
 mod input;
 pub mod parse;
 
-pub use counts::{warnings, Counters, Keys, OpenCounts, Warning, COUNTERS_VERSION};
+pub use counts::{
+    breaker_reopened, warnings, Counters, Keys, OpenCounts, Warning, COUNTERS_VERSION,
+};
 pub use input::{classified_at, classified_record, error_fields, record_from_input};
 
 /// A phase: a number in seed 000 (`"phase": 2`), a name elsewhere.

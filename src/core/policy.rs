@@ -584,6 +584,10 @@ pub struct Thresholds {
     /// the workflow should be aborted ("same agent fails 3+ times"); in a phase its retries
     /// stop. 0 turns it off.
     pub agent_failures: u32,
+    /// Openings of one breaker without a success in between at which to warn that the
+    /// workflow should be aborted ("circuit breaker opens twice"); a phase stops.
+    /// 0 turns it off.
+    pub breaker_opens: u32,
     /// Whether `triage hook`'s records of tools no breaker guards (`Bash`, `Read`, …) count
     /// toward these thresholds. Off by default: a `grep` that finds nothing is ordinary work,
     /// not a sign that the workflow is unstable.
@@ -597,6 +601,7 @@ impl Default for Thresholds {
             phase_failure_ratio: 0.5,
             cascade_agents: 2,
             agent_failures: 3,
+            breaker_opens: 2,
             count_unguarded_tools: false,
         }
     }

@@ -376,6 +376,14 @@ fn run_held(
         // A breaker this failure opened stops the next run, not this one's retries.
         if let Some(b) = b.as_ref().filter(|b| b["transition"]["to"] == "open") {
             own_open = b["generation"].as_u64();
+            // Seed 000's "circuit breaker opens twice": this failure opened it again.
+            let opens = b["opens_unrecovered"].as_u64().unwrap_or(0);
+            let key = b["key"].as_str().unwrap_or_default();
+            if let Some(w) =
+                crate::core::error_record::breaker_reopened(key, opens, &policy.thresholds)
+            {
+                report.note_warnings(attempt_no, vec![w]);
+            }
         }
         entry["breaker"] = json!(b);
         trace::retry(

@@ -403,7 +403,7 @@ pub struct Ran {
 }
 
 /// The warnings of seed 000's "Abort when" that stop a phase.
-const ABORTS: [&str; 1] = ["agent_failure_threshold"];
+const ABORTS: [&str; 2] = ["agent_failure_threshold", "breaker_reopened"];
 
 impl Ran {
     /// Notes the abort thresholds an item's report says its records crossed.

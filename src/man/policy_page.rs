@@ -126,6 +126,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("thresholds", "phase_failure_ratio", "0.5"),
     ("thresholds", "cascade_agents", "2"),
     ("thresholds", "agent_failures", "3"),
+    ("thresholds", "breaker_opens", "2"),
     ("thresholds", "count_unguarded_tools", "false"),
     ("phase", "default_action", r#""proceed_with_partial""#),
     ("phase", "decision_timeout", r#""5m""#),

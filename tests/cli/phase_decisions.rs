@@ -355,3 +355,45 @@ fn the_same_agent_failing_three_times_stops_the_phase_for_a_decision() {
         (0, Some("proceed_degraded"))
     );
 }
+
+/// Seed 000, Recovery Best Practices, "When to Retry vs Abort": abort when the circuit
+/// breaker opens twice. An item's breaker opened an hour before the phase; in the phase its
+/// probe fails and the breaker opens again: the phase stops for a decision naming
+/// `breaker_reopened`, even though the fan-out rule alone would go on degraded.
+#[test]
+fn a_breaker_opening_twice_stops_the_phase_for_a_decision() {
+    let policy = "[retry]\nschedule = [\"0s\"]\nmax_attempts = 1\n[breaker.\"api\"]\nfailure_threshold = 1\ncooldown = \"30s\"\n";
+    let plan = "[[items]]\nid = \"writer\"\ncriticality = \"optional\"\nbreaker_key = \"api\"\ncommand = \"echo 'connection reset by peer' >&2; exit 1\"\n\
+        [[items]]\nid = \"b\"\ncommand = \"echo ok\"\n[[items]]\nid = \"c\"\ncommand = \"echo ok\"\n[[items]]\nid = \"d\"\ncommand = \"echo ok\"\n";
+    let open_once = |s: &Sandbox| {
+        s.triage(["record-error", "--agent", "writer", "--breaker", "api"])
+            .env("TRIAGE_NOW", "2026-02-04T13:30:00Z")
+            .stdin(r#"{"kind": "network_error", "detail": "connection reset by peer"}"#)
+            .run()
+            .status(0);
+    };
+    let s = sandbox(policy);
+    s.write("plan.toml", plan);
+    open_once(&s);
+    let (code, doc) = run_phase(&s, "w1");
+    assert_eq!(code, 1, "{doc:#}");
+    assert_eq!(doc["decision"], "stop", "{doc:#}");
+    let reason = doc["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("breaker_reopened") && reason.contains("breaker api has opened 2 times"),
+        "{reason}"
+    );
+    let d = status(&s, "w1", AT)["decision"].clone();
+    assert_eq!(d["pending"], true, "{d:#}");
+    assert_eq!(d["thresholds"][0], "breaker_reopened", "{d:#}");
+    // `breaker_opens = 0` turns the rule off: the phase goes on degraded.
+    let s = sandbox(&format!("{policy}[thresholds]\nbreaker_opens = 0\n"));
+    s.write("plan.toml", plan);
+    open_once(&s);
+    let (code, doc) = run_phase(&s, "w1");
+    assert_eq!(
+        (code, doc["decision"].as_str()),
+        (0, Some("proceed_degraded")),
+        "{doc:#}"
+    );
+}

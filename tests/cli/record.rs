@@ -528,3 +528,77 @@ fn record_error_on_the_failure_that_opens_its_breaker_says_escalate() {
     let last: Value = serde_json::from_str(log_lines(&s).last().unwrap()).unwrap();
     assert_eq!(last["action"], "escalate", "the record as written: {last}");
 }
+
+/// Seed 000, Recovery Best Practices, "When to Retry vs Abort": abort when the circuit breaker
+/// opens twice. A breaker that opens, waits its cooldown, and opens again on the failed probe
+/// crosses `breaker_reopened`; a success while closed starts the count again.
+#[test]
+fn a_breaker_opening_twice_without_a_success_warns_to_abort() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[breaker.k]\nfailure_threshold = 1\ncooldown = \"30s\"\n",
+    );
+    let input = r#"{"kind": "timeout", "detail": "Agent exceeded 5 minute timeout"}"#;
+    let at = |t: &str, args: &[&str]| {
+        let mut a = vec!["record-error", "--agent", "a"];
+        a.extend_from_slice(args);
+        json_out(
+            &s.triage(&a)
+                .env("TRIAGE_NOW", t)
+                .stdin(input)
+                .run()
+                .status(0),
+        )
+    };
+    let names = |v: &Value| -> Vec<String> {
+        v["warnings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|w| w["name"].as_str().map(String::from))
+            .collect()
+    };
+    let first = at("2026-03-01T10:00:00Z", &["--breaker", "k"]);
+    assert_eq!(first["breaker"]["state"], "open", "{first}");
+    assert!(
+        !names(&first).contains(&"breaker_reopened".into()),
+        "{first}"
+    );
+    // The cooldown ends; the probe the next caller takes fails: open for the second time.
+    s.triage(["breaker", "check", "k"])
+        .env("TRIAGE_NOW", "2026-03-01T10:00:31Z")
+        .run()
+        .status(0);
+    let second = at("2026-03-01T10:00:32Z", &["--breaker", "k"]);
+    assert_eq!(second["breaker"]["state"], "open", "{second}");
+    assert!(
+        names(&second).contains(&"breaker_reopened".into()),
+        "{second}"
+    );
+    let w = second["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["name"] == "breaker_reopened")
+        .unwrap();
+    assert_eq!(w["count"], 2, "{w}");
+    assert!(
+        w["message"]
+            .as_str()
+            .unwrap()
+            .contains("abort the workflow"),
+        "{w}"
+    );
+    // A reset starts the count again: the next opening is the first.
+    s.triage(["breaker", "reset", "k"])
+        .env("TRIAGE_NOW", "2026-03-01T10:01:00Z")
+        .run()
+        .status(0);
+    let third = at("2026-03-01T10:01:01Z", &["--breaker", "k"]);
+    assert_eq!(third["breaker"]["state"], "open", "{third}");
+    assert!(
+        !names(&third).contains(&"breaker_reopened".into()),
+        "{third}"
+    );
+}

@@ -206,6 +206,9 @@ pub fn record(
     note(b, counted, report, slow, now);
     let effect = match b.state {
         State::Closed => {
+            if counted == Outcome::Success {
+                b.opens_unrecovered = 0;
+            }
             count_closed(b, s, counted == Outcome::Failure, now, &mut tr);
             Effect::Counted
         }
@@ -302,6 +305,7 @@ pub fn status(b: &mut Breaker, s: &BreakerSettings, now: Millis) -> (Status, Vec
 /// counts and logs nothing.
 pub fn reset(b: &mut Breaker, now: Millis) -> Vec<Transition> {
     let mut tr = Vec::new();
+    b.opens_unrecovered = 0;
     if b.state == State::Closed {
         // No transition to log, but a new generation: a ticket taken before the reset is
         // stale, so a call that began before it cannot count against the fresh start.
@@ -542,6 +546,7 @@ fn open(
 ) {
     go(b, State::Open, why, now, tr);
     b.totals.opened = b.totals.opened.saturating_add(1);
+    b.opens_unrecovered = b.opens_unrecovered.saturating_add(1);
     b.opened_at = Some(now);
     b.open_duration_ms = open_duration(s, b.failed_probes);
     b.probes.clear();

@@ -710,3 +710,29 @@ mod model {
         }
     }
 }
+
+#[test]
+fn opening_again_without_a_success_while_closed_counts_as_unrecovered() {
+    let s = settings();
+    let mut b = opened(&s, T0);
+    assert_eq!(b.opens_unrecovered, 1);
+    // The probe after the cooldown fails: opened again.
+    let later = T0 + s.cooldown.as_millis() as Millis + S;
+    let (p, _) = check(&mut b, &s, later);
+    assert!(p.allowed, "{p:?}");
+    rec_t(&mut b, &s, Outcome::Failure, &p.ticket.unwrap(), later);
+    assert_eq!((b.state, b.opens_unrecovered), (State::Open, 2));
+    // A probe that succeeds closes it; only a success while closed clears the count.
+    let later = later + 100 * s.cooldown.as_millis() as Millis;
+    while b.state != State::Closed {
+        let (p, _) = check(&mut b, &s, later);
+        rec_t(&mut b, &s, Outcome::Success, &p.ticket.unwrap(), later);
+    }
+    assert_eq!(b.opens_unrecovered, 2);
+    rec(&mut b, &s, Outcome::Success, later + S);
+    assert_eq!(b.opens_unrecovered, 0);
+    // A reset clears it too.
+    let mut b = opened(&s, T0);
+    reset(&mut b, T0 + S);
+    assert_eq!(b.opens_unrecovered, 0);
+}

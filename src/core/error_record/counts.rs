@@ -384,6 +384,21 @@ pub struct Warning {
     pub agents: Vec<String>,
 }
 
+/// Seed 000's "circuit breaker opens twice": the warning when a failure has just opened
+/// breaker `key` for the `opens`th time without a success in between, at `t.breaker_opens`.
+pub fn breaker_reopened(key: &str, opens: u64, t: &Thresholds) -> Option<Warning> {
+    (t.breaker_opens > 0 && opens >= u64::from(t.breaker_opens)).then(|| Warning {
+        name: "breaker_reopened".into(),
+        message: format!(
+            "breaker {key} has opened {opens} times without a success in between (threshold {}): what it guards is not recovering; stop retrying through it, abort the workflow and troubleshoot {key}",
+            t.breaker_opens
+        ),
+        count: opens,
+        threshold: f64::from(t.breaker_opens),
+        agents: Vec::new(),
+    })
+}
+
 /// The thresholds a record with `keys` crosses, once it has been counted.
 pub fn warnings(c: &OpenCounts, k: &Keys, t: &Thresholds, phase_size: Option<u32>) -> Vec<Warning> {
     let mut out = Vec::new();

@@ -108,7 +108,7 @@ pub fn breaker_outcome(
     match breaker::record_in(g, policy, key, session, &report) {
         Ok(r) => Some(json!({
             "key": r.key, "state": r.state, "effect": r.effect, "generation": r.generation,
-            "transition": r.transition,
+            "transition": r.transition, "opens_unrecovered": r.opens_unrecovered,
         })),
         Err(f) => {
             g.warn(&format!(

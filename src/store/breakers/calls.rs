@@ -65,6 +65,13 @@ pub struct RecordResult {
     pub consecutive_failures: u32,
     /// The transition this result caused, if any.
     pub transition: Option<TransitionView>,
+    /// Times it opened since a call last succeeded while closed (shown when not 0).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub opens_unrecovered: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A transition as printed.
@@ -375,6 +382,7 @@ pub fn record_id(
                 to: t.to,
                 reason: t.reason,
             }),
+            opens_unrecovered: b.opens_unrecovered,
         };
         Ok((out, tr))
     });
@@ -479,7 +487,17 @@ pub fn record_logged(
         ticket: None,
     };
     match record_in(g, policy, key, rec.session_id.as_deref(), &report) {
-        Ok(r) => Some(serde_json::json!({"key": r.key, "state": r.state, "effect": r.effect})),
+        Ok(r) => {
+            let mut v = serde_json::json!({"key": r.key, "state": r.state, "effect": r.effect});
+            if r.transition
+                .as_ref()
+                .is_some_and(|t| t.to == crate::core::breaker::State::Open)
+            {
+                v["opened_now"] = serde_json::json!(true);
+                v["opens_unrecovered"] = serde_json::json!(r.opens_unrecovered);
+            }
+            Some(v)
+        }
         Err(f) => {
             g.warn(&format!(
                 "the failure was not recorded on breaker `{key}`: {f}"
