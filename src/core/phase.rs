@@ -462,6 +462,7 @@ pub fn decide(items: &[ItemEntry], abort_ratio: f64, mandatory: bool) -> Decisio
             .collect()
     };
     let failed = with(ItemState::Failed);
+    let skipped = with(ItemState::Skipped);
     let (degraded, complete): (Vec<&ItemEntry>, Vec<&ItemEntry>) = items
         .iter()
         .filter(|i| i.state() == ItemState::Complete)
@@ -536,6 +537,15 @@ pub fn decide(items: &[ItemEntry], abort_ratio: f64, mandatory: bool) -> Decisio
         )
     } else if !degraded.is_empty() {
         (Verdict::ProceedDegraded, fell_back(&degraded, ""))
+    } else if !skipped.is_empty() {
+        // A person chose to go on without them: the phase goes on, but not complete.
+        (
+            Verdict::ProceedDegraded,
+            format!(
+                "going on without {}, skipped by a decision",
+                skipped.join(", ")
+            ),
+        )
     } else {
         (Verdict::Proceed, "every item completed".to_string())
     };
@@ -621,8 +631,11 @@ mod tests {
         assert_eq!(decide(&all, 0.5, true).decision, Verdict::Proceed);
         let paused = items(&[("a", Ok_, C), ("b", ItemState::Partial, C)]);
         assert_eq!(decide(&paused, 0.5, true).decision, Verdict::Paused);
+        // Skipped by a person's decision: the phase goes on, but it is not complete.
         let skipped = items(&[("a", Ok_, C), ("b", ItemState::Skipped, C)]);
-        assert_eq!(decide(&skipped, 0.5, true).decision, Verdict::Proceed);
+        let d = decide(&skipped, 0.5, true);
+        assert_eq!(d.decision, Verdict::ProceedDegraded);
+        assert_eq!(d.reason, "going on without b, skipped by a decision");
     }
 
     fn manifest(items: Vec<ItemEntry>) -> Manifest {

@@ -397,3 +397,46 @@ fn a_breaker_opening_twice_stops_the_phase_for_a_decision() {
         "{doc:#}"
     );
 }
+
+/// Seed 002, Partial Completion Protocol: a person's "proceed without it" lets the workflow go
+/// on with partial results; it never makes the phase complete. A resumed phase whose critical
+/// item was skipped by decision B says it goes on degraded, naming the item.
+#[test]
+fn a_phase_going_on_without_a_skipped_critical_item_is_degraded_not_complete() {
+    let s = sandbox("[retry]\nschedule = [\"0s\"]\nmax_attempts = 1\n");
+    s.write(
+        "plan.toml",
+        "[[items]]\nid = \"crit\"\ncriticality = \"critical\"\ncommand = \"echo 'connection reset by peer' >&2; exit 1\"\n\
+         [[items]]\nid = \"b\"\ncommand = \"echo ok\"\n",
+    );
+    let (code, doc) = run_phase(&s, "w1");
+    assert_eq!(
+        (code, doc["decision"].as_str()),
+        (1, Some("stop")),
+        "{doc:#}"
+    );
+    s.triage([
+        "phase",
+        "decide",
+        "--workflow",
+        "w1",
+        "--phase",
+        "2",
+        "--choice",
+        "B",
+    ])
+    .env("TRIAGE_NOW", AT)
+    .run()
+    .status(0);
+    let out = s
+        .triage(["phase", "resume", "--workflow", "w1", "--phase", "2"])
+        .env("TRIAGE_NOW", AT)
+        .run();
+    let doc = out.stdout_json();
+    assert_eq!(doc["decision"], "proceed_degraded", "{doc:#}");
+    let reason = doc["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("crit") && !reason.contains("every item completed"),
+        "{reason}"
+    );
+}
