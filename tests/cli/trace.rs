@@ -42,7 +42,7 @@ fn classify(s: &Sandbox, flag: Option<&str>, log: Option<&str>) {
     c.stdin("the API said: quota exhausted").run().status(0);
 }
 
-/// Seed 000, Error Logging, Log Levels: "DEBUG: Agent input/output details (verbose mode
+/// Seed 000, Logging, Log Levels: "DEBUG: Agent input/output details (verbose mode
 /// only)". With `TRIAGE_LOG=debug`, classify leaves the rule that decided and the retry advice.
 #[test]
 fn triage_log_debug_traces_the_classify_rule_and_the_retry_decision() {
