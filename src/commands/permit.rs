@@ -6,11 +6,10 @@
 //! after `--wait`, so `lease=$(triage permit acquire api | jq -r .lease) || exit` works.
 
 use crate::context::{Answer, Context};
-use crate::core::admission::{check_key, valid_lease_id, Millis, PermitLimits};
+use crate::core::admission::{check_key, rfc3339, secs, valid_lease_id, PermitLimits};
 use crate::core::duration::Dur;
 use crate::exit::Failure;
 use crate::store::permits::{self, Op, Outcome};
-use chrono::{SecondsFormat, TimeZone, Utc};
 use serde_json::{json, Value};
 
 /// None free after the wait (EX_TEMPFAIL: try again later).
@@ -283,15 +282,4 @@ fn status_text(rows: &[Value]) -> String {
         ));
     }
     out
-}
-
-fn secs(ms: Millis) -> f64 {
-    (ms.max(0) as f64 / 100.0).round() / 10.0
-}
-
-fn rfc3339(ms: Millis) -> String {
-    Utc.timestamp_millis_opt(ms)
-        .single()
-        .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
-        .unwrap_or_else(|| ms.to_string())
 }

@@ -267,6 +267,20 @@ pub fn shown_keys<'a>(
     stored
 }
 
+/// Milliseconds as seconds, to a tenth (how permits and budgets print a wait).
+pub fn secs(ms: Millis) -> f64 {
+    (ms.max(0) as f64 / 100.0).round() / 10.0
+}
+
+/// A time in Unix milliseconds as RFC 3339 (UTC, milliseconds); one out of range as its number.
+pub fn rfc3339(ms: Millis) -> String {
+    use chrono::{SecondsFormat, TimeZone, Utc};
+    Utc.timestamp_millis_opt(ms)
+        .single()
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+        .unwrap_or_else(|| ms.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -180,6 +180,15 @@ fn keep_for_agent(cx: &Context, p: &Payload, limits: PermitLimits, id: &str, age
     }
 }
 
+/// The permit kept for the background subagent whose hook event this is: the policy's
+/// limits, the file that keeps it and what it holds; `None` when there is none.
+fn kept_for(cx: &Context, p: &Payload) -> Option<(PermitLimits, PathBuf, Kept)> {
+    let limits = cx.policy().ok()?.permits_for(KEY)?;
+    let path = kept_path(cx, p, p.agent_id()?)?;
+    let kept = read_kept(&path)?;
+    Some((limits, path, kept))
+}
+
 /// Any hook event of a running background subagent (it carries the subagent's `agent_id`):
 /// its kept lease renewed once half of it has passed, so a subagent that runs longer than one
 /// lease keeps its permit while it works. A lease that ran out is forgotten.
@@ -187,16 +196,7 @@ pub(super) fn renew_for_agent(cx: &Context, p: &Payload) {
     if p.event() == Some("SubagentStop") {
         return;
     }
-    let Some(agent_id) = p.agent_id() else {
-        return;
-    };
-    let Some(limits) = cx.policy().ok().and_then(|policy| policy.permits_for(KEY)) else {
-        return;
-    };
-    let Some(path) = kept_path(cx, p, agent_id) else {
-        return;
-    };
-    let Some(kept) = read_kept(&path) else {
+    let Some((limits, path, kept)) = kept_for(cx, p) else {
         return;
     };
     let now = cx.now.timestamp_millis();
@@ -232,16 +232,7 @@ pub(super) fn renew_for_agent(cx: &Context, p: &Payload) {
 /// SubagentStop that lets the subagent stop: the permit kept for it (a background launch) is
 /// given back.
 pub(super) fn agent_stopped(cx: &Context, p: &Payload) {
-    let Some(agent_id) = p.agent_id() else {
-        return;
-    };
-    let Some(limits) = cx.policy().ok().and_then(|policy| policy.permits_for(KEY)) else {
-        return;
-    };
-    let Some(path) = kept_path(cx, p, agent_id) else {
-        return;
-    };
-    let Some(kept) = read_kept(&path) else {
+    let Some((limits, path, kept)) = kept_for(cx, p) else {
         return;
     };
     match permits::call(&cx.ground(), KEY, limits, &permits::Op::Release(kept.lease)) {

@@ -3,11 +3,12 @@
 //! (Redis when the policy says so) without changing it. A store that cannot be read is a
 //! warning and shows nothing of that kind; the rest of the report is unchanged.
 
-use crate::core::admission::{retry_allowed, shown_keys, Lease, Millis, PermitLimits};
+use crate::core::admission::{
+    retry_allowed, rfc3339, secs, shown_keys, Lease, Millis, PermitLimits,
+};
 use crate::core::policy::Policy;
 use crate::store::ground::Ground;
 use crate::store::{budget, permits};
-use chrono::{SecondsFormat, TimeZone, Utc};
 use serde_json::{json, Value};
 
 /// One permit key now.
@@ -216,16 +217,4 @@ pub fn tokens(milli: u64) -> f64 {
 /// A wait in milliseconds rounded up to whole seconds, for [`crate::term::human`].
 pub fn whole_secs_ms(ms: Millis) -> u64 {
     u64::try_from(ms.max(0)).unwrap_or(0).div_ceil(1000) * 1000
-}
-
-/// Milliseconds as seconds, to a tenth.
-pub fn secs(ms: Millis) -> f64 {
-    (ms.max(0) as f64 / 100.0).round() / 10.0
-}
-
-fn rfc3339(ms: Millis) -> String {
-    Utc.timestamp_millis_opt(ms)
-        .single()
-        .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
-        .unwrap_or_else(|| ms.to_string())
 }
