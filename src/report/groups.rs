@@ -102,6 +102,10 @@ pub fn normalise(text: &str) -> String {
 
 /// [`crate::term::cut`], borrowed when it would change nothing.
 fn cut_cow(text: &str, max: usize) -> Cow<'_, str> {
+    // Most names: short, one line, no line end to look for character by character.
+    if text.len() <= max.max(2) && !text.bytes().any(|b| b == b'\n' || b == b'\r') {
+        return Cow::Borrowed(text);
+    }
     let line = text.lines().next().unwrap_or("");
     if line.len() <= max.max(2) {
         Cow::Borrowed(line)
@@ -197,7 +201,8 @@ impl Groups {
                     if !set.contains(name.as_ref()) {
                         set.insert(name.into_owned());
                     }
-                } else if !set.contains(n) {
+                } else if !*capped && !set.contains(n) {
+                    // Once a name was not kept, whether this one is changes nothing.
                     *capped = true;
                 }
             }
@@ -288,6 +293,9 @@ mod tests {
             "a",
             "ab\ncd",
             "tab\r\nnext",
+            "cr\r",
+            "\r",
+            "\n",
             &"x".repeat(80),
             &"x".repeat(81),
             &"é".repeat(80),
