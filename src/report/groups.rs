@@ -20,6 +20,8 @@ const TREND_BIN_S: i64 = 6 * 3600;
 /// Raw (kind, tool, message) triples remembered with their group; past it the memory is
 /// emptied and refilled, so it stays flat whatever the log.
 const MAX_SEEN: usize = 4096;
+/// Raw keys compared byte for byte before the hashed lookup (a log repeats a few messages).
+const RECENT: usize = 16;
 
 /// One group.
 #[derive(Clone, Debug, Default)]
@@ -64,6 +66,10 @@ pub struct Groups {
     seen: HashMap<Vec<u8>, usize>,
     /// The key being looked up, reused from record to record.
     scratch: Vec<u8>,
+    /// The last [`RECENT`] raw keys looked up and their groups, compared before hashing.
+    recent: Vec<(Vec<u8>, usize)>,
+    /// The entry of `recent` the next new key replaces.
+    recent_next: usize,
     /// The groups, in order of first appearance.
     pub list: Vec<Group>,
 }
@@ -145,6 +151,11 @@ impl Groups {
         let raw_tool = l.breaker_key.as_deref();
         let raw_message = l.detail().unwrap_or("");
         raw_key(&mut self.scratch, kind, raw_tool, raw_message);
+        if let Some((_, i)) = self.recent.iter().find(|(k, _)| *k == self.scratch) {
+            let i = *i;
+            self.count(i, l, at);
+            return;
+        }
         let i = match self.seen.get(self.scratch.as_slice()) {
             Some(i) => *i,
             None => {
@@ -156,6 +167,14 @@ impl Groups {
                 i
             }
         };
+        if self.recent.len() < RECENT {
+            self.recent.push((self.scratch.clone(), i));
+        } else if let Some(slot) = self.recent.get_mut(self.recent_next) {
+            slot.0.clear();
+            slot.0.extend_from_slice(&self.scratch);
+            slot.1 = i;
+            self.recent_next = (self.recent_next + 1) % RECENT;
+        }
         self.count(i, l, at);
     }
 
