@@ -7,6 +7,7 @@
 //! per kind), and each keeps at most [`MAX_NAMES`] agent and session names.
 
 use crate::core::error_record::LogLine;
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 
 /// Signatures told apart.
@@ -16,6 +17,11 @@ pub const MAX_NAMES: usize = 200;
 /// Bins of the trend: 6 hours each, the last 7 days.
 pub const TREND_BINS: usize = 28;
 const TREND_BIN_S: i64 = 6 * 3600;
+/// Raw (kind, tool, message) triples remembered with their group; past it the memory is
+/// emptied and refilled, so it stays flat whatever the log.
+const MAX_SEEN: usize = 4096;
+/// Raw keys compared byte for byte before the hashed lookup (a log repeats a few messages).
+const RECENT: usize = 16;
 
 /// One group.
 #[derive(Clone, Debug, Default)]
@@ -53,6 +59,17 @@ pub struct Group {
 pub struct Groups {
     end: i64,
     index: HashMap<(String, Option<String>, String), usize>,
+    /// A record's kind, breaker key and message as written (see [`raw_key`]) → its group, so
+    /// a message seen before is not normalised again. A raw triple always lands in the same
+    /// group: its signature's group, once made, stays; once the groups are capped, a
+    /// signature not told apart goes on sharing its kind's "(other messages)".
+    seen: HashMap<Vec<u8>, usize>,
+    /// The key being looked up, reused from record to record.
+    scratch: Vec<u8>,
+    /// The last [`RECENT`] raw keys looked up and their groups, compared before hashing.
+    recent: Vec<(Vec<u8>, usize)>,
+    /// The entry of `recent` the next new key replaces.
+    recent_next: usize,
     /// The groups, in order of first appearance.
     pub list: Vec<Group>,
 }
@@ -89,6 +106,37 @@ pub fn normalise(text: &str) -> String {
     crate::term::cut(&out, 100)
 }
 
+/// [`crate::term::cut`], borrowed when it would change nothing.
+fn cut_cow(text: &str, max: usize) -> Cow<'_, str> {
+    // Most names: short, one line, no line end to look for character by character.
+    if text.len() <= max.max(2) && !text.bytes().any(|b| b == b'\n' || b == b'\r') {
+        return Cow::Borrowed(text);
+    }
+    let line = text.lines().next().unwrap_or("");
+    if line.len() <= max.max(2) {
+        Cow::Borrowed(line)
+    } else {
+        Cow::Owned(crate::term::cut(text, max))
+    }
+}
+
+/// `kind`, `tool` and `message` in one unambiguous byte string: each length-prefixed, the
+/// tool's absence marked apart from an empty tool.
+fn raw_key(out: &mut Vec<u8>, kind: &str, tool: Option<&str>, message: &str) {
+    out.clear();
+    out.extend_from_slice(&(kind.len() as u64).to_le_bytes());
+    out.extend_from_slice(kind.as_bytes());
+    match tool {
+        Some(t) => {
+            out.push(1);
+            out.extend_from_slice(&(t.len() as u64).to_le_bytes());
+            out.extend_from_slice(t.as_bytes());
+        }
+        None => out.push(0),
+    }
+    out.extend_from_slice(message.as_bytes());
+}
+
 impl Groups {
     /// Empty; the trend ends at `end` (Unix seconds: now, or `--until`).
     pub fn new(end: i64) -> Groups {
@@ -100,10 +148,43 @@ impl Groups {
 
     /// Takes one failure record (not a resolution) and its time.
     pub fn observe(&mut self, l: &LogLine, kind: &str, at: Option<i64>) {
-        let tool = l.breaker_key.as_deref().map(|t| crate::term::cut(t, 80));
-        let message = normalise(l.detail().unwrap_or(""));
+        let raw_tool = l.breaker_key.as_deref();
+        let raw_message = l.detail().unwrap_or("");
+        raw_key(&mut self.scratch, kind, raw_tool, raw_message);
+        if let Some((_, i)) = self.recent.iter().find(|(k, _)| *k == self.scratch) {
+            let i = *i;
+            self.count(i, l, at);
+            return;
+        }
+        let i = match self.seen.get(self.scratch.as_slice()) {
+            Some(i) => *i,
+            None => {
+                let i = self.group_of(kind, raw_tool, raw_message);
+                if self.seen.len() >= MAX_SEEN {
+                    self.seen.clear();
+                }
+                self.seen.insert(self.scratch.clone(), i);
+                i
+            }
+        };
+        if self.recent.len() < RECENT {
+            self.recent.push((self.scratch.clone(), i));
+        } else if let Some(slot) = self.recent.get_mut(self.recent_next) {
+            slot.0.clear();
+            slot.0.extend_from_slice(&self.scratch);
+            slot.1 = i;
+            self.recent_next = (self.recent_next + 1) % RECENT;
+        }
+        self.count(i, l, at);
+    }
+
+    /// The group of a signature, made if new (or its kind's "(other messages)" past
+    /// [`MAX_GROUPS`]).
+    fn group_of(&mut self, kind: &str, raw_tool: Option<&str>, raw_message: &str) -> usize {
+        let tool = raw_tool.map(|t| crate::term::cut(t, 80));
+        let message = normalise(raw_message);
         let mut key = (kind.to_string(), tool, message);
-        let i = match self.index.get(&key) {
+        match self.index.get(&key) {
             Some(i) => *i,
             None => {
                 if self.list.len() >= MAX_GROUPS {
@@ -124,15 +205,23 @@ impl Groups {
                     }
                 }
             }
-        };
+        }
+    }
+
+    /// Adds one record to group `i`.
+    fn count(&mut self, i: usize, l: &LogLine, at: Option<i64>) {
         let end = self.end;
         let g = &mut self.list[i];
         g.count += 1;
         let keep = |set: &mut BTreeSet<String>, name: Option<&str>, capped: &mut bool| {
             if let Some(n) = name {
                 if set.len() < MAX_NAMES {
-                    set.insert(crate::term::cut(n, 80));
-                } else if !set.contains(n) {
+                    let name = cut_cow(n, 80);
+                    if !set.contains(name.as_ref()) {
+                        set.insert(name.into_owned());
+                    }
+                } else if !*capped && !set.contains(n) {
+                    // Once a name was not kept, whether this one is changes nothing.
                     *capped = true;
                 }
             }
@@ -213,6 +302,52 @@ mod tests {
         );
         assert_ne!(normalise("no citation"), normalise("no answer"));
         assert!(normalise(&"x".repeat(500)).chars().count() <= 100);
+    }
+
+    #[test]
+    fn a_name_cut_borrowed_reads_as_the_cut_one() {
+        let long = "é".repeat(81);
+        for n in [
+            "",
+            "a",
+            "ab\ncd",
+            "tab\r\nnext",
+            "cr\r",
+            "\r",
+            "\n",
+            &"x".repeat(80),
+            &"x".repeat(81),
+            &"é".repeat(80),
+            &long,
+            "🚀 42",
+        ] {
+            assert_eq!(cut_cow(n, 80), crate::term::cut(n, 80), "{n:?}");
+        }
+    }
+
+    #[test]
+    fn a_message_seen_again_lands_in_the_same_group_past_every_cap() {
+        // Past MAX_SEEN raw messages (their memory emptied) and MAX_GROUPS signatures, each
+        // record counts once, in the group its signature was given the first time.
+        let mut g = Groups::new(0);
+        let n = MAX_SEEN + 100;
+        for round in 0..2 {
+            for i in 0..n {
+                let word: String = i
+                    .to_string()
+                    .chars()
+                    .map(|d| char::from(b'a' + d.to_digit(10).unwrap_or(0) as u8))
+                    .collect();
+                let text = format!(r#"{{"kind":"crash","detail":"w{word} {i}"}}"#);
+                g.observe(&line(&text), "crash", None);
+            }
+            assert_eq!(g.list.len(), MAX_GROUPS + 1, "round {round}");
+        }
+        assert_eq!(g.list[0].message, "wa #");
+        assert_eq!(g.list[0].count, 2);
+        assert_eq!(g.list[MAX_GROUPS].message, "(other messages)");
+        assert_eq!(g.list[MAX_GROUPS].count, 2 * (n - MAX_GROUPS) as u64);
+        assert!(g.seen.len() <= MAX_SEEN);
     }
 
     #[test]
