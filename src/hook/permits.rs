@@ -183,8 +183,10 @@ fn keep_for_agent(cx: &Context, p: &Payload, limits: PermitLimits, id: &str, age
 /// The permit kept for the background subagent whose hook event this is: the policy's
 /// limits, the file that keeps it and what it holds; `None` when there is none.
 fn kept_for(cx: &Context, p: &Payload) -> Option<(PermitLimits, PathBuf, Kept)> {
+    // The payload first: most hook events carry no agent id, and need no policy for this.
+    let agent_id = p.agent_id()?;
     let limits = cx.policy().ok()?.permits_for(KEY)?;
-    let path = kept_path(cx, p, p.agent_id()?)?;
+    let path = kept_path(cx, p, agent_id)?;
     let kept = read_kept(&path)?;
     Some((limits, path, kept))
 }
