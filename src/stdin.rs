@@ -187,7 +187,11 @@ pub fn read_one_json(mut input: impl Read, limit: usize) -> Result<Option<Value>
     let mut tried = 0usize;
     let mut eof = false;
     loop {
-        let room = (limit + 1).saturating_sub(buf.len()).min(1 << 16);
+        // Room for what has come so far again, from 8 KiB to 64 KiB: a hook's payload of a
+        // kilobyte or two is not read into 64 KiB of zeroed memory (16 pages to fault in).
+        let room = (limit + 1)
+            .saturating_sub(buf.len())
+            .min(buf.len().clamp(1 << 13, 1 << 16));
         let at = buf.len();
         buf.resize(at + room, 0);
         match input.read(&mut buf[at..]) {

@@ -292,6 +292,16 @@ impl Dir {
     /// never blocking on a FIFO; anything but a regular file is refused. With `create`, a
     /// missing file is made 0600 whatever the umask. `Ok(None)`: it does not exist.
     pub fn open(&self, name: &OsStr, access: OFlags, create: bool) -> Result<Option<File>> {
+        Ok(self.open_sized(name, access, create)?.map(|(f, _)| f))
+    }
+
+    /// [`Dir::open`], with the file's length when it was opened (from the same `fstat`).
+    pub fn open_sized(
+        &self,
+        name: &OsStr,
+        access: OFlags,
+        create: bool,
+    ) -> Result<Option<(File, u64)>> {
         let path = self.child(name);
         if !names::is_plain(name) {
             return Err(StoreError::refused(
@@ -329,7 +339,10 @@ impl Dir {
                 format!("it is {}", type_word(t)),
             ));
         }
-        Ok(Some(File::from(fd)))
+        Ok(Some((
+            File::from(fd),
+            u64::try_from(st.st_size).unwrap_or(0),
+        )))
     }
 
     /// What is at `name`, without following a link; `None` when nothing is.

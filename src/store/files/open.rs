@@ -12,8 +12,13 @@ use std::path::Path;
 
 /// Opens `path` for reading (never through a link, only a regular file); `None` if missing.
 pub(super) fn open_read(path: &Path) -> Result<Option<File>> {
+    Ok(open_read_sized(path)?.map(|(f, _)| f))
+}
+
+/// [`open_read`], with the file's length when it was opened.
+fn open_read_sized(path: &Path) -> Result<Option<(File, u64)>> {
     match locate(path, false)? {
-        Some((dir, name)) => dir.open(&name, OFlags::RDONLY, false),
+        Some((dir, name)) => dir.open_sized(&name, OFlags::RDONLY, false),
         None => Ok(None),
     }
 }
@@ -21,16 +26,23 @@ pub(super) fn open_read(path: &Path) -> Result<Option<File>> {
 /// Reads a whole file; `Ok(None)` when it does not exist. A link or anything but a regular
 /// file is refused.
 pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    read_whole(path, open_read(path)?)
+    read_whole(path, open_read_sized(path)?)
 }
 
-fn read_whole(path: &Path, file: Option<File>) -> Result<Option<Vec<u8>>> {
-    let Some(mut f) = file else {
+/// Reads `file` to its end, `len` (its length when opened) sizing the buffer: one byte more,
+/// so a file that has not grown is read in one read and its end seen in a second, and no
+/// memory is zeroed, then copied, for a file that was known to be larger.
+fn read_whole(path: &Path, file: Option<(File, u64)>) -> Result<Option<Vec<u8>>> {
+    let Some((mut f, len)) = file else {
         return Ok(None);
     };
     // By hand rather than `read_to_end`, which asks the file's size twice (statx, lseek)
-    // before reading: the files read whole are small, two reads suffice.
-    let mut bytes = vec![0; 8192];
+    // before reading: the length is known from the open.
+    let size = usize::try_from(len)
+        .unwrap_or(usize::MAX)
+        .clamp(63, 1 << 24)
+        + 1;
+    let mut bytes = vec![0; size];
     let mut len = 0;
     loop {
         if len == bytes.len() {
@@ -51,6 +63,11 @@ fn read_whole(path: &Path, file: Option<File>) -> Result<Option<Vec<u8>>> {
 /// followed, since someone chose them, but only a regular file is read, never a FIFO or a
 /// device that would block. `Ok(None)` when it does not exist.
 fn open_named(path: &Path) -> Result<Option<File>> {
+    Ok(open_named_sized(path)?.map(|(f, _)| f))
+}
+
+/// [`open_named`], with the file's length when it was opened.
+fn open_named_sized(path: &Path) -> Result<Option<(File, u64)>> {
     let f = match std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc_flags::NONBLOCK | libc_flags::NOCTTY)
@@ -69,7 +86,7 @@ fn open_named(path: &Path) -> Result<Option<File>> {
             "it is not a regular file (a FIFO or a device would block)".into(),
         ));
     }
-    Ok(Some(f))
+    Ok(Some((f, meta.len())))
 }
 
 /// The `O_*` flags std needs as raw numbers.
@@ -80,7 +97,7 @@ mod libc_flags {
 
 /// Reads a whole file the user named (see [`open_named`]); `Ok(None)` when it does not exist.
 pub fn read_named(path: &Path) -> Result<Option<Vec<u8>>> {
-    read_whole(path, open_named(path)?)
+    read_whole(path, open_named_sized(path)?)
 }
 
 /// Reads at most the last `max` bytes of a file the client named (a transcript, too large to
@@ -179,5 +196,5 @@ pub fn read_private(path: &Path) -> Result<Option<Vec<u8>>> {
             format!("its mode {:o} lets others in", meta.mode() & 0o7777),
         ));
     }
-    read_whole(path, Some(f))
+    read_whole(path, Some((f, meta.len())))
 }
