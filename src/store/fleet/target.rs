@@ -24,6 +24,13 @@ impl fmt::Display for Target {
     }
 }
 
+/// Why a TLS store URL cannot be used by a build without the feature `tls`, and what to do.
+fn no_tls(shown: &str) -> String {
+    format!(
+        "the store URL {shown} asks for TLS, which this build of triage lacks (built without the feature `tls`); install a prebuilt binary (they have it), or `cargo install agent-triage --features tls`, or reach Redis with redis:// through a TLS tunnel"
+    )
+}
+
 impl Target {
     /// Parses `url`; `password` (from `TRIAGE_REDIS_PASSWORD`) is used when the URL has none.
     /// The error says what is wrong and what a good URL looks like, never the password.
@@ -41,6 +48,10 @@ impl Target {
             None => return Err(format!("the store URL has no scheme; {example}")),
         }
         let shown = redacted(url);
+        let tls = matches!(scheme.as_deref(), Some("rediss" | "valkeys"));
+        if tls && !cfg!(feature = "tls") {
+            return Err(no_tls(&shown));
+        }
         let info = url
             .into_connection_info()
             .map_err(|e| format!("the store URL {shown} is not valid ({e}); {example}"))?;
@@ -48,9 +59,7 @@ impl Target {
             return Err(format!("the store URL {shown} names no host; {example}"));
         }
         if !info.addr().is_supported() {
-            return Err(format!(
-                "the store URL {shown} asks for TLS, which this build of triage lacks; use redis:// through a TLS tunnel, or a build with TLS"
-            ));
+            return Err(no_tls(&shown));
         }
         let db = info.redis_settings().db();
         if db < 0 {
