@@ -232,8 +232,12 @@ fn plugin_launcher_stands_aside_where_init_hooks_are_installed() {
     std::fs::create_dir_all(&real).unwrap();
     std::os::unix::fs::symlink(bin(), real.join("triage")).unwrap();
     let path = format!("{}:{}", real.display(), bare_path(&s).display());
+    // Larger than a pipe's buffer (64 KiB), so writing it blocks until the launcher reads it
+    // all: one that exits without draining its input fails the write with EPIPE every time,
+    // not only when it happens to exit first.
     let payload = format!(
-        "{{\"hook_event_name\":\"PostToolUseFailure\",\"session_id\":\"s1\",\"tool_name\":\"Bash\",\"tool_use_id\":\"t1\",\"tool_input\":{{\"command\":\"false\"}},\"error\":\"Exit code 1\",\"cwd\":{}}}",
+        "{{\"hook_event_name\":\"PostToolUseFailure\",\"session_id\":\"s1\",\"tool_name\":\"Bash\",\"tool_use_id\":\"t1\",\"tool_input\":{{\"command\":\"false\",\"description\":\"{}\"}},\"error\":\"Exit code 1\",\"cwd\":{}}}",
+        "x".repeat(100_000),
         serde_json::to_string(&project).unwrap()
     );
     let hook = || {
