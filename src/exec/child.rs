@@ -302,6 +302,10 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
             .unwrap_or_default(),
     };
     let end = match (watch.interrupted, watch.timed_out, status) {
+        // The interrupt was forwarded, yet the command ended of itself with success: it
+        // ignored or outlived the signal and finished its work, so its result stands (filed
+        // partial, a phase's resume would run it a second time).
+        (Some(_), false, Some(s)) if !watch.killed && s.code() == Some(0) => End::Exited(0),
         (Some(sig), _, _) => End::Interrupted(sig),
         (None, true, _) => match &watch.idle {
             Some(idle) if idle.hit => End::Idle {

@@ -405,6 +405,46 @@ fn the_resume_hint_of_a_phase_run_under_config_names_the_config() {
     );
 }
 
+/// An item that outlives the phase's SIGTERM and ends with success is complete: the phase
+/// pauses, and its resume does not run it again.
+#[test]
+fn an_item_that_finishes_after_the_phases_sigterm_is_complete_and_not_run_again() {
+    let s = sandbox();
+    s.write(
+        "plan.toml",
+        "concurrency = 1\n\
+         [[items]]\nid = \"a\"\ncommand = \"echo run >> a.runs; trap 'touch a.term' TERM; touch a.started; while [ ! -e release ]; do sleep 0.02; done; echo a-out\"\n\
+         [[items]]\nid = \"b\"\ncommand = \"echo run >> b.runs\"\n",
+    );
+    let args = ["--workflow", "wt", "--phase", "1", "--grace", "20s"];
+    let child = s
+        .triage(["phase", "run", "plan.toml"].iter().chain(&args))
+        .spawn();
+    wait_for(&s, &["a.started"]);
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    wait_for(&s, &["a.term"]);
+    s.write("release", "");
+    child.wait().status(130);
+    let m = manifest(&s, "wt", "1");
+    assert_eq!(m["status"], "paused");
+    assert_eq!(
+        states(&m),
+        pairs(&[("a", "complete"), ("b", "not_started")])
+    );
+    s.triage(["phase", "resume"].iter().chain(&args))
+        .run()
+        .status(0);
+    assert_eq!(
+        s.read("a.runs"),
+        "run\n",
+        "resume ran the finished item again"
+    );
+    assert_eq!(s.read("b.runs"), "run\n");
+}
+
 #[test]
 fn sigint_signals_every_items_group_pauses_and_keeps_partials() {
     let s = sandbox();

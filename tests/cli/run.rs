@@ -253,6 +253,38 @@ fn sigint_is_forwarded_and_the_partial_output_kept() {
     assert_eq!(recs[0]["preserved_outputs"], serde_json::json!([kept]));
 }
 
+/// A command that gets the forwarded signal, carries on and ends with success did its work:
+/// its result stands, whenever the signal came.
+#[test]
+fn a_command_that_finishes_after_the_forwarded_sigterm_succeeds() {
+    let s = sandbox();
+    let script = "trap 'touch got-term' TERM; touch started; \
+                  while [ ! -e release ]; do sleep 0.02; done; echo finished";
+    let child = s
+        .triage(["run", "--grace", "20s", "--", "sh", "-c", script])
+        .spawn();
+    let t0 = Instant::now();
+    let wait = |name: &str| {
+        while !s.exists(name) {
+            assert!(t0.elapsed() < Duration::from_secs(20), "no {name}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    wait("started");
+    std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    // The command has the signal before it finishes.
+    wait("got-term");
+    s.write("release", "");
+    let out = child.wait().status(0);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "finished\n");
+    let r = report(&out.stderr);
+    assert_eq!(r["outcome"], "succeeded", "{r:#}");
+    assert!(errors(&s).is_empty());
+}
+
 #[test]
 fn failures_are_recorded_and_the_breaker_sees_the_success() {
     let s = sandbox();
