@@ -105,7 +105,12 @@ fn run_with_input(mut c: Command, input: &[u8]) -> Output {
 
 #[test]
 fn the_launchers_and_release_scripts_are_shellcheck_clean() {
-    let scripts = ["plugin/bin/triage", "dist/build", "dist/npm-packages"];
+    let scripts = [
+        "plugin/bin/triage",
+        "dist/build",
+        "dist/npm-packages",
+        "bench/hot-text",
+    ];
     match Command::new("shellcheck").arg("--version").output() {
         Ok(o) if o.status.success() => {
             let out = Command::new("shellcheck")
@@ -129,6 +134,62 @@ fn the_launchers_and_release_scripts_are_shellcheck_clean() {
         Ok(o) => assert!(o.status.success(), "{o:?}"),
         Err(_) => eprintln!("skipped node --check: node is not installed"),
     }
+}
+
+/// dist/build keeps a released x86-64 binary only when dist/hot-text-check finds the listed
+/// functions gathered; a binary laid out otherwise (this test's own build) is refused with why.
+#[test]
+fn the_hot_text_check_refuses_a_binary_whose_hot_functions_are_not_gathered() {
+    if Command::new("nm").arg("--version").output().is_err() {
+        eprintln!("skipped the hot-text check: nm is not installed (apt install binutils)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("hot.txt");
+    let check = |list: &Path| {
+        Command::new("python3")
+            .arg("dist/hot-text-check")
+            .arg(bin())
+            .arg(list)
+            .current_dir(repo())
+            .output()
+            .unwrap()
+    };
+    // The listed functions are the binary's own, scattered through its text.
+    let nm = Command::new("nm")
+        .args(["-S", "--defined-only", "--size-sort"])
+        .arg(bin())
+        .output()
+        .unwrap();
+    let names: Vec<String> = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [_, _, "t" | "T", name] if name.starts_with("_ZN6triage") => Some(name.to_string()),
+            _ => None,
+        })
+        .step_by(7)
+        .take(200)
+        .collect();
+    if names.len() < 50 {
+        eprintln!("skipped the hot-text check: the binary under test has no symbol table");
+        return;
+    }
+    let text: String = names.iter().map(|n| format!(".text.{n}\n")).collect();
+    std::fs::write(&list, text).unwrap();
+    let out = check(&list);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("not gathered"), "{err}");
+    // A list of names the program does not have is stale.
+    std::fs::write(
+        &list,
+        ".text._ZN6triage9no_such_fn17h*\n.text.nothing_here\n",
+    )
+    .unwrap();
+    let out = check(&list);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("stale: run bench/hot-text"), "{err}");
 }
 
 #[test]
