@@ -2,7 +2,7 @@
 //! wire what `triage init` wires; its launcher finds a binary or fails open) and the npm
 //! packages (`npm/`, made by `dist/npm-packages`: packed, installed offline, run with npx).
 
-use crate::common::{bin, Sandbox};
+use crate::common::{bin, skip_unless_tool, Sandbox};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -140,8 +140,9 @@ fn the_launchers_and_release_scripts_are_shellcheck_clean() {
 /// functions gathered; a binary laid out otherwise (this test's own build) is refused with why.
 #[test]
 fn the_hot_text_check_refuses_a_binary_whose_hot_functions_are_not_gathered() {
-    if Command::new("nm").arg("--version").output().is_err() {
-        eprintln!("skipped the hot-text check: nm is not installed (apt install binutils)");
+    if !skip_unless_tool("nm", "TRIAGE_REQUIRE_NM")
+        || !skip_unless_tool("python3", "TRIAGE_REQUIRE_PYTHON3")
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
