@@ -9,6 +9,7 @@
 pub mod attempts;
 pub mod child;
 pub mod compensation;
+pub mod group_proof;
 pub mod phase_runner;
 pub mod reap;
 pub mod wiring;

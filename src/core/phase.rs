@@ -124,6 +124,10 @@ pub struct ItemEntry {
     /// The process group of its running attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pgid: Option<u32>,
+    /// What shows that the group named by `pgid` is the one this item started: `resume`
+    /// signals a group only when it can show it ([`GroupProof`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupProof>,
     /// When its last run started and ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<String>,
@@ -136,6 +140,22 @@ pub struct ItemEntry {
     /// Why it stands where it does, when that is not plain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// What identifies the process group an item's attempt started, so that a later `resume`
+/// never signals a group that is not the item's: the group leader's start time (clock ticks
+/// since boot, as the kernel counts them), the boot it started in, and a random token every
+/// process of the group carries in its environment (`TRIAGE_ITEM_TOKEN`), which shows a
+/// member is the item's after its leader exited. A process id can be reused; the three
+/// together cannot be, and none of them can be guessed by a manifest written elsewhere.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GroupProof {
+    /// The leader's start time, in clock ticks since boot.
+    pub leader_start: u64,
+    /// The boot it started in (`/proc/sys/kernel/random/boot_id`).
+    pub boot_id: String,
+    /// The token in its members' environment.
+    pub token: String,
 }
 
 impl ItemEntry {
@@ -347,6 +367,7 @@ impl Manifest {
             ));
             e.state = Some(ItemState::NeedsDecision);
             e.pgid = None;
+            e.group = None;
         }
         held
     }

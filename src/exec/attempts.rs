@@ -229,7 +229,10 @@ fn run_held(
             },
             kill_after: args.kill_after.0,
             grace: args.grace.0,
-            env: vec![("TRIAGE_RUN_ATTEMPT".into(), attempt_no.to_string())],
+            env: [("TRIAGE_RUN_ATTEMPT".to_string(), attempt_no.to_string())]
+                .into_iter()
+                .chain(wiring.env.iter().cloned())
+                .collect(),
             cwd: wiring.cwd,
             stderr_to: wiring.stderr_to,
             on_spawn: wiring.on_spawn,
@@ -497,7 +500,10 @@ fn fallback(
         timeout: wiring.clamp(timeout),
         kill_after: args.kill_after.0,
         grace: args.grace.0,
-        env: vec![("TRIAGE_RUN_FALLBACK".into(), "1".into())],
+        env: [("TRIAGE_RUN_FALLBACK".to_string(), "1".to_string())]
+            .into_iter()
+            .chain(wiring.env.iter().cloned())
+            .collect(),
         cwd: wiring.cwd,
         stderr_to: wiring.stderr_to,
         on_spawn: wiring.on_spawn,

@@ -17,9 +17,10 @@ mod answer;
 mod item;
 
 use crate::core::phase::plan::{self, Item, PhasePlan};
-use crate::core::phase::{self as model, ItemState, Manifest, PhaseStatus};
+use crate::core::phase::{self as model, GroupProof, ItemState, Manifest, PhaseStatus};
 use crate::core::policy::Policy;
 use crate::exec::child::Interrupts;
+use crate::exec::group_proof::{self, Stopped};
 use crate::exit::Failure;
 use crate::store::files;
 use crate::store::ground::Ground;
@@ -196,6 +197,7 @@ pub fn resume<'p>(
         .leave_to_rerun(rerun, &crate::core::saga::stamp(g.now))
         .map_err(Failure::usage)?;
     let died = m.status == PhaseStatus::Running;
+    let mut not_signalled = Vec::new();
     // Items a dead runner left running: their groups may live on. Stop what is left; they run
     // again (their result was never filed), unless they have side effects (held below).
     for e in m
@@ -203,13 +205,25 @@ pub fn resume<'p>(
         .iter_mut()
         .filter(|e| e.state() == ItemState::Running)
     {
-        let left = e.pgid.map(|g| crate::exec::reap::stop_group(g, t.grace));
+        let left = e
+            .pgid
+            .map(|pg| (pg, group_proof::stop(pg, e.group.as_ref(), t.grace)));
         e.note = Some(match left {
-            Some(true) => "was running when the runner died; its process group was still alive and was stopped".into(),
+            Some((_, Stopped::Ended)) => "was running when the runner died; its process group was still alive and was stopped".into(),
+            Some((pg, Stopped::LeftAlone(why))) => {
+                let said = format!(
+                    "process group {pg} not signalled: cannot show it is item {}'s ({why})",
+                    e.id
+                );
+                g.warn(&said);
+                not_signalled.push(e.id.clone());
+                format!("was running when the runner died; its result is unknown; {said}")
+            }
             _ => "was running when the runner died; its result is unknown".into(),
         });
         e.state = Some(ItemState::Partial);
         e.pgid = None;
+        e.group = None;
     }
     let plan = m.plan.clone();
     let base = policy()?;
@@ -229,6 +243,7 @@ pub fn resume<'p>(
         "skipped": m.ids(ItemState::Skipped),
         "needs_decision": held,
         "rerun": rerun,
+        "not_signalled": not_signalled,
     });
     let todo: Vec<usize> = m
         .items
@@ -420,7 +435,8 @@ impl Ran {
 }
 
 enum Msg {
-    Spawned(usize, u32),
+    /// Item `i`'s attempt started in group `pgid`, identified by the proof.
+    Spawned(usize, u32, Option<GroupProof>),
     /// Item `i` waits this long before attempt `n` of `m`.
     Waiting(usize, Duration, u32, Option<u32>),
     Done(usize, Box<ItemRun>),
@@ -520,10 +536,15 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
                 let tx = tx.clone();
                 let cascade = &cascade;
                 s.spawn(move || {
+                    // Every process of the item's group carries the token, and the leader's
+                    // start time is read as it starts: what resume checks before a signal.
+                    let token = group_proof::new_token();
                     let told = {
                         let tx = tx.clone();
+                        let token = token.clone();
                         move |pid: u32| {
-                            let _ = tx.send(Msg::Spawned(i, pid));
+                            let proof = group_proof::record(pid, &token);
+                            let _ = tx.send(Msg::Spawned(i, pid, proof));
                         }
                     };
                     let waits = {
@@ -534,6 +555,7 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
                     };
                     let r = run_item(
                         shared, item, &ground, &policy, &flags, cascade, deadline, &told, &waits,
+                        &token,
                     );
                     let _ = tx.send(Msg::Done(i, Box::new(r)));
                 });
@@ -549,9 +571,10 @@ fn run(job: &Job, m: &mut Manifest, todo: Vec<usize>, watcher: Watcher) -> Resul
             let mut next = rx.recv_timeout(POLL).ok();
             while let Some(msg) = next {
                 match msg {
-                    Msg::Spawned(i, pid) => {
+                    Msg::Spawned(i, pid, proof) => {
                         book.dirty.insert(i);
                         m.items[i].pgid = Some(pid);
+                        m.items[i].group = proof;
                         book.unsaved_groups.insert(i, Instant::now());
                         if let Some(p) = progress.as_mut() {
                             p.attempt(i);

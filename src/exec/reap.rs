@@ -279,28 +279,6 @@ fn stat_in_group(stat: &str, g: i32) -> bool {
     parse_stat(stat).is_some_and(|(state, pgrp)| pgrp == g && !matches!(state, "Z" | "X" | "x"))
 }
 
-/// Stops what is left of a process group a dead runner started: SIGTERM, SIGKILL after
-/// `grace`. Returns whether anyone was left.
-pub fn stop_group(pgid: u32, grace: Duration) -> bool {
-    use rustix::process::{kill_process_group, test_kill_process_group, Pid, Signal};
-    let Some(group) = i32::try_from(pgid).ok().and_then(Pid::from_raw) else {
-        return false;
-    };
-    if test_kill_process_group(group).is_err() {
-        return false;
-    }
-    let _ = kill_process_group(group, Signal::TERM);
-    let until = std::time::Instant::now() + grace;
-    while std::time::Instant::now() < until {
-        if test_kill_process_group(group).is_err() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = kill_process_group(group, Signal::KILL);
-    true
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

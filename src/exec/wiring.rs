@@ -36,6 +36,8 @@ pub struct Wiring<'a> {
     pub cascade: Option<&'a AtomicBool>,
     /// The seed of the retry delays' jitter (`TRIAGE_SEED`, else drawn from the clock).
     pub seed: u64,
+    /// Environment every attempt's command gets besides its own (a phase item's token).
+    pub env: &'a [(String, String)],
 }
 
 impl<'a> Wiring<'a> {
@@ -53,6 +55,7 @@ impl<'a> Wiring<'a> {
             deadline: None,
             cascade: None,
             seed,
+            env: &[],
         }
     }
 

@@ -455,3 +455,142 @@ fn run_with_side_effects_never_runs_its_command_twice() {
     assert_eq!(runs(&s, "sent"), 1, "{}", out.stderr());
     assert_ne!(out.code(), Some(0));
 }
+
+/// Whether `unshare -Urfp --mount-proc` (a user and PID namespace of the test's own) is
+/// allowed here; skips saying why, or fails under `TRIAGE_REQUIRE_UNSHARE=1`.
+fn pid_namespace() -> bool {
+    let probe = std::process::Command::new("unshare")
+        .args(["-Urfp", "--mount-proc", "true"])
+        .stdin(Stdio::null())
+        .output();
+    let allowed = probe.as_ref().is_ok_and(|o| o.status.success());
+    let why = match &probe {
+        Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+        Err(e) => e.to_string(),
+    };
+    crate::common::skip_unless(
+        allowed,
+        &format!("`unshare -Urfp --mount-proc` is not allowed here ({why})"),
+        "TRIAGE_REQUIRE_UNSHARE",
+    )
+}
+
+/// The adversary's round, in a PID namespace of the test's own: processes the test starts
+/// (one in a group and session of its own, one in the caller's group, one started after the
+/// item's group died, as a reused process id would be) must all survive `phase resume` of a
+/// manifest whose running item names process group 1, a foreign group, a reused id, or a
+/// group with nothing recorded to identify it; resume says it did not signal them. The
+/// untouched manifest's own group is still ended.
+#[test]
+fn resume_signals_only_the_group_its_item_started_never_one_a_manifest_names() {
+    if !crate::common::skip_unless_tool("unshare", "TRIAGE_REQUIRE_UNSHARE")
+        || !crate::common::skip_unless_tool("jq", "TRIAGE_REQUIRE_JQ")
+        || !pid_namespace()
+    {
+        return;
+    }
+    let s = Sandbox::new();
+    s.write(".triage.toml", POLICY);
+    s.write(
+        "plan.toml",
+        "[[items]]\nid = \"job\"\nside_effects = true\ncommand = \"sleep 1000\"\n",
+    );
+    let script = r#"T="$1"; cd "$2" || exit 1
+st() { "$T" phase status --workflow "$1" --phase 1 2>/dev/null; }
+running() { st "$1" | jq '.items[0].state == "running" and (.items[0].pgid | type == "number")' 2>/dev/null | grep -q true; }
+# Runs the plan as workflow $1 until its item runs, then kills the runner outright.
+start() {
+  "$T" phase run plan.toml --workflow "$1" --phase 1 >/dev/null 2>&1 &
+  r=$!
+  i=0
+  until running "$1"; do
+    i=$((i+1)); if [ $i -gt 3000 ]; then echo "the item of $1 never ran" >>fail; return 1; fi
+    sleep 0.01
+  done
+  kill -9 $r; wait $r 2>/dev/null
+  st "$1" | jq .items[0].pgid > "$1.pgid"
+}
+# Rewrites workflow $1's manifest through jq program $2 (the journal folded in and dropped).
+tamper() {
+  st "$1" | jq -c "del(.journal) | $2" > m.tmp &&
+    mv m.tmp ".triage/workflows/$1/phase-1.json" && rm -f ".triage/workflows/$1/phase-1.json.journal"
+}
+resume() { "$T" phase resume --workflow "$1" --phase 1 --grace 1s >"$1.out" 2>"$1.err"; }
+alive() { kill -0 "$1" 2>/dev/null; }
+setsid sleep 1000 </dev/null >/dev/null 2>&1 &
+v1=$!
+sleep 1000 </dev/null >/dev/null 2>&1 &
+v2=$!
+start own && resume own
+if alive -"$(cat own.pgid)"; then echo "the item's own group was not ended" >>fail; fi
+start one && tamper one '.items[0].pgid = 1' && resume one
+start foreign && tamper foreign ".items[0].pgid = $v1" && resume foreign
+start ours && tamper ours ".items[0].pgid = $$" && resume ours
+start bare && tamper bare 'del(.items[0].group)' && resume bare
+start reused
+kill -9 -"$(cat reused.pgid)"
+i=0; while alive -"$(cat reused.pgid)" && [ $i -lt 3000 ]; do i=$((i+1)); sleep 0.01; done
+setsid sleep 1000 </dev/null >/dev/null 2>&1 &
+v3=$!
+tamper reused ".items[0].pgid = $v3" && resume reused
+for v in $v1 $v2 $v3; do alive $v || echo "victim $v was killed" >>fail; done
+alive -"$(cat bare.pgid)" || echo "the group with nothing to identify it was signalled" >>fail
+touch done"#;
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args([
+        "-Urfp",
+        "--mount-proc",
+        "--kill-child",
+        "sh",
+        "-c",
+        script,
+        "sh",
+    ])
+    .arg(crate::common::bin())
+    .arg(s.path())
+    .env("XDG_CACHE_HOME", s.cache_dir())
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    crate::common::clean_std_env(&mut cmd);
+    let started = Instant::now();
+    let mut ns = cmd.spawn().unwrap();
+    while !s.exists("done") && started.elapsed() < LIMIT * 2 {
+        if ns.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Ends the namespace and all in it (--kill-child).
+    let _ = ns.kill();
+    let _ = ns.wait();
+    assert!(
+        s.exists("done"),
+        "the scenario did not finish: {}",
+        std::fs::read_to_string(s.path().join("fail")).unwrap_or_default()
+    );
+    let failed = std::fs::read_to_string(s.path().join("fail")).unwrap_or_default();
+    assert!(failed.is_empty(), "{failed}");
+    for w in ["one", "foreign", "ours", "bare", "reused"] {
+        let err = s.read(&format!("{w}.err"));
+        assert!(
+            err.contains("not signalled: cannot show it is item job's"),
+            "{w}: {err}"
+        );
+        let doc = json(&s.read(&format!("{w}.out")));
+        assert_eq!(
+            doc["resumed"]["not_signalled"],
+            json!(["job"]),
+            "{w}: {doc:#}"
+        );
+    }
+    let own = json(&s.read("own.out"));
+    assert_eq!(own["resumed"]["not_signalled"], json!([]), "{own:#}");
+    assert!(
+        item(&own, "job")["note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("was still alive and was stopped"),
+        "{own:#}"
+    );
+}

@@ -8,6 +8,7 @@ use crate::core::phase::{ItemState, Manifest};
 use crate::core::policy::Policy;
 use crate::exec::attempts::{self, Request};
 use crate::exec::child::{scratch, Interrupts};
+use crate::exec::group_proof;
 use crate::exec::wiring::Wiring;
 use crate::exit::Failure;
 use crate::store::files::{self, Backup};
@@ -80,6 +81,7 @@ pub(super) fn run_item(
     deadline: Option<Instant>,
     told: &(dyn Fn(u32) + Sync),
     waits: &(dyn Fn(Duration, u32, Option<u32>) + Sync),
+    token: &str,
 ) -> ItemRun {
     let started = Instant::now();
     let files = match (scratch(), scratch()) {
@@ -144,6 +146,7 @@ pub(super) fn run_item(
         deadline,
         cascade: Some(cascade),
         seed: job.seed,
+        env: &[(group_proof::TOKEN_VAR.to_string(), token.to_string())],
     };
     let result = attempts::run(&request, g, policy, &wiring);
     let elapsed = started.elapsed();
@@ -195,6 +198,7 @@ pub(super) fn settle(job: &Job, m: &mut Manifest, i: usize, r: ItemRun) {
     };
     let e = &mut m.items[i];
     e.pgid = None;
+    e.group = None;
     e.ended_at = Some(job.stamp());
     e.duration_ms = Some(u64::try_from(r.elapsed.as_millis()).unwrap_or(u64::MAX));
     e.output = None;
