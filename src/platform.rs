@@ -48,3 +48,11 @@ pub(crate) fn become_subreaper() {
         let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
     }
 }
+
+/// `n` bytes from the system's random source (`/dev/urandom`, on Linux and macOS alike).
+pub(crate) fn random_bytes(n: usize) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = vec![0u8; n];
+    File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(bytes)
+}

@@ -14,6 +14,7 @@ pub mod manifests;
 pub mod pattern_cache;
 pub mod pending;
 pub mod permits;
+pub mod phase_seal;
 pub mod project_files;
 pub mod recovery;
 pub mod rejections;

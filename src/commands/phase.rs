@@ -19,10 +19,11 @@ use crate::context::{Answer, Context};
 use crate::core::duration::Dur;
 use crate::core::phase::plan::{self, Format, PhasePlan};
 use crate::core::phase::{choice, Manifest, PhaseStatus};
-use crate::exec::phase_runner::{self, Answered, Target, Watch};
+use crate::exec::phase_runner::{self, Answered, PlanSource, Target, Watch};
 use crate::exit::{Failure, FailureClass};
 use crate::store::files;
 use crate::store::manifests;
+use crate::store::phase_seal;
 use busy::{hold, Held};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -137,6 +138,11 @@ pub struct ResumeArgs {
     /// started again
     #[arg(long, value_name = "ID")]
     pub rerun: Vec<String>,
+    /// Resume although triage cannot show the manifest is one you ran (another machine or
+    /// user, a clone, an older triage, or edited): only after `phase status --text` showed
+    /// the commands it would run are yours. It is sealed as yours from then on
+    #[arg(long)]
+    pub trust_plan: bool,
 }
 
 /// Arguments of `triage phase decide`.
@@ -204,12 +210,19 @@ impl Which {
                 .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
             default_jobs: std::thread::available_parallelism().map_or(4, |n| n.get()) * 4,
             config,
+            seal_key: Err(String::new()),
+            trust_plan: false,
         }
     }
 }
 
-/// Reads the plan from the file or stdin.
-fn read_plan(a: &RunArgs, cx: &Context) -> Result<PhasePlan, Failure> {
+/// Reads the plan from the file or stdin, and says where it came from.
+fn read_plan(a: &RunArgs, cx: &Context) -> Result<(PhasePlan, PlanSource), Failure> {
+    let file = a
+        .plan
+        .as_deref()
+        .filter(|p| *p != Path::new("-"))
+        .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()));
     let (name, bytes) = match a.plan.as_deref().filter(|p| *p != Path::new("-")) {
         Some(p) => {
             let bytes = files::read_named(p)
@@ -226,24 +239,38 @@ fn read_plan(a: &RunArgs, cx: &Context) -> Result<PhasePlan, Failure> {
             ("<stdin>".to_string(), bytes)
         }
     };
+    let source = PlanSource {
+        file: file.map(|f| f.display().to_string()),
+        sha256: phase_seal::digest(&bytes),
+    };
     let text = String::from_utf8(bytes)
         .map_err(|_| Failure::usage(format!("{name}: the plan is not UTF-8 text")))?;
-    plan::parse(&name, &text, Format::guess(&name, &text))
-        .map_err(|problems| Failure::usage(problems.join("\n")))
+    let plan = plan::parse(&name, &text, Format::guess(&name, &text))
+        .map_err(|problems| Failure::usage(problems.join("\n")))?;
+    Ok((plan, source))
 }
 
 fn run_phase(a: &RunArgs, cx: &Context) -> Result<Answer, Failure> {
     a.which.check()?;
-    let plan = read_plan(a, cx)?;
+    let (plan, source) = read_plan(a, cx)?;
     let path = a.which.manifest(cx);
     let _lock = match hold(cx, &path, &a.which)? {
         Held::Lock(l) => l,
         Held::Busy(refusal) => return Ok(refusal),
     };
     let config = cx.global.config.as_deref().and_then(Path::to_str);
-    let t = a.which.target(&a.stopping, cx.jitter_seed(), config);
+    let mut t = a.which.target(&a.stopping, cx.jitter_seed(), config);
+    t.seal_key = cx.phase_seal_key();
     let policy = || cx.policy();
-    let done = phase_runner::start(&cx.ground(), policy, &t, &plan, a.fresh, &path, watcher)?;
+    let done = phase_runner::start(
+        &cx.ground(),
+        policy,
+        &t,
+        (&plan, &source),
+        a.fresh,
+        &path,
+        watcher,
+    )?;
     drop(_lock);
     let done = auto_proceed(cx, &a.which, &path, done)?;
     Ok(answer(cx, done))
@@ -257,7 +284,9 @@ fn resume(a: &ResumeArgs, cx: &Context) -> Result<Answer, Failure> {
         Held::Busy(refusal) => return Ok(refusal),
     };
     let config = cx.global.config.as_deref().and_then(Path::to_str);
-    let t = a.which.target(&a.stopping, cx.jitter_seed(), config);
+    let mut t = a.which.target(&a.stopping, cx.jitter_seed(), config);
+    t.seal_key = cx.phase_seal_key();
+    t.trust_plan = a.trust_plan;
     let policy = || cx.policy();
     let done = phase_runner::resume(&cx.ground(), policy, &t, &a.rerun, &path, watcher)?;
     drop(_lock);
@@ -333,7 +362,15 @@ fn status(w: &Which, cx: &Context) -> Result<Answer, Failure> {
         ))
     })?;
     if cx.global.text {
-        return Ok(Answer::text(text::status_text(&m, cx.ground().now)));
+        let sealed = cx
+            .phase_seal_key_if_any()
+            .is_some_and(|key| phase_seal::holds(&key, &m));
+        let mut out = text::status_text(&m, cx.ground().now);
+        if m.status != PhaseStatus::Decided {
+            out.push_str("\n\n");
+            out.push_str(&text::resume_would_run(&m, sealed));
+        }
+        return Ok(Answer::text(out));
     }
     Ok(Answer::json(&m))
 }

@@ -206,6 +206,18 @@ pub struct Manifest {
     pub resumes: u32,
     /// The plan, as read (resume needs no file).
     pub plan: PhasePlan,
+    /// The plan file it was read from (absolute), when it came from a file: `resume` refuses
+    /// to go on once that file no longer holds the plan that was run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_file: Option<String>,
+    /// The SHA-256 of the plan's bytes as read at `run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_sha256: Option<String>,
+    /// An HMAC of the phase, its plan and where the plan came from, under a key only the user
+    /// who ran it holds (outside any project): a manifest from a clone, a tarball or an editor
+    /// does not carry it, and `resume` will not run its commands unasked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
     /// Every item.
     pub items: Vec<ItemEntry>,
     /// Seed 002's "Workflow paused. Resume with …", when paused.
@@ -255,6 +267,9 @@ impl Manifest {
             updated_at: at.to_string(),
             resumes: 0,
             plan,
+            plan_file: None,
+            plan_sha256: None,
+            seal: None,
             items,
             message: None,
             decision: None,
@@ -374,7 +389,7 @@ impl Manifest {
 }
 
 /// A word as a shell reads it back: quoted when it holds anything but plain characters.
-fn shell_word(w: &str) -> String {
+pub fn shell_word(w: &str) -> String {
     if !w.is_empty()
         && w.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_.:/+=@".contains(c))

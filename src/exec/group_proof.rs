@@ -22,18 +22,14 @@ const STEP: Duration = Duration::from_millis(10);
 /// A fresh random token for an item's attempts (128 bits from the system's random source;
 /// the clock and process id, mixed, where there is none).
 pub fn new_token() -> String {
-    use std::io::Read;
-    let mut bytes = [0u8; 16];
-    let drawn = std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .is_ok();
-    if !drawn {
+    let bytes = crate::platform::random_bytes(16).unwrap_or_else(|_| {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let mixed = nanos ^ (u128::from(std::process::id()) << 64);
-        bytes = mixed.to_le_bytes();
-    }
+        (nanos ^ (u128::from(std::process::id()) << 64))
+            .to_le_bytes()
+            .to_vec()
+    });
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

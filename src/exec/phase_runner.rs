@@ -25,6 +25,7 @@ use crate::exit::Failure;
 use crate::store::files;
 use crate::store::ground::Ground;
 use crate::store::manifests;
+use crate::store::phase_seal;
 use item::{not_reached, run_item, settle, unfiled, ItemRun, Shared};
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -54,6 +55,19 @@ pub struct Target<'a> {
     pub default_jobs: usize,
     /// The policy file named by `--config`, for the commands the answer suggests.
     pub config: Option<&'a str>,
+    /// The user's key that seals the manifest; `Err`: why there is none.
+    pub seal_key: Result<Vec<u8>, String>,
+    /// `resume --trust-plan`: a person checked what a manifest this user cannot show is
+    /// theirs would run.
+    pub trust_plan: bool,
+}
+
+/// Where `phase run`'s plan came from: its file (absolute) and the SHA-256 of its bytes.
+pub struct PlanSource {
+    /// The file, when not stdin.
+    pub file: Option<String>,
+    /// The digest of the bytes read.
+    pub sha256: String,
 }
 
 /// Who watches the items start and end (`phase run` draws their progress on a terminal).
@@ -104,6 +118,53 @@ impl Answered {
     }
 }
 
+/// Refuses to resume a manifest whose plan file no longer holds the plan that was run, or
+/// whose seal this user's key does not give (from a clone, another machine or user, an older
+/// triage, or edited) unless a person said `--trust-plan`, which seals it anew.
+fn bound_to_its_plan(g: &Ground, m: &mut Manifest, t: &Target) -> Result<(), Failure> {
+    let which = format!(
+        "--workflow {} --phase {}",
+        model::shell_word(&m.workflow_id),
+        model::shell_word(&m.phase)
+    );
+    if let (Some(file), Some(was)) = (&m.plan_file, &m.plan_sha256) {
+        if let Ok(Some(bytes)) = files::read_named(Path::new(file)) {
+            let now = phase_seal::digest(&bytes);
+            if &now != was {
+                return Err(Failure::usage(format!(
+                    "the plan {file} changed since the phase was run (its SHA-256 was {}…, it is {}…), and resume runs the plan as it was run; put the file back as it was, or start the phase over with `triage phase run {} {which} --fresh`",
+                    was.get(..12).unwrap_or(was),
+                    now.get(..12).unwrap_or(&now),
+                    model::shell_word(file),
+                )));
+            }
+        }
+    }
+    let holds = t
+        .seal_key
+        .as_ref()
+        .is_ok_and(|key| phase_seal::holds(key, m));
+    if holds {
+        return Ok(());
+    }
+    if !t.trust_plan {
+        let why = match &t.seal_key {
+            Err(why) => format!("it cannot be checked: {why}"),
+            Ok(_) if m.seal.is_none() => "it carries no seal (written by an older triage, or edited)".to_string(),
+            Ok(_) => "its seal is not yours (it comes from another machine or user, a clone or a tarball, or was edited)".to_string(),
+        };
+        return Err(Failure::usage(format!(
+            "will not resume phase {} of workflow {}: triage cannot show this manifest is one you ran, since {why}; see the commands it would run with `triage phase status {which} --text`, then resume with --trust-plan if they are yours",
+            m.phase, m.workflow_id
+        )));
+    }
+    match &t.seal_key {
+        Ok(key) => m.seal = Some(phase_seal::seal(key, m)),
+        Err(why) => g.warn(&format!("the manifest is not sealed ({why})")),
+    }
+    Ok(())
+}
+
 /// What the runner needs of one phase run.
 pub struct Job<'a> {
     ground: &'a Ground<'a>,
@@ -139,7 +200,7 @@ pub fn start<'p>(
     g: &Ground,
     policy: impl FnOnce() -> Result<&'p Policy, Failure>,
     t: &Target,
-    plan: &PhasePlan,
+    (plan, source): (&PhasePlan, &PlanSource),
     fresh: bool,
     path: &Path,
     watcher: Watcher,
@@ -171,6 +232,14 @@ pub fn start<'p>(
         },
         &crate::core::saga::stamp(g.now),
     );
+    m.plan_file.clone_from(&source.file);
+    m.plan_sha256 = Some(source.sha256.clone());
+    match &t.seal_key {
+        Ok(key) => m.seal = Some(phase_seal::seal(key, &m)),
+        Err(why) => g.warn(&format!(
+            "the manifest is not sealed ({why}): `phase resume` will ask for --trust-plan"
+        )),
+    }
     let todo: Vec<usize> = (0..plan.items.len()).collect();
     go(g, base, t, plan, policy, path, &mut m, todo, None, watcher)
 }
@@ -193,6 +262,7 @@ pub fn resume<'p>(
             t.phase, t.workflow, path.display(), t.workflow, t.phase
         ))
     })?;
+    bound_to_its_plan(g, &mut m, t)?;
     let rerun = m
         .leave_to_rerun(rerun, &crate::core::saga::stamp(g.now))
         .map_err(Failure::usage)?;

@@ -216,6 +216,8 @@ impl Sandbox {
         let mut c = command(program);
         c.current_dir(self.path());
         c.env("XDG_CACHE_HOME", self.cache_home.path());
+        // The key that seals phase manifests: the sandbox's own.
+        c.env("XDG_STATE_HOME", self.cache_home.path().join("state"));
         if let Some(url) = &self.store {
             c.env("TRIAGE_STORE", url);
         }

@@ -549,6 +549,7 @@ touch done"#;
     .arg(crate::common::bin())
     .arg(s.path())
     .env("XDG_CACHE_HOME", s.cache_dir())
+    .env("XDG_STATE_HOME", s.cache_dir().join("state"))
     .stdin(Stdio::null())
     .stdout(Stdio::null())
     .stderr(Stdio::null());
@@ -593,4 +594,135 @@ touch done"#;
             .contains("was still alive and was stopped"),
         "{own:#}"
     );
+}
+
+/// A phase whose item `b` blocks: run, then the runner killed outright while `b` runs.
+fn killed_mid_phase(s: &Sandbox, w: &str) {
+    s.write(".triage.toml", POLICY);
+    s.write("plan.toml", [quick("a"), blocking("b", "")].concat());
+    let mut child = spawn_run(s, w, "1");
+    wait_until(s, w, "1", |m| {
+        state_of(m, "a") == "complete" && state_of(m, "b") == "running" && s.exists("b.started")
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    s.write("b.release", "");
+}
+
+#[test]
+fn resume_refuses_a_phase_whose_plan_file_changed_since_it_was_run() {
+    let s = Sandbox::new();
+    killed_mid_phase(&s, "pf");
+    // Its own manifest: sealed, and what resume would run is shown.
+    let out = s
+        .cmd(&[
+            "--text",
+            "phase",
+            "status",
+            "--workflow",
+            "pf",
+            "--phase",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Resume would run:\n  b: sh -c") && text.contains("Sealed: yes"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("\n  a: "),
+        "a complete item is not run again: {text}"
+    );
+    let original = s.read("plan.toml");
+    s.write("plan.toml", format!("{original}{}", quick("c")));
+    let (code, out, err) = phase(&s, &["resume"], "pf", "1");
+    assert_eq!(code, 64, "{out} {err}");
+    assert!(
+        err.contains("plan.toml changed since the phase was run") && err.contains("--fresh"),
+        "{err}"
+    );
+    assert_eq!(runs(&s, "b"), 1, "nothing ran");
+    // Put back as it was, the phase resumes.
+    s.write("plan.toml", &original);
+    let (code, out, err) = phase(&s, &["resume"], "pf", "1");
+    assert_eq!(code, 0, "{out} {err}");
+    assert_eq!(runs(&s, "b"), 2);
+}
+
+#[test]
+fn resume_never_runs_commands_a_manifest_it_cannot_show_is_yours_brings_until_trusted() {
+    let s = Sandbox::new();
+    killed_mid_phase(&s, "sl");
+    // The plan in the manifest edited to run something else, as a cloned `.triage/` could.
+    let mut m = manifest(&s, "sl", "1");
+    m["plan"]["items"][1]["command"] = json!("touch pwned; echo b-out");
+    m.as_object_mut().unwrap().remove("journal");
+    std::fs::write(manifest_path(&s, "sl", "1"), m.to_string()).unwrap();
+    let _ = std::fs::remove_file(s.root().join("workflows/sl/phase-1.json.journal"));
+    let (code, out, err) = phase(&s, &["resume"], "sl", "1");
+    assert_eq!(code, 64, "{out} {err}");
+    assert!(
+        err.contains("cannot show this manifest is one you ran")
+            && err.contains("phase status --workflow sl --phase 1 --text")
+            && err.contains("--trust-plan"),
+        "{err}"
+    );
+    assert!(
+        !s.exists("pwned"),
+        "resume ran a command the manifest brought"
+    );
+    // The person looks: the status shows the command resume would run, and that it is not
+    // sealed as theirs.
+    let out = s
+        .cmd(&[
+            "--text",
+            "phase",
+            "status",
+            "--workflow",
+            "sl",
+            "--phase",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Resume would run:") && text.contains("b: sh -c 'touch pwned; echo b-out'"),
+        "{text}"
+    );
+    assert!(text.contains("Sealed: no"), "{text}");
+    // A manifest with no seal at all (an older triage, or stripped) is refused the same way.
+    let mut bare = manifest(&s, "sl", "1");
+    bare.as_object_mut().unwrap().remove("seal");
+    std::fs::write(manifest_path(&s, "sl", "1"), bare.to_string()).unwrap();
+    let (code, _, err) = phase(&s, &["resume"], "sl", "1");
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("carries no seal"), "{err}");
+    assert!(!s.exists("pwned"));
+    // Told to trust it, resume runs it and seals it as the person's own.
+    let (code, out, err) = phase(&s, &["resume", "--trust-plan"], "sl", "1");
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(s.exists("pwned"));
+    assert_eq!(manifest(&s, "sl", "1")["status"], "decided");
+}
+
+#[test]
+fn a_phase_sealed_by_one_user_is_not_resumed_unasked_by_another() {
+    let s = Sandbox::new();
+    killed_mid_phase(&s, "ot");
+    // The same project, another user's key (another state folder).
+    let other = tempfile::tempdir().unwrap();
+    let out = s
+        .triage(["phase", "resume", "--workflow", "ot", "--phase", "1"])
+        .env("XDG_STATE_HOME", other.path())
+        .run();
+    assert_eq!(out.code(), Some(64), "{}", out.stderr());
+    assert!(
+        out.stderr().contains("its seal is not yours"),
+        "{}",
+        out.stderr()
+    );
+    assert_eq!(runs(&s, "b"), 1);
 }

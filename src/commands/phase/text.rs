@@ -227,6 +227,57 @@ pub fn waited(doc: &Value) -> String {
     }
 }
 
+/// What `phase resume` would run: every unfinished item's command and fallback, as a shell
+/// would read them back, an item held for a decision said so; and whether the manifest's seal
+/// is the user's (`sealed`), since resume runs nothing of a manifest that is not unasked.
+pub fn resume_would_run(m: &Manifest, sealed: bool) -> String {
+    let mut out = String::from("Resume would run:");
+    let mut any = false;
+    for (e, item) in m.items.iter().zip(&m.plan.items) {
+        if !e.state().unfinished() {
+            continue;
+        }
+        any = true;
+        let words: Vec<String> = item
+            .command
+            .argv()
+            .iter()
+            .map(|w| model::shell_word(w))
+            .collect();
+        let held = e.side_effects && e.may_have_run() && e.rerun.is_none();
+        out.push_str(&format!(
+            "\n  {}: {}{}",
+            e.id,
+            words.join(" "),
+            if held {
+                "  (held: side effects; runs only with --rerun)"
+            } else {
+                ""
+            }
+        ));
+        let fallback = item.fallback.as_ref().or(m.plan.defaults.fallback.as_ref());
+        if let Some(f) = fallback {
+            out.push_str(&format!(
+                "\n  {} (its fallback, when its breaker is open): sh -c {}",
+                e.id,
+                model::shell_word(f)
+            ));
+        }
+    }
+    if !any {
+        out.push_str(" nothing (every item has ended)");
+    }
+    if let Some(file) = &m.plan_file {
+        out.push_str(&format!("\nPlan: {file}"));
+    }
+    out.push_str(if sealed {
+        "\nSealed: yes, this is a manifest you ran"
+    } else {
+        "\nSealed: no; triage cannot show you ran it, and `phase resume` refuses it without --trust-plan"
+    });
+    out
+}
+
 /// `phase status --text` (`now`: the deadline is told from it).
 pub fn status_text(m: &Manifest, now: DateTime<Utc>) -> String {
     let items: Vec<Value> = m.items.iter().map(|e| json!(e)).collect();
