@@ -57,6 +57,7 @@ impl Phase {
             }
         }
         c.env("XDG_CACHE_HOME", self.cache.path())
+            .env("XDG_STATE_HOME", self.cache.path().join("state"))
             .stdin(Stdio::null());
         c
     }
