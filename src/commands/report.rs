@@ -278,6 +278,7 @@ fn template(
         completed: args.completed.clone(),
         pipeline: args.pipeline.clone(),
         runs: args.runs,
+        items: None,
         breakers: calls::peek_all_or_warn(&g, cx.policy()?)
             .iter()
             .map(Status::facts)

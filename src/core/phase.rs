@@ -530,7 +530,20 @@ pub fn decide(items: &[ItemEntry], abort_ratio: f64, mandatory: bool) -> Decisio
         })
         .collect();
     let pct = |r: f64| format!("{:.0}%", r * 100.0);
-    let (decision, reason) = if !unfinished.is_empty() {
+    // Items an open breaker refused never started: they wait for it, nothing was interrupted.
+    let waiting = unfinished
+        .iter()
+        .filter(|i| i.outcome.as_deref() == Some("breaker_open"))
+        .count();
+    let (decision, reason) = if !unfinished.is_empty() && waiting == unfinished.len() {
+        (
+            Verdict::Paused,
+            format!(
+                "{waiting} of {} items not started: an open breaker refused them; resume once it lets them",
+                items.len()
+            ),
+        )
+    } else if !unfinished.is_empty() {
         (
             Verdict::Paused,
             format!(

@@ -201,6 +201,9 @@ pub struct TemplateInput<'p> {
     pub pipeline: Vec<String>,
     /// `--runs`.
     pub runs: Option<u64>,
+    /// A phase's work items: how many completed, of how many. The degradation summary then
+    /// counts items, not agents (many items may share one agent or breaker).
+    pub items: Option<(usize, usize)>,
     /// Every breaker with a state file, as it stands.
     pub breakers: Vec<BreakerFacts>,
 }

@@ -315,13 +315,20 @@ pub fn resume<'p>(
         "rerun": rerun,
         "not_signalled": not_signalled,
     });
-    let todo: Vec<usize> = m
+    // What never ran goes first, then what was cut short, and what already failed last: an
+    // item known to fail must not open a shared breaker before the healthy ones had a turn.
+    let mut todo: Vec<usize> = m
         .items
         .iter()
         .enumerate()
         .filter(|(_, e)| e.state().unfinished())
         .map(|(i, _)| i)
         .collect();
+    todo.sort_by_key(|i| match m.items[*i].state() {
+        ItemState::NotStarted => 0,
+        ItemState::Running | ItemState::Partial => 1,
+        _ => 2,
+    });
     m.resumes += 1;
     m.status = PhaseStatus::Running;
     m.message = None;

@@ -44,6 +44,7 @@ pub fn stability_warning(cx: &Context, session: &str) -> Result<String, Failure>
         completed: Vec::new(),
         pipeline: Vec::new(),
         runs: None,
+        items: None,
         breakers: Vec::new(),
     };
     let rendered =

@@ -726,3 +726,126 @@ fn a_phase_sealed_by_one_user_is_not_resumed_unasked_by_another() {
     );
     assert_eq!(runs(&s, "b"), 1);
 }
+
+/// An item that counts its runs, writes its id to `order.log`, and always fails.
+fn failing(id: &str) -> String {
+    format!(
+        "[[items]]\nid = \"{id}\"\ncriticality = \"optional\"\nbreaker_key = \"shared\"\ncommand = \"echo run >> {id}.runs; echo {id} >> order.log; echo 'connection reset by peer' >&2; exit 1\"\n"
+    )
+}
+
+/// An item that counts its runs, writes its id to `order.log`, and succeeds.
+fn healthy(id: &str) -> String {
+    format!(
+        "[[items]]\nid = \"{id}\"\ncriticality = \"optional\"\nbreaker_key = \"shared\"\ncommand = \"echo run >> {id}.runs; echo {id} >> order.log; echo {id}-out\"\n"
+    )
+}
+
+/// The adversary's 60-item phase in small: a resume runs the items that never started before
+/// the items that already failed (which could otherwise open a shared breaker first), and the
+/// summary counts items as they are, not the one breaker they share.
+#[test]
+fn resume_runs_what_never_ran_before_what_already_failed() {
+    let s = Sandbox::new();
+    // No cascade, abort threshold or breaker stops the first run after its failures.
+    s.write(
+        ".triage.toml",
+        format!("{POLICY}[thresholds]\ncascade_agents = 100\nagent_failures = 0\nsession_failures = 100\n[breaker.\"shared\"]\nfailure_threshold = 100\n"),
+    );
+    let fails = ["f1", "f2", "f3", "f4"];
+    let heals = ["h1", "h2", "h3", "h4", "h5", "h6"];
+    let mut plan: String = fails.iter().map(|f| failing(f)).collect();
+    plan.push_str(&blocking("gate", "criticality = \"optional\"\n"));
+    plan.extend(heals.iter().map(|h| healthy(h)));
+    s.write("plan.toml", &plan);
+    // One at a time: the four failures, then the gate, which holds while the runner is
+    // killed; the healthy items never started.
+    let mut child = s
+        .std_cmd(&[
+            "phase",
+            "run",
+            "plan.toml",
+            "--workflow",
+            "ro",
+            "--phase",
+            "1",
+            "--jobs",
+            "1",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(&s, "ro", "1", |m| {
+        fails.iter().all(|f| state_of(m, f) == "failed")
+            && state_of(m, "gate") == "running"
+            && s.exists("gate.started")
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    s.write("gate.release", "");
+    std::fs::remove_file(s.path().join("order.log")).unwrap();
+
+    let (_, out, err) = phase(&s, &["resume", "--jobs", "1"], "ro", "1");
+    let doc = json(&out);
+    for h in heals {
+        assert_eq!(state_of(&doc, h), "complete", "{h}: {doc:#} {err}");
+        assert_eq!(runs(&s, h), 1);
+    }
+    assert_eq!(state_of(&doc, "gate"), "complete", "{doc:#}");
+    let mut order: Vec<String> = s.read("order.log").lines().map(str::to_string).collect();
+    // Each failing item makes its two attempts in a row.
+    order.dedup();
+    assert_eq!(
+        order,
+        ["h1", "h2", "h3", "h4", "h5", "h6", "f1", "f2", "f3", "f4"],
+        "never-started items first, the failed ones last"
+    );
+    assert_eq!(doc["counts"]["complete"], 7, "{doc:#}");
+    let text = doc["degradation"]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("- 7 of 11 items completed"), "{text}");
+}
+
+/// An item an open breaker refuses never ran: it is not started (waiting for the breaker),
+/// never failed, and the phase pauses saying so; a resume once the breaker lets it runs it.
+#[test]
+fn an_item_refused_by_an_open_breaker_waits_not_started_and_never_counts_as_failed() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[retry]\nschedule = [\"0s\"]\nmax_attempts = 1\n[breaker.\"shared\"]\nfailure_threshold = 1\ncooldown = \"30s\"\n",
+    );
+    s.write("plan.toml", [healthy("h1"), healthy("h2")].concat());
+    s.triage(["record-error", "--agent", "x", "--breaker", "shared"])
+        .env("TRIAGE_NOW", "2026-02-04T13:30:00Z")
+        .stdin(r#"{"kind": "network_error", "detail": "connection reset by peer"}"#)
+        .run()
+        .status(0);
+    let run = |args: &[&str]| {
+        let mut all = vec!["phase"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--workflow", "bo", "--phase", "1"]);
+        let out = s
+            .triage(&all)
+            .env("TRIAGE_NOW", "2026-02-04T13:30:10Z")
+            .run();
+        (out.code(), json(&out.stdout()))
+    };
+    let (code, doc) = run(&["run", "plan.toml"]);
+    for h in ["h1", "h2"] {
+        assert_eq!(state_of(&doc, h), "not_started", "{doc:#}");
+        assert!(!s.exists(&format!("{h}.runs")));
+        let note = item(&doc, h)["note"].as_str().unwrap_or_default();
+        assert!(note.contains("breaker shared is open"), "{note}");
+    }
+    assert_eq!(doc["counts"]["failed"], 0, "{doc:#}");
+    assert_eq!(doc["decision"], "paused", "{doc:#}");
+    assert_eq!(code, Some(130));
+    assert!(
+        doc["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("2 of 2 items not started: an open breaker refused them"),
+        "{doc:#}"
+    );
+}

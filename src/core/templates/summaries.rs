@@ -86,9 +86,14 @@ pub(super) fn degradation(v: &View) -> Result<(Value, String), String> {
     for w in &warnings {
         text.push_str(&format!("- {w}\n"));
     }
-    text.push_str(&format!(
-        "\nGenerated outputs:\n- {ok} of {total} agents completed\n"
-    ));
+    match v.input.items {
+        Some((done, of)) => text.push_str(&format!(
+            "\nGenerated outputs:\n- {done} of {of} items completed\n"
+        )),
+        None => text.push_str(&format!(
+            "\nGenerated outputs:\n- {ok} of {total} agents completed\n"
+        )),
+    }
     for p in &preserved {
         text.push_str(&format!("- {p} (partial)\n"));
     }
@@ -96,6 +101,8 @@ pub(super) fn degradation(v: &View) -> Result<(Value, String), String> {
     let fields = json!({
         "headline": headline, "complete": critical_failing.is_empty(),
         "warnings": warnings, "completed_agents": ok, "total_agents": total,
+        "completed_items": v.input.items.map(|(done, _)| done),
+        "total_items": v.input.items.map(|(_, of)| of),
         "preserved_outputs": preserved, "missing": names,
         "critical_failing": critical_failing, "recommendation": recommendation,
     });

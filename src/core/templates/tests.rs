@@ -44,6 +44,7 @@ fn render(name: TemplateName, tweak: impl FnOnce(&mut TemplateInput)) -> Rendere
         completed: Vec::new(),
         pipeline: Vec::new(),
         runs: None,
+        items: None,
         breakers: vec![BreakerFacts {
             key: "statistician-consultant".into(),
             state: State::Open,
@@ -79,6 +80,7 @@ fn render_err(name: TemplateName, tweak: impl FnOnce(&mut TemplateInput)) -> Str
         completed: Vec::new(),
         pipeline: Vec::new(),
         runs: None,
+        items: None,
         breakers: vec![BreakerFacts {
             key: "statistician-consultant".into(),
             state: State::Open,
@@ -229,6 +231,7 @@ fn missing_inputs_say_what_to_give() {
         completed: Vec::new(),
         pipeline: Vec::new(),
         runs: None,
+        items: None,
         breakers: Vec::new(),
     };
     let e = build(TemplateName::AgentFailure, &input).expect_err("no records");

@@ -72,6 +72,7 @@ pub(super) fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Fail
         completed: completed.clone(),
         pipeline: Vec::new(),
         runs: None,
+        items: Some((completed.len(), m.items.len())),
         breakers: Vec::new(),
     };
     if matches!(d.decision, Verdict::Stop | Verdict::Skip) {

@@ -252,11 +252,15 @@ pub(super) fn settle(job: &Job, m: &mut Manifest, i: usize, r: ItemRun) {
                 )
             };
             match outcome.as_str() {
+                // Refused before it ran: nothing of it failed. It waits, not started, for the
+                // breaker to let it through (a resume runs it then).
                 "breaker_open" => {
-                    let why = format!("not run: {}", open());
-                    e.kind = Some("output_missing".into());
-                    record_unrun(job, e, "output_missing", &why);
-                    e.note = Some(why);
+                    e.state = Some(ItemState::NotStarted);
+                    e.kind = None;
+                    e.note = Some(format!(
+                        "not started: {}; `phase resume` runs it once the breaker lets it",
+                        open()
+                    ));
                 }
                 // Seed 002's `proceed_without_section`: what stands in for it is its output.
                 "fallback" => {
