@@ -55,6 +55,28 @@ pub use tail::{read_jsonl_rev_to, Follower};
 
 use open::open_read;
 use std::io;
+use std::sync::RwLock;
+
+/// Where the store's notices go: what it did on its own that the user should hear of (a
+/// folder of theirs it repaired). The edge sets it once ([`on_notice`]); unset, they are lost.
+type NoticeSink = Box<dyn Fn(&str) + Send + Sync>;
+static NOTICE: RwLock<Option<NoticeSink>> = RwLock::new(None);
+
+/// Sends the store's notices to `sink` (a warning on stderr, named for the subcommand).
+pub fn on_notice(sink: impl Fn(&str) + Send + Sync + 'static) {
+    if let Ok(mut n) = NOTICE.write() {
+        *n = Some(Box::new(sink));
+    }
+}
+
+/// Tells the user something the store did on its own (see [`on_notice`]).
+fn notice(message: &str) {
+    if let Ok(n) = NOTICE.read() {
+        if let Some(sink) = n.as_ref() {
+            sink(message);
+        }
+    }
+}
 use std::path::{Path, PathBuf};
 
 /// A failure of the store: what was being done, to which path, and why.

@@ -30,7 +30,7 @@ pub fn files_dir(root: &Path, workflow: &str, phase: &str) -> PathBuf {
 /// `wait` (a second runner, or a `decide` while one runs).
 pub fn hold(path: &Path, wait: std::time::Duration) -> Result<Option<Lock>, Failure> {
     if let Some(dir) = path.parent() {
-        files::create_dirs(dir)?;
+        files::ensure_dir(dir)?;
     }
     match files::lock(path, wait) {
         Ok(lock) => Ok(Some(lock)),
