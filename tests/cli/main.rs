@@ -5,6 +5,7 @@
 
 mod common;
 
+mod bounded_reads;
 mod breaker;
 mod breaker_files;
 

@@ -44,6 +44,9 @@ pub struct Dir {
     /// Shared, so an opened state root can be kept for the whole run.
     fd: Arc<OwnedFd>,
     path: PathBuf,
+    /// A folder of the state root's tree: one of the user's own that only its group may
+    /// write is repaired rather than refused (see [`check_folder`]).
+    repairs: bool,
 }
 
 /// What is at a name in a folder, without following a link.
@@ -92,17 +95,18 @@ fn me() -> u32 {
     *ME.get_or_init(|| rustix::process::geteuid().as_raw())
 }
 
-/// Refuses a folder that another user could change under us. One of the user's own that is
-/// writable by its group but not by others (as an older triage made them under a umask such
-/// as 002) is made 0700 instead, with a notice (see [`super::notice`]).
-fn check_folder(fd: &OwnedFd, path: &Path) -> Result<()> {
+/// Refuses a folder that another user could change under us. With `repair` (the state root
+/// and the folders in it), one of the user's own that is writable by its group but not by
+/// others (as an older triage made them under a umask such as 002) is made 0700 instead,
+/// with a notice (see [`super::notice`]).
+fn check_folder(fd: &OwnedFd, path: &Path, repair: bool) -> Result<()> {
     let st = rfs::fstat(fd).map_err(|e| StoreError::io("cannot stat", path, io_err(e)))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
         return Err(StoreError::refused(path, "it is not a folder".into()));
     }
     let owner = st.st_uid;
     let mode = permission_bits(st.st_mode);
-    if owner == me() && mode & 0o022 == 0o020 && rfs::fchmod(fd, dir_mode()).is_ok() {
+    if repair && owner == me() && mode & 0o022 == 0o020 && rfs::fchmod(fd, dir_mode()).is_ok() {
         super::notice(&format!(
             "{} was writable by its group (mode {mode:04o}, as an older triage left it under a umask such as 002); made it {DIR_MODE:04o}",
             path.display()
@@ -195,6 +199,7 @@ impl Dir {
             Ok(fd) => Ok(Some(Dir {
                 fd: Arc::new(fd),
                 path: path.to_path_buf(),
+                repairs: false,
             })),
             Err(Errno::NOENT) => Ok(None),
             Err(e) => Err(open_failure(
@@ -207,9 +212,15 @@ impl Dir {
         }
     }
 
-    /// The state root: checked (owner, mode), and, unless `follow`, not a link itself.
+    /// The state root (or the user's cache folder): checked (owner, mode, a folder that only
+    /// its group may write repaired when `repair`), and, unless `follow`, not a link itself.
     /// `create` makes it 0700 (and its missing parents); `true` beside it when it was made.
-    pub fn open_root(path: &Path, follow: bool, create: bool) -> Result<Option<(Dir, bool)>> {
+    pub fn open_root(
+        path: &Path,
+        follow: bool,
+        create: bool,
+        repair: bool,
+    ) -> Result<Option<(Dir, bool)>> {
         let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         if !follow {
             flags |= OFlags::NOFOLLOW;
@@ -244,11 +255,12 @@ impl Dir {
         if created {
             let _ = rfs::fchmod(&fd, dir_mode());
         }
-        check_folder(&fd, path)?;
+        check_folder(&fd, path, repair)?;
         Ok(Some((
             Dir {
                 fd: Arc::new(fd),
                 path: path.to_path_buf(),
+                repairs: repair,
             },
             created,
         )))
@@ -316,10 +328,11 @@ impl Dir {
         if created {
             let _ = rfs::fchmod(&fd, dir_mode());
         }
-        check_folder(&fd, &path)?;
+        check_folder(&fd, &path, self.repairs)?;
         Ok(Some(Dir {
             fd: Arc::new(fd),
             path,
+            repairs: self.repairs,
         }))
     }
 

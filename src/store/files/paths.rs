@@ -242,7 +242,8 @@ fn open_root_once(anchor: &Anchor, at: &Path, create: bool) -> Result<Option<Dir
     let (d, created, ignored) = match known {
         Some((d, ignored)) => (d, false, ignored),
         None => {
-            let Some((d, created)) = Dir::open_root(at, anchor.follow, create)? else {
+            let Some((d, created)) = Dir::open_root(at, anchor.follow, create, anchor.state_root)?
+            else {
                 return Ok(None);
             };
             if let Ok(mut list) = OPENED.lock() {
