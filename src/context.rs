@@ -253,6 +253,8 @@ impl Context {
     /// environment's warnings, traced under the root, included).
     pub fn anchor_folders(&self) {
         files::set_root(&self.state_root(), self.global.dir.is_some());
+        let name = self.name;
+        files::on_notice(move |m| say!("triage {name}: warning: {m}"));
         if let Some(d) = &self.cache_dir {
             files::set_private_dir(d);
         }

@@ -271,11 +271,11 @@ pub fn install(tree: clap::Command, dir: &Path) -> Result<Vec<PathBuf>, Failure>
     } in pages(tree)
     {
         let folder = dir.join(format!("man{section}"));
-        std::fs::create_dir_all(&folder)
+        create_readable_dirs(&folder)
             .map_err(|e| Failure::io(format!("cannot create {}: {e}", folder.display())))?;
         let path = folder.join(&file);
         let tmp = folder.join(format!(".{file}.tmp-{}", std::process::id()));
-        std::fs::write(&tmp, body.as_bytes())
+        write_readable(&tmp, body.as_bytes())
             .and_then(|()| std::fs::rename(&tmp, &path))
             .map_err(|e| {
                 let _ = std::fs::remove_file(&tmp);
@@ -284,6 +284,41 @@ pub fn install(tree: clap::Command, dir: &Path) -> Result<Vec<PathBuf>, Failure>
         written.push(path);
     }
     Ok(written)
+}
+
+/// Mode of a man page, whatever the umask: readable by all, as man pages are.
+const PAGE_MODE: u32 = 0o644;
+/// Mode of a folder of man pages that `install` makes, whatever the umask.
+const PAGE_DIR_MODE: u32 = 0o755;
+
+/// Creates `dir` and its missing parents, each made [`PAGE_DIR_MODE`] whatever the umask.
+fn create_readable_dirs(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_readable_dirs(parent)?;
+    }
+    match std::fs::create_dir(dir) {
+        Ok(()) => std::fs::set_permissions(dir, std::fs::Permissions::from_mode(PAGE_DIR_MODE)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes a new file `path`, [`PAGE_MODE`] whatever the umask.
+fn write_readable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(PAGE_MODE)
+        .open(path)?;
+    f.set_permissions(std::fs::Permissions::from_mode(PAGE_MODE))?;
+    f.write_all(bytes)
 }
 
 #[cfg(test)]

@@ -54,12 +54,30 @@ struct Manifest {
     /// Whether init created that file's folder (`info/`).
     #[serde(default)]
     ignore_dir_created: bool,
-    /// The settings file's `.bak` as it was before the first install (`None`: there was none).
+    /// The settings file's `.bak` as it was before the first install (`None`: there was none),
+    /// for a record of an older triage, which kept the previous settings beside them.
     #[serde(default)]
     settings_bak_original: Option<String>,
+    /// Whether the install kept the previous settings as a `.bak` beside them (an older
+    /// triage did: its records lack the field); `false`, it keeps them beside this record.
+    #[serde(default = "kept_beside")]
+    settings_bak_beside: bool,
     /// Whether init created the settings file's folder (`.claude/`).
     #[serde(default)]
     settings_dir_created: bool,
+}
+
+/// A record without `settings_bak_beside` is an older triage's, which kept the `.bak` beside
+/// the settings.
+fn kept_beside() -> bool {
+    true
+}
+
+/// Where init keeps the settings as they were before it changed them: beside its record (in
+/// the state root, which git ignores, or for `--user` in the user's config folder), never
+/// beside the settings, where a `.bak` would be an untracked file in the project.
+fn settings_backup(manifest_path: &Path) -> PathBuf {
+    manifest_path.with_extension("bak")
 }
 
 /// One file's fate.
@@ -241,7 +259,8 @@ fn plan_install(
     let mut files = Vec::new();
     let mut first = Manifest {
         settings_original: before.clone(),
-        settings_bak_original: read_text(&files::with_suffix(settings_path, ".bak"))?,
+        settings_bak_original: None,
+        settings_bak_beside: false,
         settings_dir_created: settings_path.parent().is_some_and(|d| !d.exists()),
         ..Manifest::default()
     };
@@ -485,22 +504,25 @@ fn apply(report: &Report, manifest_path: &Path, manifest: Option<Manifest>) -> R
                 if let Some(dir) = f.path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     files::create_dirs(dir)?;
                 }
-                // Only settings keeps a .bak: the other files are new or one line longer.
-                let backup = if f.path == report.settings {
-                    files::Backup::Keep
-                } else {
-                    files::Backup::Skip
-                };
-                files::replace(&f.path, text.as_bytes(), backup)?;
+                // Only the settings are kept as they were (the other files are new or one
+                // line longer), beside init's record: an install can be undone by hand too.
+                if f.path == report.settings && !report.uninstall && f.action != "created" {
+                    files::replace(
+                        &settings_backup(manifest_path),
+                        f.before.as_bytes(),
+                        files::Backup::Skip,
+                    )?;
+                }
+                files::replace(&f.path, text.as_bytes(), files::Backup::Skip)?;
             }
             None => files::remove(&f.path)?,
         }
     }
     if let Some(m) = &report.restore {
-        // The settings' .bak as it was before the first install, and no .claude/ left empty
-        // by init.
+        // The settings' .bak as it was before the first install (where an older triage kept
+        // one beside them), and no .claude/ left empty by init.
         let bak = files::with_suffix(&report.settings, ".bak");
-        if report.files.iter().any(|f| f.path == report.settings) {
+        if m.settings_bak_beside && report.files.iter().any(|f| f.path == report.settings) {
             match &m.settings_bak_original {
                 Some(text) => {
                     files::replace(&bak, text.as_bytes(), files::Backup::Skip)?;
@@ -521,6 +543,7 @@ fn apply(report: &Report, manifest_path: &Path, manifest: Option<Manifest>) -> R
         }
     }
     if report.uninstall {
+        files::remove(&settings_backup(manifest_path))?;
         files::remove(manifest_path)?;
         if let Some(dir) = manifest_path.parent() {
             // Only when empty: another settings file's record may live beside it.

@@ -92,13 +92,21 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
 
     // A corrupt current version is quarantined, not made the backup: the good .bak stays.
     // `--update` has just read and parsed it under this lock when it was valid: not again.
+    // One over its size bound is not read (`Some(None)`): as corrupt as one that does not parse.
     let old = if current_valid {
         None
     } else {
-        files::read_optional(&args.file)?
+        match files::read_optional(&args.file) {
+            Err(e) if e.is_too_large() => Some(None),
+            r => r?.map(Some),
+        }
+    };
+    let corrupt = |old: &Option<Vec<u8>>| {
+        old.as_ref()
+            .is_none_or(|b| Validation::shape_only(true).parse(b).is_err())
     };
     let backup = match old {
-        Some(old) if Validation::shape_only(true).parse(&old).is_err() => {
+        Some(old) if corrupt(&old) => {
             let q = files::quarantine(&args.file, &cx.stamp())?;
             cx.warn(&format!(
                 "{} was corrupt; kept it as {}",

@@ -677,7 +677,7 @@ fn read_counters(g: &Ground, root: &Path) -> Result<Option<Counters>, Failure> {
     let path = counters_path(root);
     let bytes = match files::read_optional(&path) {
         Ok(b) => b,
-        Err(e) if e.is_refused() => {
+        Err(e) if e.is_refused() || e.is_too_large() => {
             let why = e.to_string();
             let moved = files::quarantine(&path, &g.stamp()).map_err(|_| Failure::from(e))?;
             g.warn(&format!(

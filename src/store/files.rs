@@ -44,8 +44,8 @@ pub use jsonl::{
 pub use locks::{lock, Lock};
 pub use names::{escape_key, unescape_key};
 pub use open::{
-    file_len, modified_ns, read_named, read_optional, read_private, read_store_tail, read_tail,
-    stamp, Stamp,
+    file_len, modified_ns, read_named, read_optional, read_optional_within, read_private,
+    read_store_tail, read_tail, stamp, Bound, Stamp,
 };
 pub use paths::{
     anchor, create_dirs, ensure_dir, hold_folders, keys_in, list_dir, remove_empty_dir,
@@ -55,6 +55,28 @@ pub use tail::{read_jsonl_rev_to, Follower};
 
 use open::open_read;
 use std::io;
+use std::sync::RwLock;
+
+/// Where the store's notices go: what it did on its own that the user should hear of (a
+/// folder of theirs it repaired). The edge sets it once ([`on_notice`]); unset, they are lost.
+type NoticeSink = Box<dyn Fn(&str) + Send + Sync>;
+static NOTICE: RwLock<Option<NoticeSink>> = RwLock::new(None);
+
+/// Sends the store's notices to `sink` (a warning on stderr, named for the subcommand).
+pub fn on_notice(sink: impl Fn(&str) + Send + Sync + 'static) {
+    if let Ok(mut n) = NOTICE.write() {
+        *n = Some(Box::new(sink));
+    }
+}
+
+/// Tells the user something the store did on its own (see [`on_notice`]).
+fn notice(message: &str) {
+    if let Ok(n) = NOTICE.read() {
+        if let Some(sink) = n.as_ref() {
+            sink(message);
+        }
+    }
+}
 use std::path::{Path, PathBuf};
 
 /// A failure of the store: what was being done, to which path, and why.
@@ -65,6 +87,7 @@ pub struct StoreError {
     source: Option<io::Error>,
     lock_timeout: bool,
     refused: bool,
+    too_large: bool,
 }
 
 impl StoreError {
@@ -75,6 +98,7 @@ impl StoreError {
             source: None,
             lock_timeout: false,
             refused: false,
+            too_large: false,
         }
         .with_source(source)
     }
@@ -92,7 +116,30 @@ impl StoreError {
             source: None,
             lock_timeout: false,
             refused: true,
+            too_large: false,
         }
+    }
+
+    /// A file of `len` bytes, over the `max` bytes a file of its kind (`what`) may have to be
+    /// read whole: not read, and treated as a corrupt one.
+    fn too_large(path: &Path, len: u64, max: u64, what: &str) -> StoreError {
+        StoreError {
+            what: format!(
+                "{} is {len} bytes, more than the {} triage reads of {what}; it was not read",
+                path.display(),
+                size_words(max)
+            ),
+            path: PathBuf::new(),
+            source: None,
+            lock_timeout: false,
+            refused: false,
+            too_large: true,
+        }
+    }
+
+    /// True when a file was not read for being over its size bound ([`Bound`]).
+    pub fn is_too_large(&self) -> bool {
+        self.too_large
     }
 
     /// True when a lock was not obtained in time.
@@ -117,6 +164,9 @@ impl StoreError {
 
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.too_large {
+            return f.write_str(&self.what);
+        }
         if self.refused {
             return write!(
                 f,
@@ -136,6 +186,27 @@ impl std::fmt::Display for StoreError {
 }
 
 impl std::error::Error for StoreError {}
+
+/// For a caller that starts afresh from a file it cannot use (one that does not parse): a
+/// file over its size bound is such a file, read as missing once `warn` is told why; any other
+/// failure stays one.
+pub fn unusable(e: StoreError, warn: impl FnOnce(&str)) -> Result<Option<Vec<u8>>> {
+    if e.is_too_large() {
+        warn(&e.to_string());
+        Ok(None)
+    } else {
+        Err(e)
+    }
+}
+
+/// A bound in bytes as a person reads it: `16 MiB`, else the bytes.
+fn size_words(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
 
 type Result<T> = std::result::Result<T, StoreError>;
 

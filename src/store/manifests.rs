@@ -30,7 +30,7 @@ pub fn files_dir(root: &Path, workflow: &str, phase: &str) -> PathBuf {
 /// `wait` (a second runner, or a `decide` while one runs).
 pub fn hold(path: &Path, wait: std::time::Duration) -> Result<Option<Lock>, Failure> {
     if let Some(dir) = path.parent() {
-        files::create_dirs(dir)?;
+        files::ensure_dir(dir)?;
     }
     match files::lock(path, wait) {
         Ok(lock) => Ok(Some(lock)),
@@ -44,14 +44,19 @@ pub fn hold(path: &Path, wait: std::time::Duration) -> Result<Option<Lock>, Fail
 /// manifest's generation, bring its items up to date (see [`Journal`]); a line that does not
 /// parse or names an item the manifest does not have is passed over, and `warn` told.
 pub fn read(path: &Path, warn: &dyn Fn(&str)) -> Result<Option<(Manifest, bool)>, Failure> {
-    let Some(bytes) = files::read_optional(path)? else {
-        return Ok(None);
+    // One over its size bound is not read, and is as unreadable as a corrupt one.
+    let parsed = match files::read_optional_within(path, files::Bound::Manifest) {
+        Ok(None) => return Ok(None),
+        Ok(Some(bytes)) => serde_json::from_slice::<Manifest>(&bytes).map_err(|e| e.to_string()),
+        Err(e) if e.is_too_large() => Err(e.to_string()),
+        Err(e) => return Err(e.into()),
     };
-    let (mut m, from_backup) = match serde_json::from_slice::<Manifest>(&bytes) {
+    let (mut m, from_backup) = match parsed {
         Ok(m) => (m, false),
         Err(e) => {
             let bak = files::with_suffix(path, ".bak");
-            match files::read_optional(&bak)?
+            match files::read_optional_within(&bak, files::Bound::Manifest)
+                .or_else(|e| if e.is_too_large() { Ok(None) } else { Err(e) })?
                 .and_then(|b| serde_json::from_slice::<Manifest>(&b).ok())
             {
                 Some(m) => (m, true),

@@ -48,7 +48,8 @@ pub fn push(g: &Ground, session: &str, text: &str) -> Result<(), Failure> {
         files::ensure_dir(dir)?;
     }
     let _lock = lock(g, session)?;
-    let mut p: Pending = files::read_optional(&path)?
+    let mut p: Pending = files::read_optional(&path)
+        .or_else(|e| files::unusable(e, |why| g.warn(&format!("{why}; starting it afresh"))))?
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
     let mut text: String = text.chars().take(MAX_CHARS).collect();
@@ -69,13 +70,20 @@ pub fn push(g: &Ground, session: &str, text: &str) -> Result<(), Failure> {
 /// Takes (reads and clears) what is queued for the model of `session`, oldest first.
 pub fn take(g: &Ground, session: &str) -> Result<Vec<String>, Failure> {
     let path = path(g, session);
-    // The hot path: most answers have nothing queued, and need no lock to know it.
-    if files::read_optional(&path)?.is_none() {
+    // The hot path: most answers have nothing queued, and need no lock (nor a read) to know it.
+    if files::file_len(&path)?.is_none() {
         return Ok(Vec::new());
     }
     let _lock = lock(g, session)?;
-    let Some(bytes) = files::read_optional(&path)? else {
-        return Ok(Vec::new());
+    let bytes = match files::read_optional(&path) {
+        Ok(None) => return Ok(Vec::new()),
+        Ok(Some(b)) => b,
+        // As a corrupt one: removed, nothing taken.
+        Err(e) if e.is_too_large() => {
+            g.warn(&format!("{e}; dropped it"));
+            Vec::new()
+        }
+        Err(e) => return Err(e.into()),
     };
     files::remove(&path)?;
     let p: Pending = serde_json::from_slice(&bytes).unwrap_or_default();

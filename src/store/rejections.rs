@@ -19,7 +19,9 @@ pub fn counter_path(g: &Ground, session: &str, key: &str) -> PathBuf {
 
 /// The counter's value (0 when missing or unreadable).
 pub fn read_count(path: &Path) -> Result<u32, Failure> {
-    Ok(files::read_optional(path)?
+    // One over its size bound is as unreadable as a corrupt one.
+    Ok(files::read_optional(path)
+        .or_else(|e| files::unusable(e, |_| {}))?
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
         .and_then(|v| v.get("count").and_then(Value::as_u64))
         .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)))

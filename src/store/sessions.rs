@@ -289,7 +289,8 @@ pub fn first_announcements(
         .join("sessions")
         .join(format!("{}.json", files::escape_key(session)));
     let _lock = files::lock(&path, g.lock_wait())?;
-    let mut file: SessionFile = files::read_optional(&path)?
+    let mut file: SessionFile = files::read_optional(&path)
+        .or_else(|e| files::unusable(e, |why| g.warn(&format!("{why}; starting it afresh"))))?
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
     let fresh: Vec<String> = names

@@ -42,6 +42,17 @@ fn snapshot(sb: &Sandbox) -> Vec<(String, Option<String>)> {
     .collect()
 }
 
+/// The one backup of the settings in `.triage/init/`.
+fn init_backup(sb: &Sandbox) -> std::path::PathBuf {
+    let baks: Vec<_> = std::fs::read_dir(sb.root().join("init"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "bak"))
+        .collect();
+    assert_eq!(baks.len(), 1, "{baks:?}");
+    baks[0].clone()
+}
+
 #[test]
 fn keeps_existing_hooks_and_keys_is_idempotent_and_uninstalls_byte_for_byte() {
     let sb = Sandbox::new();
@@ -75,7 +86,9 @@ fn keeps_existing_hooks_and_keys_is_idempotent_and_uninstalls_byte_for_byte() {
     ] {
         assert!(settings["hooks"][event].is_array(), "{event}");
     }
-    assert_eq!(sb.read(".claude/settings.json.bak"), EXISTING);
+    // The settings as they were are kept beside init's record, in the state root.
+    assert!(!sb.exists(".claude/settings.json.bak"));
+    assert_eq!(std::fs::read_to_string(init_backup(&sb)).unwrap(), EXISTING);
     assert!(sb.read(".gitignore").ends_with("target/\n.triage/\n"));
     assert!(sb.read(".triage.toml").starts_with("# triage policy"));
     sb.cmd(&["config", "check", ".triage.toml"])

@@ -5,6 +5,7 @@
 
 mod common;
 
+mod bounded_reads;
 mod breaker;
 mod breaker_files;
 
@@ -75,8 +76,10 @@ mod seam;
 mod shell;
 mod skill_shell;
 mod state;
+mod state_root_git;
 mod story;
 mod subagents;
 mod text_output;
 mod trace;
+mod umask;
 mod voice;

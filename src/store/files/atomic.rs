@@ -165,12 +165,13 @@ fn replace_in(
     let result = (|| {
         let step =
             |what: &str, r: io::Result<()>| r.map_err(|e| StoreError::io(what, &tmp_path, e));
-        step(
-            "cannot set the mode of",
-            file.set_permissions(std::fs::Permissions::from_mode(
-                old_mode.unwrap_or(FILE_MODE),
-            )),
-        )?;
+        // The temp file is 0600 already; a replaced file keeps its own mode.
+        if let Some(mode) = old_mode.filter(|m| *m != FILE_MODE) {
+            step(
+                "cannot set the mode of",
+                file.set_permissions(std::fs::Permissions::from_mode(mode)),
+            )?;
+        }
         step("cannot write", file.write_all(bytes))?;
         step("cannot write", fault::at("after-temp-write"))?;
         // An empty file has no data to flush: its inode is made in the same journal

@@ -44,6 +44,9 @@ pub struct Dir {
     /// Shared, so an opened state root can be kept for the whole run.
     fd: Arc<OwnedFd>,
     path: PathBuf,
+    /// A folder of the state root's tree: one of the user's own that only its group may
+    /// write is repaired rather than refused (see [`check_folder`]).
+    repairs: bool,
 }
 
 /// What is at a name in a folder, without following a link.
@@ -92,13 +95,24 @@ fn me() -> u32 {
     *ME.get_or_init(|| rustix::process::geteuid().as_raw())
 }
 
-/// Refuses a folder that another user could change under us.
-fn check_folder(fd: &OwnedFd, path: &Path) -> Result<()> {
+/// Refuses a folder that another user could change under us. With `repair` (the state root
+/// and the folders in it), one of the user's own that is writable by its group but not by
+/// others (as an older triage made them under a umask such as 002) is made 0700 instead,
+/// with a notice (see [`super::notice`]).
+fn check_folder(fd: &OwnedFd, path: &Path, repair: bool) -> Result<()> {
     let st = rfs::fstat(fd).map_err(|e| StoreError::io("cannot stat", path, io_err(e)))?;
     if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
         return Err(StoreError::refused(path, "it is not a folder".into()));
     }
     let owner = st.st_uid;
+    let mode = permission_bits(st.st_mode);
+    if repair && owner == me() && mode & 0o022 == 0o020 && rfs::fchmod(fd, dir_mode()).is_ok() {
+        super::notice(&format!(
+            "{} was writable by its group (mode {mode:04o}, as an older triage left it under a umask such as 002); made it {DIR_MODE:04o}",
+            path.display()
+        ));
+        return Ok(());
+    }
     if owner != me() && owner != 0 {
         return Err(StoreError::refused(
             path,
@@ -108,7 +122,6 @@ fn check_folder(fd: &OwnedFd, path: &Path) -> Result<()> {
             ),
         ));
     }
-    let mode = permission_bits(st.st_mode);
     if mode & 0o022 != 0 {
         return Err(StoreError::refused(
             path,
@@ -186,6 +199,7 @@ impl Dir {
             Ok(fd) => Ok(Some(Dir {
                 fd: Arc::new(fd),
                 path: path.to_path_buf(),
+                repairs: false,
             })),
             Err(Errno::NOENT) => Ok(None),
             Err(e) => Err(open_failure(
@@ -198,9 +212,15 @@ impl Dir {
         }
     }
 
-    /// The state root: checked (owner, mode), and, unless `follow`, not a link itself.
-    /// `create` makes it 0700 (and its missing parents).
-    pub fn open_root(path: &Path, follow: bool, create: bool) -> Result<Option<Dir>> {
+    /// The state root (or the user's cache folder): checked (owner, mode, a folder that only
+    /// its group may write repaired when `repair`), and, unless `follow`, not a link itself.
+    /// `create` makes it 0700 (and its missing parents); `true` beside it when it was made.
+    pub fn open_root(
+        path: &Path,
+        follow: bool,
+        create: bool,
+        repair: bool,
+    ) -> Result<Option<(Dir, bool)>> {
         let mut flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
         if !follow {
             flags |= OFlags::NOFOLLOW;
@@ -235,11 +255,38 @@ impl Dir {
         if created {
             let _ = rfs::fchmod(&fd, dir_mode());
         }
-        check_folder(&fd, path)?;
-        Ok(Some(Dir {
-            fd: Arc::new(fd),
-            path: path.to_path_buf(),
-        }))
+        check_folder(&fd, path, repair)?;
+        Ok(Some((
+            Dir {
+                fd: Arc::new(fd),
+                path: path.to_path_buf(),
+                repairs: repair,
+            },
+            created,
+        )))
+    }
+
+    /// Writes the new file `name` holding `bytes` (0600 whatever the umask), unless something
+    /// is there already (`Ok(false)`: never replaced, whatever it is, a link included).
+    pub fn create_if_missing(&self, name: &OsStr, bytes: &[u8]) -> Result<bool> {
+        let path = self.child(name);
+        let flags = OFlags::WRONLY
+            | OFlags::CREATE
+            | OFlags::EXCL
+            | OFlags::NOFOLLOW
+            | OFlags::NONBLOCK
+            | OFlags::CLOEXEC
+            | OFlags::NOCTTY;
+        let fd = match rfs::openat(&*self.fd, name, flags, file_mode()) {
+            Ok(fd) => fd,
+            Err(Errno::EXIST) => return Ok(false),
+            Err(e) => return Err(StoreError::io("cannot create", &path, io_err(e))),
+        };
+        let _ = rfs::fchmod(&fd, file_mode());
+        let mut f = File::from(fd);
+        io::Write::write_all(&mut f, bytes)
+            .map_err(|e| StoreError::io("cannot write", &path, e))?;
+        Ok(true)
     }
 
     /// The folder `name` in this one: never a link, checked like the root. `create` makes it
@@ -281,10 +328,11 @@ impl Dir {
         if created {
             let _ = rfs::fchmod(&fd, dir_mode());
         }
-        check_folder(&fd, &path)?;
+        check_folder(&fd, &path, self.repairs)?;
         Ok(Some(Dir {
             fd: Arc::new(fd),
             path,
+            repairs: self.repairs,
         }))
     }
 
@@ -373,7 +421,8 @@ impl Dir {
         }
     }
 
-    /// A new temp file for replacing `name`, 0600 (the caller sets the final mode).
+    /// A new temp file for replacing `name`, 0600 whatever the umask (a caller keeping another
+    /// file's mode sets it).
     pub fn create_temp(&self, name: &OsStr) -> Result<(OsString, File)> {
         let prefix = names::temp_prefix(name);
         let mut last = None;
@@ -383,7 +432,11 @@ impl Dir {
             let flags =
                 OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             match rfs::openat(&*self.fd, &tmp, flags, file_mode()) {
-                Ok(fd) => return Ok((tmp, File::from(fd))),
+                Ok(fd) => {
+                    // 0600 whatever the umask took away.
+                    let _ = rfs::fchmod(&fd, file_mode());
+                    return Ok((tmp, File::from(fd)));
+                }
                 Err(Errno::EXIST) => last = Some(Errno::EXIST),
                 Err(e) => {
                     return Err(StoreError::io(
@@ -489,15 +542,25 @@ impl Dir {
 
 use std::os::unix::ffi::OsStrExt;
 
-/// Creates `path` and its missing parents, 0700 (folders the user named).
-fn create_all(path: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
+/// Creates `path` and its missing parents, 0700 whatever the umask (folders the user named).
+pub(super) fn create_all(path: &Path) -> Result<()> {
     if path.is_dir() {
         return Ok(());
     }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(DIR_MODE)
-        .create(path)
-        .map_err(|e| StoreError::io("cannot create folder", path, e))
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_all(parent)?;
+    }
+    match rfs::mkdirat(rfs::CWD, path, dir_mode()) {
+        Ok(()) => {
+            // The umask may have taken bits away: set the mode on the folder just made,
+            // opened without following a link.
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            if let Ok(fd) = rfs::openat(rfs::CWD, path, flags, Mode::empty()) {
+                let _ = rfs::fchmod(&fd, dir_mode());
+            }
+            Ok(())
+        }
+        Err(Errno::EXIST) => Ok(()),
+        Err(e) => Err(StoreError::io("cannot create folder", path, io_err(e))),
+    }
 }

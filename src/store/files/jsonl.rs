@@ -29,8 +29,9 @@ pub struct JsonlStats {
 /// Streams the lines of a JSONL file to `visit`, which says whether each line was valid.
 ///
 /// A missing file is empty. Blank lines are passed over; a last line without its newline was
-/// torn by a crash and is skipped and counted without being shown to `visit`. Memory stays
-/// constant whatever the file's size.
+/// torn by a crash and is skipped and counted without being shown to `visit`, and so is a line
+/// longer than [`MAX_READ_LINE`], never held in memory. Memory stays bounded whatever the
+/// file's size.
 pub fn read_jsonl(path: &Path, visit: impl FnMut(&[u8]) -> bool) -> Result<JsonlStats> {
     read_jsonl_from(path, 0, visit).map(|(stats, _)| stats)
 }
@@ -70,18 +71,21 @@ pub fn read_jsonl_at(
     let mut line = Vec::with_capacity(4096);
     loop {
         line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
+        let (n, whole, kept) = read_line_within(&mut reader, &mut line, MAX_READ_LINE)
             .map_err(|e| StoreError::io("cannot read", path, e))?;
         if n == 0 {
             return Ok((stats, Some((stamp, end))));
         }
-        if line.last() != Some(&b'\n') {
+        if !whole {
             stats.skipped += 1;
             return Ok((stats, Some((stamp, end))));
         }
         let at = end;
         end += n as u64;
+        if !kept {
+            stats.skipped += 1;
+            continue;
+        }
         let mut body = &line[..line.len() - 1];
         if body.last() == Some(&b'\r') {
             body = &body[..body.len() - 1];
@@ -93,6 +97,50 @@ pub fn read_jsonl_at(
             stats.valid += 1;
         } else {
             stats.skipped += 1;
+        }
+    }
+}
+
+/// The longest line a log's reader holds in memory: a longer one (no writer of triage's makes
+/// one, see [`MAX_LINE`]; a planted file of gigabytes with no newline is one) is skipped
+/// without being kept.
+pub const MAX_READ_LINE: usize = 1 << 20;
+
+/// Reads one line (up to and with its newline) into `line`, keeping at most `max` bytes of
+/// it: the bytes consumed, whether it ended in a newline, and whether it was kept (a longer
+/// line is consumed and left out, `line` empty).
+fn read_line_within(
+    r: &mut impl BufRead,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<(usize, bool, bool)> {
+    let mut total = 0;
+    let mut kept = true;
+    loop {
+        let buf = match r.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok((total, false, kept));
+        }
+        let (n, done) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        if kept {
+            if line.len() + n > max {
+                kept = false;
+                line.clear();
+            } else {
+                line.extend_from_slice(&buf[..n]);
+            }
+        }
+        r.consume(n);
+        total += n;
+        if done {
+            return Ok((total, true, kept));
         }
     }
 }

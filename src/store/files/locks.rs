@@ -64,6 +64,7 @@ pub(super) fn lock_in(dir: &Dir, data: &OsStr, wait: Duration) -> Result<Lock> {
                 source: None,
                 lock_timeout: true,
                 refused: false,
+                too_large: false,
             });
         }
         std::thread::sleep(pause.min(deadline - now));

@@ -23,19 +23,67 @@ fn open_read_sized(path: &Path) -> Result<Option<(File, u64)>> {
     }
 }
 
-/// Reads a whole file; `Ok(None)` when it does not exist. A link or anything but a regular
-/// file is refused.
+/// How large a file read whole may be: past its bound, a file is not read at all (a planted
+/// sparse file of gigabytes costs nothing) and the read fails as a corrupt file's would, with
+/// an error that names the bound ([`StoreError::is_too_large`]). The one place these bounds
+/// are kept; `docs/files-and-locking.md` lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// A state file (a breaker, a permit table, a budget, a session's files, the error log's
+    /// counters, init's record, a file `state-write` replaces): 16 MiB.
+    State,
+    /// A phase's manifest, which holds its plan and an entry per item: 256 MiB.
+    Manifest,
+    /// A file the user names (the policy, a plan, a settings file): 16 MiB.
+    Named,
+    /// A compiled-policy cache in the user's cache folder: 64 MiB.
+    Cache,
+}
+
+impl Bound {
+    /// The bound in bytes.
+    pub const fn bytes(self) -> u64 {
+        match self {
+            Bound::State | Bound::Named => 16 << 20,
+            Bound::Manifest => 256 << 20,
+            Bound::Cache => 64 << 20,
+        }
+    }
+
+    /// What it bounds, for messages.
+    fn what(self) -> &'static str {
+        match self {
+            Bound::State => "a state file",
+            Bound::Manifest => "a phase manifest",
+            Bound::Named => "a file you name (a policy, a plan, a settings file)",
+            Bound::Cache => "a compiled-policy cache",
+        }
+    }
+}
+
+/// Reads a whole state file ([`Bound::State`]); `Ok(None)` when it does not exist. A link or
+/// anything but a regular file is refused.
 pub fn read_optional(path: &Path) -> Result<Option<Vec<u8>>> {
-    read_whole(path, open_read_sized(path)?)
+    read_optional_within(path, Bound::State)
+}
+
+/// [`read_optional`] for a file of another [`Bound`].
+pub fn read_optional_within(path: &Path, bound: Bound) -> Result<Option<Vec<u8>>> {
+    read_whole(path, open_read_sized(path)?, bound)
 }
 
 /// Reads `file` to its end, `len` (its length when opened) sizing the buffer: one byte more,
 /// so a file that has not grown is read in one read and its end seen in a second, and no
-/// memory is zeroed, then copied, for a file that was known to be larger.
-fn read_whole(path: &Path, file: Option<(File, u64)>) -> Result<Option<Vec<u8>>> {
-    let Some((mut f, len)) = file else {
+/// memory is zeroed, then copied, for a file that was known to be larger. A file longer
+/// than `bound` when opened is not read; one that grows past it meanwhile is read no further.
+fn read_whole(path: &Path, file: Option<(File, u64)>, bound: Bound) -> Result<Option<Vec<u8>>> {
+    let Some((f, len)) = file else {
         return Ok(None);
     };
+    let max = bound.bytes();
+    if len > max {
+        return Err(StoreError::too_large(path, len, max, bound.what()));
+    }
     // By hand rather than `read_to_end`, which asks the file's size twice (statx, lseek)
     // before reading: the length is known from the open.
     let size = usize::try_from(len)
@@ -44,6 +92,8 @@ fn read_whole(path: &Path, file: Option<(File, u64)>) -> Result<Option<Vec<u8>>>
         + 1;
     let mut bytes = vec![0; size];
     let mut len = 0;
+    // One byte past the bound at most: enough to see that a growing file went past it.
+    let mut f = f.take(max + 1);
     loop {
         if len == bytes.len() {
             bytes.resize(len * 2, 0);
@@ -54,6 +104,9 @@ fn read_whole(path: &Path, file: Option<(File, u64)>) -> Result<Option<Vec<u8>>>
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(StoreError::io("cannot read", path, e)),
         }
+    }
+    if len as u64 > max {
+        return Err(StoreError::too_large(path, len as u64, max, bound.what()));
     }
     bytes.truncate(len);
     Ok(Some(bytes))
@@ -96,8 +149,9 @@ mod libc_flags {
 }
 
 /// Reads a whole file the user named (see [`open_named`]); `Ok(None)` when it does not exist.
+/// Bounded by [`Bound::Named`].
 pub fn read_named(path: &Path) -> Result<Option<Vec<u8>>> {
-    read_whole(path, open_named_sized(path)?)
+    read_whole(path, open_named_sized(path)?, Bound::Named)
 }
 
 /// Reads at most the last `max` bytes of a file the client named (a transcript, too large to
@@ -176,7 +230,8 @@ pub fn modified_ns(path: &Path) -> Result<Option<i128>> {
 
 /// Reads a private file (a cache, see [`set_private_dir`]): `Ok(None)` when it does not
 /// exist. Only a regular file owned by this user and closed to group and others (0600) is
-/// read; anything else is refused, since another user could have written it.
+/// read; anything else is refused, since another user could have written it. Bounded by
+/// [`Bound::Cache`].
 pub fn read_private(path: &Path) -> Result<Option<Vec<u8>>> {
     let Some(f) = open_read(path)? else {
         return Ok(None);
@@ -196,5 +251,5 @@ pub fn read_private(path: &Path) -> Result<Option<Vec<u8>>> {
             format!("its mode {:o} lets others in", meta.mode() & 0o7777),
         ));
     }
-    read_whole(path, Some((f, meta.len())))
+    read_whole(path, Some((f, meta.len())), Bound::Cache)
 }

@@ -20,7 +20,15 @@ struct Anchor {
     /// The anchor itself is checked (owner, mode): the state root is; a folder the user
     /// named for a state file is theirs to choose.
     checked: bool,
+    /// It is a state root, which carries a `.gitignore` of its own (see [`IGNORE_ALL`]).
+    state_root: bool,
 }
+
+/// The `.gitignore` a state root carries, so that nothing in it ever shows up in `git status`
+/// (nor is committed by a `git add -A`): written when the store makes the root, and into the
+/// project's default root when a call writes there and finds none. Never over anything
+/// already at that name.
+pub const IGNORE_ALL: &str = "# triage's state: never committed (written by triage)\n*\n";
 
 static ANCHORS: RwLock<Vec<Anchor>> = RwLock::new(Vec::new());
 
@@ -39,6 +47,7 @@ pub fn set_root(path: &Path, follow: bool) {
         path: normal(path),
         follow,
         checked: true,
+        state_root: true,
     });
 }
 
@@ -51,6 +60,7 @@ pub fn set_private_dir(path: &Path) {
         path: normal(path),
         follow: false,
         checked: true,
+        state_root: false,
     });
 }
 
@@ -68,6 +78,7 @@ pub fn anchor(dir: &Path) {
             path,
             follow: true,
             checked: false,
+            state_root: false,
         });
     }
 }
@@ -216,21 +227,43 @@ fn root_child(root: &Path, dir: &Dir, name: &OsStr, create: bool) -> Result<Opti
 }
 
 /// The state root, opened and checked once per run: every file of the run is then reached
-/// from that one descriptor (and a root replaced meanwhile is never followed).
+/// from that one descriptor (and a root replaced meanwhile is never followed). At the first
+/// call that may write (`create`), a state root gets its `.gitignore` ([`IGNORE_ALL`]) when
+/// the store made it, or when it is the default one (a root the user named may be any folder
+/// of theirs: it gets one only if triage made it).
 fn open_root_once(anchor: &Anchor, at: &Path, create: bool) -> Result<Option<Dir>> {
-    static OPENED: Mutex<Vec<(PathBuf, Dir)>> = Mutex::new(Vec::new());
-    if let Some(d) = OPENED.lock().ok().and_then(|list| {
+    /// The roots opened, and whether their `.gitignore` has been seen to.
+    static OPENED: Mutex<Vec<(PathBuf, Dir, bool)>> = Mutex::new(Vec::new());
+    let known = OPENED.lock().ok().and_then(|list| {
         list.iter()
-            .find(|(p, _)| *p == anchor.path)
-            .map(|(_, d)| d.clone())
-    }) {
-        return Ok(Some(d));
+            .find(|(p, _, _)| *p == anchor.path)
+            .map(|(_, d, ignored)| (d.clone(), *ignored))
+    });
+    let (d, created, ignored) = match known {
+        Some((d, ignored)) => (d, false, ignored),
+        None => {
+            let Some((d, created)) = Dir::open_root(at, anchor.follow, create, anchor.state_root)?
+            else {
+                return Ok(None);
+            };
+            if let Ok(mut list) = OPENED.lock() {
+                list.push((anchor.path.clone(), d.clone(), false));
+            }
+            (d, created, false)
+        }
+    };
+    if create && anchor.state_root && !ignored {
+        if created || !anchor.follow {
+            // Best effort: a root that cannot take it still keeps the state.
+            let _ = d.create_if_missing(OsStr::new(".gitignore"), IGNORE_ALL.as_bytes());
+        }
+        if let Ok(mut list) = OPENED.lock() {
+            if let Some(entry) = list.iter_mut().find(|(p, _, _)| *p == anchor.path) {
+                entry.2 = true;
+            }
+        }
     }
-    let opened = Dir::open_root(at, anchor.follow, create)?;
-    if let (Some(d), Ok(mut list)) = (&opened, OPENED.lock()) {
-        list.push((anchor.path.clone(), d.clone()));
-    }
-    Ok(opened)
+    Ok(Some(d))
 }
 
 /// The folder of `path`, opened, and the file's name in it.
@@ -268,10 +301,10 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
     open_dir(dir, true).map(|_| ())
 }
 
-/// Creates a folder and its parents with the usual mode (for folders that belong to the
-/// user, such as `.claude/`, rather than to the state root).
+/// Creates a folder and its missing parents, 0700 whatever the umask, for folders that belong
+/// to the user rather than to the state root (`.claude/`): they are not checked.
 pub fn create_dirs(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| StoreError::io("cannot create folder", dir, e))
+    super::dir::create_all(dir)
 }
 
 /// `path` with `suffix` added to its file name, shortened with a hash when the result would

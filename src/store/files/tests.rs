@@ -1,3 +1,4 @@
+use super::jsonl::MAX_READ_LINE;
 use super::names::NAME_MAX;
 use super::*;
 use std::fs;
@@ -253,4 +254,69 @@ fn moving_no_lines_creates_no_archive() {
         .map(|e| e.file_name())
         .collect();
     assert_eq!(names.len(), 1, "{names:?}");
+}
+
+#[test]
+fn a_jsonl_line_longer_than_the_read_bound_is_skipped_without_being_kept() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("log.jsonl");
+    fs::write(&p, b"{\"a\":1}\n").expect("write");
+    let f = fs::OpenOptions::new().append(true).open(&p).expect("open");
+    // A hole of zeros longer than the bound, then a newline and one more line.
+    f.set_len(8 + MAX_READ_LINE as u64 + 10).expect("grow");
+    let mut f = f;
+    f.write_all(b"\n{\"a\":2}\n").expect("append");
+    let mut longest = 0;
+    let (stats, end) = read_jsonl_from(&p, 0, |line| {
+        longest = longest.max(line.len());
+        true
+    })
+    .expect("read");
+    assert_eq!(
+        stats,
+        JsonlStats {
+            valid: 2,
+            skipped: 1
+        }
+    );
+    assert_eq!(longest, 7);
+    assert_eq!(
+        end.map(|(_, e)| e),
+        Some(fs::metadata(&p).expect("meta").len())
+    );
+    // Cut with no newline: a torn last line, skipped.
+    let f = fs::OpenOptions::new().append(true).open(&p).expect("open");
+    f.set_len(fs::metadata(&p).expect("meta").len() + 2 * MAX_READ_LINE as u64)
+        .expect("grow");
+    let stats = read_jsonl(&p, |_| true).expect("read");
+    assert_eq!(
+        stats,
+        JsonlStats {
+            valid: 2,
+            skipped: 2
+        }
+    );
+}
+
+#[test]
+fn a_file_over_its_bound_is_not_read_and_says_the_bound() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("state.json");
+    let f = fs::File::create(&p).expect("create");
+    f.set_len(Bound::State.bytes() + 1).expect("grow");
+    let e = read_optional(&p).expect_err("too large");
+    assert!(e.is_too_large() && !e.is_refused(), "{e}");
+    assert!(e.to_string().contains("more than the 16 MiB"), "{e}");
+    // At the bound it is read.
+    f.set_len(Bound::State.bytes()).expect("cut");
+    assert_eq!(
+        read_optional(&p).expect("read").map(|b| b.len() as u64),
+        Some(Bound::State.bytes())
+    );
+    // A manifest may be larger.
+    f.set_len(Bound::State.bytes() + 1).expect("grow");
+    assert!(read_optional_within(&p, Bound::Manifest)
+        .expect("read")
+        .is_some());
 }
