@@ -126,9 +126,10 @@ fn a_background_subagent_that_never_stops_frees_its_permit_when_the_lease_runs_o
     hook(&s, T0, &launched("toolu_bg", "killed"));
     // Killed: no more events, no SubagentStop (anthropics/claude-code#92716).
     assert_eq!(held(&s, T0 + 599)["held"], 1);
-    assert_eq!(hook(&s, T0 + 601, &pre("toolu_next")), "");
+    // Free once it ran out by the margin the files allow for clocks (2 s).
+    assert_eq!(hook(&s, T0 + 603, &pre("toolu_next")), "");
     // A stray SubagentStop of another agent, or a late one of this, frees nothing it should not.
-    hook(&s, T0 + 602, &stopped("someone-else"));
-    hook(&s, T0 + 603, &stopped("killed"));
-    assert_eq!(held(&s, T0 + 603)["held"], 1);
+    hook(&s, T0 + 604, &stopped("someone-else"));
+    hook(&s, T0 + 605, &stopped("killed"));
+    assert_eq!(held(&s, T0 + 605)["held"], 1);
 }

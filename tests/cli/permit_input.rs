@@ -129,8 +129,13 @@ fn a_planted_lease_table_never_grants_more_than_max_nor_holds_a_slot_for_ever() 
         .status(75);
     assert_eq!(r.stdout_json()["held"], 50);
     assert!(r.stderr().contains("clamped"), "{}", r.stderr());
+    // Clamped to one lease time (10 s), and gone once past it by the files' margin (2 s).
     s.triage(["permit", "acquire", "api"])
-        .env("TRIAGE_NOW", at(t0 + 10))
+        .env("TRIAGE_NOW", at(t0 + 11))
+        .run()
+        .status(75);
+    s.triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", at(t0 + 12))
         .run()
         .status(0);
 }
@@ -202,4 +207,135 @@ fn subagent_launches_take_permits_of_agents_and_a_full_house_is_denied_with_the_
         .status(0)
         .stdout_json();
     assert_eq!(st["permits"][0]["held"], 2, "{st}");
+}
+
+/// Unix seconds now, shifted by `by` seconds.
+fn now_plus(by: i64) -> String {
+    (chrono::Utc::now().timestamp() + by).to_string()
+}
+
+/// Every file under `dir` of the sandbox with its bytes (sorted by path).
+fn files_under(s: &Sandbox, dir: &str) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(s.path().join(dir)) {
+        for e in rd.flatten() {
+            out.push((
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn looking_at_permits_with_a_clock_far_ahead_leaves_every_lease_file_as_it_was() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.api]\nmax = 2\nlease = \"60s\"\n[permits.db]\nmax = 1\nlease = \"60s\"\n[budget.api]\nmax_tokens = 4\n",
+    );
+    for _ in 0..2 {
+        s.triage(["permit", "acquire", "api"]).run().status(0);
+    }
+    s.triage(["budget", "record", "api", "--outcome", "failure"])
+        .run()
+        .status(0);
+    // A table nobody can read: looking must not move it aside either.
+    s.write(".triage/permits/db.json", "{not a table");
+    let permits = files_under(&s, ".triage/permits");
+    let budgets = files_under(&s, ".triage/budgets");
+    assert!(permits.len() >= 2, "{permits:?}");
+    let ten_years = now_plus(10 * 365 * 86_400);
+    for args in [
+        &["permit", "status"][..],
+        &["permit", "status", "api", "db"],
+        &["permit", "status", "--text"],
+        &["budget", "status"],
+        &["report"],
+        &["report", "--text"],
+    ] {
+        let r = s
+            .triage(args)
+            .env("TRIAGE_NOW", &ten_years)
+            .env("COLUMNS", "80")
+            .run();
+        assert_eq!(r.code(), Some(0), "{args:?}: {}", r.stderr());
+    }
+    assert_eq!(files_under(&s, ".triage/permits"), permits);
+    assert_eq!(files_under(&s, ".triage/budgets"), budgets);
+    // And what it showed: both leases still live, by the machine's clock.
+    let st = s
+        .triage(["permit", "status", "api"])
+        .env("TRIAGE_NOW", &ten_years)
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(st["permits"][0]["held"], 2, "{st}");
+}
+
+#[test]
+fn an_acquire_with_a_clock_a_day_off_takes_no_live_lease() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[permits.api]\nmax = 2\nlease = \"60s\"\n");
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let v = s
+            .triage(["permit", "acquire", "api"])
+            .run()
+            .status(0)
+            .stdout_json();
+        held.push(v["lease"].as_str().unwrap().to_string());
+    }
+    let before: serde_json::Value =
+        serde_json::from_str(&s.read(".triage/permits/api.json")).unwrap();
+    // A day ahead: by its clock both ran out long ago, but not by the machine's.
+    let ahead = s
+        .triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", now_plus(86_400))
+        .run()
+        .status(75);
+    assert_eq!(ahead.stdout_json()["held"], 2, "{}", ahead.stdout());
+    // A day behind: both lie in its future; kept as they are, not clamped to its time.
+    s.triage(["permit", "acquire", "api"])
+        .env("TRIAGE_NOW", now_plus(-86_400))
+        .run()
+        .status(75);
+    let after: serde_json::Value =
+        serde_json::from_str(&s.read(".triage/permits/api.json")).unwrap();
+    assert_eq!(after, before, "the live leases were changed");
+    // A process on the machine's clock still finds both held, each renewable by its holder.
+    s.triage(["permit", "acquire", "api"]).run().status(75);
+    for lease in &held {
+        let r = s
+            .triage(["permit", "renew", "api", lease])
+            .run()
+            .status(0)
+            .stdout_json();
+        assert_eq!(r["renewed"], true, "{r}");
+    }
+}
+
+#[test]
+fn an_acquire_under_faketime_a_day_ahead_takes_no_live_lease() {
+    let lib = std::path::Path::new("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1");
+    if !crate::common::skip_unless(
+        lib.is_file(),
+        "libfaketime is not installed",
+        "TRIAGE_REQUIRE_FAKETIME",
+    ) {
+        return;
+    }
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[permits.api]\nmax = 1\nlease = \"60s\"\n");
+    s.triage(["permit", "acquire", "api"]).run().status(0);
+    let before = s.read(".triage/permits/api.json");
+    let r = s
+        .triage(["permit", "acquire", "api"])
+        .env("LD_PRELOAD", lib)
+        .env("FAKETIME", "+1d")
+        .run();
+    assert_eq!(r.code(), Some(75), "{}", r.stderr());
+    assert_eq!(s.read(".triage/permits/api.json"), before);
 }

@@ -1,6 +1,7 @@
 //! Permits and retry budgets in Redis (issue 33): one script per call, so the sweep of
 //! expired leases, the count and the grant (or a budget's read, change and write) are one
-//! atomic step on the server, timed by the server's `TIME` unless the caller fixed the time.
+//! atomic step on the server, timed by the server's `TIME` only: no client's clock (nor
+//! `TRIAGE_NOW`) decides when a lease runs out.
 
 use super::{int, text, Remote, RemoteError};
 use crate::core::admission::{BudgetLimits, BudgetOp, Lease, Millis, PermitLimits};
@@ -40,14 +41,14 @@ pub struct PermitReply {
 }
 
 impl Remote {
-    /// One permit operation (`acquire`, `renew`, `release`, `status`) on `key`.
+    /// One permit operation (`acquire`, `renew`, `release`, or `status`, which changes
+    /// nothing) on `key`, by the server's clock.
     pub fn permit(
         &mut self,
         op: &str,
         key: &str,
         id: &str,
         limits: PermitLimits,
-        now: Option<Millis>,
     ) -> Result<PermitReply, RemoteError> {
         let mut inv = permit_script().prepare_invoke();
         inv.key(self.key(&format!("permits:{key}")))
@@ -56,7 +57,6 @@ impl Remote {
             .arg(id)
             .arg(limits.max)
             .arg(limits.lease_ms)
-            .arg(now.map(|n| n.to_string()).unwrap_or_default())
             .arg(key);
         let reply: Vec<Value> = self.invoke("a permit call", &inv)?;
         let bad = || RemoteError::protocol(&self.config.target, "permit");
