@@ -59,6 +59,12 @@ pub(super) fn gate(cx: &Context, p: &Payload) -> Result<Option<Response>, Failur
     if out.done {
         return Ok(None);
     }
+    // A fleet's Redis that does not answer grants nothing (this host cannot see the others').
+    if let Some(why) = &out.unavailable {
+        return Ok(Some(Response::deny(format!(
+            "No permit to launch a subagent could be taken (policy [permits.{KEY}]): {why}. Launch this subagent again in a little while."
+        ))));
+    }
     let wait = out
         .next_free_ms()
         .map(|t| ((t - out.now_ms).max(0) + 999) / 1000);

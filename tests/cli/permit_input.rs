@@ -153,10 +153,51 @@ fn a_planted_budget_buys_no_more_than_a_full_one() {
         .status(0)
         .stdout_json();
     assert_eq!(v["tokens"], 3.0, "{v}");
-    s.write(".triage/budgets/api.json", "garbage");
-    let r = s.triage(["budget", "check", "api"]).run().status(0);
-    assert_eq!(r.stdout_json()["tokens"], 4.0);
-    assert!(r.stderr().contains("is not a budget"), "{}", r.stderr());
+}
+
+#[test]
+fn a_budget_that_cannot_be_read_counts_as_spent_never_full() {
+    let s = sandbox();
+    // Spent: 3 failures leave 1 of 4 tokens, retries refused.
+    for _ in 0..3 {
+        s.triage(["budget", "record", "api", "--outcome", "failure"])
+            .run()
+            .status(0);
+    }
+    s.triage(["budget", "check", "api", "-e"]).run().status(1);
+    // Corrupting it does not refill it: still refused, loudly.
+    for garbage in [
+        "garbage",
+        r#"{"key": "api", "milli": -5}"#,
+        r#"{"key": "other", "milli": 4000}"#,
+    ] {
+        s.write(".triage/budgets/api.json", garbage);
+        let r = s.triage(["budget", "check", "api", "-e"]).run().status(1);
+        assert_eq!(r.stdout_json()["tokens"], 0.0, "{garbage}");
+        assert!(r.stderr().contains("counts as spent"), "{}", r.stderr());
+        let st = s
+            .triage(["budget", "status", "api"])
+            .run()
+            .status(0)
+            .stdout_json();
+        assert_eq!(st["budgets"][0]["retry_allowed"], false, "{st}");
+        assert_eq!(
+            s.read(".triage/budgets/api.json"),
+            garbage,
+            "looking changed it"
+        );
+    }
+    // A record moves it aside and goes on from spent: a success gives back its ratio only.
+    let r = s
+        .triage(["budget", "record", "api", "--outcome", "success"])
+        .run()
+        .status(0);
+    assert_eq!(r.stdout_json()["tokens"], 0.1, "{}", r.stdout());
+    assert!(
+        r.stderr().contains("kept the unreadable budget as"),
+        "{}",
+        r.stderr()
+    );
 }
 
 fn agent_call(event: &str, id: &str) -> String {
