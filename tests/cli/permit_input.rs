@@ -380,3 +380,242 @@ fn an_acquire_under_faketime_a_day_ahead_takes_no_live_lease() {
     assert_eq!(r.code(), Some(75), "{}", r.stderr());
     assert_eq!(s.read(".triage/permits/api.json"), before);
 }
+
+/// Holds the lock of state file `rel` (its `.lock` sidecar) with flock(1) until dropped;
+/// `None` (after saying why) without flock.
+struct Held(std::process::Child);
+
+impl Held {
+    fn lock(s: &Sandbox, rel: &str) -> Option<Held> {
+        if !crate::common::skip_unless_tool("flock", "TRIAGE_REQUIRE_FLOCK") {
+            return None;
+        }
+        let lock = s.path().join(format!("{rel}.lock"));
+        std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+        let mut holder = std::process::Command::new("flock")
+            // -F: flock execs the command, so killing it lets the lock go.
+            .args([
+                "-F",
+                lock.to_str().unwrap(),
+                "-c",
+                "echo held; exec sleep 60",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(holder.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line.trim(), "held");
+        Some(Held(holder))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn an_acquire_whose_lock_wait_runs_out_is_not_a_grant() {
+    let s = sandbox();
+    let Some(_held) = Held::lock(&s, ".triage/permits/api.json") else {
+        return;
+    };
+    for strict in [false, true] {
+        let mut c = s.triage(["permit", "acquire", "api"]);
+        c.env("TRIAGE_LOCK_TIMEOUT", "200ms");
+        if strict {
+            c.arg("--strict");
+        }
+        let r = c.run().status(75);
+        let v = r.stdout_json();
+        assert_eq!(v["acquired"], false, "{v}");
+        assert_eq!(v["refused"], "lock", "{v}");
+        assert!(v.get("lease").is_none(), "{v}");
+        assert!(
+            r.stderr()
+                .contains("triage permit: no permit of `api` was granted"),
+            "{}",
+            r.stderr()
+        );
+    }
+    let r = s
+        .triage(["permit", "acquire", "api", "--lease-only"])
+        .env("TRIAGE_LOCK_TIMEOUT", "200ms")
+        .run()
+        .status(75);
+    assert_eq!(r.stdout(), "");
+}
+
+#[test]
+fn lease_only_prints_the_lease_alone_and_nothing_when_none_is_free() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[permits.api]\nmax = 1\nlease = \"60s\"\n");
+    let r = s
+        .triage(["permit", "acquire", "api", "--lease-only"])
+        .run()
+        .status(0);
+    let lease = r.stdout();
+    let lease = lease.trim_end_matches('\n');
+    assert!(
+        !lease.is_empty() && lease.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{lease:?}"
+    );
+    let st = s
+        .triage(["permit", "status", "api"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(st["permits"][0]["leases"][0]["lease"], lease, "{st}");
+    let r = s
+        .triage(["permit", "acquire", "api", "--lease-only"])
+        .run()
+        .status(75);
+    assert_eq!(r.stdout(), "");
+    assert!(
+        r.stderr().contains("no permit of `api` is free"),
+        "{}",
+        r.stderr()
+    );
+}
+
+/// The example lines of `triage SUB --help` (after `Examples:`, up to the blank line).
+fn help_examples(s: &Sandbox, sub: &str) -> Vec<String> {
+    let help = s.triage([sub, "--help"]).run().status(0).stdout();
+    let after = help
+        .split("Examples:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no examples in `{sub} --help`:\n{help}"));
+    after
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// The example lines of man page `man/triage-SUB.1`, unescaped from roff.
+fn man_examples(sub: &str) -> Vec<String> {
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("man/triage-{sub}.1")),
+    )
+    .unwrap();
+    let block = page
+        .split(".SH EXAMPLES\n")
+        .nth(1)
+        .and_then(|b| b.split(".nf\n").nth(1))
+        .and_then(|b| b.split("\n.fi").next())
+        .unwrap_or_else(|| panic!("no EXAMPLES in triage-{sub}.1"));
+    block
+        .lines()
+        .map(|l| {
+            l.replace("\\-", "-")
+                .replace("\\*(Aq", "'")
+                .replace("\\(dq", "\"")
+                .replace("\\\\", "\\")
+                .trim()
+                .to_string()
+        })
+        .collect()
+}
+
+/// Runs `lines` as one `sh` script in the sandbox, with this build's `triage` first on PATH;
+/// `DONE` is printed when every line ran.
+fn run_examples(s: &Sandbox, lines: &[String], env: &[(&str, &str)]) -> crate::common::Run {
+    let bin_dir = s.path().join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    let link = bin_dir.join("triage");
+    if !link.exists() {
+        std::os::unix::fs::symlink(crate::common::bin(), &link).unwrap();
+    }
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let script = format!("set -u\n{}\necho DONE\n", lines.join("\n"));
+    let mut c = s.command("sh");
+    c.args(["-c", &script]).env("PATH", path);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.run()
+}
+
+#[test]
+fn every_permit_example_of_the_help_and_man_page_does_what_they_say() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[permits.api]\nmax = 1\nlease = \"60s\"\n");
+    let lines = help_examples(&s, "permit");
+    assert_eq!(lines, man_examples("permit"), "the man page is the help's");
+    assert!(lines[0].contains("--lease-only) || exit 75"), "{lines:?}");
+    // A permit free: every line runs; it is renewed, released, and shown.
+    let r = run_examples(&s, &lines, &[]);
+    assert_eq!(r.code(), Some(0), "{}\n{}", r.stdout(), r.stderr());
+    let out = r.stdout();
+    assert!(out.contains("\"renewed\":true"), "{out}");
+    assert!(out.contains("\"released\":true"), "{out}");
+    assert!(out.contains("api ") && out.ends_with("DONE\n"), "{out}");
+    let st = s
+        .triage(["permit", "status", "api"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(st["permits"][0]["held"], 0, "{st}");
+    // No permit to be had (the lock held past its wait): the script stops at once with 75 and
+    // never goes on with an empty lease.
+    let Some(_held) = Held::lock(&s, ".triage/permits/api.json") else {
+        return;
+    };
+    let r = run_examples(&s, &lines, &[("TRIAGE_LOCK_TIMEOUT", "200ms")]);
+    assert_eq!(r.code(), Some(75), "{}\n{}", r.stdout(), r.stderr());
+    assert!(
+        !r.stdout().contains("DONE") && !r.stdout().contains("renewed"),
+        "{}",
+        r.stdout()
+    );
+    assert!(
+        r.stderr().contains("no permit of `api` was granted"),
+        "{}",
+        r.stderr()
+    );
+}
+
+#[test]
+fn every_budget_example_of_the_help_and_man_page_does_what_they_say() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "[budget.api]\nmax_tokens = 4\n");
+    let lines = help_examples(&s, "budget");
+    assert_eq!(lines, man_examples("budget"), "the man page is the help's");
+    // A full budget: the check passes, the failure is recorded, the status shown.
+    let r = run_examples(&s, &lines, &[]);
+    assert_eq!(r.code(), Some(0), "{}\n{}", r.stdout(), r.stderr());
+    assert!(
+        r.stdout().contains("api: 3.0 of 4.0 tokens; retries allowed"),
+        "{}",
+        r.stdout()
+    );
+    // Spent (1 of 4 left after two more failures): the check's `-e || exit 1` stops the script.
+    for _ in 0..2 {
+        s.triage(["budget", "record", "api", "--outcome", "failure"])
+            .run()
+            .status(0);
+    }
+    let r = run_examples(&s, &lines, &[]);
+    assert_eq!(r.code(), Some(1), "{}\n{}", r.stdout(), r.stderr());
+    assert!(!r.stdout().contains("DONE"), "{}", r.stdout());
+    let v = s
+        .triage(["budget", "check", "api"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(
+        v["tokens"], 1.0,
+        "the record after the check did not run: {v}"
+    );
+}
