@@ -596,7 +596,8 @@ fn every_budget_example_of_the_help_and_man_page_does_what_they_say() {
     let r = run_examples(&s, &lines, &[]);
     assert_eq!(r.code(), Some(0), "{}\n{}", r.stdout(), r.stderr());
     assert!(
-        r.stdout().contains("api: 3.0 of 4.0 tokens; retries allowed"),
+        r.stdout()
+            .contains("api: 3.0 of 4.0 tokens; retries allowed"),
         "{}",
         r.stdout()
     );

@@ -408,3 +408,32 @@ fn store_sync_pushes_the_budget_records_kept_while_redis_was_down() {
         (Some("redis"), Some(8.5))
     );
 }
+
+#[test]
+fn a_damaged_budget_on_redis_counts_as_spent_and_a_count_above_the_maximum_as_full() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Sandbox::with_store(&server.url());
+    s.write(".triage.toml", "[budget.api]\nmax_tokens = 4\n");
+    let mut con = redis::Client::open(server.url())
+        .and_then(|c| c.get_connection())
+        .unwrap();
+    let key = format!("triage:{{{}}}:budget:api", s.namespace());
+    let check = |s: &Sandbox| -> Value {
+        let r = s.triage(["budget", "check", "api"]).run().status(0);
+        assert!(r.stderr().is_empty(), "{}", r.stderr());
+        r.stdout_json()
+    };
+    for (stored, tokens) in [("garbage", 0.0), ("-3000", 0.0), ("99999999", 4.0)] {
+        let _: () = redis::cmd("HSET")
+            .arg(&key)
+            .arg("milli")
+            .arg(stored)
+            .query(&mut con)
+            .unwrap();
+        let v = check(&s);
+        assert_eq!(v["backend"], "redis", "{v}");
+        assert_eq!(v["tokens"], tokens, "{stored}: {v}");
+    }
+}
