@@ -2,13 +2,16 @@
 //! every host): at most `[permits.KEY] max` leases of a key are held at once. A lease runs out
 //! after the key's lease time unless renewed, so a holder that dies never keeps its slot.
 //!
-//! `acquire` exits 75 (EX_TEMPFAIL: try again later) with its JSON line when none is free
-//! after `--wait`, so `lease=$(triage permit acquire api | jq -r .lease) || exit` works.
+//! `acquire` exits 0 only with a lease: 75 (EX_TEMPFAIL: try again later) with its JSON line
+//! and the reason on stderr when none is free after `--wait`, its lock was not obtained in
+//! time, or a fleet's Redis did not answer; 74 when the state could not be read or written.
+//! `--lease-only` prints just the lease, so `lease=$(triage permit acquire api --lease-only)
+//! || exit 75` carries on only with one.
 
 use crate::context::{Answer, Context};
 use crate::core::admission::{check_key, rfc3339, secs, valid_lease_id, PermitLimits};
 use crate::core::duration::Dur;
-use crate::exit::Failure;
+use crate::exit::{Failure, FailureClass};
 use crate::store::permits::{self, Op, Outcome};
 use serde_json::{json, Value};
 
@@ -18,15 +21,18 @@ pub const BUSY: u8 = 75;
 /// Arguments of `triage permit`.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:\n  \
-    lease=$(triage permit acquire api --wait 30s | jq -r .lease) || exit 75\n  \
+    lease=$(triage permit acquire api --wait 30s --lease-only) || exit 75\n  \
     triage permit renew api \"$lease\"\n  \
     triage permit release api \"$lease\"\n  \
     triage permit status --text\n\n\
     The limits come from the policy: [permits.api] max = 8, lease = \"60s\" (globs too:\n\
     [permits.\"*\"]). A lease runs out after its lease time unless renewed, so a holder that\n\
-    dies frees its slot. Exit status: 0 granted (or renewed, released); 75 no permit was free\n\
-    after --wait (the JSON line says when the first lease runs out); with -e, 1 when a lease\n\
-    to renew or release is not held.")]
+    dies frees its slot. Exit status: 0 granted (or renewed, released); 75 no permit was\n\
+    granted after --wait: none free (the JSON line says when the first lease runs out), the\n\
+    lock not obtained in time, or the fleet's Redis not answering (the reason on stderr);\n\
+    74 the state could not be read or written; with -e, 1 when a lease to renew or release\n\
+    is not held. With --lease-only, acquire prints the lease alone, and nothing but the\n\
+    reason (on stderr) when it exits non-zero.")]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]
@@ -37,13 +43,16 @@ pub struct Args {
 #[derive(clap::Subcommand, Debug)]
 pub enum Action {
     /// Take a lease of KEY: prints {key, acquired, lease, expires, held, max}; exit 75 when
-    /// none is free after --wait
+    /// none was granted after --wait
     Acquire {
         /// The permits' key (`[permits.KEY]` in the policy)
         key: String,
         /// Wait this long for a lease to free [default: 0, answer at once]
         #[arg(long, value_name = "DUR")]
         wait: Option<Dur>,
+        /// Print only the lease id (nothing on stdout when none is granted)
+        #[arg(long)]
+        lease_only: bool,
     },
     /// Extend a lease by the key's lease time
     Renew {
@@ -70,11 +79,25 @@ pub enum Action {
 pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let g = cx.ground();
     match &args.action {
-        Action::Acquire { key, wait } => {
+        Action::Acquire {
+            key,
+            wait,
+            lease_only,
+        } => {
             let limits = limits(cx, key)?;
             let wait = wait.map_or(std::time::Duration::ZERO, |d| d.0);
-            let (out, lease) = permits::acquire(&g, key, limits, wait)?;
-            Ok(acquired(cx, key, limits, &out, lease.as_deref()))
+            match permits::acquire(&g, key, limits, wait) {
+                Ok((out, lease)) => Ok(acquired(
+                    cx,
+                    key,
+                    limits,
+                    &out,
+                    lease.as_deref(),
+                    *lease_only,
+                )),
+                Err(f) if f.class == FailureClass::Usage => Err(f),
+                Err(f) => Ok(not_acquired(cx, key, limits, &f, *lease_only)),
+            }
         }
         Action::Renew { key, lease } | Action::Release { key, lease } => {
             let limits = limits(cx, key)?;
@@ -103,6 +126,25 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             if let Some(e) = out.expires_ms {
                 v["expires"] = json!(rfc3339(e));
                 v["expires_in_s"] = json!(secs(e - out.now_ms));
+            }
+            if let Some(why) = &out.unavailable {
+                let reason = format!(
+                    "lease {lease} of `{key}` was not {verb}: {why}{}",
+                    if renew {
+                        ""
+                    } else {
+                        "; it frees itself when its lease runs out"
+                    }
+                );
+                say!("triage permit: {}", crate::core::text::printable(&reason));
+                v["reason"] = json!(reason);
+                v["exit_status"] = json!(BUSY);
+                let answer = if cx.global.text {
+                    Answer::text(reason)
+                } else {
+                    Answer::json(&v)
+                };
+                return Ok(answer.exit(BUSY));
             }
             if !out.done {
                 let reason = format!(
@@ -161,8 +203,12 @@ fn acquired(
     limits: PermitLimits,
     out: &Outcome,
     lease: Option<&str>,
+    lease_only: bool,
 ) -> Answer {
     if let (Some(lease), Some(e)) = (lease, out.expires_ms) {
+        if lease_only {
+            return Answer::text(lease);
+        }
         let v = json!({
             "key": key,
             "acquired": true,
@@ -184,6 +230,10 @@ fn acquired(
             Answer::json(&v)
         };
     }
+    if let Some(why) = &out.unavailable {
+        let reason = format!("no permit of `{key}` was granted: {why}");
+        return refused(cx, key, limits, "unavailable", &reason, BUSY, lease_only);
+    }
     let retry = out.next_free_ms().map(|t| secs(t - out.now_ms));
     let reason = format!(
         "no permit of `{key}` is free: {} of {} held{}",
@@ -196,7 +246,9 @@ fn acquired(
     );
     say!("triage permit: {}", crate::core::text::printable(&reason));
     cx.trace("busy", &reason);
-    let answer = if cx.global.text {
+    let answer = if lease_only {
+        Answer::default()
+    } else if cx.global.text {
         Answer::text(reason.clone())
     } else {
         Answer::json(&json!({
@@ -212,6 +264,52 @@ fn acquired(
         }))
     };
     answer.exit(BUSY)
+}
+
+/// An acquire that could not be decided (its lock not obtained in time: 75; the state not
+/// read or written: 74): never a grant, whatever `--strict` says.
+fn not_acquired(
+    cx: &Context,
+    key: &str,
+    limits: PermitLimits,
+    f: &Failure,
+    lease_only: bool,
+) -> Answer {
+    let (refused_as, status) = match f.class {
+        FailureClass::Lock => ("lock", BUSY),
+        _ => ("io", crate::exit::ExitStatus::IoErr as u8),
+    };
+    let reason = format!("no permit of `{key}` was granted: {f}");
+    refused(cx, key, limits, refused_as, &reason, status, lease_only)
+}
+
+/// A refusal other than "none free": the reason on stderr, the JSON line, exit `status`.
+fn refused(
+    cx: &Context,
+    key: &str,
+    limits: PermitLimits,
+    refused_as: &str,
+    reason: &str,
+    status: u8,
+    lease_only: bool,
+) -> Answer {
+    say!("triage permit: {}", crate::core::text::printable(reason));
+    cx.trace(refused_as, reason);
+    let answer = if lease_only {
+        Answer::default()
+    } else if cx.global.text {
+        Answer::text(reason)
+    } else {
+        Answer::json(&json!({
+            "key": key,
+            "acquired": false,
+            "refused": refused_as,
+            "max": limits.max,
+            "reason": reason,
+            "exit_status": status,
+        }))
+    };
+    answer.exit(status)
 }
 
 fn status(cx: &Context, named: &[String]) -> Result<Answer, Failure> {
@@ -232,7 +330,7 @@ fn status(cx: &Context, named: &[String]) -> Result<Answer, Failure> {
             max: 0,
             lease_ms: 60_000,
         });
-        let out = permits::call(&g, key, judge, &Op::Status)?;
+        let out = permits::peek(&g, key, judge)?;
         rows.push(json!({
             "key": key,
             "max": limits.map(|l| l.max),

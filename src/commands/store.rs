@@ -218,13 +218,18 @@ fn sync(cx: &Context) -> Result<Answer, Failure> {
     let root = cx.state_root();
     let mut r = connect(&c)?;
     let done = error_log::sync(&cx.ground(), &root, &mut r, usize::MAX).map_err(remote_failure)?;
+    // The retry budgets' records taken locally during an outage, likewise.
+    let budgets = crate::store::budget::sync(&cx.ground(), &root, &mut r, usize::MAX)
+        .map_err(remote_failure)?;
     if cx.global.text {
         return Ok(Answer::text(format!(
-            "pushed {} records to {} ({} were there already); {} waiting",
-            done.pushed, c.target, done.already, done.waiting
+            "pushed {} records to {} ({} were there already); {} waiting; {} retry budget records pushed, {} waiting",
+            done.pushed, c.target, done.already, done.waiting, budgets.pushed, budgets.waiting
         )));
     }
-    Ok(Answer::json(&done))
+    let mut v = serde_json::to_value(done).unwrap_or_default();
+    v["budget_records"] = serde_json::to_value(budgets).unwrap_or_default();
+    Ok(Answer::json(&v))
 }
 
 /// What `migrate` did.

@@ -76,6 +76,49 @@ pub fn valid_lease_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
+/// The clocks a lease table is judged by. On one clock (a fleet's Redis, the tests) all three
+/// are the same time; on the files, where each process reads its own clock, they differ: a
+/// lease is gone only once every clock the reader has says it ran out, by a margin, and an
+/// expiry is planted only when it lies beyond the latest of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Judge {
+    /// The reader's time: a lease it grants or renews runs one lease time from here.
+    pub now: Millis,
+    /// Leases that run out at or before this are gone (swept, their slots free).
+    pub gone_before: Millis,
+    /// The latest clock: an expiry more than one lease time (and [`SLACK_MS`]) past it was
+    /// never granted by anyone and is clamped.
+    pub latest: Millis,
+}
+
+impl Judge {
+    /// One clock: a lease is gone the moment it runs out.
+    #[cfg(test)]
+    pub fn at(now: Millis) -> Judge {
+        Judge {
+            now,
+            gone_before: now,
+            latest: now,
+        }
+    }
+
+    /// The files' rule: the reader's time `now` and the machine's clock `machine`. A lease is
+    /// gone only when both are past its expiry by [`EXPIRY_MARGIN_MS`], so a clock ahead of
+    /// the others (a skewed process, `TRIAGE_NOW`) never takes a live lease, and one that runs
+    /// backwards never frees a slot.
+    pub fn local(now: Millis, machine: Millis) -> Judge {
+        Judge {
+            now,
+            gone_before: now.min(machine).saturating_sub(EXPIRY_MARGIN_MS),
+            latest: now.max(machine),
+        }
+    }
+}
+
+/// How long past its expiry a lease in the files is kept before its slot frees: the skew
+/// tolerated between the processes of one machine reading their clocks.
+pub const EXPIRY_MARGIN_MS: i64 = 2_000;
+
 impl Table {
     /// An empty table for `key`.
     pub fn new(key: &str) -> Table {
@@ -86,11 +129,13 @@ impl Table {
     }
 
     /// The table made safe to judge by: leases with an invalid or repeated id dropped, expiries
-    /// further than one lease time (and [`SLACK_MS`]) from `now` clamped to one lease time, at most [`MAX_LEASES`] kept.
-    /// Returns how many entries were changed or dropped.
-    pub fn sane(&mut self, limits: PermitLimits, now: Millis) -> usize {
+    /// further than one lease time (and [`SLACK_MS`]) past the latest clock clamped to one
+    /// lease time from the reader's `now`, at most [`MAX_LEASES`] kept. Returns how many
+    /// entries were changed or dropped.
+    pub fn sane(&mut self, limits: PermitLimits, j: Judge) -> usize {
         let before = self.leases.len();
-        let horizon = now.saturating_add(i64::try_from(limits.lease_ms).unwrap_or(i64::MAX));
+        let lease = i64::try_from(limits.lease_ms).unwrap_or(i64::MAX);
+        let horizon = j.latest.saturating_add(lease);
         let mut seen = std::collections::HashSet::new();
         let mut changed = 0;
         self.leases.retain_mut(|l| {
@@ -100,7 +145,7 @@ impl Table {
             // A little slack: a process judging with a `now` read a moment before another
             // renewed is not a planted table.
             if l.expires_ms > horizon.saturating_add(SLACK_MS) {
-                l.expires_ms = horizon;
+                l.expires_ms = j.now.saturating_add(lease);
                 changed += 1;
             }
             if l.holder.as_ref().is_some_and(|h| h.len() > 200) {
@@ -112,45 +157,63 @@ impl Table {
         changed + (before - self.leases.len())
     }
 
-    /// Drops the leases that have run out at `now`.
-    pub fn sweep(&mut self, now: Millis) {
-        self.leases.retain(|l| l.expires_ms > now);
+    /// Drops the leases that are gone by `j`.
+    pub fn sweep(&mut self, j: Judge) {
+        self.leases.retain(|l| l.expires_ms > j.gone_before);
     }
 
-    /// The live leases at `now`.
-    pub fn held(&self, now: Millis) -> u32 {
-        let n = self.leases.iter().filter(|l| l.expires_ms > now).count();
+    /// The live leases by `j`.
+    pub fn held(&self, j: Judge) -> u32 {
+        let n = self
+            .leases
+            .iter()
+            .filter(|l| l.expires_ms > j.gone_before)
+            .count();
         u32::try_from(n).unwrap_or(u32::MAX)
     }
 
+    /// The live leases by `j`, soonest to run out first.
+    pub fn live(&self, j: Judge) -> Vec<Lease> {
+        let mut v: Vec<Lease> = self
+            .leases
+            .iter()
+            .filter(|l| l.expires_ms > j.gone_before)
+            .cloned()
+            .collect();
+        v.sort_by_key(|l| l.expires_ms);
+        v
+    }
+
     /// When the first live lease runs out.
-    pub fn next_free(&self, now: Millis) -> Option<Millis> {
+    pub fn next_free(&self, j: Judge) -> Option<Millis> {
         self.leases
             .iter()
             .map(|l| l.expires_ms)
-            .filter(|&e| e > now)
+            .filter(|&e| e > j.gone_before)
             .min()
     }
 
-    /// Grants lease `id` if fewer than `max` are live at `now`.
+    /// Grants lease `id` if fewer than `max` are live by `j`.
     pub fn acquire(
         &mut self,
         limits: PermitLimits,
-        now: Millis,
+        j: Judge,
         id: &str,
         holder: Option<String>,
     ) -> Acquired {
-        self.sweep(now);
-        let held = self.held(now);
+        self.sweep(j);
+        let held = self.held(j);
         if held >= limits.max || self.leases.len() >= MAX_LEASES {
             return Acquired::Busy {
                 held,
-                next_free_ms: self.next_free(now),
+                next_free_ms: self.next_free(j),
             };
         }
         let lease = Lease {
             id: id.to_string(),
-            expires_ms: now.saturating_add(i64::try_from(limits.lease_ms).unwrap_or(i64::MAX)),
+            expires_ms: j
+                .now
+                .saturating_add(i64::try_from(limits.lease_ms).unwrap_or(i64::MAX)),
             holder,
         };
         self.leases.push(lease.clone());
@@ -160,18 +223,22 @@ impl Table {
         }
     }
 
-    /// Extends live lease `id` to one lease time from `now`: its new expiry, or `None` when it
-    /// is not held (released, run out, or never granted).
-    pub fn renew(&mut self, limits: PermitLimits, now: Millis, id: &str) -> Option<Millis> {
-        self.sweep(now);
+    /// Extends live lease `id` to one lease time from the reader's `now` (never shorter than
+    /// it was): its new expiry, or `None` when it is not held (released, run out, or never
+    /// granted).
+    pub fn renew(&mut self, limits: PermitLimits, j: Judge, id: &str) -> Option<Millis> {
+        self.sweep(j);
         let l = self.leases.iter_mut().find(|l| l.id == id)?;
-        l.expires_ms = now.saturating_add(i64::try_from(limits.lease_ms).unwrap_or(i64::MAX));
+        let to = j
+            .now
+            .saturating_add(i64::try_from(limits.lease_ms).unwrap_or(i64::MAX));
+        l.expires_ms = l.expires_ms.max(to);
         Some(l.expires_ms)
     }
 
     /// Releases lease `id`: whether it was live.
-    pub fn release(&mut self, now: Millis, id: &str) -> bool {
-        self.sweep(now);
+    pub fn release(&mut self, j: Judge, id: &str) -> bool {
+        self.sweep(j);
         let before = self.leases.len();
         self.leases.retain(|l| l.id != id);
         self.leases.len() != before
@@ -294,15 +361,15 @@ mod tests {
     fn no_more_than_max_leases_are_granted_and_an_expired_one_frees_its_slot() {
         let mut t = Table::new("api");
         assert!(matches!(
-            t.acquire(L, 0, "a", None),
+            t.acquire(L, Judge::at(0), "a", None),
             Acquired::Granted { held: 1, .. }
         ));
         assert!(matches!(
-            t.acquire(L, 10, "b", None),
+            t.acquire(L, Judge::at(10), "b", None),
             Acquired::Granted { held: 2, .. }
         ));
         assert_eq!(
-            t.acquire(L, 20, "c", None),
+            t.acquire(L, Judge::at(20), "c", None),
             Acquired::Busy {
                 held: 2,
                 next_free_ms: Some(1000)
@@ -310,7 +377,7 @@ mod tests {
         );
         // `a` runs out at 1000: its slot is free again without a release.
         assert!(matches!(
-            t.acquire(L, 1000, "c", None),
+            t.acquire(L, Judge::at(1000), "c", None),
             Acquired::Granted { held: 2, .. }
         ));
     }
@@ -318,13 +385,13 @@ mod tests {
     #[test]
     fn renew_and_release_know_only_live_leases() {
         let mut t = Table::new("api");
-        t.acquire(L, 0, "a", None);
-        assert_eq!(t.renew(L, 500, "a"), Some(1500));
-        assert_eq!(t.renew(L, 500, "zz"), None);
-        assert_eq!(t.renew(L, 1500, "a"), None);
-        t.acquire(L, 2000, "b", None);
-        assert!(t.release(2100, "b"));
-        assert!(!t.release(2100, "b"));
+        t.acquire(L, Judge::at(0), "a", None);
+        assert_eq!(t.renew(L, Judge::at(500), "a"), Some(1500));
+        assert_eq!(t.renew(L, Judge::at(500), "zz"), None);
+        assert_eq!(t.renew(L, Judge::at(1500), "a"), None);
+        t.acquire(L, Judge::at(2000), "b", None);
+        assert!(t.release(Judge::at(2100), "b"));
+        assert!(!t.release(Judge::at(2100), "b"));
     }
 
     #[test]
@@ -347,14 +414,47 @@ mod tests {
             expires_ms: 10,
             holder: None,
         });
-        assert_eq!(t.sane(L, 0), 7);
+        assert_eq!(t.sane(L, Judge::at(0)), 7);
         assert_eq!(t.leases.len(), 5);
-        assert!(matches!(t.acquire(L, 0, "n", None), Acquired::Busy { .. }));
+        assert!(matches!(
+            t.acquire(L, Judge::at(0), "n", None),
+            Acquired::Busy { .. }
+        ));
         // Clamped to one lease time: all free after it.
         assert!(matches!(
-            t.acquire(L, 1000, "n", None),
+            t.acquire(L, Judge::at(1000), "n", None),
             Acquired::Granted { held: 1, .. }
         ));
+    }
+
+    #[test]
+    fn on_two_clocks_a_lease_is_gone_only_when_both_are_past_it_by_the_margin() {
+        let machine = 1_000_000;
+        let mut t = Table::new("api");
+        t.acquire(L, Judge::local(machine, machine), "a", None);
+        // A reader a day ahead: the machine's clock says the lease is live.
+        let ahead = Judge::local(machine + 86_400_000, machine + 10);
+        assert_eq!(t.held(ahead), 1);
+        assert!(matches!(
+            t.clone().acquire(L, ahead, "b", None),
+            Acquired::Granted { held: 2, .. }
+        ));
+        // A reader a day behind: the lease lies in its future, kept as it is.
+        let behind = Judge::local(machine - 86_400_000, machine + 10);
+        let before = t.clone();
+        assert_eq!(t.sane(L, behind), 0);
+        assert_eq!(t, before);
+        assert_eq!(t.held(behind), 1);
+        // Both clocks past it, but not by the margin: still held; past the margin: gone.
+        let end = machine + 1000;
+        let just = Judge::local(end + EXPIRY_MARGIN_MS - 1, end + EXPIRY_MARGIN_MS - 1);
+        assert_eq!(t.held(just), 1);
+        let past = Judge::local(end + EXPIRY_MARGIN_MS, end + EXPIRY_MARGIN_MS);
+        assert_eq!(t.held(past), 0);
+        // A renew never shortens a lease (a holder's clock that went back).
+        let mut r = Table::new("api");
+        r.acquire(L, Judge::at(5000), "a", None);
+        assert_eq!(r.renew(L, Judge::at(4500), "a"), Some(6000));
     }
 
     #[test]

@@ -189,8 +189,11 @@ impl Default for StdinPolicy {
 /// tens of milliseconds are room for a loaded host without making a hook wait.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(50);
 
-/// Default timeout of one command.
-pub const COMMAND_TIMEOUT: Duration = Duration::from_millis(50);
+/// Default timeout of one command: on a 2-core host under heavy CPU load (load average 14) the
+/// permit and budget scripts on a loopback Redis answered within 141 ms at worst, and one call
+/// in 200 to 300 took longer than 50 ms; 250 ms leaves that worst case room while a Redis that
+/// hangs still costs a hook one quarter second (docs/fleet.md).
+pub const COMMAND_TIMEOUT: Duration = Duration::from_millis(250);
 
 /// Default cap on the error log stream's length (approximate, as `XADD MAXLEN ~`).
 pub const LOG_MAX_LEN: u64 = 1_000_000;

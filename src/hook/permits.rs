@@ -17,7 +17,7 @@
 
 use super::codec::Response;
 use crate::context::Context;
-use crate::core::admission::{valid_lease_id, Millis, PermitLimits};
+use crate::core::admission::{valid_lease_id, Millis, PermitLimits, SLACK_MS};
 use crate::core::hook_payload::Payload;
 use crate::exit::Failure;
 use crate::store::{files, permits};
@@ -58,6 +58,12 @@ pub(super) fn gate(cx: &Context, p: &Payload) -> Result<Option<Response>, Failur
     };
     if out.done {
         return Ok(None);
+    }
+    // A fleet's Redis that does not answer grants nothing (this host cannot see the others').
+    if let Some(why) = &out.unavailable {
+        return Ok(Some(Response::deny(format!(
+            "No permit to launch a subagent could be taken (policy [permits.{KEY}]): {why}. Launch this subagent again in a little while."
+        ))));
     }
     let wait = out
         .next_free_ms()
@@ -202,8 +208,11 @@ pub(super) fn renew_for_agent(cx: &Context, p: &Payload) {
         return;
     };
     let now = cx.now.timestamp_millis();
-    let half = i64::try_from(limits.lease_ms / 2).unwrap_or(i64::MAX);
-    if kept.expires_ms.saturating_sub(now) > half {
+    let lease = i64::try_from(limits.lease_ms).unwrap_or(i64::MAX);
+    // An expiry further than one lease ahead was never granted (a planted or stale file):
+    // renewed now rather than trusted to postpone the renewal.
+    let planted = kept.expires_ms.saturating_sub(now) > lease.saturating_add(SLACK_MS);
+    if !planted && kept.expires_ms.saturating_sub(now) > lease / 2 {
         return;
     }
     match permits::call(
@@ -221,6 +230,11 @@ pub(super) fn renew_for_agent(cx: &Context, p: &Payload) {
                     expires_ms,
                 },
             ),
+            // Not decided (a fleet's Redis that did not answer): kept for the next event.
+            None if out.unavailable.is_some() => cx.warn(&format!(
+                "the background subagent's permit of `{KEY}` was not renewed: {}",
+                out.unavailable.as_deref().unwrap_or_default()
+            )),
             None => {
                 let _ = files::remove(&path);
             }

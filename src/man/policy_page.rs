@@ -170,7 +170,7 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("store", "url", r#""redis://cache.internal:6379/0""#),
     ("store", "namespace", r#""research-pipeline""#),
     ("store", "connect_timeout", r#""50ms""#),
-    ("store", "command_timeout", r#""50ms""#),
+    ("store", "command_timeout", r#""250ms""#),
     ("store", "log_max_len", "1000000"),
     ("stdin", "hook_timeout", r#""300ms""#),
     ("stdin", "timeout", r#""1m""#),

@@ -1,22 +1,27 @@
-//! Where permits are kept (issue 33): the one seam between the commands and the leases, whatever
-//! the backend. On files, `permits/<escaped key>.json` is the key's lease table, read, changed
-//! by [`crate::core::admission`] and replaced under the `flock` of its sidecar; on a fleet's
-//! Redis, one script over a sorted set of leases by expiry (the server's `TIME`). A Redis that
-//! cannot be reached is the breakers' rule: this call uses the local files, with a warning.
+//! Where permits are kept: the one seam between the commands and the leases, whatever the
+//! backend. On files, `permits/<escaped key>.json` is the key's lease table, read, changed by
+//! [`crate::core::admission`] and replaced under the `flock` of its sidecar; on a fleet's
+//! Redis, one script over a sorted set of leases by expiry (the server's `TIME`, never a
+//! client's). A fleet's Redis that does not answer refuses the permit, naming why: the local
+//! files know nothing of the other hosts' leases, so granting from them would over-grant.
+//!
+//! One clock for leases: on files a lease is gone only when the reader's time and the
+//! machine's clock (the kernel's, not a preloaded libc's) both say it ran out, by
+//! [`crate::core::admission::EXPIRY_MARGIN_MS`]; looking ([`peek`]) never writes.
 //!
 //! The table file sits in the state root, which is untrusted: what cannot be read as a table
 //! is moved aside with a warning and the key starts with no leases, and what can is made sane
 //! first (bad ids dropped, expiries clamped to one lease time), so a planted table never grants
 //! more than `max` nor holds a slot longer than a lease.
 
-use crate::core::admission::{Acquired, Lease, Millis, PermitLimits, Table};
+use crate::core::admission::{Acquired, Judge, Lease, Millis, PermitLimits, Table};
 use crate::exit::Failure;
 use crate::store::files;
 use crate::store::fleet::select;
 use crate::store::ground::Ground;
 use std::path::{Path, PathBuf};
 
-/// What to do with a key's permits.
+/// What to do with a key's permits (looking is [`peek`]).
 #[derive(Clone, Debug)]
 pub enum Op {
     /// Take a lease `id` if one is free.
@@ -30,8 +35,6 @@ pub enum Op {
     Renew(String),
     /// Give lease `id` back.
     Release(String),
-    /// Only look.
-    Status,
 }
 
 /// What a permit call found and did.
@@ -49,6 +52,9 @@ pub struct Outcome {
     pub leases: Vec<Lease>,
     /// `files` or `redis`.
     pub backend: &'static str,
+    /// Why nothing could be decided: the fleet's Redis did not answer (a permit is then
+    /// refused, never granted from this host's files, which know nothing of the other hosts).
+    pub unavailable: Option<String>,
 }
 
 impl Outcome {
@@ -58,45 +64,83 @@ impl Outcome {
     }
 }
 
-/// Applies `op` to `key`'s permits under `limits`.
+/// The clocks the files judge leases by: the reader's time (`TRIAGE_NOW` when it fixed the
+/// time, else the machine's clock) and the machine's clock as the kernel keeps it, read
+/// through the vDSO rather than libc, so a preloaded clock (libfaketime) does not move it.
+pub fn judge(g: &Ground) -> Judge {
+    let machine = machine_ms();
+    let now = if g.fixed_now {
+        g.now.timestamp_millis()
+    } else {
+        machine
+    };
+    Judge::local(now, machine)
+}
+
+/// The machine's real-time clock, in Unix milliseconds.
+fn machine_ms() -> Millis {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
+    t.tv_sec
+        .saturating_mul(1000)
+        .saturating_add(t.tv_nsec / 1_000_000)
+}
+
+/// Why a permit is refused when the fleet's Redis does not answer.
+fn unreachable_reason(why: &str) -> String {
+    format!(
+        "the fleet's Redis did not answer ({why}); no permit is granted from this host's files, which do not see the other hosts' leases (TRIAGE_STORE=file keeps one host on its files)"
+    )
+}
+
+/// Applies `op` to `key`'s permits under `limits`. With a fleet store, Redis alone decides:
+/// when it does not answer, the outcome is not done and says why ([`Outcome::unavailable`]).
 pub fn call(g: &Ground, key: &str, limits: PermitLimits, op: &Op) -> Result<Outcome, Failure> {
-    if select::configured(g) {
-        let now = g.fixed_now.then(|| g.now.timestamp_millis());
-        let (name, id) = match op {
-            Op::Acquire { id, .. } => ("acquire", id.as_str()),
-            Op::Renew(id) => ("renew", id.as_str()),
-            Op::Release(id) => ("release", id.as_str()),
-            Op::Status => ("status", ""),
-        };
-        if let Some(r) = select::with(g, "permits", |r| r.permit(name, key, id, limits, now)) {
-            return Ok(Outcome {
-                done: r.done,
-                expires_ms: (r.done && r.expires_ms > 0).then_some(r.expires_ms),
-                now_ms: r.now_ms,
-                held: r.held,
-                leases: r.leases,
-                backend: "redis",
-            });
-        }
+    let (name, id) = match op {
+        Op::Acquire { id, .. } => ("acquire", id.as_str()),
+        Op::Renew(id) => ("renew", id.as_str()),
+        Op::Release(id) => ("release", id.as_str()),
+    };
+    match select::only(g, |r| r.permit(name, key, id, limits)) {
+        Some(Ok(r)) => Ok(Outcome {
+            done: r.done,
+            expires_ms: (r.done && r.expires_ms > 0).then_some(r.expires_ms),
+            now_ms: r.now_ms,
+            held: r.held,
+            leases: r.leases,
+            backend: "redis",
+            unavailable: None,
+        }),
+        Some(Err(why)) => Ok(Outcome {
+            done: false,
+            expires_ms: None,
+            now_ms: g.now.timestamp_millis(),
+            held: 0,
+            leases: Vec::new(),
+            backend: "redis",
+            unavailable: Some(unreachable_reason(&why)),
+        }),
+        None => on_files(g, key, limits, op),
     }
-    on_files(g, key, limits, op)
 }
 
 /// Every key that has had a permit, sorted.
 pub fn keys(g: &Ground) -> Result<Vec<String>, Failure> {
-    if let Some(k) = select::with(g, "listing permits", |r| r.permit_keys()) {
-        return Ok(k);
+    match select::only(g, |r| r.permit_keys()) {
+        Some(Ok(k)) => Ok(k),
+        Some(Err(why)) => Err(Failure::io(format!(
+            "cannot list the permits: the fleet's Redis did not answer ({why})"
+        ))),
+        None => Ok(files::keys_in(&g.root.join("permits"))?),
     }
-    Ok(files::keys_in(&g.root.join("permits"))?)
 }
 
-/// Reads `key`'s permits without changing them (for `report`): on a fleet's Redis the status
-/// script; on files the table as it is, made sane and swept in memory, with no lock taken and
-/// nothing written (a missing or unusable table is no leases).
+/// Reads `key`'s permits without changing anything (`permit status`, `report`): on a fleet's
+/// Redis the status script, which only looks; on files the table as it is, made sane and
+/// judged in memory, with no lock taken, nothing written, moved or deleted (a missing or
+/// unusable table is no leases).
 pub fn peek(g: &Ground, key: &str, limits: PermitLimits) -> Result<Outcome, Failure> {
-    if select::configured(g) {
-        let now = g.fixed_now.then(|| g.now.timestamp_millis());
-        if let Some(r) = select::with(g, "permits", |r| r.permit("status", key, "", limits, now)) {
+    match select::only(g, |r| r.permit("status", key, "", limits)) {
+        Some(Ok(r)) => {
             return Ok(Outcome {
                 done: false,
                 expires_ms: None,
@@ -104,10 +148,17 @@ pub fn peek(g: &Ground, key: &str, limits: PermitLimits) -> Result<Outcome, Fail
                 held: r.held,
                 leases: r.leases,
                 backend: "redis",
-            });
+                unavailable: None,
+            })
         }
+        Some(Err(why)) => {
+            return Err(Failure::io(format!(
+                "cannot read the permits of `{key}`: the fleet's Redis did not answer ({why})"
+            )))
+        }
+        None => {}
     }
-    let now = g.now.timestamp_millis();
+    let j = judge(g);
     let path = path_of(&g.root.join("permits"), key);
     let mut table = match files::read_optional(&path)? {
         None => Table::new(key),
@@ -122,17 +173,15 @@ pub fn peek(g: &Ground, key: &str, limits: PermitLimits) -> Result<Outcome, Fail
             }
         },
     };
-    table.sane(limits, now);
-    table.sweep(now);
-    let mut leases = table.leases.clone();
-    leases.sort_by_key(|l| l.expires_ms);
+    table.sane(limits, j);
     Ok(Outcome {
         done: false,
         expires_ms: None,
-        now_ms: now,
-        held: table.held(now),
-        leases,
+        now_ms: j.now,
+        held: table.held(j),
+        leases: table.live(j),
         backend: "files",
+        unavailable: None,
     })
 }
 
@@ -141,14 +190,15 @@ fn path_of(dir: &Path, key: &str) -> PathBuf {
 }
 
 fn on_files(g: &Ground, key: &str, limits: PermitLimits, op: &Op) -> Result<Outcome, Failure> {
-    let now = g.now.timestamp_millis();
     let dir = g.ensure_root()?.join("permits");
     files::ensure_dir(&dir)?;
     let path = path_of(&dir, key);
     let _lock = files::lock(&path, g.lock_wait())?;
+    // Judged once the lock is held: the clock read after any wait for it.
+    let j = judge(g);
     let (mut table, rebuilt) = load(g, &path, key)?;
     let before = table.clone();
-    let fixed = table.sane(limits, now);
+    let fixed = table.sane(limits, j);
     if fixed > 0 {
         g.warn(&format!(
             "permits `{key}`: {fixed} entries of {} were not leases or ran out later than one lease time; dropped or clamped",
@@ -156,19 +206,15 @@ fn on_files(g: &Ground, key: &str, limits: PermitLimits, op: &Op) -> Result<Outc
         ));
     }
     let (done, expires_ms) = match op {
-        Op::Acquire { id, holder } => match table.acquire(limits, now, id, Some(holder.clone())) {
+        Op::Acquire { id, holder } => match table.acquire(limits, j, id, Some(holder.clone())) {
             Acquired::Granted { lease, .. } => (true, Some(lease.expires_ms)),
             Acquired::Busy { .. } => (false, None),
         },
         Op::Renew(id) => {
-            let e = table.renew(limits, now, id);
+            let e = table.renew(limits, j, id);
             (e.is_some(), e)
         }
-        Op::Release(id) => (table.release(now, id), None),
-        Op::Status => {
-            table.sweep(now);
-            (false, None)
-        }
+        Op::Release(id) => (table.release(j, id), None),
     };
     if rebuilt || table != before {
         let mut bytes = serde_json::to_vec(&table)
@@ -176,15 +222,14 @@ fn on_files(g: &Ground, key: &str, limits: PermitLimits, op: &Op) -> Result<Outc
         bytes.push(b'\n');
         files::replace_unsynced(&path, &bytes, files::Backup::Skip)?;
     }
-    let mut leases = table.leases.clone();
-    leases.sort_by_key(|l| l.expires_ms);
     Ok(Outcome {
         done,
         expires_ms,
-        now_ms: now,
-        held: table.held(now),
-        leases,
+        now_ms: j.now,
+        held: table.held(j),
+        leases: table.live(j),
         backend: "files",
+        unavailable: None,
     })
 }
 
@@ -230,7 +275,8 @@ pub fn holder() -> String {
 }
 
 /// Takes a lease of `key`, waiting up to `wait` for one to free (polling, each try at the
-/// time it is made): the last outcome and, when granted, the lease's id.
+/// time it is made; a fleet's Redis that does not answer is waited for too): the last outcome
+/// and, when granted, the lease's id.
 pub fn acquire(
     g: &Ground,
     key: &str,

@@ -126,9 +126,35 @@ fn a_background_subagent_that_never_stops_frees_its_permit_when_the_lease_runs_o
     hook(&s, T0, &launched("toolu_bg", "killed"));
     // Killed: no more events, no SubagentStop (anthropics/claude-code#92716).
     assert_eq!(held(&s, T0 + 599)["held"], 1);
-    assert_eq!(hook(&s, T0 + 601, &pre("toolu_next")), "");
+    // Free once it ran out by the margin the files allow for clocks (2 s).
+    assert_eq!(hook(&s, T0 + 603, &pre("toolu_next")), "");
     // A stray SubagentStop of another agent, or a late one of this, frees nothing it should not.
-    hook(&s, T0 + 602, &stopped("someone-else"));
-    hook(&s, T0 + 603, &stopped("killed"));
-    assert_eq!(held(&s, T0 + 603)["held"], 1);
+    hook(&s, T0 + 604, &stopped("someone-else"));
+    hook(&s, T0 + 605, &stopped("killed"));
+    assert_eq!(held(&s, T0 + 605)["held"], 1);
+}
+
+#[test]
+fn a_kept_lease_planted_far_ahead_is_renewed_not_trusted() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.agents]\nmax = 1\nlease = \"10m\"\n",
+    );
+    hook(&s, T0, &pre("toolu_bg"));
+    hook(&s, T0, &launched("toolu_bg", "agent-p"));
+    // The file that keeps the lease for the subagent says it runs for ever: were it trusted,
+    // the subagent's events would never renew it, and its slot would free while it works.
+    let kept = format!(".triage/sessions/{SID}/permit-agent-p.json");
+    assert!(s.exists(&kept), "nothing kept at {kept}");
+    s.write(
+        &kept,
+        r#"{"lease": "toolu_bg", "expires_ms": 9223372036854775807}"#,
+    );
+    hook(&s, T0 + 400, &inside("agent-p", 1));
+    assert_eq!(
+        held(&s, T0 + 400)["leases"][0]["expires_in_s"].as_f64(),
+        Some(600.0),
+        "renewed at +400s to a full lease"
+    );
 }

@@ -11,6 +11,10 @@ mod breaker_files;
 
 /// Where the shared scenarios keep their state: here, the file store.
 mod backend {
+    /// Whether leases run by the store's own clock (a Redis's `TIME`), which TRIAGE_NOW does
+    /// not move: the files judge by TRIAGE_NOW (within the machine's clock).
+    pub const SERVER_CLOCK: bool = false;
+
     pub struct Backend {
         pub sandbox: crate::common::Sandbox,
     }

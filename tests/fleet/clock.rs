@@ -93,3 +93,66 @@ fn a_host_a_day_behind_trips_and_takes_a_probe_by_the_fleets_clock() {
         "nothing fell back to the files"
     );
 }
+
+/// A client whose clock is far ahead, by TRIAGE_NOW or by libfaketime, neither takes nor
+/// expires live leases: the script judges by the server's `TIME` alone, and `permit status`
+/// and `report` change nothing.
+#[test]
+fn a_client_far_ahead_does_not_expire_live_leases() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Sandbox::with_store(&server.url());
+    s.write(
+        ".triage.toml",
+        "[store]\nconnect_timeout = \"10s\"\ncommand_timeout = \"10s\"\n[permits.api]\nmax = 2\nlease = \"5m\"\n",
+    );
+    let mut leases = Vec::new();
+    for _ in 0..2 {
+        let v = s
+            .triage(["permit", "acquire", "api"])
+            .run()
+            .status(0)
+            .stdout_json();
+        leases.push(v["lease"].as_str().unwrap().to_string());
+    }
+    let year_ahead = (chrono::Utc::now().timestamp() + 365 * 86_400).to_string();
+    for args in [
+        &["permit", "status"][..],
+        &["report"],
+        &["permit", "acquire", "api"],
+    ] {
+        s.triage(args).env("TRIAGE_NOW", &year_ahead).run();
+    }
+    if let Some(lib) = faketime() {
+        for args in [
+            &["permit", "status"][..],
+            &["report"],
+            &["permit", "acquire", "api"],
+        ] {
+            s.triage(args)
+                .env("LD_PRELOAD", &lib)
+                .env("FAKETIME", "+1y")
+                .run();
+        }
+    }
+    let st = s
+        .triage(["permit", "status", "api"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(st["permits"][0]["held"], 2, "{st}");
+    let mut kept: Vec<String> = st["permits"][0]["leases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["lease"].as_str().unwrap().to_string())
+        .collect();
+    kept.sort();
+    leases.sort();
+    assert_eq!(kept, leases);
+    assert!(
+        !s.exists(".triage/permits"),
+        "nothing fell back to the files"
+    );
+}

@@ -232,3 +232,208 @@ fn rediss_reaches_a_tls_redis_that_the_system_trusts() {
         .status(0);
     assert!(String::from_utf8_lossy(&out.stderr).contains("used the local files"));
 }
+
+/// The command timeout of a hook (the default's order), so a stall is well past it.
+const SHORT: &str = "[store]\nconnect_timeout = \"50ms\"\ncommand_timeout = \"50ms\"\n";
+
+#[test]
+fn during_a_redis_stall_no_more_than_max_permits_are_granted() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Sandbox::with_store(&server.url());
+    s.write(
+        ".triage.toml",
+        format!("{SHORT}[permits.api]\nmax = 2\nlease = \"5m\"\n"),
+    );
+    // Every permit held, on the fleet's Redis.
+    for _ in 0..2 {
+        s.triage(["permit", "acquire", "api"]).run().status(0);
+    }
+    let stall = server.stall(4.0);
+    let racers: Vec<_> = (0..8)
+        .map(|_| s.triage(["permit", "acquire", "api"]).spawn())
+        .collect();
+    let (mut refused, mut unavailable) = (0, 0);
+    for r in racers {
+        let r = r.wait();
+        match r.code() {
+            Some(75) => {
+                refused += 1;
+                let v = r.stdout_json();
+                assert_eq!(v["acquired"], false, "{v}");
+                // Either Redis said none is free (the stall ended first) or it did not answer.
+                assert!(
+                    v["refused"] == "unavailable" || v["refused"] == "busy",
+                    "{v}"
+                );
+                if v["refused"] == "unavailable" {
+                    unavailable += 1;
+                    assert!(r.stderr().contains("did not answer"), "{}", r.stderr());
+                }
+            }
+            other => panic!("exit {other:?}: {}\n{}", r.stderr(), r.stdout()),
+        }
+    }
+    stall.join().unwrap();
+    assert_eq!(refused, 8);
+    assert!(unavailable >= 1, "no acquire met the stall");
+    assert!(
+        !s.exists(".triage/permits"),
+        "a permit was decided on this host's files"
+    );
+    let st = s
+        .triage(["permit", "status", "api"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(st["permits"][0]["held"], 2, "{st}");
+}
+
+#[test]
+fn an_acquire_during_a_redis_stall_names_the_reason_and_lease_only_prints_nothing() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Sandbox::with_store(&server.url());
+    s.write(
+        ".triage.toml",
+        format!("{SHORT}[permits.api]\nmax = 4\nlease = \"5m\"\n"),
+    );
+    let stall = server.stall(3.0);
+    let r = s
+        .triage(["permit", "acquire", "api", "--lease-only"])
+        .run()
+        .status(75);
+    assert_eq!(r.stdout(), "", "no lease printed");
+    assert!(
+        r.stderr()
+            .contains("triage permit: no permit of `api` was granted")
+            && r.stderr().contains("did not answer"),
+        "{}",
+        r.stderr()
+    );
+    stall.join().unwrap();
+    // Redis answers again: granted there.
+    let v = s
+        .triage(["permit", "acquire", "api"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(v["backend"], "redis", "{v}");
+}
+
+#[test]
+fn budget_records_made_during_a_redis_stall_reach_redis_once_after_it_answers() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Sandbox::with_store(&server.url());
+    s.write(
+        ".triage.toml",
+        format!("{SHORT}[budget.api]\nmax_tokens = 100\n"),
+    );
+    let tokens = |s: &Sandbox| -> f64 {
+        let v = s
+            .triage(["budget", "check", "api"])
+            .run()
+            .status(0)
+            .stdout_json();
+        assert_eq!(v["backend"], "redis", "{v}");
+        v["tokens"].as_f64().unwrap()
+    };
+    s.triage(["budget", "record", "api", "--outcome", "failure"])
+        .run()
+        .status(0);
+    assert_eq!(tokens(&s), 99.0);
+    let stall = server.stall(3.0);
+    for _ in 0..5 {
+        let r = s
+            .triage(["budget", "record", "api", "--outcome", "failure"])
+            .run()
+            .status(0);
+        assert!(
+            r.stderr().contains("kept the record for the fleet's Redis"),
+            "{}",
+            r.stderr()
+        );
+    }
+    let kept = std::fs::read_dir(s.root().join("logs/budget.outbox"))
+        .unwrap()
+        .count();
+    assert_eq!(kept, 5, "every record taken locally waits for the fleet");
+    stall.join().unwrap();
+    // Redis answers: the next record pushes those that waited. The calls sent during the stall
+    // may also have reached Redis once it woke: their nonces make each count once.
+    s.triage(["budget", "record", "api", "--outcome", "failure"])
+        .run()
+        .status(0);
+    assert_eq!(tokens(&s), 93.0, "1 + 5 + 1 failures, each once");
+    assert_eq!(
+        std::fs::read_dir(s.root().join("logs/budget.outbox"))
+            .unwrap()
+            .count(),
+        0
+    );
+    let again = s.triage(["store", "sync"]).run().status(0).stdout_json();
+    assert_eq!(again["budget_records"]["pushed"], 0, "{again}");
+}
+
+#[test]
+fn store_sync_pushes_the_budget_records_kept_while_redis_was_down() {
+    let Some(mut server) = Server::start() else {
+        return;
+    };
+    let s = Sandbox::with_store(&server.url());
+    s.write(
+        ".triage.toml",
+        format!("{FAST}[budget.api]\nmax_tokens = 10\ntoken_ratio = 0.5\n"),
+    );
+    server.kill();
+    for outcome in ["failure", "failure", "success"] {
+        s.triage(["budget", "record", "api", "--outcome", outcome])
+            .run()
+            .status(0);
+    }
+    server.restart();
+    let done = s.triage(["store", "sync"]).run().status(0).stdout_json();
+    assert_eq!(done["budget_records"]["pushed"], 3, "{done}");
+    let v = s
+        .triage(["budget", "check", "api"])
+        .run()
+        .status(0)
+        .stdout_json();
+    assert_eq!(
+        (v["backend"].as_str(), v["tokens"].as_f64()),
+        (Some("redis"), Some(8.5))
+    );
+}
+
+#[test]
+fn a_damaged_budget_on_redis_counts_as_spent_and_a_count_above_the_maximum_as_full() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let s = Sandbox::with_store(&server.url());
+    s.write(".triage.toml", "[budget.api]\nmax_tokens = 4\n");
+    let mut con = redis::Client::open(server.url())
+        .and_then(|c| c.get_connection())
+        .unwrap();
+    let key = format!("triage:{{{}}}:budget:api", s.namespace());
+    let check = |s: &Sandbox| -> Value {
+        let r = s.triage(["budget", "check", "api"]).run().status(0);
+        assert!(r.stderr().is_empty(), "{}", r.stderr());
+        r.stdout_json()
+    };
+    for (stored, tokens) in [("garbage", 0.0), ("-3000", 0.0), ("99999999", 4.0)] {
+        let _: () = redis::cmd("HSET")
+            .arg(&key)
+            .arg("milli")
+            .arg(stored)
+            .query(&mut con)
+            .unwrap();
+        let v = check(&s);
+        assert_eq!(v["backend"], "redis", "{v}");
+        assert_eq!(v["tokens"], tokens, "{stored}: {v}");
+    }
+}

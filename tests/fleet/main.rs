@@ -40,6 +40,9 @@ use common::skip_unless_tool;
 
 /// Where the shared scenarios keep their state: here, a Redis of the test's own.
 mod backend {
+    /// Leases run by the server's `TIME`: TRIAGE_NOW does not move them.
+    pub const SERVER_CLOCK: bool = true;
+
     pub struct Backend {
         pub sandbox: crate::common::Sandbox,
         /// Stopped when the scenario ends.

@@ -32,6 +32,26 @@ fn binary() -> Option<PathBuf> {
     })
 }
 
+/// Lets the tests send `DEBUG SLEEP` from loopback (Redis 7 refuses DEBUG unless told).
+fn debug_command() -> Vec<&'static str> {
+    let version = Command::new("redis-server")
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let major = version
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("v="))
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok())
+        .unwrap_or(0);
+    if major >= 7 {
+        vec!["--enable-debug-command", "local"]
+    } else {
+        Vec::new()
+    }
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
@@ -155,6 +175,7 @@ impl Server {
             .args(["--save", "", "--appendonly", "yes", "--appendfsync", "no"])
             .arg("--dir")
             .arg(self.dir.path())
+            .args(debug_command())
             .args([
                 "--daemonize",
                 "no",
@@ -177,6 +198,36 @@ impl Server {
             std::thread::sleep(Duration::from_millis(10));
         }
         panic!("redis-server on port {} did not answer in 20 s", self.port);
+    }
+
+    /// Stalls the server for `secs` seconds (`DEBUG SLEEP`, sent from a connection of its own,
+    /// as a slow or overloaded Redis would be), returning once it is stalled: a PING on another
+    /// connection gets no answer. The thread ends when the stall does; join it to wait for that.
+    pub fn stall(&self, secs: f64) -> std::thread::JoinHandle<()> {
+        let port = self.port;
+        let t = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+            s.write_all(format!("DEBUG SLEEP {secs}\r\n").as_bytes())
+                .expect("DEBUG SLEEP");
+            let mut buf = [0u8; 5];
+            let _ = s.set_read_timeout(Some(Duration::from_secs(120)));
+            s.read_exact(&mut buf).expect("DEBUG SLEEP answers");
+            assert_eq!(&buf, b"+OK\r\n", "DEBUG SLEEP refused");
+        });
+        // Stalled once a PING goes unanswered for a while.
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            let Ok(mut c) = TcpStream::connect(("127.0.0.1", self.port)) else {
+                break;
+            };
+            let _ = c.set_read_timeout(Some(Duration::from_millis(200)));
+            let mut buf = [0u8; 7];
+            if c.write_all(b"PING\r\n").is_ok() && c.read_exact(&mut buf).is_err() {
+                return t;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!("redis-server on port {} never stalled", self.port);
     }
 
     /// `redis://127.0.0.1:PORT/0`.

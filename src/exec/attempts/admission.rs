@@ -65,16 +65,20 @@ pub(super) fn with_permit(
         }
     };
     let Some(lease) = lease else {
-        let message = format!(
-            "triage run: no permit of `{key}` is free ({} of {} held{}); the command was not run",
-            out.held,
-            limits.max,
-            if wait.is_zero() {
-                String::new()
-            } else {
-                format!(" after waiting {}", crate::core::duration::Dur(wait))
-            }
-        );
+        let waited = if wait.is_zero() {
+            String::new()
+        } else {
+            format!(" after waiting {}", crate::core::duration::Dur(wait))
+        };
+        let message = match &out.unavailable {
+            Some(why) => format!(
+                "triage run: no permit of `{key}` was granted{waited}: {why}; the command was not run"
+            ),
+            None => format!(
+                "triage run: no permit of `{key}` is free ({} of {} held{waited}); the command was not run",
+                out.held, limits.max
+            ),
+        };
         say!("{}", crate::core::text::printable(&message));
         let mut report = Report::new(args, key, None);
         report.outcome = "permit_busy";
@@ -100,6 +104,10 @@ pub(super) fn with_permit(
                 let renewed = permits::call(&now, key, limits, &permits::Op::Renew(lease.clone()));
                 match renewed {
                     Ok(o) if o.done => {}
+                    Ok(o) if o.unavailable.is_some() => g.warn(&format!(
+                        "cannot renew permit `{key}`: {}",
+                        o.unavailable.as_deref().unwrap_or_default()
+                    )),
                     Ok(_) if !lost => {
                         lost = true;
                         g.warn(&format!(

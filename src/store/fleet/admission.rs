@@ -1,6 +1,7 @@
 //! Permits and retry budgets in Redis (issue 33): one script per call, so the sweep of
 //! expired leases, the count and the grant (or a budget's read, change and write) are one
-//! atomic step on the server, timed by the server's `TIME` unless the caller fixed the time.
+//! atomic step on the server, timed by the server's `TIME` only: no client's clock (nor
+//! `TRIAGE_NOW`) decides when a lease runs out.
 
 use super::{int, text, Remote, RemoteError};
 use crate::core::admission::{BudgetLimits, BudgetOp, Lease, Millis, PermitLimits};
@@ -40,14 +41,14 @@ pub struct PermitReply {
 }
 
 impl Remote {
-    /// One permit operation (`acquire`, `renew`, `release`, `status`) on `key`.
+    /// One permit operation (`acquire`, `renew`, `release`, or `status`, which changes
+    /// nothing) on `key`, by the server's clock.
     pub fn permit(
         &mut self,
         op: &str,
         key: &str,
         id: &str,
         limits: PermitLimits,
-        now: Option<Millis>,
     ) -> Result<PermitReply, RemoteError> {
         let mut inv = permit_script().prepare_invoke();
         inv.key(self.key(&format!("permits:{key}")))
@@ -56,7 +57,6 @@ impl Remote {
             .arg(id)
             .arg(limits.max)
             .arg(limits.lease_ms)
-            .arg(now.map(|n| n.to_string()).unwrap_or_default())
             .arg(key);
         let reply: Vec<Value> = self.invoke("a permit call", &inv)?;
         let bad = || RemoteError::protocol(&self.config.target, "permit");
@@ -105,7 +105,21 @@ impl Remote {
         op: BudgetOp,
         key: &str,
         limits: BudgetLimits,
+        nonce: Option<&str>,
     ) -> Result<u64, RemoteError> {
+        self.budget_applied(op, key, limits, nonce).map(|(t, _)| t)
+    }
+
+    /// One budget operation on `key`: the tokens (thousandths) after it, and whether it was
+    /// applied (a record with a `nonce` already applied, its answer lost to a timeout and then
+    /// pushed again, changes nothing).
+    pub fn budget_applied(
+        &mut self,
+        op: BudgetOp,
+        key: &str,
+        limits: BudgetLimits,
+        nonce: Option<&str>,
+    ) -> Result<(u64, bool), RemoteError> {
         let op = match op {
             BudgetOp::Check => "check",
             BudgetOp::Failure => "failure",
@@ -114,13 +128,22 @@ impl Remote {
         let mut inv = budget_script().prepare_invoke();
         inv.key(self.key(&format!("budget:{key}")))
             .key(self.key(BUDGET_INDEX))
+            .key(self.key(&format!("budget-nonce:{}", nonce.unwrap_or(""))))
             .arg(op)
             .arg(limits.max_milli)
             .arg(limits.ratio_milli)
-            .arg(key);
-        let reply: Value = self.invoke("a budget call", &inv)?;
-        int(&reply)
-            .and_then(|n| u64::try_from(n).ok())
-            .ok_or_else(|| RemoteError::protocol(&self.config.target, "budget"))
+            .arg(key)
+            .arg(nonce.unwrap_or(""))
+            .arg(super::NONCE_TTL_S);
+        let reply: Vec<Value> = self.invoke("a budget call", &inv)?;
+        let tokens = reply
+            .first()
+            .and_then(int)
+            .and_then(|n| u64::try_from(n).ok());
+        let applied = reply.get(1).and_then(int);
+        match (tokens, applied) {
+            (Some(t), Some(a)) => Ok((t, a == 1)),
+            _ => Err(RemoteError::protocol(&self.config.target, "budget")),
+        }
     }
 }

@@ -41,15 +41,60 @@ pub fn with<T>(
     doing: &str,
     op: impl FnOnce(&mut Remote) -> Result<T, RemoteError>,
 ) -> Option<T> {
+    match attempt(g, op)? {
+        Ok(v) => Some(v),
+        Err(Missed::Config(e)) => {
+            warn_once(g, &format!("{e}; using the local files"));
+            None
+        }
+        Err(Missed::Remote(e)) => {
+            fell_back(g, doing, &e);
+            None
+        }
+        // Said when it failed: this process keeps to its files for a while.
+        Err(Missed::Resting(_)) => None,
+    }
+}
+
+/// Runs `op` on the fleet's Redis for a call that must not fall back to the files (a permit:
+/// the files know nothing of the other hosts' leases): `None` when no fleet store is asked
+/// for; `Some(Err(why))` when one is and it did not answer (a bad URL, unreachable, slow past
+/// the timeout, an error), with nothing said: the caller refuses, naming why.
+pub fn only<T>(
+    g: &Ground,
+    op: impl FnOnce(&mut Remote) -> Result<T, RemoteError>,
+) -> Option<Result<T, String>> {
+    match attempt(g, op)? {
+        Ok(v) => Some(Ok(v)),
+        Err(Missed::Config(e)) => Some(Err(e)),
+        Err(Missed::Remote(e) | Missed::Resting(e)) => Some(Err(e.to_string())),
+    }
+}
+
+/// Why a call did not reach the fleet's Redis.
+enum Missed {
+    /// The store's URL is not valid.
+    Config(String),
+    /// Unreachable, slow or answering an error.
+    Remote(RemoteError),
+    /// It failed this process less than [`RETRY_AFTER`] ago: not tried again yet.
+    Resting(RemoteError),
+}
+
+fn attempt<T>(
+    g: &Ground,
+    op: impl FnOnce(&mut Remote) -> Result<T, RemoteError>,
+) -> Option<Result<T, Missed>> {
     let config = match g.fleet()? {
         Ok(c) => c,
-        Err(e) => {
-            warn_once(g, &format!("{e}; using the local files"));
-            return None;
-        }
+        Err(e) => return Some(Err(Missed::Config(e))),
     };
     let id = id_of(&config);
-    let mut slot = SLOT.lock().ok()?;
+    let Ok(mut slot) = SLOT.lock() else {
+        return Some(Err(Missed::Resting(RemoteError::new(
+            "the connection's lock is poisoned",
+        ))));
+    };
     let usable = match &*slot {
         Slot::Up { id: had, .. } => *had == id,
         Slot::Down { id: had, until } => *had != id || Instant::now() >= *until,
@@ -58,7 +103,11 @@ pub fn with<T>(
     if !usable {
         if let Slot::Down { id: had, until } = &*slot {
             if *had == id && Instant::now() < *until {
-                return None;
+                return Some(Err(Missed::Resting(RemoteError::new(format!(
+                    "redis {}: it failed a call less than {} s ago",
+                    config.target,
+                    RETRY_AFTER.as_secs()
+                )))));
             }
         }
         match Remote::connect(&config) {
@@ -73,25 +122,21 @@ pub fn with<T>(
                     id,
                     until: Instant::now() + RETRY_AFTER,
                 };
-                drop(slot);
-                fell_back(g, doing, &e);
-                return None;
+                return Some(Err(Missed::Remote(e)));
             }
         }
     }
     let Slot::Up { remote, .. } = &mut *slot else {
-        return None;
+        return Some(Err(Missed::Remote(RemoteError::new("no connection"))));
     };
     match op(remote) {
-        Ok(v) => Some(v),
+        Ok(v) => Some(Ok(v)),
         Err(e) => {
             *slot = Slot::Down {
                 id,
                 until: Instant::now() + RETRY_AFTER,
             };
-            drop(slot);
-            fell_back(g, doing, &e);
-            None
+            Some(Err(Missed::Remote(e)))
         }
     }
 }

@@ -1,31 +1,36 @@
 -- One call on a key's permits: its leases are a sorted set of lease ids scored by when they
--- run out (ms, by the server's clock unless the caller fixed the time). Expired leases are
--- swept first, so a holder that died frees its slot with no one's help; the grant and the
--- count are one step, so racing hosts never hold more than `max`.
+-- run out (ms, by the server's clock: `TIME` here, never a client's, so a host whose clock is
+-- wrong can neither take a live lease nor keep one longer). Expired leases are swept first
+-- (except by `status`, which only looks), so a holder that died frees its slot with no one's
+-- help; the grant and the count are one step, so racing hosts never hold more than `max`.
 -- KEYS[1]: the key's sorted set; KEYS[2]: the set of permit keys.
--- ARGV: op (acquire, renew, release, status), lease id, max, lease ms, now ms ('' for the
--- server's TIME), the key.
-local now
-if ARGV[5] ~= '' then
-  now = tonumber(ARGV[5])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+-- ARGV: op (acquire, renew, release, status), lease id, max, lease ms, the key.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local op, id = ARGV[1], ARGV[2]
 local max, lease = tonumber(ARGV[3]), tonumber(ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local done, expires = 0, 0
+if op == 'status' then
+  local held = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
+  local reply = {0, 0, now, held}
+  local leases = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 100)
+  for i = 1, #leases do
+    reply[#reply + 1] = leases[i]
+  end
+  return reply
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if op == 'acquire' then
   if redis.call('ZCARD', KEYS[1]) < max then
     expires = now + lease
     redis.call('ZADD', KEYS[1], expires, id)
-    redis.call('SADD', KEYS[2], ARGV[6])
+    redis.call('SADD', KEYS[2], ARGV[5])
     done = 1
   end
 elseif op == 'renew' then
-  if redis.call('ZSCORE', KEYS[1], id) then
-    expires = now + lease
+  local was = redis.call('ZSCORE', KEYS[1], id)
+  if was then
+    expires = math.max(now + lease, math.floor(tonumber(was)))
     redis.call('ZADD', KEYS[1], 'XX', expires, id)
     done = 1
   end
