@@ -235,6 +235,10 @@ fn help_as_flag(mut args: Vec<OsString>) -> Vec<OsString> {
 
 /// Runs the command line and returns the exit status.
 pub fn main(argv: Vec<OsString>) -> ExitCode {
+    // Not a subcommand: the guard `run` starts a command under when it holds a permit.
+    if argv.get(1).is_some_and(|a| a == crate::exec::guard::ARG) {
+        return crate::exec::guard::main(argv.get(2..).unwrap_or_default());
+    }
     let args = help_as_flag(dispatch_args(argv));
     if let [_, flag] = args.as_slice() {
         if let Some(line) = version_line(flag) {

@@ -10,6 +10,7 @@ pub mod attempts;
 pub mod child;
 pub mod compensation;
 pub mod group_proof;
+pub mod guard;
 pub mod phase_runner;
 pub mod reap;
 pub mod wiring;

@@ -240,6 +240,8 @@ fn run_held(
             in_memory: wiring.stdout.is_some(),
             orphan_grace: Some(flagged.run.orphan_grace.0),
             idle_timeout,
+            // Under a permit, the command must not outlive its holder.
+            guarded: args.permit.is_some(),
         };
         let attempt = child::run(&spec, interrupts)
             .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;
@@ -510,6 +512,7 @@ fn fallback(
         in_memory: wiring.stdout.is_some(),
         orphan_grace: Some(Duration::from_millis(100)),
         idle_timeout: None,
+        guarded: args.permit.is_some(),
     };
     let ran = child::run(&spec, wiring.interrupts)
         .map_err(|e| Failure::io(format!("cannot make a temp file for stdout: {e}")))?;

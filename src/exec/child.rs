@@ -130,6 +130,10 @@ pub struct Spec<'a> {
     /// Stop it as hung (SIGTERM, SIGKILL after `kill_after`) when it writes nothing to
     /// stdout or stderr for this long.
     pub idle_timeout: Option<Duration>,
+    /// It must not outlive this process (it holds a permit for it): started under a
+    /// [`guard`](super::guard) that ends its group, SIGKILL `kill_after` after SIGTERM, when
+    /// this process is gone.
+    pub guarded: bool,
 }
 
 /// One attempt's result.
@@ -165,9 +169,23 @@ pub fn run(spec: &Spec<'_>, interrupts: &Interrupts) -> io::Result<Attempt> {
         Some(f) => Stdio::from(f.try_clone()?),
         None => Stdio::piped(),
     };
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .process_group(0)
+    let wrapped = spec
+        .guarded
+        .then(|| super::guard::wrap(spec.command, spec.kill_after))
+        .flatten();
+    let mut cmd = match &wrapped {
+        Some((guard, guard_args)) => {
+            let mut c = Command::new(guard);
+            c.args(guard_args);
+            c
+        }
+        None => {
+            let mut c = Command::new(program);
+            c.args(args);
+            c
+        }
+    };
+    cmd.process_group(0)
         .stdin(if spec.stdin.is_some() {
             Stdio::piped()
         } else {

@@ -336,3 +336,93 @@ fn a_spent_budget_stops_runs_retries_with_fail_fast() {
         .stdout_json();
     assert_eq!(v["tokens"], 2.0);
 }
+
+/// Whether process `pid` is running (present and not a zombie).
+fn running(pid: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|st| {
+            let rest = st.get(st.rfind(')')? + 1..)?.trim_start().to_string();
+            Some(!rest.starts_with('Z') && !rest.starts_with('X'))
+        })
+        .unwrap_or(false)
+}
+
+/// A `run --permit` killed outright must not leave its command running: it would hold on to
+/// the work while the slot frees at lease expiry, more commands at once than `max`. The
+/// command (and what it started) ends with its holder; a command that ends by itself under a
+/// permit still reports its own status and signal.
+#[test]
+fn a_command_run_under_a_permit_ends_when_its_holder_is_killed() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.api]\nmax = 1\nlease = \"1h\"\n[permits.other]\nmax = 1\nlease = \"1h\"\n",
+    );
+    let mut holder = s
+        .triage([
+            "run",
+            "--permit",
+            "api",
+            "--quiet",
+            "--",
+            "sh",
+            "-c",
+            "echo $$ > cmd.pid; sleep 1000 & echo $! > bg.pid; wait",
+        ])
+        .spawn();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !(s.exists("cmd.pid") && s.exists("bg.pid")) {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (cmd, bg) = (s.read("cmd.pid"), s.read("bg.pid"));
+    let (cmd, bg) = (cmd.trim(), bg.trim());
+    assert!(running(cmd) && running(bg));
+    holder.child.kill().unwrap();
+    let _ = holder.child.wait();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while running(cmd) || running(bg) {
+        assert!(
+            Instant::now() < deadline,
+            "the command outlived its holder (cmd {}, background {})",
+            running(cmd),
+            running(bg)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Under a permit, a command's own end is still what run reports.
+    let out = s
+        .triage([
+            "run",
+            "--permit",
+            "other",
+            "--no-retry",
+            "--",
+            "sh",
+            "-c",
+            "exit 3",
+        ])
+        .run();
+    assert_eq!(out.code(), Some(3), "{}", out.stderr());
+    let out = s
+        .triage([
+            "run",
+            "--permit",
+            "other",
+            "--no-retry",
+            "--",
+            "sh",
+            "-c",
+            "kill -TERM $$",
+        ])
+        .run();
+    let report: Value = serde_json::from_str(out.stderr().lines().last().unwrap_or("{}")).unwrap();
+    assert_eq!(
+        report["attempts"][0]["end"], "was killed by signal 15",
+        "{report:#}"
+    );
+}
