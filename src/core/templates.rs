@@ -201,9 +201,10 @@ pub struct TemplateInput<'p> {
     pub pipeline: Vec<String>,
     /// `--runs`.
     pub runs: Option<u64>,
-    /// A phase's work items: how many completed, of how many. The degradation summary then
-    /// counts items, not agents (many items may share one agent or breaker).
-    pub items: Option<(usize, usize)>,
+    /// A phase's work items: how many completed, of how many, and whether each is an agent
+    /// of its own. The degradation summary then counts items (many may share one agent or
+    /// breaker), and calls them agents when each is one.
+    pub items: Option<(usize, usize, bool)>,
     /// Every breaker with a state file, as it stands.
     pub breakers: Vec<BreakerFacts>,
 }

@@ -727,17 +727,19 @@ fn a_phase_sealed_by_one_user_is_not_resumed_unasked_by_another() {
     assert_eq!(runs(&s, "b"), 1);
 }
 
-/// An item that counts its runs, writes its id to `order.log`, and always fails.
+/// An item of agent `worker` that counts its runs, writes its id to `order.log`, and always
+/// fails.
 fn failing(id: &str) -> String {
     format!(
-        "[[items]]\nid = \"{id}\"\ncriticality = \"optional\"\nbreaker_key = \"shared\"\ncommand = \"echo run >> {id}.runs; echo {id} >> order.log; echo 'connection reset by peer' >&2; exit 1\"\n"
+        "[[items]]\nid = \"{id}\"\nagent = \"worker\"\ncriticality = \"optional\"\nbreaker_key = \"shared\"\ncommand = \"echo run >> {id}.runs; echo {id} >> order.log; echo 'connection reset by peer' >&2; exit 1\"\n"
     )
 }
 
-/// An item that counts its runs, writes its id to `order.log`, and succeeds.
+/// An item of agent `worker` that counts its runs, writes its id to `order.log`, and
+/// succeeds.
 fn healthy(id: &str) -> String {
     format!(
-        "[[items]]\nid = \"{id}\"\ncriticality = \"optional\"\nbreaker_key = \"shared\"\ncommand = \"echo run >> {id}.runs; echo {id} >> order.log; echo {id}-out\"\n"
+        "[[items]]\nid = \"{id}\"\nagent = \"worker\"\ncriticality = \"optional\"\nbreaker_key = \"shared\"\ncommand = \"echo run >> {id}.runs; echo {id} >> order.log; echo {id}-out\"\n"
     )
 }
 

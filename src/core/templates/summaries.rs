@@ -87,8 +87,9 @@ pub(super) fn degradation(v: &View) -> Result<(Value, String), String> {
         text.push_str(&format!("- {w}\n"));
     }
     match v.input.items {
-        Some((done, of)) => text.push_str(&format!(
-            "\nGenerated outputs:\n- {done} of {of} items completed\n"
+        Some((done, of, each_an_agent)) => text.push_str(&format!(
+            "\nGenerated outputs:\n- {done} of {of} {} completed\n",
+            if each_an_agent { "agents" } else { "items" }
         )),
         None => text.push_str(&format!(
             "\nGenerated outputs:\n- {ok} of {total} agents completed\n"
@@ -101,8 +102,8 @@ pub(super) fn degradation(v: &View) -> Result<(Value, String), String> {
     let fields = json!({
         "headline": headline, "complete": critical_failing.is_empty(),
         "warnings": warnings, "completed_agents": ok, "total_agents": total,
-        "completed_items": v.input.items.map(|(done, _)| done),
-        "total_items": v.input.items.map(|(_, of)| of),
+        "completed_items": v.input.items.map(|(done, _, _)| done),
+        "total_items": v.input.items.map(|(_, of, _)| of),
         "preserved_outputs": preserved, "missing": names,
         "critical_failing": critical_failing, "recommendation": recommendation,
     });

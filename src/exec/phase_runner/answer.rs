@@ -60,6 +60,9 @@ pub(super) fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Fail
         .filter(|e| e.state() == ItemState::Failed)
         .map(|e| e.agent.as_str())
         .collect();
+    let agents: std::collections::BTreeSet<&str> =
+        m.items.iter().map(|e| e.agent.as_str()).collect();
+    let each_an_agent = agents.len() == m.items.len();
     let input = |agent: Option<String>| TemplateInput {
         records: recs.clone(),
         policy: &job.policy,
@@ -72,7 +75,7 @@ pub(super) fn texts(job: &Job, m: &Manifest, d: &Decision) -> Result<Texts, Fail
         completed: completed.clone(),
         pipeline: Vec::new(),
         runs: None,
-        items: Some((completed.len(), m.items.len())),
+        items: Some((completed.len(), m.items.len(), each_an_agent)),
         breakers: Vec::new(),
     };
     if matches!(d.decision, Verdict::Stop | Verdict::Skip) {
