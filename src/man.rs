@@ -187,7 +187,11 @@ fn common_sections(cmd: &Command, name: &str, parent: Option<&str>) -> String {
     for (status, text) in [
         ("0", "The job was done; or, by default, it could not be done (I/O error, lock timeout, corrupt file, bad input) and a warning went to standard error and logs/triage.log: best effort."),
         ("1", "Only with -e/--exit-status: the verdict was negative (output invalid, breaker open, not retryable, state invalid)."),
-        ("2", "Only with hook --block-with-exit-2: the exit-2 blocking form of the hook protocol."),
+        ("2", if name == "triage-hook" {
+            "Never from triage hook: it blocks in its JSON answer (decision: block) and exits 0."
+        } else {
+            "Only from check-output --hook --block-with-exit-2: the exit-2 blocking form of the hook protocol."
+        }),
         ("64", if name == "triage-hook" {
             "Never from triage hook: a usage error (an unknown flag, a bad argument) is said on standard error and the hook exits 0, so a mistyped hook command never blocks the agent."
         } else {

@@ -65,8 +65,15 @@ pub struct Args {
     /// Templates: agent runs in the session, for the failure rate
     #[arg(long, value_name = "N")]
     pub runs: Option<u64>,
-    /// Write a self-contained HTML dashboard to FILE (`-`: stdout) instead
-    #[arg(long, value_name = "FILE", conflicts_with = "template")]
+    /// Write a self-contained HTML dashboard to FILE instead (`-`, or no FILE: stdout)
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "template",
+        num_args = 0..=1,
+        default_missing_value = "-",
+        require_equals = false
+    )]
     pub html: Option<std::path::PathBuf>,
 }
 

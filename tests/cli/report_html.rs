@@ -846,3 +846,14 @@ fn a_busy_permit_and_a_spent_budget_are_marked_in_chromium() {
         "permits api (busy), the long key; budgets api (spent), ok: {got}"
     );
 }
+
+/// `report --html > r.html`, as a person types it: with no FILE the page goes to stdout, the
+/// same page `--html -` gives.
+#[test]
+fn html_with_no_file_writes_the_page_to_stdout() {
+    let s = Sandbox::new();
+    let bare = s.triage(["report", "--html"]).run().status(0).stdout();
+    assert!(bare.starts_with("<!DOCTYPE html>"), "{bare}");
+    let dash = s.triage(["report", "--html", "-"]).run().status(0).stdout();
+    assert_eq!(bare.len(), dash.len());
+}
