@@ -201,15 +201,15 @@ pub(super) fn subagent_stop(cx: &Context, p: &Payload) -> Result<Response, Failu
 }
 
 /// What completing a call left to say.
-struct Completed {
-    warnings: Vec<Warning>,
-    timeout_note: Option<String>,
+pub(super) struct Completed {
+    pub(super) warnings: Vec<Warning>,
+    pub(super) timeout_note: Option<String>,
 }
 
 /// Completes a guarded call: records its failure (unless its record is already written, and
 /// at most one record for the call), a timeout when it ran past its agent's, and its outcome
 /// on the breaker with the ticket its PreToolUse was given.
-fn complete(
+pub(super) fn complete(
     cx: &Context,
     p: &Payload,
     key: &str,

@@ -76,7 +76,7 @@ pub(super) fn hear_call(
     kind: Option<Kind>,
     detail: Option<&str>,
 ) {
-    if !p.is_subagent_tool() && p.event() != Some("SubagentStop") {
+    if !p.is_subagent_tool() && !matches!(p.event(), Some("SubagentStop" | "StopFailure")) {
         return;
     }
     match outcome {
@@ -87,9 +87,8 @@ pub(super) fn hear_call(
 }
 
 /// StopFailure: the turn ended on an API error; a rate limit or an overload counts. Only the
-/// main agent's: a subagent's (2.1.332 sends one, with its `agent_id`) ends its Agent call,
-/// whose failure counts once when the call completes (PostToolUseFailure in the foreground,
-/// SubagentStop in the background).
+/// main agent's: a subagent's (with its `agent_id`) ends its Agent call, whose failure counts
+/// once when the call completes (see `subagent_failure`).
 pub(super) fn hear_stop_failure(cx: &Context, p: &Payload) {
     if p.agent_id().is_some() {
         return;
