@@ -185,9 +185,17 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
             .unwrap_or_default(),
         // What its SubagentStop found says more than the client's "No assistant messages".
         Some(e) => format!(
-            "The {} subagent's output is unusable:\n{}\nDo not rely on it: rerun the subagent with these fixed, or proceed without it.",
+            "The {} subagent's output is unusable:\n{}\n{}",
             e.key,
-            e.last.detail.as_deref().unwrap_or("its output failed its checks")
+            e.last.detail.as_deref().unwrap_or("its output failed its checks"),
+            match &open_after {
+                // Its breaker denies the next launch: a rerun is not the way on.
+                Some((key, _)) => format!(
+                    "Do not rely on it, and do not rerun it now: the breaker `{key}` is open; proceed without it."
+                ),
+                None => "Do not rely on it: rerun the subagent with these fixed, or proceed without it."
+                    .to_string(),
+            }
         ),
         None if seen.say_now => format!(
             "triage: `{}`: {}. {}",

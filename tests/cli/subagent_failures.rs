@@ -204,3 +204,44 @@ fn a_foreground_subagent_the_api_fails_is_one_record_and_one_charge_whichever_re
         assert_eq!(report["records"], 2, "{report}");
     }
 }
+
+#[test]
+fn the_next_session_names_a_main_agent_overload_as_the_sessions() {
+    let s = Sandbox::new();
+    let main = json!({"session_id": "sess-before", "hook_event_name": "StopFailure",
+        "error": "server_error", "last_assistant_message": OVERLOADED});
+    hook(&s, &main);
+    let start = json!({"session_id": SID, "hook_event_name": "SessionStart", "source": "startup"});
+    let ctx = context(&hook(&s, &start)).expect("earlier trouble is named");
+    assert!(ctx.contains("the session overloaded"), "{ctx}");
+    assert!(!ctx.contains("unknown agent"), "{ctx}");
+}
+
+#[test]
+fn a_subagent_let_go_whose_breaker_then_opens_is_not_advised_a_rerun() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[agents.researcher.output]\nmax_rejections = 0\n",
+    );
+    let mut last = String::new();
+    for n in 1..=2 {
+        let (id, aid) = (format!("toolu_e{n}"), format!("agent_e{n}"));
+        assert_eq!(hook(&s, &pre(&id, false)), None);
+        let stop = json!({"session_id": SID, "hook_event_name": "SubagentStop",
+            "stop_hook_active": false, "agent_id": aid, "agent_type": "researcher",
+            "last_assistant_message": "   "});
+        hook(&s, &stop);
+        let failed = json!({"session_id": SID, "hook_event_name": "PostToolUseFailure",
+            "tool_name": "Agent", "tool_use_id": id,
+            "tool_input": {"description": "d", "prompt": "p", "subagent_type": "researcher"},
+            "error": "No assistant messages found"});
+        last = context(&hook(&s, &failed)).expect("the parent is told");
+        if n == 1 {
+            assert!(last.contains("rerun the subagent"), "{last}");
+        }
+    }
+    assert_eq!(breaker(&s, "researcher")["state"], "open");
+    assert!(!last.contains("rerun the subagent"), "{last}");
+    assert!(last.contains("breaker `researcher` is open"), "{last}");
+}
