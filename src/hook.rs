@@ -19,6 +19,8 @@
 //! - `SubagentStop`, `Stop`: the output checks with the loop guard (`check-output`); a
 //!   background subagent's call is completed at its SubagentStop, the only place its end is seen.
 //! - `StopFailure`: classifies and records, within a deadline, through the client's exit signal.
+//!   A subagent's (the API failed it, and no SubagentStop follows) is that subagent's failure,
+//!   counted once with its call ([`subagent_failure`]).
 //! - `UserPromptSubmit`: gives the model what could not be told at the time (pending words,
 //!   see `pending`), as PostToolUse and Stop do too.
 //! - `SessionStart`: names breakers that are not closed (what a call gets now) and unresolved
@@ -40,6 +42,7 @@ mod permits;
 mod results;
 mod session_start;
 mod skill_shell;
+mod subagent_failure;
 mod upstream;
 
 use crate::context::Context;
@@ -116,6 +119,9 @@ fn stop_failure(cx: &Context, p: &Payload) {
     // Every lock wait of this run ends within the deadline; a busy log gets the record
     // spooled in `errors.pending/` for the next writer.
     cx.limit_lock_wait(STOP_FAILURE_LOCK_WAIT);
+    if subagent_failure::stop_failure(cx, p) {
+        return;
+    }
     if let Err(f) = record_failure(cx, p, &p.0) {
         // Not lost: the trace keeps what the record would have said.
         let said = p.last_assistant_message().unwrap_or_default();

@@ -25,10 +25,17 @@ pub(super) fn pre_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failur
     if !r.allowed {
         return Ok(Response::deny(breaker::template4_reason(&r)));
     }
-    if let Some(denied) = super::upstream::gate(cx, p, key, r.ticket.as_deref())? {
-        return Ok(denied);
-    }
+    let upstream = match super::upstream::gate(cx, p, key, r.ticket.as_deref())? {
+        super::upstream::Gate::Denied(denied) => return Ok(denied),
+        super::upstream::Gate::Allowed(upstream) => upstream,
+    };
     if let Some(denied) = super::permits::gate(cx, p)? {
+        // Not launched: the half-open probes its breakers gave it go back, so the next
+        // launch is the probe (not refused until the probes' leases run out).
+        super::upstream::hand_back(cx, p, key, r.ticket.as_deref());
+        if let Some((api, ticket)) = &upstream {
+            super::upstream::hand_back(cx, p, api, Some(ticket));
+        }
         return Ok(denied);
     }
     if let Some(id) = p.tool_use_id() {
@@ -201,15 +208,15 @@ pub(super) fn subagent_stop(cx: &Context, p: &Payload) -> Result<Response, Failu
 }
 
 /// What completing a call left to say.
-struct Completed {
-    warnings: Vec<Warning>,
-    timeout_note: Option<String>,
+pub(super) struct Completed {
+    pub(super) warnings: Vec<Warning>,
+    pub(super) timeout_note: Option<String>,
 }
 
 /// Completes a guarded call: records its failure (unless its record is already written, and
 /// at most one record for the call), a timeout when it ran past its agent's, and its outcome
 /// on the breaker with the ticket its PreToolUse was given.
-fn complete(
+pub(super) fn complete(
     cx: &Context,
     p: &Payload,
     key: &str,

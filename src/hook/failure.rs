@@ -53,7 +53,12 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
     // A subagent whose SubagentStop already recorded its failure (let go after its
     // rejections) ends here too: one failure, one record.
     let ended = match guarded {
-        Some(key) if p.is_subagent_tool() => sessions::take_end_for_key(&g, p.session_id(), key),
+        Some(key) if p.is_subagent_tool() => {
+            // None found: the subagent's StopFailure may still come (the API failed it) and
+            // must find this failure recorded and charged.
+            let mark = p.tool_use_id().filter(|_| !p.is_interrupt());
+            sessions::take_end_for_key(&g, p.session_id(), key, mark)
+        }
         _ => None,
     };
     let judged = ended
@@ -174,11 +179,23 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         })
     };
     let advice = match ended.as_ref().filter(|e| e.last.outcome == Outcome::Failure) {
+        // The API failed it (its StopFailure came first).
+        Some(e) if e.last.api_error => super::results::api_note(&e.last, &e.key)
+            .map(|note| format!("triage: {note}"))
+            .unwrap_or_default(),
         // What its SubagentStop found says more than the client's "No assistant messages".
         Some(e) => format!(
-            "The {} subagent's output is unusable:\n{}\nDo not rely on it: rerun the subagent with these fixed, or proceed without it.",
+            "The {} subagent's output is unusable:\n{}\n{}",
             e.key,
-            e.last.detail.as_deref().unwrap_or("its output failed its checks")
+            e.last.detail.as_deref().unwrap_or("its output failed its checks"),
+            match &open_after {
+                // Its breaker denies the next launch: a rerun is not the way on.
+                Some((key, _)) => format!(
+                    "Do not rely on it, and do not rerun it now: the breaker `{key}` is open; proceed without it."
+                ),
+                None => "Do not rely on it: rerun the subagent with these fixed, or proceed without it."
+                    .to_string(),
+            }
         ),
         None if seen.say_now => format!(
             "triage: `{}`: {}. {}",

@@ -129,7 +129,8 @@ pub fn unresolved_elsewhere(
         }
         let what = format!(
             "{} {}",
-            l.agent().unwrap_or("unknown agent"),
+            // No agent: the main agent's own failure (its StopFailure), the session's.
+            l.agent().unwrap_or("the session"),
             l.kind().unwrap_or("unknown")
         );
         open.insert(id.to_string(), what);

@@ -9,8 +9,11 @@
 //! `tool_use_id`), so the lease id is kept under the session by agent id
 //! (`sessions/<session>/permit-<agent id>.json`); the subagent's own hook events (which carry
 //! its `agent_id`) renew the lease once half of it has passed, and the SubagentStop that lets
-//! it stop releases it. A subagent killed without a SubagentStop, or a launch whose response
-//! has no `agentId`, keeps its permit until the lease runs out.
+//! it stop (or its StopFailure: the API failed it) releases it. When the stop comes before
+//! the launch's PostToolUse, it leaves a stop mark (`permit-<agent id>.stopped`) and that
+//! PostToolUse gives the permit back instead of keeping it. A subagent killed without a
+//! SubagentStop, or a launch whose response has no `agentId`, keeps its permit until the
+//! lease runs out.
 //!
 //! The hook never fails its caller: a permit that cannot be taken for a reason other than
 //! "none free" (a store error) lets the launch go, with a warning.
@@ -97,9 +100,23 @@ pub(super) fn release(cx: &Context, p: &Payload) {
     };
     if p.is_async_launched() {
         if let Some(agent_id) = p.response_agent_id() {
-            keep_for_agent(cx, p, limits, id, agent_id);
+            if !took_stopped(cx, p, agent_id) {
+                keep_for_agent(cx, p, limits, id, agent_id);
+                // A stop that came while it was being kept: given back after all.
+                if !took_stopped(cx, p, agent_id) {
+                    return;
+                }
+                if let Some(path) = kept_path(cx, p, agent_id) {
+                    let _ = files::remove(&path);
+                }
+            }
+            // It stopped before its launch was reported: nothing to keep it for.
+        } else {
+            return;
         }
-        return;
+    } else if let Some(agent_id) = p.response_agent_id() {
+        // A foreground subagent stops before its PostToolUse: its mark is not needed.
+        took_stopped(cx, p, agent_id);
     }
     if let Err(f) = permits::call(
         &cx.ground(),
@@ -135,6 +152,37 @@ fn kept_path(cx: &Context, p: &Payload, agent_id: &str) -> Option<PathBuf> {
             .join(files::escape_key(p.session_id().unwrap_or("no-session")))
             .join(format!("permit-{}.json", files::escape_key(agent_id))),
     )
+}
+
+/// The mark a subagent's stop leaves when no permit was kept for it yet: its background
+/// launch's PostToolUse, which comes after, then gives the permit back instead of keeping it.
+fn stopped_path(cx: &Context, p: &Payload, agent_id: &str) -> Option<PathBuf> {
+    kept_path(cx, p, agent_id).map(|k| k.with_extension("stopped"))
+}
+
+/// When the stop mark was written (the session's stale files are pruned by it).
+#[derive(Debug, Serialize, Deserialize)]
+struct Stopped {
+    at_ms: Millis,
+}
+
+/// Takes the stop mark of `agent_id`: true when the subagent already stopped.
+fn took_stopped(cx: &Context, p: &Payload, agent_id: &str) -> bool {
+    let Some(path) = stopped_path(cx, p, agent_id) else {
+        return false;
+    };
+    match files::read_optional(&path) {
+        Ok(None) => false,
+        found => {
+            if let Err(e) = files::remove(&path) {
+                cx.warn(&format!(
+                    "the stop mark {} was not removed: {e}",
+                    path.display()
+                ));
+            }
+            found.is_ok()
+        }
+    }
 }
 
 fn write_kept(cx: &Context, path: &std::path::Path, kept: &Kept) {
@@ -201,7 +249,7 @@ fn kept_for(cx: &Context, p: &Payload) -> Option<(PermitLimits, PathBuf, Kept)> 
 /// its kept lease renewed once half of it has passed, so a subagent that runs longer than one
 /// lease keeps its permit while it works. A lease that ran out is forgotten.
 pub(super) fn renew_for_agent(cx: &Context, p: &Payload) {
-    if p.event() == Some("SubagentStop") {
+    if matches!(p.event(), Some("SubagentStop" | "StopFailure")) {
         return;
     }
     let Some((limits, path, kept)) = kept_for(cx, p) else {
@@ -245,10 +293,16 @@ pub(super) fn renew_for_agent(cx: &Context, p: &Payload) {
     }
 }
 
-/// SubagentStop that lets the subagent stop: the permit kept for it (a background launch) is
-/// given back.
+/// SubagentStop that lets the subagent stop, or its StopFailure: the permit kept for it (a
+/// background launch) is given back. None kept yet (its launch's PostToolUse has not come,
+/// or it ran in the foreground): a stop mark is left, so that a background launch's
+/// PostToolUse gives the permit back rather than keep it for a full lease.
 pub(super) fn agent_stopped(cx: &Context, p: &Payload) {
-    let Some((limits, path, kept)) = kept_for(cx, p) else {
+    let Some((limits, path, kept)) = kept_for(cx, p).or_else(|| {
+        mark_stopped(cx, p);
+        // A launch kept it while the mark was being written: given back after all.
+        kept_for(cx, p)
+    }) else {
         return;
     };
     match permits::call(&cx.ground(), KEY, limits, &permits::Op::Release(kept.lease)) {
@@ -260,5 +314,39 @@ pub(super) fn agent_stopped(cx: &Context, p: &Payload) {
         Err(f) => cx.warn(&format!(
             "the background subagent's permit of `{KEY}` was not given back ({f}); it frees when its lease runs out"
         )),
+    }
+}
+
+/// Leaves the stop mark of the subagent whose hook event this is, when subagent launches take
+/// permits.
+fn mark_stopped(cx: &Context, p: &Payload) {
+    let Some(agent_id) = p.agent_id() else {
+        return;
+    };
+    if cx
+        .policy()
+        .ok()
+        .and_then(|policy| policy.permits_for(KEY))
+        .is_none()
+    {
+        return;
+    }
+    let Some(path) = stopped_path(cx, p, agent_id) else {
+        return;
+    };
+    let written = serde_json::to_vec(&Stopped {
+        at_ms: cx.now.timestamp_millis(),
+    })
+    .map_err(|e| e.to_string())
+    .and_then(|bytes| {
+        let dir = path.parent().unwrap_or(&path);
+        files::ensure_dir(dir)
+            .and_then(|()| files::write_cache(&path, &bytes))
+            .map_err(|e| e.to_string())
+    });
+    if let Err(e) = written {
+        cx.warn(&format!(
+            "the subagent's stop was not kept for its launch ({e}); a background launch reported after it keeps its permit until the lease runs out"
+        ));
     }
 }

@@ -21,6 +21,14 @@ fn upstream_kind(kind: Option<Kind>) -> bool {
     matches!(kind, Some(Kind::RateLimited | Kind::Overloaded))
 }
 
+/// What the API's breaker said of a subagent launch.
+pub(super) enum Gate {
+    /// It may go: the API breaker's key and the probe ticket it gave, if any (half-open).
+    Allowed(Option<(String, String)>),
+    /// Denied while the API's breaker is open.
+    Denied(Response),
+}
+
 /// PreToolUse of the subagent tool, once the agent type's own breaker let it through
 /// (`ticket`, on breaker `own`): denied while the API's breaker is open, and a probe permit
 /// the type's breaker gave is handed back.
@@ -29,30 +37,21 @@ pub(super) fn gate(
     p: &Payload,
     own: &str,
     ticket: Option<&str>,
-) -> Result<Option<Response>, Failure> {
+) -> Result<Gate, Failure> {
     let policy = cx.policy()?;
     let Some(key) = policy
         .breaker
         .upstream_key()
         .filter(|_| p.is_subagent_tool())
     else {
-        return Ok(None);
+        return Ok(Gate::Allowed(None));
     };
     let g = cx.ground();
     let r = breaker::check_in(&g, policy, key, p.session_id())?;
     if r.allowed {
-        return Ok(None);
+        return Ok(Gate::Allowed(r.ticket.map(|t| (key.to_string(), t))));
     }
-    if let Some(t) = ticket.filter(|t| !t.ends_with("-0")) {
-        let back = CallReport {
-            outcome: Some(Outcome::Ignored),
-            ticket: Some(t.to_string()),
-            ..CallReport::default()
-        };
-        if let Err(f) = breaker::record_in(&g, policy, own, p.session_id(), &back) {
-            cx.warn(&format!("a probe permit was not handed back: {f}"));
-        }
-    }
+    hand_back(cx, p, own, ticket);
     let wait = r
         .retry_after_s
         .map(|s| format!(" for {} more", fmt_wait(s as f64)))
@@ -62,10 +61,32 @@ pub(super) fn gate(
         .as_deref()
         .map(|e| format!("; last: {}", snippet(e, 200)))
         .unwrap_or_default();
-    Ok(Some(Response::deny(format!(
+    Ok(Gate::Denied(Response::deny(format!(
         "triage: the API is refusing requests (breaker `{key}` is open after {} API failures in a row{last}). No subagent can be launched{wait}: carry on without subagents until then.",
         r.failures
     ))))
+}
+
+/// A call that took breaker `key`'s half-open probe permit (`ticket`) but will not run: the
+/// permit goes back, counting nothing, so the next call can be the probe. A ticket of the
+/// run that opened the breaker (`GEN-0`) holds no permit.
+pub(super) fn hand_back(cx: &Context, p: &Payload, key: &str, ticket: Option<&str>) {
+    let Some(t) = ticket.filter(|t| !t.ends_with("-0")) else {
+        return;
+    };
+    let Ok(policy) = cx.policy() else {
+        return;
+    };
+    let back = CallReport {
+        outcome: Some(Outcome::Ignored),
+        ticket: Some(t.to_string()),
+        ..CallReport::default()
+    };
+    if let Err(f) = breaker::record_in(&cx.ground(), policy, key, p.session_id(), &back) {
+        cx.warn(&format!(
+            "a probe permit of `{key}` was not handed back: {f}"
+        ));
+    }
 }
 
 /// A subagent call ended: an API failure counts on the API's breaker, a success too.
@@ -76,7 +97,7 @@ pub(super) fn hear_call(
     kind: Option<Kind>,
     detail: Option<&str>,
 ) {
-    if !p.is_subagent_tool() && p.event() != Some("SubagentStop") {
+    if !p.is_subagent_tool() && !matches!(p.event(), Some("SubagentStop" | "StopFailure")) {
         return;
     }
     match outcome {
@@ -87,9 +108,8 @@ pub(super) fn hear_call(
 }
 
 /// StopFailure: the turn ended on an API error; a rate limit or an overload counts. Only the
-/// main agent's: a subagent's (2.1.332 sends one, with its `agent_id`) ends its Agent call,
-/// whose failure counts once when the call completes (PostToolUseFailure in the foreground,
-/// SubagentStop in the background).
+/// main agent's: a subagent's (with its `agent_id`) ends its Agent call, whose failure counts
+/// once when the call completes (see `subagent_failure`).
 pub(super) fn hear_stop_failure(cx: &Context, p: &Payload) {
     if p.agent_id().is_some() {
         return;

@@ -2,7 +2,6 @@
 //! that state (the hook command only calls these). Kept per host even with a fleet store: a
 //! session's hooks all run where the session runs, and these files live for one call.
 //!
-//!
 //! - `<session>/<tool_use_id>.start`: when a guarded call started, its breaker key and probe
 //!   ticket. One small file per call, created by PreToolUse and taken by PostToolUse, so that
 //!   parallel calls never contend for a lock. A lost one only costs the timeout check.
@@ -13,6 +12,10 @@
 //!   (`async_launched`), in the foreground the end comes first; whichever comes second finds
 //!   the other's file and completes the call, under the session's agents lock so that it is
 //!   completed exactly once.
+//! - `<session>/call-<tool_use_id>.failed`: a foreground subagent call whose failure its
+//!   PostToolUseFailure recorded and charged, left for the subagent's StopFailure (the API
+//!   failed it) that may come after; the StopFailure that comes first leaves the subagent's
+//!   `agent-<agent_id>.done` instead. They meet by agent type within [`JOIN_WINDOW_MS`].
 //! - `<session>.json`: the thresholds already announced, read and written under its lock, so
 //!   that of many hooks crossing a threshold at once exactly one announces it.
 
@@ -177,25 +180,151 @@ pub fn meet_start(
 
 /// PostToolUseFailure of a subagent call, which carries no `agentId` (a foreground subagent
 /// that said nothing ends as a tool failure, "No assistant messages found", after its
-/// SubagentStop): takes the oldest end SubagentStop left in the session for `key`, so that
-/// the one failure is not recorded twice.
-pub fn take_end_for_key(g: &Ground, session: Option<&str>, key: &str) -> Option<Ended> {
+/// SubagentStop; one the API failed, "Agent terminated early due to an API error", after its
+/// StopFailure): takes the oldest end SubagentStop or StopFailure left in the session for
+/// `key`, so that the one failure is not recorded twice. When there is none and `mark` is
+/// given (the call's `tool_use_id`), leaves a failed call's mark for `key` that the
+/// subagent's StopFailure, should it come after, takes ([`meet_failure`]).
+pub fn take_end_for_key(
+    g: &Ground,
+    session: Option<&str>,
+    key: &str,
+    mark: Option<&str>,
+) -> Option<Ended> {
     let _lock = agents_lock(g, session).ok()?;
     let dir = session_dir(g, session);
-    let oldest = files::list_dir(&dir)
-        .ok()?
+    let oldest = list_agent_files(&dir, "done")
+        .into_iter()
+        .filter_map(|p| read_json::<Ended>(&p).map(|e| (p, e)))
+        .filter(|(_, e)| e.key == key)
+        .min_by_key(|(_, e)| e.at_ms);
+    if let Some((path, _)) = oldest {
+        return take_file::<Ended>(g, &path);
+    }
+    if let Some(tool_use_id) = mark {
+        let now = g.now.timestamp_millis();
+        sweep_marks(g, &dir, now);
+        let m = Mark {
+            key: key.to_string(),
+            at_ms: now,
+        };
+        let written = serde_json::to_vec(&m)
+            .map_err(|e| Failure::data(format!("cannot serialize the mark: {e}")))
+            .and_then(|b| {
+                Ok(files::overwrite_cache(
+                    &dir.join(mark_name(tool_use_id)),
+                    &b,
+                )?)
+            });
+        if let Err(f) = written {
+            g.warn(&format!(
+                "the failed call was not marked for its subagent's StopFailure: {f}"
+            ));
+        }
+    }
+    None
+}
+
+/// How long the two reports of one subagent the API failed (its StopFailure, its parent's
+/// PostToolUseFailure) are taken for the same failure: the client sends them within
+/// moments of each other, whichever hook runs first.
+pub const JOIN_WINDOW_MS: i64 = 120_000;
+
+/// A failed subagent call already recorded and charged at its PostToolUseFailure, left for
+/// the subagent's StopFailure still to come: `call-<tool_use_id>.failed`.
+#[derive(Debug, Serialize, Deserialize)]
+struct Mark {
+    /// The breaker key (the agent type).
+    key: String,
+    /// When it failed, in Unix milliseconds.
+    at_ms: i64,
+}
+
+fn mark_name(tool_use_id: &str) -> String {
+    format!("call-{}.failed", files::escape_key(tool_use_id))
+}
+
+/// The regular files of `dir` named `<prefix>-….<ext>` (agent ends, call marks).
+fn list_agent_files(dir: &std::path::Path, ext: &str) -> Vec<PathBuf> {
+    let prefix = if ext == "failed" { "call-" } else { "agent-" };
+    files::list_dir(dir)
+        .unwrap_or_default()
         .into_iter()
         .filter(|e| e.kind == files::Kind::File)
         .map(|e| dir.join(e.name))
         .filter(|p| {
-            p.extension().is_some_and(|e| e == "done")
+            p.extension().is_some_and(|e| e == ext)
                 && p.file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("agent-"))
+                    .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
         })
-        .filter_map(|p| read_json::<Ended>(&p).map(|e| (p, e)))
-        .filter(|(_, e)| e.key == key)
-        .min_by_key(|(_, e)| e.at_ms)?;
-    take_file::<Ended>(g, &oldest.0)
+        .collect()
+}
+
+/// Removes the marks older than [`JOIN_WINDOW_MS`] (no StopFailure came for them: a
+/// subagent that failed otherwise), so the folder does not keep them.
+fn sweep_marks(g: &Ground, dir: &std::path::Path, now: i64) {
+    for path in list_agent_files(dir, "failed") {
+        let stale = read_json::<Mark>(&path).is_none_or(|m| now - m.at_ms > JOIN_WINDOW_MS);
+        if stale {
+            if let Err(e) = files::remove(&path) {
+                g.trace("warning", &e.to_string());
+            }
+        }
+    }
+}
+
+/// What a subagent's StopFailure found of its call.
+#[derive(Debug)]
+pub enum FailureMet {
+    /// The start its background launch parked: the call is completed at the StopFailure.
+    Parked(Start),
+    /// Its foreground call's PostToolUseFailure came first and recorded and charged the
+    /// failure.
+    Joined,
+    /// Neither: its end is left for the PostToolUse or PostToolUseFailure still to come.
+    Left,
+}
+
+/// A subagent's StopFailure (the API failed it; it carries `agent_id` and `agent_type`,
+/// never the call's `tool_use_id`, and no SubagentStop follows): takes the start a
+/// background launch parked for `agent_id`; else takes the newest mark a PostToolUseFailure
+/// left for the same agent type within [`JOIN_WINDOW_MS`]; else leaves `ended` for the call's
+/// half still to come, as SubagentStop does. One lock hold, so the two reports of one failure
+/// meet exactly once, whichever comes first.
+pub fn meet_failure(
+    g: &Ground,
+    session: Option<&str>,
+    agent_id: &str,
+    ended: &Ended,
+) -> Result<FailureMet, Failure> {
+    let _lock = agents_lock(g, session)?;
+    let parked = agent_file(g, session, agent_id, "start");
+    if let Some(start) = take_file::<Start>(g, &parked) {
+        return Ok(FailureMet::Parked(start));
+    }
+    let dir = session_dir(g, session);
+    let now = ended.at_ms;
+    let newest = list_agent_files(&dir, "failed")
+        .into_iter()
+        .filter_map(|p| read_json::<Mark>(&p).map(|m| (p, m)))
+        .filter(|(_, m)| m.key == ended.key && (now - m.at_ms).abs() <= JOIN_WINDOW_MS)
+        .max_by_key(|(_, m)| m.at_ms);
+    if let Some((path, _)) = newest {
+        if let Err(e) = files::remove(&path) {
+            g.trace("warning", &e.to_string());
+        }
+        return Ok(FailureMet::Joined);
+    }
+    let bytes = serde_json::to_vec(ended)
+        .map_err(|e| Failure::data(format!("cannot serialize the verdict: {e}")))?;
+    files::overwrite_cache(&agent_file(g, session, agent_id, "done"), &bytes)?;
+    Ok(FailureMet::Left)
+}
+
+/// What every hand-over file of a session holds: when it was written.
+#[derive(Deserialize)]
+struct Stamped {
+    at_ms: i64,
 }
 
 /// How long a call's start is kept when no PostToolUse takes it (a session that crashed, a
@@ -236,7 +365,10 @@ pub fn prune_starts(g: &Ground) -> usize {
                 .extension()
                 .and_then(|e| e.to_str())
                 .map(str::to_string);
-            if !matches!(ext.as_deref(), Some("start" | "done")) {
+            if !matches!(
+                ext.as_deref(),
+                Some("start" | "done" | "failed" | "stopped")
+            ) {
                 continue;
             }
             let path = dir.join(&file.name);
@@ -254,10 +386,8 @@ pub fn prune_starts(g: &Ground) -> usize {
                 }
                 continue;
             }
-            let at = match ext.as_deref() {
-                Some("start") => read_json::<Start>(&path).map(|s| s.at_ms),
-                _ => read_json::<Ended>(&path).map(|s| s.at_ms),
-            };
+            // Every one of them says when it was written.
+            let at = read_json::<Stamped>(&path).map(|s| s.at_ms);
             // An unreadable start is as good as gone.
             if at.is_none_or(|at| now - at > START_TTL_MS) && files::remove(&path).is_ok() {
                 removed += 1;

@@ -595,3 +595,15 @@ fn an_exhausted_single_attempt_is_said_in_the_singular() {
     assert!(why.contains("the only attempt failed"), "{e}");
     assert!(!e.to_string().contains("1 attempts"), "{e}");
 }
+
+#[test]
+fn a_tool_name_is_never_recased_in_the_detail() {
+    let s = Sandbox::new();
+    let payload = serde_json::json!({"hook_event_name": "PostToolUseFailure", "session_id": "s",
+        "tool_name": "mcp__github__create_issue", "tool_input": {}, "tool_use_id": "t",
+        "error": "connection refused"});
+    let out = s.triage(["classify"]).stdin(payload.to_string()).run();
+    let v = json_out(&out);
+    let detail = v["detail"].as_str().unwrap();
+    assert!(detail.starts_with("mcp__github__create_issue "), "{detail}");
+}

@@ -158,3 +158,117 @@ fn a_kept_lease_planted_far_ahead_is_renewed_not_trusted() {
         "renewed at +400s to a full lease"
     );
 }
+
+#[test]
+fn a_subagent_that_stops_before_its_background_launch_is_reported_gives_its_permit_back() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.agents]\nmax = 1\nlease = \"10m\"\n",
+    );
+    assert_eq!(hook(&s, T0, &pre("toolu_bg")), "");
+    // Its SubagentStop hook runs before its launch's PostToolUse hook.
+    hook(&s, T0 + 1, &stopped("quick"));
+    assert_eq!(held(&s, T0 + 1)["held"], 1, "still held: nothing kept yet");
+    hook(&s, T0 + 2, &launched("toolu_bg", "quick"));
+    assert_eq!(
+        held(&s, T0 + 2)["held"],
+        0,
+        "given back, not kept a full lease"
+    );
+    assert_eq!(hook(&s, T0 + 3, &pre("toolu_next")), "");
+    // Nothing is left behind for that subagent.
+    let dir = s.root().join("sessions").join(SID);
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        !left.iter().any(|n| n.to_string_lossy().contains("quick")),
+        "{left:?}"
+    );
+}
+
+#[test]
+fn a_background_subagent_the_api_fails_gives_its_permit_back() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.agents]\nmax = 1\nlease = \"10m\"\n",
+    );
+    hook(&s, T0, &pre("toolu_bg"));
+    hook(&s, T0 + 1, &launched("toolu_bg", "failed"));
+    // The API fails it: a StopFailure, no SubagentStop.
+    let failure = json!({"session_id": SID, "hook_event_name": "StopFailure",
+        "agent_id": "failed", "agent_type": "researcher", "error": "server_error",
+        "last_assistant_message": "API Error: 529 Overloaded"});
+    hook(&s, T0 + 30, &failure);
+    assert_eq!(held(&s, T0 + 30)["held"], 0);
+}
+
+/// A launch of `agent` (foreground).
+fn pre_of(agent: &str, id: &str) -> Value {
+    json!({"session_id": SID, "hook_event_name": "PreToolUse", "tool_name": "Agent",
+        "tool_input": {"description": "d", "prompt": "p", "subagent_type": agent},
+        "tool_use_id": id})
+}
+
+/// A foreground call of `agent` that failed with `error` (no PreToolUse before it: no ticket).
+fn failed_call(agent: &str, id: &str, error: &str) -> Value {
+    json!({"session_id": SID, "hook_event_name": "PostToolUseFailure", "tool_name": "Agent",
+        "tool_input": {"description": "d", "prompt": "p", "subagent_type": agent},
+        "tool_use_id": id, "error": error})
+}
+
+fn breaker_state(s: &Sandbox, at: i64, key: &str) -> Value {
+    s.triage(["breaker", "status", key])
+        .env("TRIAGE_NOW", at.to_string())
+        .run()
+        .stdout_json()["breakers"][0]["state"]
+        .clone()
+}
+
+#[test]
+fn a_launch_the_permits_refuse_hands_back_the_half_open_probes_it_took() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[permits.agents]\nmax = 1\nlease = \"10m\"\n",
+    );
+    // The researcher breaker opens on its own failures, the API's on two overloads.
+    for n in 0..2 {
+        let id = format!("toolu_r{n}");
+        hook(
+            &s,
+            T0,
+            &failed_call("researcher", &id, "Agent crashed: connection reset by peer"),
+        );
+    }
+    for agent in ["writer", "planner"] {
+        let overloaded = "Agent terminated early due to an API error: API Error: 529 {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}";
+        hook(
+            &s,
+            T0,
+            &failed_call(agent, &format!("toolu_{agent}"), overloaded),
+        );
+    }
+    let t1 = T0 + 3600;
+    assert_eq!(breaker_state(&s, t1, "researcher"), "half_open");
+    assert_eq!(breaker_state(&s, t1, "api"), "half_open");
+    // Another holder takes the one permit.
+    let lease = s
+        .triage(["permit", "acquire", "agents", "--lease-only"])
+        .env("TRIAGE_NOW", t1.to_string())
+        .run()
+        .status(0)
+        .stdout();
+    let lease = lease.trim().to_string();
+    // The launch that would be both probes finds no permit free.
+    let denied = hook(&s, t1, &pre_of("researcher", "toolu_probe1"));
+    assert!(denied.contains("subagents this project allows"), "{denied}");
+    // The permit frees: the next launch is the probe, not refused as "a probe is testing it".
+    s.triage(["permit", "release", "agents", &lease])
+        .env("TRIAGE_NOW", (t1 + 1).to_string())
+        .run()
+        .status(0);
+    assert_eq!(hook(&s, t1 + 2, &pre_of("researcher", "toolu_probe2")), "");
+}

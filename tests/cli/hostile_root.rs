@@ -157,6 +157,9 @@ const FILES: &[&str] = &[
     // A subagent call's two halves meet under it (PostToolUseFailure of the Agent tool).
     "sessions/s1.agents.lock",
     "sessions/s1/t1.start",
+    // The failed subagent call's mark, for its StopFailure still to come.
+    "sessions/s1/call-t1.failed",
+    "sessions/s1/call-t2.failed",
     "sessions/s0/old.start",
 ];
 

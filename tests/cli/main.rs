@@ -82,6 +82,7 @@ mod skill_shell;
 mod state;
 mod state_root_git;
 mod story;
+mod subagent_failures;
 mod subagents;
 mod text_output;
 mod trace;

@@ -24,7 +24,9 @@ fn subject(f: &input::Facts) -> String {
 
 pub(super) fn detail_line(f: &input::Facts, v: &Verdict, verb: &str) -> String {
     let mut subject = subject(f);
-    if let Some(c) = subject.get(..1) {
+    // A tool's name is written as the tool spells it (`mcp__github__create_issue`), never
+    // recased; only the words of a sentence start with a capital.
+    if let Some(c) = subject.get(..1).filter(|_| f.tool.is_none()) {
         subject = c.to_uppercase() + &subject[1..];
     }
     let mut line = match &v.evidence {
