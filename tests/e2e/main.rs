@@ -24,6 +24,7 @@
 #[path = "../cli/common.rs"]
 mod common;
 
+mod api_failures;
 mod client;
 mod plugin;
 mod scenarios;

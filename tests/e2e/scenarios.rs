@@ -59,6 +59,14 @@ const SCENARIOS: &[(&str, fn() -> Outcome)] = &[
         "plugin_hooks_judge_like_init_in_a_project_without_init",
         crate::plugin::plugin_hooks_judge_like_init_in_a_project_without_init,
     ),
+    (
+        "background_subagents_the_api_fails_count_on_both_breakers_and_the_third_is_denied",
+        crate::api_failures::background_subagents_the_api_fails_count_on_both_breakers_and_the_third_is_denied,
+    ),
+    (
+        "a_foreground_subagent_the_api_fails_is_one_record_and_one_charge",
+        crate::api_failures::a_foreground_subagent_the_api_fails_is_one_record_and_one_charge,
+    ),
 ];
 
 /// Runs the scenarios whose names contain one of `filter` (all when empty); the exit status.
