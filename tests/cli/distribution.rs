@@ -124,6 +124,21 @@ fn the_launchers_and_release_scripts_are_shellcheck_clean() {
                 "{}",
                 String::from_utf8_lossy(&out.stdout)
             );
+            // The command `triage init` writes into settings.json, as `sh -c` runs it.
+            let s = Sandbox::new();
+            let done = s.cmd(&["init"]).env("HOME", s.path()).output().unwrap();
+            assert!(done.status.success(), "{done:?}");
+            let settings: Value = serde_json::from_str(&s.read(".claude/settings.json")).unwrap();
+            let command = settings["hooks"]["StopFailure"][0]["hooks"][0]["command"]
+                .as_str()
+                .unwrap();
+            let script = s.write("init-command.sh", format!("#!/bin/sh\n{command}\n"));
+            let out = Command::new("shellcheck").arg(&script).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
         }
         _ => eprintln!("skipped shellcheck: it is not installed (apt install shellcheck)"),
     }
