@@ -30,7 +30,18 @@ pub const HOOK_TIMEOUT_S: u64 = 30;
 /// like `hooks/scripts/triage-hook.sh` when it is missing: stdin is drained (Claude Code never
 /// gets EPIPE), a note goes to stderr (Claude Code's debug log only) and the status is 0, so a
 /// teammate without triage is never blocked.
-pub const HOOK_COMMAND: &str = "command -v triage >/dev/null 2>&1 && exec triage hook; cat >/dev/null; echo 'triage: not found on PATH; hook skipped' >&2";
+///
+/// Only PATH's absolute entries are searched: an empty entry (a trailing `:`), `.`, `bin` or
+/// `./node_modules/.bin` names a folder of the working folder, the project, and a cloned
+/// project's `triage` is never run. The drain ends after 5 s of a writer that keeps the pipe
+/// open (Claude Code does not time out a hook blocked on its stdin).
+pub const HOOK_COMMAND: &str = "p=; IFS=:; set -f; for d in $PATH; do case $d in /*) p=$p${p:+:}$d;; esac; done; unset IFS; set +f; PATH=${p:-/nonexistent}; command -v triage >/dev/null 2>&1 && exec triage hook; exec 3<&0; cat <&3 >/dev/null 2>&1 3<&- & c=$!; exec 3<&-; (sleep 5 && kill $c) </dev/null >/dev/null 2>&1 & wait $c 2>/dev/null; echo 'triage: not found on PATH; hook skipped' >&2";
+
+/// Commands earlier versions of `triage init` wrote: still ours, so a reinstall replaces them
+/// and an uninstall takes them away.
+const EARLIER_HOOK_COMMANDS: &[&str] = &[
+    "command -v triage >/dev/null 2>&1 && exec triage hook; cat >/dev/null; echo 'triage: not found on PATH; hook skipped' >&2",
+];
 
 /// What StopFailure's command starts with. Claude Code sends StopFailure as `-p` exits and
 /// sends the hook SIGTERM when it does, 20 to 80 ms after starting it (2.1.330); a kill that
@@ -54,7 +65,7 @@ pub fn is_ours(handler: &Value) -> bool {
         return false;
     };
     let cmd = cmd.strip_prefix(STOP_FAILURE_PREFIX).unwrap_or(cmd);
-    if cmd == HOOK_COMMAND {
+    if cmd == HOOK_COMMAND || EARLIER_HOOK_COMMANDS.contains(&cmd) {
         return true;
     }
     let Some(program) = cmd.strip_suffix(" hook") else {
@@ -574,6 +585,13 @@ mod tests {
     #[test]
     fn the_path_command_is_ours_and_fails_open() {
         assert!(is_ours(&json!({"command": HOOK_COMMAND})));
+        // What an earlier version wrote is replaced by a reinstall, not doubled.
+        let earlier = json!({"command": EARLIER_HOOK_COMMANDS[0]});
+        assert!(is_ours(&earlier));
+        let old = json!({"hooks": {"Stop": [{"hooks": [earlier]}]}});
+        let (now, change) = install(&old, HOOK_COMMAND).unwrap();
+        assert_eq!(change.removed, ["Stop"]);
+        assert_eq!(now["hooks"]["Stop"].as_array().unwrap().len(), 1);
         let stop_failure = event_command("StopFailure", HOOK_COMMAND);
         assert!(stop_failure.starts_with("trap '' TERM HUP; "));
         assert!(is_ours(&json!({"command": stop_failure})));

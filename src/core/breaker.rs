@@ -19,6 +19,7 @@
 
 pub mod call_input;
 pub mod machine;
+pub mod sane;
 pub mod template;
 #[cfg(test)]
 mod tests;

@@ -150,7 +150,8 @@ fn hear(cx: &Context, p: &Payload, outcome: Outcome, kind: Option<Kind>, text: O
         return;
     };
     // Open: it stays so at least until the API said it would answer again.
-    let wait_ms = (wait_s * 1000.0).min(7.0 * 86_400_000.0) as u64;
+    let wait_ms =
+        (wait_s * 1000.0).min(crate::core::breaker::sane::MAX_NAMED_WAIT_MS as f64) as u64;
     let extend = breaker::resolve(&g, policy, key, p.session_id(), true).and_then(|id| {
         store::update(&g, policy, &id, |b, _, now| {
             if b.state == State::Open {

@@ -52,14 +52,16 @@ pub fn user_config_dir() -> Result<PathBuf, Failure> {
     }
 }
 
-/// Whether `program` is found on PATH, as `command -v` in the hook command finds it.
+/// Whether `program` is found on PATH's absolute entries, as the hook command finds it (a
+/// relative entry names a folder of the project, never searched).
 pub fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|paths| {
         std::env::split_paths(&paths).any(|d| {
-            std::fs::metadata(d.join(program)).is_ok_and(|m| {
-                m.is_file()
-                    && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
-            })
+            d.is_absolute()
+                && std::fs::metadata(d.join(program)).is_ok_and(|m| {
+                    m.is_file()
+                        && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
+                })
         })
     })
 }

@@ -81,8 +81,9 @@ pub fn update<T>(
 ) -> Result<T, Failure> {
     if select::configured(g) {
         let settings = policy.breaker_for(&id.policy_key);
+        let wait = named_wait(policy, id);
         let done = select::with(g, "breaker", |r| {
-            on_fleet::update(g, r, id, &settings, &mut apply)
+            on_fleet::update(g, r, id, &settings, wait, &mut apply)
         });
         if let Some(done) = done {
             return done;
@@ -164,6 +165,7 @@ mod on_fleet {
         r: &mut Remote,
         id: &Id,
         settings: &BreakerSettings,
+        named_wait_ms: u64,
         apply: &mut impl Apply<T>,
     ) -> Result<Result<T, Failure>, RemoteError> {
         let fresh = || id.fresh();
@@ -175,7 +177,17 @@ mod on_fleet {
             deadline: std::time::Instant::now() + g.lock_wait(),
             event: &event,
         };
-        let done = r.breaker(&call, |b, now| apply(b, settings, now))?;
+        let place = "the fleet's Redis";
+        let mut warned = false;
+        let done = r.breaker(&call, |b, now| {
+            // Once per call, however often a lost race makes this run again.
+            if !warned {
+                warned = warn_clamped(g, &id.key, place, b, settings, named_wait_ms, now);
+            } else {
+                crate::core::breaker::sane::clamp(b, settings, named_wait_ms, now);
+            }
+            apply(b, settings, now)
+        })?;
         Ok(done.map(|a| {
             if let Some(problem) = a.rebuilt {
                 g.warn(&format!(
@@ -205,6 +217,39 @@ mod on_fleet {
         }
         Ok(ids)
     }
+}
+
+/// The longest wait an API's answer may hold breaker `id` open for: the upstream key hears
+/// them (`hook::upstream`), no other.
+pub fn named_wait(policy: &Policy, id: &Id) -> u64 {
+    if policy.breaker.upstream_key() == Some(id.policy_key.as_str()) {
+        crate::core::breaker::sane::MAX_NAMED_WAIT_MS
+    } else {
+        0
+    }
+}
+
+/// Brings a loaded breaker within what `settings` could have produced by `now`
+/// ([`crate::core::breaker::sane`]), warning (naming `place`, where it was stored) when
+/// something was out of bounds; says whether it warned.
+pub fn warn_clamped(
+    g: &Ground,
+    key: &str,
+    place: &str,
+    b: &mut Breaker,
+    settings: &BreakerSettings,
+    named_wait_ms: u64,
+    now: Millis,
+) -> bool {
+    let fixed = crate::core::breaker::sane::clamp(b, settings, named_wait_ms, now);
+    if fixed.is_empty() {
+        return false;
+    }
+    g.warn(&format!(
+        "breaker `{key}` state in {place} held what its policy cannot produce ({}); clamped it to the policy's bounds",
+        fixed.join("; ")
+    ));
+    true
 }
 
 /// Visits the logged transitions, oldest first (the fleet's stream, or
@@ -345,6 +390,16 @@ mod on_files {
         let before = b.clone();
         let settings = policy.breaker_for(&id.policy_key);
         let now = millis(g);
+        let place = path.display().to_string();
+        warn_clamped(
+            g,
+            &id.key,
+            &place,
+            &mut b,
+            &settings,
+            named_wait(policy, id),
+            now,
+        );
         let (out, transitions) = apply(&mut b, &settings, now)?;
         if rebuilt || b != before {
             let mut bytes = serde_json::to_vec(&b).map_err(|e| {

@@ -87,9 +87,65 @@ pub fn take(g: &Ground, session: &str) -> Result<Vec<String>, Failure> {
     };
     files::remove(&path)?;
     let p: Pending = serde_json::from_slice(&bytes).unwrap_or_default();
+    // Within the bounds `push` keeps, however the file came to hold more.
+    let over = p.words.len() > MAX_WORDS
+        || p.words
+            .iter()
+            .any(|w| w.chars().nth(MAX_CHARS + 1).is_some());
+    if over {
+        g.warn(&format!(
+            "{} held more than {MAX_WORDS} entries of {MAX_CHARS} characters; kept within them",
+            path.display()
+        ));
+    }
     Ok(p.words
         .into_iter()
         .filter(|w| !w.trim().is_empty())
         .take(MAX_WORDS)
+        .map(|w| bounded(&w))
         .collect())
+}
+
+/// `text` as `push` keeps it: at most [`MAX_CHARS`] characters and the `…` that marks a cut.
+fn bounded(text: &str) -> String {
+    if text.chars().nth(MAX_CHARS + 1).is_none() {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(MAX_CHARS).collect();
+    out.push('…');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::store::ground::testing::ground;
+    use std::time::Duration;
+
+    #[test]
+    fn planted_words_are_given_within_the_bounds_push_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = ground(dir.path().join(".triage"), Duration::from_secs(5));
+        push(&g, "s", &"w".repeat(MAX_CHARS + 10)).unwrap();
+        let kept = take(&g, "s").unwrap();
+        assert_eq!(kept[0].chars().count(), MAX_CHARS + 1);
+        let planted = Pending {
+            words: (0..20)
+                .map(|i| format!("{i}{}", "x".repeat(100_000)))
+                .collect(),
+        };
+        files::replace(
+            &path(&g, "s"),
+            &serde_json::to_vec(&planted).unwrap(),
+            Backup::Skip,
+        )
+        .unwrap();
+        let given = take(&g, "s").unwrap();
+        assert_eq!(given.len(), MAX_WORDS);
+        assert!(given
+            .iter()
+            .all(|w| w.chars().count() == MAX_CHARS + 1 && w.ends_with('…')));
+        assert!(given[0].starts_with('0'));
+    }
 }

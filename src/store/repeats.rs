@@ -9,6 +9,7 @@
 //! costs a repeat being taken for a first occurrence). Files of sessions not seen for a day
 //! are removed at SessionStart ([`prune`]).
 
+use crate::core::breaker::sane::CLOCK_SKEW_MS;
 use crate::exit::Failure;
 use crate::store::files::{self, Backup};
 use crate::store::ground::Ground;
@@ -114,13 +115,30 @@ fn read(g: &Ground, path: &std::path::Path) -> RepeatsFile {
         }
     }
     match files::read_optional(path) {
-        Ok(Some(bytes)) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            g.warn(&format!(
-                "{} is not a repeats file ({e}); the session's repeat counts start afresh",
-                path.display()
-            ));
-            RepeatsFile::default()
-        }),
+        Ok(Some(bytes)) => match serde_json::from_slice::<RepeatsFile>(&bytes) {
+            Ok(mut file) => {
+                // A count seen in the future, or never seen, is none triage wrote: it would
+                // never age out, and would speak of repeats that did not happen.
+                let ahead = g.now.timestamp_millis().saturating_add(CLOCK_SKEW_MS);
+                let before = file.seen.len();
+                file.seen.retain(|_, e| e.n > 0 && e.at_ms <= ahead);
+                if file.seen.len() < before {
+                    g.warn(&format!(
+                        "{} held {} repeat counts no call made (dated in the future, or of no occurrence); dropped them",
+                        path.display(),
+                        before - file.seen.len()
+                    ));
+                }
+                file
+            }
+            Err(e) => {
+                g.warn(&format!(
+                    "{} is not a repeats file ({e}); the session's repeat counts start afresh",
+                    path.display()
+                ));
+                RepeatsFile::default()
+            }
+        },
         Ok(None) => RepeatsFile::default(),
         Err(e) => {
             g.warn(&format!("the session's repeat counts start afresh: {e}"));
@@ -150,11 +168,49 @@ pub fn prune(g: &Ground) -> usize {
                 .filter(|len| *len <= MAX_BYTES)
                 .and_then(|_| files::read_optional(&path).ok().flatten())
                 .and_then(|b| serde_json::from_slice(&b).ok());
-            file.is_none_or(|f| f.seen.values().all(|e| now - e.at_ms > TTL_MS))
+            file.is_none_or(|f| {
+                f.seen.values().all(|e| {
+                    now.saturating_sub(e.at_ms) > TTL_MS
+                        || e.at_ms > now.saturating_add(CLOCK_SKEW_MS)
+                })
+            })
         };
         if stale && files::remove(&path).is_ok() {
             removed += 1;
         }
     }
     removed
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::store::ground::testing::ground;
+    use std::time::Duration;
+
+    #[test]
+    fn planted_counts_dated_in_the_future_are_dropped_and_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = ground(dir.path().join(".triage"), Duration::from_secs(5));
+        note(&g, "s", "aaaa", 3).unwrap();
+        let far = g.now.timestamp_millis() + 3650 * 86_400_000;
+        let planted = serde_json::json!({"seen": {
+            "aaaa": {"n": 1, "at_ms": g.now.timestamp_millis()},
+            "bbbb": {"n": 4_000_000_000u32, "at_ms": far, "said": true},
+            "cccc": {"n": 0, "at_ms": 0}
+        }});
+        files::replace(&path(&g, "s"), planted.to_string().as_bytes(), Backup::Skip).unwrap();
+        // The planted count is not taken: the failure is seen for the first time.
+        let seen = note(&g, "s", "bbbb", 3).unwrap();
+        assert_eq!(seen.count, 1);
+        assert_eq!(note(&g, "s", "aaaa", 3).unwrap().count, 2);
+
+        // A file whose only count lies in the future is pruned, not kept for ever.
+        let planted = serde_json::json!({"seen": {"dddd": {"n": 1, "at_ms": far}}});
+        files::replace(&path(&g, "t"), planted.to_string().as_bytes(), Backup::Skip).unwrap();
+        assert_eq!(prune(&g), 1);
+        assert!(!path(&g, "t").exists());
+        assert!(path(&g, "s").exists());
+    }
 }

@@ -19,6 +19,7 @@
 //! - `<session>.json`: the thresholds already announced, read and written under its lock, so
 //!   that of many hooks crossing a threshold at once exactly one announces it.
 
+use crate::core::breaker::sane::CLOCK_SKEW_MS;
 use crate::core::output_check::Final;
 use crate::exit::Failure;
 use crate::store::files::{self, Backup};
@@ -81,7 +82,17 @@ pub fn take_start(g: &Ground, session: Option<&str>, tool_use_id: &str) -> Optio
     if let Err(e) = files::remove(&path) {
         g.trace("warning", &e.to_string());
     }
-    serde_json::from_slice(&bytes).ok()
+    let mut start: Start = serde_json::from_slice(&bytes).ok()?;
+    // A start in the future is none PreToolUse wrote: the call is taken to have started now.
+    let now = g.now.timestamp_millis();
+    if start.at_ms > now.saturating_add(CLOCK_SKEW_MS) {
+        g.warn(&format!(
+            "{} says the call started in the future; taken as started now",
+            path.display()
+        ));
+        start.at_ms = now;
+    }
+    Some(start)
 }
 
 fn agent_file(g: &Ground, session: Option<&str>, agent_id: &str, ext: &str) -> PathBuf {
@@ -388,8 +399,12 @@ pub fn prune_starts(g: &Ground) -> usize {
             }
             // Every one of them says when it was written.
             let at = read_json::<Stamped>(&path).map(|s| s.at_ms);
-            // An unreadable start is as good as gone.
-            if at.is_none_or(|at| now - at > START_TTL_MS) && files::remove(&path).is_ok() {
+            // An unreadable start is as good as gone, and so is one dated in the future (none
+            // that a hook wrote): it would never age out.
+            let stale = at.is_none_or(|at| {
+                now.saturating_sub(at) > START_TTL_MS || at > now.saturating_add(CLOCK_SKEW_MS)
+            });
+            if stale && files::remove(&path).is_ok() {
                 removed += 1;
             }
         }
@@ -436,4 +451,36 @@ pub fn first_announcements(
         .map_err(|e| Failure::data(format!("cannot serialize the session file: {e}")))?;
     files::replace(&path, &bytes, Backup::Skip)?;
     Ok(fresh)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::store::ground::testing::ground;
+    use std::time::Duration;
+
+    #[test]
+    fn a_start_dated_in_the_future_is_taken_as_now_and_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let g = ground(dir.path().join(".triage"), Duration::from_secs(5));
+        let now = g.now.timestamp_millis();
+        let far = now + 3650 * 86_400_000;
+        let start = |at_ms| Start {
+            key: "k".into(),
+            ticket: None,
+            at_ms,
+        };
+        remember_start(&g, Some("s"), "t1", &start(far)).unwrap();
+        assert_eq!(take_start(&g, Some("s"), "t1").unwrap().at_ms, now);
+        // Within the clock skew a start is taken as written.
+        remember_start(&g, Some("s"), "t2", &start(now + 1000)).unwrap();
+        assert_eq!(take_start(&g, Some("s"), "t2").unwrap().at_ms, now + 1000);
+
+        remember_start(&g, Some("s"), "t3", &start(far)).unwrap();
+        remember_start(&g, Some("s"), "t4", &start(now)).unwrap();
+        assert_eq!(prune_starts(&g), 1);
+        assert!(take_start(&g, Some("s"), "t3").is_none());
+        assert!(take_start(&g, Some("s"), "t4").is_some());
+    }
 }

@@ -181,3 +181,84 @@ fn a_write_killed_after_the_exchange_leaves_the_new_state_and_no_litter() {
     assert_eq!(failures(&s.read(state)), 3);
     assert_eq!(others(), Vec::<String>::new());
 }
+
+/// A breaker file with `field` set to `value`, as if planted (a cloned project's `.triage/`).
+fn plant(s: &Sandbox, key: &str, fields: &[(&str, Value)]) {
+    let path = format!(".triage/breakers/{key}.json");
+    let mut b: Value = serde_json::from_str(&s.read(&path)).unwrap();
+    for (field, value) in fields {
+        b[*field] = value.clone();
+    }
+    s.write(&path, b.to_string());
+}
+
+const TEN_YEARS_MS: i64 = 3650 * 86_400 * 1000;
+
+#[test]
+fn a_planted_breaker_open_for_ten_years_half_opens_after_the_policys_cooldown() {
+    let s = Sandbox::new();
+    open_it(&s, "k");
+    plant(
+        &s,
+        "k",
+        &[
+            ("open_duration_ms", Value::from(TEN_YEARS_MS)),
+            ("opened_at", Value::from(T0 * 1000 + TEN_YEARS_MS)),
+        ],
+    );
+    let out = s
+        .triage(["breaker", "check", "k"])
+        .env("TRIAGE_NOW", at(T0 + 1))
+        .run()
+        .status(0);
+    let v = json_out(&out);
+    assert_eq!(v["allowed"], false, "{v}");
+    assert!(v["retry_after_s"].as_u64().unwrap() <= 60, "{v}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("breaker `k` state in")
+            && err.contains(".triage/breakers/k.json")
+            && err.contains("clamped"),
+        "{err}"
+    );
+    // Clamped once: the file now holds what the policy allows, and says so no more.
+    let stored: Value = serde_json::from_str(&s.read(".triage/breakers/k.json")).unwrap();
+    assert_eq!(stored["opened_at"], (T0 + 1) * 1000);
+    assert_eq!(stored["open_duration_ms"], 60_000);
+    let out = s
+        .triage(["breaker", "check", "k"])
+        .env("TRIAGE_NOW", at(T0 + 30))
+        .run()
+        .status(0);
+    assert!(out.stderr.is_empty(), "{out:?}");
+
+    // The policy's cooldown (60 s) after the check that clamped it, a probe goes through.
+    let v = run(&s, T0 + 61, &["check", "k"]);
+    assert_eq!(v["allowed"], true, "{v}");
+    assert_eq!(v["reason"], "probe_granted");
+}
+
+#[test]
+fn a_planted_window_of_future_failures_does_not_open_a_breaker() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[breaker]\nfailure_threshold = 0\nfailure_rate = 0.5\nwindow = \"10m\"\nminimum_calls = 5\n",
+    );
+    run(&s, T0, &["record", "k", "--outcome", "success"]);
+    let future: Vec<Value> = (0..1000)
+        .map(|i| serde_json::json!({"at": T0 * 1000 + TEN_YEARS_MS + i, "failed": true}))
+        .collect();
+    plant(&s, "k", &[("calls", Value::from(future))]);
+    let out = s
+        .triage(["breaker", "record", "k", "--outcome", "failure"])
+        .env("TRIAGE_NOW", at(T0 + 1))
+        .run()
+        .status(0);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1000 window calls in the future"), "{err}");
+    // One call in the window, fewer than minimum_calls: the rate does not count yet.
+    let st = run(&s, T0 + 2, &["status", "k"]);
+    assert_eq!(st["breakers"][0]["state"], "closed", "{st}");
+    assert_eq!(st["breakers"][0]["window"]["calls"], 1, "{st}");
+}

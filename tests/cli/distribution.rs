@@ -66,7 +66,7 @@ fn the_plugin_the_marketplace_and_the_npm_launcher_carry_the_crate_version() {
 fn bare_path(s: &Sandbox) -> PathBuf {
     let dir = s.path().join("usr-bin");
     std::fs::create_dir_all(&dir).unwrap();
-    for tool in ["cat", "sh", "uname"] {
+    for tool in ["cat", "grep", "sh", "sleep", "uname"] {
         let found = ["/usr/bin", "/bin"]
             .iter()
             .map(|d| Path::new(d).join(tool))
@@ -107,6 +107,7 @@ fn run_with_input(mut c: Command, input: &[u8]) -> Output {
 fn the_launchers_and_release_scripts_are_shellcheck_clean() {
     let scripts = [
         "plugin/bin/triage",
+        "hooks/scripts/triage-hook.sh",
         "dist/build",
         "dist/npm-packages",
         "bench/hot-text",
@@ -118,6 +119,21 @@ fn the_launchers_and_release_scripts_are_shellcheck_clean() {
                 .current_dir(repo())
                 .output()
                 .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+            // The command `triage init` writes into settings.json, as `sh -c` runs it.
+            let s = Sandbox::new();
+            let done = s.cmd(&["init"]).env("HOME", s.path()).output().unwrap();
+            assert!(done.status.success(), "{done:?}");
+            let settings: Value = serde_json::from_str(&s.read(".claude/settings.json")).unwrap();
+            let command = settings["hooks"]["StopFailure"][0]["hooks"][0]["command"]
+                .as_str()
+                .unwrap();
+            let script = s.write("init-command.sh", format!("#!/bin/sh\n{command}\n"));
+            let out = Command::new("shellcheck").arg(&script).output().unwrap();
             assert!(
                 out.status.success(),
                 "{}",
@@ -525,4 +541,253 @@ fn npm_packages_install_offline_and_run_triage_init_through_npx() {
         .unwrap()
         .status;
     assert_eq!(status.code(), Some(64));
+}
+
+/// An executable `triage` at `path` that leaves `marker` behind when it is run.
+fn plant_triage(path: &Path, marker: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(
+        path,
+        format!("#!/bin/sh\necho planted >> '{}'\n", marker.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn plugin_launcher_never_runs_a_triage_from_a_relative_path_entry() {
+    let s = Sandbox::new();
+    let bare = bare_path(&s);
+    let marker = s.path().join("planted-ran");
+    // A cloned project's own `triage`, where relative PATH entries would find it.
+    for rel in ["bin/triage", "node_modules/.bin/triage", "triage"] {
+        plant_triage(&s.path().join(rel), &marker);
+    }
+    let path = format!("bin:./node_modules/.bin::.:{}:", bare.display());
+    let out = launcher(&s, &path, &["--version"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+    let out = run_with_input(launcher(&s, &path, &["hook"]), b"{}");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not found"),
+        "{out:?}"
+    );
+    assert!(!marker.exists(), "the project's triage was run");
+
+    // An absolute entry after them is found.
+    let real = s.path().join("real");
+    std::fs::create_dir_all(&real).unwrap();
+    std::os::unix::fs::symlink(bin(), real.join("triage")).unwrap();
+    let path = format!("bin::{}:{}:", real.display(), bare.display());
+    let out = launcher(&s, &path, &["--version"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!marker.exists(), "the project's triage was run");
+}
+
+#[test]
+fn the_hook_script_never_runs_a_triage_from_a_relative_path_entry() {
+    let s = Sandbox::new();
+    let bare = bare_path(&s);
+    let marker = s.path().join("planted-ran");
+    for rel in ["bin/triage", "triage"] {
+        plant_triage(&s.path().join(rel), &marker);
+    }
+    let script = repo().join("hooks/scripts/triage-hook.sh");
+    let mut c = Command::new(&script);
+    c.arg("Stop")
+        .current_dir(s.path())
+        .env_clear()
+        .env("PATH", format!("bin:{}:", bare.display()));
+    let out = run_with_input(c, b"{}");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not found"),
+        "{out:?}"
+    );
+    assert!(!marker.exists(), "the project's triage was run");
+}
+
+#[test]
+fn plugin_launcher_does_not_stand_aside_for_a_permission_that_names_triage_hook() {
+    let s = Sandbox::new();
+    let project = s.path().join("project");
+    let real = s.path().join("real");
+    std::fs::create_dir_all(&real).unwrap();
+    std::os::unix::fs::symlink(bin(), real.join("triage")).unwrap();
+    let path = format!("{}:{}", real.display(), bare_path(&s).display());
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
+    std::fs::write(
+        project.join(".claude/settings.json"),
+        "{\n  \"permissions\": {\n    \"allow\": [\"Bash(triage hook --help)\", \"Bash(triage hook:*)\"]\n  },\n  \"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send done\"}]}]}\n}\n",
+    )
+    .unwrap();
+    let payload = format!(
+        "{{\"hook_event_name\":\"PostToolUseFailure\",\"session_id\":\"s1\",\"tool_name\":\"Bash\",\"tool_use_id\":\"t1\",\"tool_input\":{{\"command\":\"false\"}},\"error\":\"Exit code 1\",\"cwd\":{}}}",
+        serde_json::to_string(&project).unwrap()
+    );
+    let mut c = launcher(&s, &path, &["hook"]);
+    c.env("CLAUDE_PROJECT_DIR", &project).current_dir(&project);
+    let out = run_with_input(c, payload.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("additionalContext"),
+        "it stood aside: {out:?}"
+    );
+
+    // A hook handler that runs `triage hook`, in a one-line file, is init's: it stands aside.
+    std::fs::write(
+        project.join(".claude/settings.json"),
+        "{\"permissions\":{\"allow\":[\"Bash(triage hook --help)\"]},\"hooks\":{\"Stop\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/x/bin/triage' hook\"}]}]}}",
+    )
+    .unwrap();
+    let mut c = launcher(&s, &path, &["hook"]);
+    c.env("CLAUDE_PROJECT_DIR", &project).current_dir(&project);
+    let out = run_with_input(c, payload.as_bytes());
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("stands aside"),
+        "{out:?}"
+    );
+}
+
+/// Starts `c` with a pipe on stdin that this test holds open (a writer that never ends its
+/// payload), and waits up to `bound` for it to exit on its own; its status, or `None` when it
+/// was still running (then it is killed).
+fn exits_while_stdin_is_held(mut c: Command, bound: std::time::Duration) -> Option<Output> {
+    let mut child = c
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"{\"hook_event_name\":\"Stop\"").unwrap();
+    let start = std::time::Instant::now();
+    let exited = loop {
+        if child.try_wait().unwrap().is_some() {
+            break true;
+        }
+        if start.elapsed() > bound {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    if !exited {
+        let _ = child.kill();
+    }
+    // Closed before collecting the output: a process the launcher left reading it (with its
+    // stderr) would otherwise keep the collection waiting.
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    exited.then_some(out)
+}
+
+#[test]
+fn a_writer_that_holds_stdin_open_does_not_keep_a_launcher_past_its_deadline() {
+    let s = Sandbox::new();
+    let bare = bare_path(&s);
+    let bound = std::time::Duration::from_secs(20);
+
+    // Not found: the plugin's launcher, the hook script and init's command.
+    let out = exits_while_stdin_is_held(launcher(&s, bare.to_str().unwrap(), &["hook"]), bound)
+        .expect("the plugin's launcher kept waiting for its input");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut c = Command::new(repo().join("hooks/scripts/triage-hook.sh"));
+    c.arg("Stop")
+        .current_dir(s.path())
+        .env_clear()
+        .env("PATH", &bare);
+    let out = exits_while_stdin_is_held(c, bound).expect("the hook script kept waiting");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let init = Sandbox::new();
+    let done = init
+        .cmd(&["init"])
+        .env("HOME", init.path())
+        .output()
+        .unwrap();
+    assert!(done.status.success(), "{done:?}");
+    let settings: Value = serde_json::from_str(&init.read(".claude/settings.json")).unwrap();
+    let command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut c = Command::new("sh");
+    c.args(["-c", &command])
+        .current_dir(s.path())
+        .env_clear()
+        .env("PATH", &bare);
+    let out = exits_while_stdin_is_held(c, bound).expect("init's command kept waiting");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not found on PATH"),
+        "{out:?}"
+    );
+
+    // Standing aside.
+    let project = s.path().join("project");
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
+    std::fs::write(
+        project.join(".claude/settings.json"),
+        "{\"hooks\":{\"Stop\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"triage hook\"}]}]}}",
+    )
+    .unwrap();
+    let mut c = launcher(&s, bare.to_str().unwrap(), &["hook"]);
+    c.env("CLAUDE_PROJECT_DIR", &project);
+    let out = exits_while_stdin_is_held(c, bound).expect("standing aside kept waiting");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("stands aside"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_large_settings_file_costs_the_stand_aside_check_a_bounded_number_of_reads() {
+    if !skip_unless_tool("strace", "TRIAGE_REQUIRE_STRACE") {
+        return;
+    }
+    let s = Sandbox::new();
+    let bare = bare_path(&s);
+    let project = s.path().join("project");
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
+    // 5 MB of permissions, pretty-printed (one line each), and no triage hook.
+    let allow: Vec<String> = (0..250_000).map(|i| format!("Bash(tool-{i:07})")).collect();
+    let settings = serde_json::to_string_pretty(&serde_json::json!({
+        "permissions": {"allow": allow}
+    }))
+    .unwrap();
+    assert!(settings.len() > 5_000_000);
+    std::fs::write(project.join(".claude/settings.json"), &settings).unwrap();
+    let trace = s.path().join("reads");
+    let strace = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|d| d.join("strace"))
+        .find(|p| p.is_file())
+        .unwrap();
+    let mut c = Command::new(strace);
+    c.args(["-f", "-e", "trace=read", "-o"])
+        .arg(&trace)
+        .arg(repo().join("plugin/bin/triage"))
+        .arg("hook")
+        .current_dir(&project)
+        .env_clear()
+        .env("PATH", &bare)
+        .env("HOME", s.path().join("home"))
+        .env("CLAUDE_PROJECT_DIR", &project);
+    let out = run_with_input(c, b"{}");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let reads = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("read("))
+        .count();
+    // A shell reading the file itself makes one read per byte (5 million); grep's blocks are
+    // a few hundred at most.
+    assert!(reads < 5_000, "{reads} reads for a 5 MB settings file");
 }

@@ -549,3 +549,48 @@ fn init_keeps_a_compact_settings_file_compact() {
         "{text}"
     );
 }
+
+#[test]
+fn the_command_never_runs_a_triage_from_a_relative_path_entry() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    sb.cmd(&["init"]).assert().success();
+    let settings: serde_json::Value =
+        serde_json::from_str(&sb.read(".claude/settings.json")).unwrap();
+    let cmd = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // A cloned project's own `triage`, where `bin` or an empty entry (a trailing `:`) finds it.
+    let marker = sb.path().join("planted-ran");
+    for rel in ["bin/triage", "triage"] {
+        let path = sb.write(
+            rel,
+            format!("#!/bin/sh\necho planted >> '{}'\n", marker.display()),
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let payload = r#"{"hook_event_name":"SessionStart","session_id":"s"}"#;
+    for path in ["bin:/usr/bin:/bin:", "/usr/bin::/bin", ".:/usr/bin:/bin"] {
+        let out = run_hook_command(&cmd, path, sb.path(), payload).status(0);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("not found on PATH"),
+            "{path}: {out:?}"
+        );
+        assert!(!marker.exists(), "{path}: the project's triage was run");
+    }
+    // The real one, on an absolute entry after them, is run.
+    let bin_dir = crate::common::bin().parent().unwrap().to_path_buf();
+    let path = format!("bin::{}:/usr/bin:/bin:", bin_dir.display());
+    let out = run_hook_command(
+        &cmd,
+        &path,
+        sb.path(),
+        r#"{"hook_event_name":"PostToolUseFailure","session_id":"s","tool_name":"Bash","error":"Exit code 1"}"#,
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("additionalContext"),
+        "{out:?}"
+    );
+    assert!(!marker.exists(), "the project's triage was run");
+}

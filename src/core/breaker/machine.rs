@@ -141,7 +141,7 @@ pub fn check(b: &mut Breaker, s: &BreakerSettings, now: Millis) -> (Permit, Vec<
         State::HalfOpen => {
             expire_leases(b, s, now);
             if b.probes.len() < s.half_open_probes.max(1) as usize {
-                b.last_probe += 1;
+                b.last_probe = b.last_probe.wrapping_add(1);
                 let ticket = format!("{}-{}", b.generation, b.last_probe);
                 b.probes.push(Probe {
                     ticket: ticket.clone(),
@@ -193,11 +193,11 @@ pub fn record(
         return Ok((done(Effect::Disabled, None), tr));
     }
     if ticket_gen.is_some_and(|g| g != b.generation) {
-        b.totals.stale += 1;
+        b.totals.stale = b.totals.stale.saturating_add(1);
         return Ok((done(Effect::Stale, None), tr));
     }
     if counted == Outcome::Ignored {
-        b.totals.ignored += 1;
+        b.totals.ignored = b.totals.ignored.saturating_add(1);
         if b.state == State::HalfOpen {
             release_lease(b, report.ticket.as_deref());
         }
@@ -223,7 +223,7 @@ pub fn record(
                     b.failed_probes = b.failed_probes.saturating_add(1);
                     open(b, s, "probe_failed", now, &mut tr);
                 } else {
-                    b.probe_successes += 1;
+                    b.probe_successes = b.probe_successes.saturating_add(1);
                     if b.probe_successes >= s.success_threshold.max(1) {
                         close(b, "probe_succeeded", now, &mut tr);
                     }
@@ -310,7 +310,7 @@ pub fn reset(b: &mut Breaker, now: Millis) -> Vec<Transition> {
         // No transition to log, but a new generation: a ticket taken before the reset is
         // stale, so a call that began before it cannot count against the fresh start.
         clear_counts(b, now);
-        b.generation += 1;
+        b.generation = b.generation.wrapping_add(1);
     } else {
         close(b, "reset", now, &mut tr);
     }
@@ -463,7 +463,7 @@ fn ticket_generation(ticket: &str) -> Result<u64, String> {
 /// Keeps the totals, the last error and the last success.
 fn note(b: &mut Breaker, counted: Outcome, report: &CallReport, slow: bool, now: Millis) {
     if counted == Outcome::Failure {
-        b.totals.failures += 1;
+        b.totals.failures = b.totals.failures.saturating_add(1);
         b.last_error = Some(LastError {
             at: now,
             kind: report.kind.or(slow.then_some(Kind::Timeout)),
@@ -471,7 +471,7 @@ fn note(b: &mut Breaker, counted: Outcome, report: &CallReport, slow: bool, now:
             slow,
         });
     } else {
-        b.totals.successes += 1;
+        b.totals.successes = b.totals.successes.saturating_add(1);
         b.last_success = Some(b.last_success.map_or(now, |t| t.max(now)));
     }
 }
@@ -519,8 +519,13 @@ fn count_closed(
     }
 }
 
-/// Open period: the cooldown, grown by the multiplier for each failed probe, capped.
-fn open_duration(s: &BreakerSettings, failed_probes: u32) -> u64 {
+/// Without `max_cooldown`, a growing open period stops here (or at the cooldown, if that is
+/// longer): a breaker whose probes keep failing is not shut for years.
+pub const UNCAPPED_MAX_OPEN_MS: u64 = 24 * 3600 * 1000;
+
+/// Open period: the cooldown, grown by the multiplier for each failed probe, capped by
+/// `max_cooldown` (unset: by [`UNCAPPED_MAX_OPEN_MS`], or the cooldown if longer).
+pub fn open_duration(s: &BreakerSettings, failed_probes: u32) -> u64 {
     let base = s.cooldown.as_millis() as f64;
     let grown = base
         * s.cooldown_multiplier
@@ -528,7 +533,7 @@ fn open_duration(s: &BreakerSettings, failed_probes: u32) -> u64 {
             .powi(failed_probes.min(1000) as i32);
     let capped = match s.max_cooldown {
         Some(cap) => grown.min(cap.as_millis() as f64),
-        None => grown,
+        None => grown.min(base.max(UNCAPPED_MAX_OPEN_MS as f64)),
     };
     if capped.is_finite() && capped < u64::MAX as f64 {
         capped as u64
@@ -580,7 +585,7 @@ fn clear_counts(b: &mut Breaker, now: Millis) {
 fn go(b: &mut Breaker, to: State, reason: &'static str, now: Millis, tr: &mut Vec<Transition>) {
     let from = b.state;
     b.state = to;
-    b.generation += 1;
+    b.generation = b.generation.wrapping_add(1);
     tr.push(Transition {
         from,
         to,

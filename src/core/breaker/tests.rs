@@ -706,6 +706,9 @@ mod model {
                 if m.st == St::Closed {
                     prop_assert_eq!(b.consecutive_failures, m.fails);
                 }
+                // What the machine stores is within its own bounds: never clamped.
+                let fixed = sane::clamp(&mut b.clone(), &s, 0, now);
+                prop_assert!(fixed.is_empty(), "{:?}", fixed);
             }
         }
     }
@@ -735,4 +738,134 @@ fn opening_again_without_a_success_while_closed_counts_as_unrecovered() {
     let mut b = opened(&s, T0);
     reset(&mut b, T0 + S);
     assert_eq!(b.opens_unrecovered, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stored state clamped to what the settings could have produced.
+
+#[test]
+fn a_growing_open_period_without_max_cooldown_stops_at_a_day() {
+    let mut s = settings();
+    s.cooldown_multiplier = 2.0;
+    let mut b = opened(&s, T0);
+    let mut now = T0;
+    for _ in 0..40 {
+        now += b.open_duration_ms as Millis;
+        let t = check(&mut b, &s, now).0.ticket.unwrap();
+        rec_t(&mut b, &s, Outcome::Failure, &t, now);
+    }
+    assert_eq!(b.open_duration_ms, UNCAPPED_MAX_OPEN_MS);
+    // A cooldown longer than the day is kept as it is.
+    s.cooldown = Dur::secs(2 * 86_400);
+    assert_eq!(open_duration(&s, 40), 2 * 86_400_000);
+}
+
+#[test]
+fn a_state_the_machine_makes_is_never_clamped() {
+    let s = settings();
+    let mut b = opened(&s, T0);
+    assert!(sane::clamp(&mut b.clone(), &s, 0, T0).is_empty());
+    assert!(sane::clamp(&mut b, &s, 0, T0 + 59 * S).is_empty());
+    let t = check(&mut b, &s, T0 + 60 * S).0.ticket.unwrap();
+    assert!(sane::clamp(&mut b, &s, 0, T0 + 60 * S).is_empty());
+    rec_t(&mut b, &s, Outcome::Success, &t, T0 + 61 * S);
+    assert!(sane::clamp(&mut b, &s, 0, T0 + 61 * S).is_empty());
+}
+
+#[test]
+fn a_planted_open_period_ends_within_the_policys_longest() {
+    let s = settings();
+    let mut b = opened(&s, T0);
+    b.open_duration_ms = 3650 * 86_400_000;
+    let fixed = sane::clamp(&mut b, &s, 0, T0 + 10 * S);
+    assert_eq!(fixed.len(), 1, "{fixed:?}");
+    assert!(fixed[0].contains("longer than the 1m"), "{fixed:?}");
+    assert!(check(&mut b, &s, T0 + 69 * S).0.reason == "open");
+    assert!(check(&mut b, &s, T0 + 70 * S).0.allowed);
+
+    // Opened in the future: taken as opened now.
+    let mut b = opened(&s, T0);
+    b.opened_at = Some(T0 + 3650 * 86_400_000);
+    let fixed = sane::clamp(&mut b, &s, 0, T0);
+    assert!(
+        fixed[0].starts_with("opened_at 3650d in the future"),
+        "{fixed:?}"
+    );
+    assert_eq!(b.opened_at, Some(T0));
+    // Within the clock skew it is left as written.
+    let mut b = opened(&s, T0 + 30 * S);
+    assert!(sane::clamp(&mut b, &s, 0, T0).is_empty());
+
+    // The upstream key may stay open as long as an API's named wait.
+    let mut b = opened(&s, T0);
+    b.open_duration_ms = 600_000;
+    assert!(sane::clamp(&mut b, &s, sane::MAX_NAMED_WAIT_MS, T0).is_empty());
+    b.open_duration_ms = 30 * 86_400_000;
+    sane::clamp(&mut b, &s, sane::MAX_NAMED_WAIT_MS, T0 + S);
+    assert_eq!(b.open_duration_ms, S as u64 + sane::MAX_NAMED_WAIT_MS);
+}
+
+#[test]
+fn planted_counts_leases_and_times_are_brought_within_the_settings() {
+    let mut s = settings();
+    s.failure_rate = Some(0.5);
+    s.window_size = Some(10);
+    let mut b = Breaker::new("agent");
+    b.consecutive_failures = u32::MAX;
+    b.calls = (0..50)
+        .map(|i| Call {
+            at: T0 - 100 + i,
+            failed: true,
+        })
+        .chain([Call {
+            at: T0 + 86_400_000,
+            failed: true,
+        }])
+        .collect();
+    b.last_success = Some(T0 + 86_400_000);
+    b.probes.push(Probe {
+        ticket: "0-1".into(),
+        expires: T0,
+    });
+    let fixed = sane::clamp(&mut b, &s, 0, T0);
+    assert_eq!(fixed.len(), 5, "{fixed:?}");
+    assert_eq!(b.consecutive_failures, s.failure_threshold);
+    assert_eq!(b.calls.len(), 10);
+    assert_eq!(b.calls.back().map(|c| c.at), Some(T0 - 51));
+    assert_eq!(b.last_success, Some(T0));
+    assert!(b.probes.is_empty());
+
+    // Half-open: no more leases than it grants, none ending after its TTL, and fewer
+    // successes than close it.
+    let s = settings();
+    let mut b = opened(&s, T0);
+    check(&mut b, &s, T0 + 60 * S);
+    b.probes.push(Probe {
+        ticket: "9-9".into(),
+        expires: T0 + 3650 * 86_400_000,
+    });
+    b.probes.extend((0..5).map(|i| Probe {
+        ticket: format!("2-{i}"),
+        expires: T0 + 61 * S,
+    }));
+    b.probe_successes = u32::MAX;
+    let fixed = sane::clamp(&mut b, &s, 0, T0 + 60 * S);
+    assert_eq!(fixed.len(), 3, "{fixed:?}");
+    assert_eq!(b.probes.len(), 1);
+    assert_eq!(b.probe_successes, 0);
+}
+
+#[test]
+fn planted_generations_and_totals_at_their_limits_do_not_overflow() {
+    let s = settings();
+    let mut b = Breaker::new("agent");
+    b.generation = u64::MAX;
+    b.totals.failures = u64::MAX;
+    b.last_probe = u64::MAX;
+    fail_n(&mut b, &s, 2, T0);
+    assert_eq!(b.state, State::Open);
+    assert_eq!(b.generation, 0);
+    assert_eq!(b.totals.failures, u64::MAX);
+    let p = check(&mut b, &s, T0 + 60 * S).0;
+    assert_eq!(p.ticket.as_deref(), Some("1-0"));
 }

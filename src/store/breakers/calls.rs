@@ -268,7 +268,11 @@ pub fn peek_all(g: &Ground, policy: &Policy) -> Result<Vec<Status>, Failure> {
         let Some(mut b) = store::peek(g, &id) else {
             continue;
         };
-        let (st, _) = breaker::status(&mut b, &policy.breaker_for(&id.policy_key), now);
+        let settings = policy.breaker_for(&id.policy_key);
+        // Shown as the next call would see it; the stored state is left for that call.
+        let wait = store::named_wait(policy, &id);
+        store::warn_clamped(g, &id.key, "its stored state", &mut b, &settings, wait, now);
+        let (st, _) = breaker::status(&mut b, &settings, now);
         list.push(status(st));
     }
     Ok(list)
