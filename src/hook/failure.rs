@@ -18,6 +18,7 @@ use crate::core::error_record;
 use crate::core::hook_payload::Payload;
 use crate::core::policy::Policy;
 use crate::core::repeat;
+use crate::core::text::{name, quoted};
 use crate::core::vocab::{Action, Class};
 use crate::exit::Failure;
 use crate::store::breakers::calls as breaker;
@@ -125,7 +126,8 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         .filter(|_| !work && object.action == Action::Retry)
         .map(|(key, failures)| {
             let why = format!(
-                "the breaker `{key}` is open after {}, so the next call is denied until its cooldown ends",
+                "the breaker {} is open after {}, so the next call is denied until its cooldown ends",
+                name(key),
                 crate::core::text::count(*failures, "failure")
             );
             no_retry(&mut object, &mut rec, &why);
@@ -177,16 +179,15 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         // What its SubagentStop found says more than the client's "No assistant messages".
         Some(e) => format!(
             "The {} subagent's output is unusable:\n{}\nDo not rely on it: rerun the subagent with these fixed, or proceed without it.",
-            e.key,
+            name(&e.key),
             e.last.detail.as_deref().unwrap_or("its output failed its checks")
         ),
         None if seen.say_now => format!(
             "triage: `{}`: {}. {}",
             object.kind,
-            object.detail.trim_end_matches('.'),
+            quoted(object.detail.trim_end_matches('.')),
             repeat_sentence(seen.count)
-        )
-        .replace('\n', " "),
+        ),
         None => match &open_now {
             // Not "retry (attempt 2 of 3)" when that call would be denied.
             Some(why) => format!(
@@ -194,19 +195,17 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
                 object.kind,
                 object.tier.number(),
                 object.tier.name(),
-                object.detail.trim_end_matches('.')
-            )
-            .replace('\n', " "),
+                quoted(object.detail.trim_end_matches('.'))
+            ),
             None => match &budget_spent {
                 Some(why) => format!(
                     "triage: `{}` (tier {}, {}): {}. The {}. Next step: fail fast, without retrying this call.",
                     object.kind,
                     object.tier.number(),
                     object.tier.name(),
-                    object.detail.trim_end_matches('.'),
+                    quoted(object.detail.trim_end_matches('.')),
                     why.trim_start_matches("the ")
-                )
-                .replace('\n', " "),
+                ),
                 None => classify::hook_context(&object),
             },
         },
@@ -239,7 +238,8 @@ fn charge_budget(cx: &Context, policy: &Policy, key: &str) -> Option<String> {
     let limits = policy.budget_for(key)?;
     match crate::store::budget::call(&cx.ground(), key, limits, BudgetOp::Failure) {
         Ok((tokens, _)) if !retry_allowed(limits, tokens) => Some(format!(
-            "the fleet's retry budget for `{key}` is spent ({} of {} tokens left; retries resume above half)",
+            "the fleet's retry budget for {} is spent ({} of {} tokens left; retries resume above half)",
+            name(key),
             tokens as f64 / 1000.0,
             limits.max_milli as f64 / 1000.0
         )),

@@ -126,10 +126,12 @@ pub fn unresolved_elsewhere(
         {
             return;
         }
+        // Names come from records in the root, which may be planted: only a plain
+        // identifier is named; any other is "an agent" (the record stays in the report).
         let what = format!(
             "{} {}",
-            l.agent().unwrap_or("unknown agent"),
-            l.kind().unwrap_or("unknown")
+            plain(l.agent()).unwrap_or("unknown agent"),
+            plain(l.kind()).unwrap_or("unknown")
         );
         open.insert(id.to_string(), what);
     })?;
@@ -141,4 +143,9 @@ pub fn unresolved_elsewhere(
         *earlier.by_what.entry(what).or_default() += 1;
     }
     Ok(earlier)
+}
+
+/// `s` when it is a plain identifier.
+fn plain(s: Option<&str>) -> Option<&str> {
+    s.filter(|s| crate::core::text::is_plain_name(s))
 }
