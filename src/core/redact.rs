@@ -391,31 +391,39 @@ pub struct Redactor {
 }
 
 /// Field names whose string value is a credential whatever it looks like (a JSON object's
-/// `"password": "..."` is seen as a value without its key by the text shapes).
+/// `"password": "..."` is seen as a value without its key by the text shapes); compared
+/// without case, `_` or `-` (`SecretAccessKey`, `secret_access_key`, `x-api-key`).
 const SECRET_FIELDS: &[&str] = &[
     "password",
     "passwd",
     "passphrase",
     "secret",
-    "client_secret",
+    "clientsecret",
     "token",
-    "access_token",
-    "refresh_token",
-    "id_token",
-    "auth_token",
-    "api_key",
+    "accesstoken",
+    "refreshtoken",
+    "idtoken",
+    "authtoken",
     "apikey",
-    "private_key",
+    "xapikey",
+    "privatekey",
     "authorization",
-    "proxy_authorization",
-    "aws_secret_access_key",
-    "secret_access_key",
-    "x_api_key",
+    "proxyauthorization",
+    "awssecretaccesskey",
+    "secretaccesskey",
+    "secretkey",
 ];
 
 /// Whether field `name` holds a credential whatever its value looks like.
 fn secret_field(name: &str) -> bool {
-    let n = name.to_ascii_lowercase().replace('-', "_");
+    if name.len() > 40 {
+        return false;
+    }
+    let n: String = name
+        .chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
     SECRET_FIELDS.contains(&n.as_str())
 }
 

@@ -64,6 +64,7 @@ mod policy_cache;
 mod progress_view;
 mod readme;
 mod record;
+mod redaction;
 mod release;
 mod report_admission;
 mod report_html;
