@@ -49,6 +49,7 @@ mod hostile_resume;
 mod hostile_root;
 mod hostile_stdin;
 mod init;
+mod injection;
 mod manual;
 mod parsers;
 mod perf;
