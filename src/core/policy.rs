@@ -77,7 +77,7 @@ pub struct Policy {
 pub struct RedactPolicy {
     /// More shapes: `{name = "acme-key", regex = 'acme_[0-9a-f]{32}'}`. The whole match is
     /// replaced, or only its group named `secret` when it has one
-    /// (`'PIN (?P<secret>\d{4,})'`); `name` (letters, digits, `-`) is what the marker says.
+    /// (`'PIN (?P<secret>\d{4,})'`); `name` (letters, digits, `-` and `_`) is what the marker says.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub patterns: Vec<RedactPattern>,
     /// Field names (any depth, any case) whose values are replaced whole, whatever they

@@ -10,28 +10,16 @@
 //! a key). The policy adds shapes (`[redact] patterns`) and names payload fields never kept
 //! (`[redact] fields`).
 //!
-//! Cost: most text holds no secret, and a hook call must stay cheap. One pass of an
-//! Aho-Corasick automaton over the text finds the shapes' trigger words (`sk-`, `AKIA`,
-//! `password`, `://` ...); a shape's regex is compiled (once per process) and run only when
-//! its trigger is there, in the right case and at a word's start where the shape needs it.
+//! Cost: most text holds no secret, and a hook call must stay cheap. A prefilter looks for
+//! the shapes' anchors with SIMD searches (the separators `=` `:` `-` `_`, and the literal
+//! prefixes `AKIA`, `AIza`, `eyJ` ...), and checks each hit by the bytes around it (`sk` before
+//! `-`, `password` before `=`); a shape's regex is compiled (once per process) and run only
+//! when its anchor is there.
 
 use regex::{Captures, Regex};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::sync::OnceLock;
-
-/// Where a shape's trigger must sit for the shape to be worth its regex.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Gate {
-    /// Anywhere, in any case.
-    Any,
-    /// In the trigger's own case, not inside a word.
-    Exact,
-    /// Any case, followed (after more of a name and a quote) by `=` or `:`.
-    Assigned,
-    /// Followed by an `@` before the next space (credentials in a URL).
-    AtSign,
-}
 
 /// One credential shape.
 struct Shape {
@@ -40,9 +28,6 @@ struct Shape {
     /// The rule it follows, for the reader.
     #[allow(dead_code)]
     source: &'static str,
-    /// Words one of which the text must hold for the shape to be tried.
-    triggers: &'static [&'static str],
-    gate: Gate,
     /// The regex; a group named `secret` is what is replaced (else the whole match), and a
     /// group named `key` names the kind (`password`, `token` ...) in keyword shapes.
     pattern: &'static str,
@@ -57,123 +42,86 @@ static SHAPES: &[Shape] = &[
     Shape {
         kind: "private-key",
         source: "gitleaks private-key; trufflehog privatekey",
-        triggers: &["-----BEGIN"],
-        gate: Gate::Any,
         pattern: r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----|\z)",
     },
     Shape {
         kind: "anthropic-api-key",
         source: "gitleaks anthropic-api-key, anthropic-admin-api-key",
-        triggers: &["sk-ant-"],
-        gate: Gate::Exact,
         pattern: r"\bsk-ant-[a-z]{3,8}\d{2}-[A-Za-z0-9_\-]{16,}",
     },
     Shape {
         kind: "openai-api-key",
         source: "gitleaks openai-api-key; trufflehog openai",
-        triggers: &["sk-"],
-        gate: Gate::Exact,
         pattern: r"\bsk-(?:(?:proj|svcacct|admin|None)-)?[A-Za-z0-9_\-]*\d[A-Za-z0-9_\-]*",
     },
     Shape {
         kind: "stripe-key",
         source: "gitleaks stripe-access-token",
-        triggers: &["sk_test_", "sk_live_", "sk_prod_", "rk_test_", "rk_live_", "rk_prod_"],
-        gate: Gate::Exact,
         pattern: r"\b(?:sk|rk)_(?:test|live|prod)_[A-Za-z0-9]{10,99}\b",
     },
     Shape {
         kind: "aws-access-key",
         source: "gitleaks aws-access-token; trufflehog aws",
-        triggers: &["AKIA", "ASIA", "ABIA", "ACCA", "A3T"],
-        gate: Gate::Exact,
         pattern: r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b",
     },
     Shape {
         kind: "aws-secret-key",
         source: "trufflehog aws (the secret beside its key id); gitleaks generic-api-key",
-        triggers: &["aws_secret", "aws-secret", "awssecret", "secretaccesskey", "secret_access_key"],
-        gate: Gate::Any,
         pattern: r#"(?i)(?:aws[_-]?secret[_-]?(?:access[_-]?)?key|secret_?access_?key)["'`]?\s*(?:=|:|=>)\s*["'`]?(?P<secret>[A-Za-z0-9/+=]{40})(?:[^A-Za-z0-9/+=]|$)"#,
     },
     Shape {
         kind: "github-token",
         source: "gitleaks github-pat, github-oauth, github-app-token, github-refresh-token",
-        triggers: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
-        gate: Gate::Exact,
         pattern: r"\bgh[pousr]_[0-9A-Za-z]{36,255}\b",
     },
     Shape {
         kind: "github-token",
         source: "gitleaks github-fine-grained-pat",
-        triggers: &["github_pat_"],
-        gate: Gate::Exact,
         pattern: r"\bgithub_pat_[A-Za-z0-9_]{22,255}",
     },
     Shape {
         kind: "gitlab-token",
         source: "gitleaks gitlab-pat, gitlab-pat-routable, gitlab-deploy-token, gitlab-runner-authentication-token",
-        triggers: &["glpat-", "gldt-", "glrt-", "glptt-"],
-        gate: Gate::Exact,
         pattern: r"\bgl(?:pat|dt|rt|ptt)-[A-Za-z0-9_.-]{20,300}",
     },
     Shape {
         kind: "slack-token",
         source: "gitleaks slack-bot-token, slack-user-token, slack-app-token, slack-legacy-token",
-        triggers: &["xoxb-", "xoxa-", "xoxp-", "xoxr-", "xoxs-", "xoxe-", "xapp-"],
-        gate: Gate::Exact,
         pattern: r"\b(?:xox[abprse](?:\.[A-Za-z0-9-]+)?-[0-9A-Za-z-]{10,250}|xapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+)",
     },
     Shape {
         kind: "google-api-key",
         source: "gitleaks gcp-api-key; trufflehog googleapikey",
-        triggers: &["AIza"],
-        gate: Gate::Exact,
         pattern: r"\bAIza[A-Za-z0-9_-]{35}",
     },
     Shape {
         kind: "jwt",
         source: "gitleaks jwt; trufflehog jwt",
-        triggers: &["eyJ"],
-        gate: Gate::Exact,
         pattern: r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
     },
     Shape {
         kind: "authorization",
         source: "gitleaks curl-auth-header; trufflehog (HTTP Authorization header in any detector's request)",
-        triggers: &["authorization"],
-        gate: Gate::Assigned,
         pattern: r#"(?i)\b(?:proxy-)?authorization["'`]?\s*[:=]\s*["'`]?(?:(?:bearer|basic|token|digest|negotiate|ntlm|apikey|aws4-hmac-sha256)\s+)?(?P<secret>[^\s"'`\[][^\s"'`]{3,}(?:[ ,]+[A-Za-z]+=[^\s"'`,]+)*)"#,
     },
     Shape {
         kind: "bearer-token",
         source: "gitleaks curl-auth-header (Bearer); trufflehog (bearer tokens)",
-        triggers: &["bearer "],
-        gate: Gate::Any,
         pattern: r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/\-]{16,}=*)",
     },
     Shape {
         kind: "url-password",
         source: "trufflehog uri (credentials in a URL); gitleaks generic-api-key",
-        triggers: &["://"],
-        gate: Gate::AtSign,
         pattern: r#"\b[A-Za-z][A-Za-z0-9+.\-]{0,20}://[^\s/:@"'<>]{0,128}:(?P<secret>[^\s/@"'<>\[]{1,256})@"#,
     },
     Shape {
         kind: "password",
         source: "gitleaks generic-api-key (its keywords and assignment forms)",
-        triggers: &[
-            "password", "passwd", "passphrase", "secret", "token", "api_key", "api-key",
-            "apikey", "access_key", "access-key", "private_key", "private-key", "credential",
-        ],
-        gate: Gate::Assigned,
         pattern: r#"(?i)(?P<key>password|passwd|passphrase|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credentials?)["'`]?\s*(?:=|:|=>)\s*["'`]?(?P<secret>VALUE{3,})"#,
     },
     Shape {
         kind: "password",
         source: "gitleaks generic-api-key (command-line flags)",
-        triggers: &["--password", "--passwd", "--token", "--secret", "--api-key", "--api_key", "--apikey"],
-        gate: Gate::Any,
         pattern: r#"(?i)--(?P<key>password|passwd|token|secret|api[_-]?key)[ =]["'`]?(?P<secret>VALUE{3,})"#,
     },
 ];
@@ -244,77 +192,179 @@ fn shape_regex(i: usize) -> Option<&'static Regex> {
         .as_ref()
 }
 
-/// The automaton of every shape's triggers (ASCII case folded), and the shape of each.
-fn triggers() -> Option<&'static (aho_corasick::AhoCorasick, Vec<usize>)> {
-    static AC: OnceLock<Option<(aho_corasick::AhoCorasick, Vec<usize>)>> = OnceLock::new();
-    AC.get_or_init(|| {
-        let mut words = Vec::new();
-        let mut owner = Vec::new();
-        for (i, s) in SHAPES.iter().enumerate() {
-            for t in s.triggers {
-                words.push(*t);
-                owner.push(i);
-            }
-        }
-        aho_corasick::AhoCorasick::builder()
-            .ascii_case_insensitive(true)
-            .match_kind(aho_corasick::MatchKind::Standard)
-            .build(&words)
-            .ok()
-            .map(|ac| (ac, owner))
+// The shapes' places in [`SHAPES`], for the prefilter.
+const PRIVATE_KEY: usize = 0;
+const ANTHROPIC: usize = 1;
+const OPENAI: usize = 2;
+const STRIPE: usize = 3;
+const AWS_KEY_ID: usize = 4;
+const AWS_SECRET: usize = 5;
+const GITHUB: usize = 6;
+const GITHUB_PAT: usize = 7;
+const GITLAB: usize = 8;
+const SLACK: usize = 9;
+const GOOGLE: usize = 10;
+const JWT: usize = 11;
+const AUTHORIZATION: usize = 12;
+const BEARER: usize = 13;
+const URL_PASSWORD: usize = 14;
+const KEYWORD: usize = 15;
+const FLAG: usize = 16;
+
+/// The shortest text that can hold a credential (`token=abc`).
+const SHORTEST: usize = 9;
+
+/// Finders of the literal prefixes of the shapes that have no `-`, `_`, `=`, `:` or capital
+/// `A` to anchor on, made once.
+fn finders() -> &'static [(memchr::memmem::Finder<'static>, usize)] {
+    static FINDERS: OnceLock<Vec<(memchr::memmem::Finder<'static>, usize)>> = OnceLock::new();
+    FINDERS.get_or_init(|| {
+        [("eyJ", JWT), ("earer ", BEARER)]
+            .into_iter()
+            .map(|(lit, shape)| (memchr::memmem::Finder::new(lit.as_bytes()), shape))
+            .collect()
     })
-    .as_ref()
 }
 
-/// Whether a trigger found at `start..end` of `text` passes its shape's gate.
-fn gate_passes(gate: Gate, text: &[u8], start: usize, end: usize, trigger: &str) -> bool {
-    match gate {
-        Gate::Any => true,
-        Gate::Exact => {
-            text.get(start..end) == Some(trigger.as_bytes())
-                && (start == 0 || !text[start - 1].is_ascii_alphanumeric())
+/// The keywords whose value, after `=` or `:`, is a credential, and the shapes they call
+/// for: a name ending with one (compared in lower case, without `_` and `-`: `DB_PASSWORD`,
+/// `x-api-key`, `aws_secret_access_key`), as the shapes' regexes want the keyword right
+/// before the separator.
+const KEYWORDS: &[(&str, u64)] = &[
+    ("password", 1 << KEYWORD),
+    ("passwd", 1 << KEYWORD),
+    ("passphrase", 1 << KEYWORD),
+    ("secret", (1 << KEYWORD) | (1 << AWS_SECRET)),
+    ("token", 1 << KEYWORD),
+    ("apikey", 1 << KEYWORD),
+    ("accesskey", (1 << KEYWORD) | (1 << AWS_SECRET)),
+    ("privatekey", 1 << KEYWORD),
+    ("credential", 1 << KEYWORD),
+    ("credentials", 1 << KEYWORD),
+    ("authorization", 1 << AUTHORIZATION),
+];
+
+/// The name just before a separator at `at`: the run of letters, digits and `_ . -` before
+/// it (past a closing quote and spaces), lowercased without `_` and `-`, at most 48 bytes.
+fn name_before(b: &[u8], at: usize, out: &mut [u8; 48]) -> usize {
+    let mut end = at;
+    let mut skipped = 0;
+    while end > 0 && skipped < 3 && matches!(b[end - 1], b' ' | b'\t' | b'"' | b'\'' | b'`') {
+        end -= 1;
+        skipped += 1;
+    }
+    let mut start = end;
+    while start > 0
+        && end - start < 48
+        && (b[start - 1].is_ascii_alphanumeric() || matches!(b[start - 1], b'_' | b'-' | b'.'))
+    {
+        start -= 1;
+    }
+    let mut n = 0;
+    for &c in &b[start..end] {
+        if c != b'_' && c != b'-' {
+            out[n] = c.to_ascii_lowercase();
+            n += 1;
         }
-        Gate::Assigned => {
-            let rest = text.get(end..).unwrap_or_default();
-            rest.iter()
-                .take(48)
-                .skip_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-                .take(4)
-                .any(|b| matches!(b, b'=' | b':'))
-        }
-        Gate::AtSign => {
-            let rest = text.get(end..).unwrap_or_default();
-            rest.iter()
-                .take(400)
-                .take_while(|b| !b.is_ascii_whitespace())
-                .any(|b| *b == b'@')
-        }
+    }
+    n
+}
+
+/// The word of letters and digits that ends at `at` and starts a word, if it is at most 11
+/// bytes.
+fn word_ending_at(b: &[u8], at: usize) -> &[u8] {
+    let mut start = at;
+    while start > 0 && at - start < 12 && b[start - 1].is_ascii_alphanumeric() {
+        start -= 1;
+    }
+    let starts_word = start == 0 || !(b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_');
+    if starts_word && at - start < 12 {
+        &b[start..at]
+    } else {
+        &[]
     }
 }
 
-/// Which built-in shapes `text` may hold, as a bit per shape.
+/// Which built-in shapes `text` may hold, as a bit per shape: a few passes of SIMD search
+/// (the separators `=`, `:`, `-`, `_` and a handful of literal prefixes), each hit checked
+/// by a look at the bytes around it. No regex is compiled for text that passes none.
 fn candidates(text: &str) -> u64 {
-    let Some((ac, owner)) = triggers() else {
-        return u64::MAX;
-    };
-    let bytes = text.as_bytes();
+    let b = text.as_bytes();
+    if b.len() < SHORTEST {
+        return 0;
+    }
     let mut found = 0u64;
-    for m in ac.find_overlapping_iter(text) {
-        let Some(&i) = owner.get(m.pattern().as_usize()) else {
-            continue;
-        };
-        if found & (1 << i) != 0 {
+    let mut name = [0u8; 48];
+    for i in memchr::memchr2_iter(b'=', b':', b) {
+        if b[i] == b':' && b.get(i + 1..i + 3) == Some(b"//") {
+            let rest = &b[i + 3..b.len().min(i + 400)];
+            let end = rest
+                .iter()
+                .position(|c| c.is_ascii_whitespace())
+                .unwrap_or(rest.len());
+            if rest[..end].contains(&b'@') {
+                found |= 1 << URL_PASSWORD;
+            }
             continue;
         }
-        let shape = &SHAPES[i];
-        let trigger = shape
-            .triggers
-            .iter()
-            .find(|t| t.eq_ignore_ascii_case(&text[m.start()..m.end()]))
-            .copied()
-            .unwrap_or_default();
-        if gate_passes(shape.gate, bytes, m.start(), m.end(), trigger) {
-            found |= 1 << i;
+        let n = name_before(b, i, &mut name);
+        if n < 5 {
+            continue;
+        }
+        let word = &name[..n];
+        for (k, bits) in KEYWORDS {
+            if word.ends_with(k.as_bytes()) {
+                found |= bits;
+            }
+        }
+    }
+    for i in memchr::memchr2_iter(b'-', b'_', b) {
+        let sep = b[i];
+        let after = &b[i + 1..];
+        let word = word_ending_at(b, i);
+        let bit = match (sep, word) {
+            (b'-', b"sk") if after.starts_with(b"ant-") => (1 << ANTHROPIC) | (1 << OPENAI),
+            (b'-', b"sk") => 1 << OPENAI,
+            (b'_', b"sk" | b"rk") => 1 << STRIPE,
+            (b'_', b"ghp" | b"gho" | b"ghu" | b"ghs" | b"ghr") => 1 << GITHUB,
+            (b'_', b"github") if after.starts_with(b"pat_") => 1 << GITHUB_PAT,
+            (b'-', b"glpat" | b"gldt" | b"glrt" | b"glptt") => 1 << GITLAB,
+            (b'-', b"xoxa" | b"xoxb" | b"xoxp" | b"xoxr" | b"xoxs" | b"xoxe" | b"xapp") => {
+                1 << SLACK
+            }
+            (b'-', b"") if after.starts_with(b"----BEGIN") => 1 << PRIVATE_KEY,
+            (b'-', b"") if after.starts_with(b"-") && i + 2 < b.len() => {
+                let flag = &b[i + 2..b.len().min(i + 12)];
+                let lower: Vec<u8> = flag.iter().map(u8::to_ascii_lowercase).collect();
+                if [&b"password"[..], b"passwd", b"token", b"secret", b"api"]
+                    .iter()
+                    .any(|k| lower.starts_with(k))
+                {
+                    1 << FLAG
+                } else {
+                    0
+                }
+            }
+            _ => 0,
+        };
+        found |= bit;
+    }
+    // AWS key ids (`AKIA`, `ASIA`, `ABIA`, `ACCA`, `A3T`) and Google keys (`AIza`) at a
+    // word's start.
+    for i in memchr::memchr_iter(b'A', b) {
+        if i > 0 && b[i - 1].is_ascii_alphanumeric() {
+            continue;
+        }
+        match b.get(i..i + 4) {
+            Some(b"AKIA" | b"ASIA" | b"ABIA" | b"ACCA") => found |= 1 << AWS_KEY_ID,
+            Some(b"AIza") => found |= 1 << GOOGLE,
+            Some([b'A', b'3', b'T', _]) => found |= 1 << AWS_KEY_ID,
+            _ => {}
+        }
+    }
+    for (finder, shape) in finders() {
+        if found & (1 << shape) == 0 && finder.find(b).is_some() {
+            found |= 1 << shape;
         }
     }
     found

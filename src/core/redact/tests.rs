@@ -194,3 +194,43 @@ fn every_shape_compiles() {
     }
     assert!(SHAPES.len() < 64, "one bit per shape");
 }
+
+#[test]
+fn the_prefilter_knows_each_shape_by_its_place() {
+    for (i, kind) in [
+        (PRIVATE_KEY, "private-key"),
+        (ANTHROPIC, "anthropic-api-key"),
+        (OPENAI, "openai-api-key"),
+        (STRIPE, "stripe-key"),
+        (AWS_KEY_ID, "aws-access-key"),
+        (AWS_SECRET, "aws-secret-key"),
+        (GITHUB, "github-token"),
+        (GITHUB_PAT, "github-token"),
+        (GITLAB, "gitlab-token"),
+        (SLACK, "slack-token"),
+        (GOOGLE, "google-api-key"),
+        (JWT, "jwt"),
+        (AUTHORIZATION, "authorization"),
+        (BEARER, "bearer-token"),
+        (URL_PASSWORD, "url-password"),
+        (KEYWORD, "password"),
+        (FLAG, "password"),
+    ] {
+        assert_eq!(SHAPES[i].kind, kind);
+    }
+    assert_eq!(SHAPES.len(), FLAG + 1);
+}
+
+/// Ordinary payload text (ids, paths, prose, JSON) calls for no regex at all.
+#[test]
+fn the_prefilter_passes_ordinary_text_without_a_regex() {
+    for text in [
+        "Review the literature on oxygen-permeable membranes published since 2015.",
+        "/home/user/.claude/projects/bench/bench-session-0001.jsonl",
+        "toolu_01A8bench0000000000000002",
+        "error[E0308]: mismatched types: expected `u32`, found `i64` at src/main.rs:12:5",
+        "npm ERR! code ERESOLVE; see https://docs.npmjs.com/cli for details",
+    ] {
+        assert_eq!(candidates(text), 0, "{text}");
+    }
+}
