@@ -398,7 +398,10 @@ fn usage_error(e: clap::Error, args: &[OsString]) -> ExitCode {
         Some(s) => format!("triage {s}: "),
         None => "triage: ".into(),
     };
+    // clap quotes the argument it could not take: a credential typed on the command line is
+    // not repeated.
     let text = e.render().to_string();
+    let text = crate::core::redact::redact(&text);
     let text = text.strip_prefix("error: ").unwrap_or(&text);
     say_more!("{prefix}{text}");
     if e.kind() == ErrorKind::InvalidSubcommand {

@@ -191,6 +191,7 @@ pub struct Context {
     /// `-v` or `TRIAGE_LOG=debug`: the decision trace is written (see [`crate::store::trace`]).
     pub debug: bool,
     policy: OnceLock<(Policy, Option<PathBuf>)>,
+    redactor: OnceLock<crate::core::redact::Redactor>,
 }
 
 impl Context {
@@ -239,6 +240,7 @@ impl Context {
             cache_dir,
             state_dir,
             policy: OnceLock::new(),
+            redactor: OnceLock::new(),
         })
     }
 
@@ -371,6 +373,17 @@ impl Context {
             "--config {}: no such file; name an existing policy file (`triage init` writes a starter .triage.toml), or leave --config out to use .triage.toml or the built-in defaults",
             crate::core::text::printable(&path.display().to_string())
         )))
+    }
+
+    /// The redactor every text from outside passes where it enters: the built-in credential
+    /// shapes and the policy's `[redact]` (the built-in shapes alone when the policy cannot be
+    /// read).
+    pub fn redactor(&self) -> &crate::core::redact::Redactor {
+        self.redactor.get_or_init(|| {
+            self.policy()
+                .map(|p| p.redact.redactor())
+                .unwrap_or_default()
+        })
     }
 
     /// The policy: the file's, or the built-in defaults. Each bad entry of the file is a

@@ -18,6 +18,7 @@ pub mod output_check;
 pub(crate) mod pattern;
 pub(crate) mod phase;
 pub mod policy;
+pub(crate) mod redact;
 pub(crate) mod repeat;
 pub(crate) mod saga;
 pub(crate) mod state;

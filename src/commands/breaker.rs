@@ -129,8 +129,10 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         ));
     }
     if by_hook {
-        let payload =
-            crate::core::hook_payload::Payload::new(cx.read_json()?.unwrap_or(Value::Null));
+        let payload = crate::core::hook_payload::Payload::redacted(
+            cx.read_json()?.unwrap_or(Value::Null),
+            cx.redactor(),
+        );
         return Ok(Answer::hook(&crate::hook::breaker::answer(cx, &payload)?));
     }
     let Some(action) = &args.action else {
@@ -153,7 +155,11 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         Ok(None)
     };
     let input = match read {
-        Ok(v) => v.unwrap_or(Value::Null),
+        Ok(v) => {
+            let mut v = v.unwrap_or(Value::Null);
+            cx.redactor().value(&mut v);
+            v
+        }
         Err(f) if f.class == FailureClass::Data && !cx.global.strict => {
             cx.warn(&format!("ignoring stdin: {f}"));
             Value::Null

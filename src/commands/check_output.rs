@@ -84,7 +84,7 @@ pub struct Args {
 pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let flags = flag_rules(args)?;
     if args.hook {
-        let payload = Payload::new(cx.read_json()?.unwrap_or(Value::Null));
+        let payload = Payload::redacted(cx.read_json()?.unwrap_or(Value::Null), cx.redactor());
         let response = crate::hook::check_output::answer(cx, &payload, &flags)?;
         if args.block_with_exit_2 && response.decision.as_deref() == Some("block") {
             say!("{}", response.reason.as_deref().unwrap_or_default());
@@ -155,14 +155,18 @@ fn flag_rules(args: &Args) -> Result<OutputRules, Failure> {
 fn read_input(args: &Args, cx: &Context) -> Result<Input, Failure> {
     let mut input = if args.raw {
         let bytes = cx.read_stdin()?.unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
         Input {
-            output: Some(Value::String(String::from_utf8_lossy(&bytes).into_owned())),
+            output: Some(Value::String(cx.redactor().text(&text).into_owned())),
             ..Input::default()
         }
     } else {
         match cx.read_json()? {
             None => Input::default(),
-            Some(v) => Input::from_json(v).map_err(Failure::data)?,
+            Some(mut v) => {
+                cx.redactor().value(&mut v);
+                Input::from_json(v).map_err(Failure::data)?
+            }
         }
     };
     if args.agent.is_some() {

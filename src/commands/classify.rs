@@ -64,11 +64,16 @@ fn long_help() -> String {
 /// Runs `triage classify`.
 pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
     let seed = cx.jitter_seed();
-    let input = read_input(args, cx)?;
+    // Credentials in the input or in --message become markers before anything reads them.
+    let mut input = read_input(args, cx)?;
+    cx.redactor().value(&mut input);
     let mut o = Overrides {
         agent: args.agent.clone(),
         attempt: args.attempt,
-        message: args.message.clone(),
+        message: args
+            .message
+            .as_deref()
+            .map(|m| cx.redactor().text(m).into_owned()),
         raw: args.raw,
         exit_code: args.exit_code,
         tool: args.tool.clone(),

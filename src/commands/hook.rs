@@ -46,7 +46,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             obj.insert("hook_event_name".into(), Value::from(event.as_str()));
         }
     }
-    let payload = Payload::new(value);
+    let payload = Payload::redacted(value, cx.redactor());
     if payload.event() == Some("StopFailure") {
         outlive_the_client(cx);
     }

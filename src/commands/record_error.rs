@@ -106,7 +106,7 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
             ));
         }
     };
-    apply_flags(&mut rec, args);
+    apply_flags(&mut rec, args, cx.redactor());
     let key = breaker_key(cx, args, &rec)?;
     if let Some(k) = &key {
         if rec.agent.as_deref() != Some(k.as_str()) {
@@ -210,11 +210,13 @@ fn text(done: &Recorded) -> String {
 }
 
 /// Stdin as JSON, as a record in YAML (seeds 001 and 002 write theirs so), or as the text of
-/// a raw error.
+/// a raw error; with every credential in it replaced by its marker.
 fn read_input(cx: &Context) -> Result<Option<Value>, Failure> {
-    Ok(cx
-        .read_stdin()?
-        .map(|bytes| crate::core::error_record::parse::sent(&bytes)))
+    Ok(cx.read_stdin()?.map(|bytes| {
+        let mut v = crate::core::error_record::parse::sent(&bytes);
+        cx.redactor().value(&mut v);
+        v
+    }))
 }
 
 /// `--resolve [ID]`: one record, or every unresolved one the selectors pick.
@@ -286,7 +288,7 @@ fn resolve_command(args: &Args, id: &str, cx: &Context) -> Result<Answer, Failur
 }
 
 /// Flags override the input's fields.
-fn apply_flags(rec: &mut ErrorRecord, a: &Args) {
+fn apply_flags(rec: &mut ErrorRecord, a: &Args, redactor: &crate::core::redact::Redactor) {
     let set = |slot: &mut Option<String>, v: &Option<String>| {
         if let Some(v) = v {
             *slot = Some(v.clone());
@@ -315,7 +317,8 @@ fn apply_flags(rec: &mut ErrorRecord, a: &Args) {
         rec.error.insert("kind".into(), k.as_str().into());
     }
     if let Some(d) = &a.detail {
-        rec.error.insert("detail".into(), d.clone().into());
+        rec.error
+            .insert("detail".into(), redactor.text(d).into_owned().into());
     }
     if rec.error.is_empty() {
         rec.error = error_fields(&Value::Object(std::mem::take(&mut rec.error)));

@@ -12,8 +12,15 @@ pub const SUBAGENT_TOOLS: &[&str] = &["Agent", "Task"];
 pub struct Payload(pub Value);
 
 impl Payload {
-    /// Wraps a parsed payload.
+    /// Wraps a parsed payload that is already redacted (or made by triage itself).
     pub fn new(v: Value) -> Payload {
+        Payload(v)
+    }
+
+    /// A payload as it arrives from outside: every credential in it, and every field the
+    /// policy names, replaced by its marker before anything reads it.
+    pub fn redacted(mut v: Value, r: &crate::core::redact::Redactor) -> Payload {
+        r.value(&mut v);
         Payload(v)
     }
 

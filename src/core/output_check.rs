@@ -309,7 +309,10 @@ fn check_status(j: &mut Judging, status: Option<&str>, output: Option<&Value>) {
         "status",
         match status {
             Some(s) if s.eq_ignore_ascii_case("error") => Err(match error_detail {
-                Some(d) => format!("the agent reported status `error`: {}", snippet(&d, 200)),
+                Some(d) => format!(
+                    "the agent reported status `error`: {}",
+                    crate::core::text::quoted_max(&d, 200)
+                ),
                 None => "the agent reported status `error`".into(),
             }),
             Some(s) => Ok(format!("status `{s}`")),
@@ -318,8 +321,12 @@ fn check_status(j: &mut Judging, status: Option<&str>, output: Option<&Value>) {
     );
     let said = match (status, output) {
         (Some(s), _) if s.eq_ignore_ascii_case("blocked") => Some(format!("status is `{s}`")),
-        (_, Some(Value::String(t))) => blocked_line(t)
-            .map(|l| format!("the output says it is blocked: \"{}\"", snippet(l, 120))),
+        (_, Some(Value::String(t))) => blocked_line(t).map(|l| {
+            format!(
+                "the output says it is blocked: {}",
+                crate::core::text::quoted_max(l, 120)
+            )
+        }),
         _ => None,
     };
     j.add(
@@ -403,8 +410,8 @@ fn check_text(j: &mut Judging, rules: &OutputRules, text: &str, original: Option
                 "forbid",
                 match found {
                     Some((s, e)) => Err(format!(
-                        "forbidden `{p}` found: \"{}\"",
-                        snippet(around(text, s, e), 80)
+                        "forbidden `{p}` found: {}",
+                        crate::core::text::quoted_max(around(text, s, e), 80)
                     )),
                     None => Ok(format!("no `{p}`")),
                 },
@@ -503,7 +510,7 @@ fn check_structure(j: &mut Judging, rules: &OutputRules, output: &Value, agent: 
                     let shown: Vec<String> = out.iter().take(3).map(Value::to_string).collect();
                     Err(format!(
                         "`{code}` yielded {}, expected true",
-                        snippet(&shown.join(", "), 80)
+                        crate::core::text::quoted_max(&shown.join(", "), 80)
                     ))
                 }
                 Err(e) => Err(format!("`{code}` failed: {e}")),

@@ -64,6 +64,48 @@ pub struct Policy {
     /// Retry budgets by key or glob (gRPC's retryThrottling): retries stop while too many
     /// calls fail (`triage budget`, `run --budget`).
     pub budget: BTreeMap<String, BudgetPolicy>,
+    /// Credentials triage never stores nor repeats, beyond the built-in shapes (API keys,
+    /// tokens, auth headers, private keys, passwords in URLs and in `password=` values).
+    pub redact: RedactPolicy,
+}
+
+/// `[redact]`: shapes of credentials to add to the built-in ones, and fields of a hook payload
+/// or an error object whose values are never kept. What matches becomes `[redacted NAME]`
+/// before anything is written or told to the model.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RedactPolicy {
+    /// More shapes: `{name = "acme-key", regex = 'acme_[0-9a-f]{32}'}`. The whole match is
+    /// replaced, or only its group named `secret` when it has one
+    /// (`'PIN (?P<secret>\d{4,})'`); `name` (letters, digits, `-` and `_`) is what the marker says.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<RedactPattern>,
+    /// Field names (any depth, any case) whose values are replaced whole, whatever they
+    /// hold: `["session_cookie", "tool_response"]`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<String>,
+}
+
+/// One `[redact] patterns` entry.
+#[derive(Clone, Debug, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedactPattern {
+    /// The kind the marker names: `[redacted NAME]`.
+    pub name: String,
+    /// What it matches (Rust regex syntax).
+    pub regex: String,
+}
+
+impl RedactPolicy {
+    /// The redactor of this policy: the built-in shapes and these.
+    pub(crate) fn redactor(&self) -> crate::core::redact::Redactor {
+        crate::core::redact::Redactor::new(
+            self.patterns
+                .iter()
+                .map(|p| (p.name.as_str(), p.regex.as_str())),
+            self.fields.iter().map(String::as_str),
+        )
+    }
 }
 
 /// `[permits.KEY]`: a bulkhead. Fields merge across matching globs, the exact key last.

@@ -322,7 +322,7 @@ fn run_held(
         let keep = if interrupted { Some(true) } else { Some(false) };
         let mut preserved = Vec::new();
         if let Some(always) = keep {
-            if let Some(p) = preserve(args, g, &name, attempt_no, &attempt, always)? {
+            if let Some(p) = preserve(args, g, policy, &name, attempt_no, &attempt, always)? {
                 entry["partial"] = json!(p);
                 report.preserved.push(p.clone());
                 preserved.push(p);
@@ -608,6 +608,7 @@ fn breaker_key(
 fn preserve(
     args: &Request,
     g: &Ground,
+    policy: &Policy,
     name: &str,
     attempt_no: u32,
     attempt: &Attempt,
@@ -625,6 +626,7 @@ fn preserve(
     }
     files::ensure_dir(&dir)?;
     let path = dir.join(format!("{}-{attempt_no}_partial", files::escape_key(name)));
+    let bytes = policy.redact.redactor().bytes(&bytes).into_owned();
     files::replace(&path, &bytes, Backup::Skip)?;
     Ok(Some(path.display().to_string()))
 }

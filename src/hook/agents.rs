@@ -9,6 +9,7 @@ use crate::context::Context;
 use crate::core::breaker::{CallReport, Outcome};
 use crate::core::error_record;
 use crate::core::hook_payload::Payload;
+use crate::core::text;
 use crate::exit::Failure;
 use crate::store::breakers::calls as breaker;
 use crate::store::sessions;
@@ -65,14 +66,17 @@ pub(super) fn undefined_agent(cx: &Context, p: &Payload) -> Result<Option<Respon
             cx.warn(&format!("a probe permit was not handed back: {f}"));
         }
     }
-    let directive = if available.is_empty() {
+    // The client's list and the model's invented name are outside text: shown as names,
+    // escaped when they are not plain identifiers.
+    let shown: Vec<String> = available.iter().map(|a| text::label(a)).collect();
+    let directive = if shown.is_empty() {
         "Use an agent type that exists.".to_string()
     } else {
-        format!("Use one of: {}.", available.join(", "))
+        format!("Use one of: {}.", shown.join(", "))
     };
     let input = json!({
         "kind": "not_found",
-        "detail": format!("there is no agent type `{name}`"),
+        "detail": format!("there is no agent type {}", text::name(&name)),
         "suggestions": [directive],
         "agent": name,
         "session_id": p.session_id(),
@@ -88,7 +92,10 @@ pub(super) fn undefined_agent(cx: &Context, p: &Payload) -> Result<Option<Respon
     }
     Ok(Some(Response::context(
         "PostToolUseFailure",
-        format!("triage: there is no `{name}` agent type. {directive}"),
+        format!(
+            "triage: there is no {} agent type. {directive}",
+            text::name(&name)
+        ),
     )))
 }
 

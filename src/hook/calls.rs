@@ -108,7 +108,7 @@ fn subagent_call(
     let elapsed = p
         .duration_ms()
         .or_else(|| u64::try_from(ended.at_ms - start.at_ms).ok());
-    let who = p.subagent_type().unwrap_or(key);
+    let who = &crate::core::text::label(p.subagent_type().unwrap_or(key));
     let mut response = if background {
         Response::default()
     } else {
@@ -243,7 +243,8 @@ pub(super) fn complete(
         let limit_ms = u64::try_from(limit.0.as_millis()).unwrap_or(u64::MAX);
         if ms > limit_ms {
             let text = format!(
-                "{agent} ran for {}, past its {limit} timeout",
+                "{} ran for {}, past its {limit} timeout",
+                crate::core::text::label(agent),
                 crate::core::duration::Dur(std::time::Duration::from_millis(ms))
             );
             timeout_note = Some(format!("triage: {text}; recorded as a timeout. Treat its result with care, and give it a narrower task if you call it again."));

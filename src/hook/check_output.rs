@@ -91,7 +91,10 @@ fn stop(
         .unwrap_or("main")
         .to_string();
     let counter = counter_path(&g, payload.session_id().unwrap_or("no-session"), &key);
-    let who = agent.as_deref().unwrap_or("the subagent");
+    // The agent's type is outside text: a name that is not a plain identifier is quoted.
+    let who = &agent
+        .as_deref()
+        .map_or_else(|| "the subagent".into(), crate::core::text::label);
     if verdict.ok {
         reset(&g, &counter)?;
         // The main agent's passing stop is its success: its open failures in this session
@@ -277,7 +280,9 @@ pub fn judge_call(
     if verdict.ok {
         return Ok((Response::default(), None));
     }
-    let who = agent.as_deref().unwrap_or("subagent");
+    let who = &agent
+        .as_deref()
+        .map_or_else(|| "subagent".into(), crate::core::text::label);
     let mut failed = Final {
         outcome: Outcome::Failure,
         kind: verdict.error.as_ref().map(|e| e.kind),

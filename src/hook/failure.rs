@@ -18,6 +18,7 @@ use crate::core::error_record;
 use crate::core::hook_payload::Payload;
 use crate::core::policy::Policy;
 use crate::core::repeat;
+use crate::core::text::{name, quoted};
 use crate::core::vocab::{Action, Class};
 use crate::exit::Failure;
 use crate::store::breakers::calls as breaker;
@@ -130,7 +131,8 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         .filter(|_| !work && object.action == Action::Retry)
         .map(|(key, failures)| {
             let why = format!(
-                "the breaker `{key}` is open after {}, so the next call is denied until its cooldown ends",
+                "the breaker {} is open after {}, so the next call is denied until its cooldown ends",
+                name(key),
                 crate::core::text::count(*failures, "failure")
             );
             no_retry(&mut object, &mut rec, &why);
@@ -186,12 +188,13 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         // What its SubagentStop found says more than the client's "No assistant messages".
         Some(e) => format!(
             "The {} subagent's output is unusable:\n{}\n{}",
-            e.key,
+            name(&e.key),
             e.last.detail.as_deref().unwrap_or("its output failed its checks"),
             match &open_after {
                 // Its breaker denies the next launch: a rerun is not the way on.
                 Some((key, _)) => format!(
-                    "Do not rely on it, and do not rerun it now: the breaker `{key}` is open; proceed without it."
+                    "Do not rely on it, and do not rerun it now: the breaker {} is open; proceed without it.",
+                    name(key)
                 ),
                 None => "Do not rely on it: rerun the subagent with these fixed, or proceed without it."
                     .to_string(),
@@ -200,10 +203,9 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
         None if seen.say_now => format!(
             "triage: `{}`: {}. {}",
             object.kind,
-            object.detail.trim_end_matches('.'),
+            quoted(object.detail.trim_end_matches('.')),
             repeat_sentence(seen.count)
-        )
-        .replace('\n', " "),
+        ),
         None => match &open_now {
             // Not "retry (attempt 2 of 3)" when that call would be denied.
             Some(why) => format!(
@@ -211,19 +213,17 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
                 object.kind,
                 object.tier.number(),
                 object.tier.name(),
-                object.detail.trim_end_matches('.')
-            )
-            .replace('\n', " "),
+                quoted(object.detail.trim_end_matches('.'))
+            ),
             None => match &budget_spent {
                 Some(why) => format!(
                     "triage: `{}` (tier {}, {}): {}. The {}. Next step: fail fast, without retrying this call.",
                     object.kind,
                     object.tier.number(),
                     object.tier.name(),
-                    object.detail.trim_end_matches('.'),
+                    quoted(object.detail.trim_end_matches('.')),
                     why.trim_start_matches("the ")
-                )
-                .replace('\n', " "),
+                ),
                 None => classify::hook_context(&object),
             },
         },
@@ -256,7 +256,8 @@ fn charge_budget(cx: &Context, policy: &Policy, key: &str) -> Option<String> {
     let limits = policy.budget_for(key)?;
     match crate::store::budget::call(&cx.ground(), key, limits, BudgetOp::Failure) {
         Ok((tokens, _)) if !retry_allowed(limits, tokens) => Some(format!(
-            "the fleet's retry budget for `{key}` is spent ({} of {} tokens left; retries resume above half)",
+            "the fleet's retry budget for {} is spent ({} of {} tokens left; retries resume above half)",
+            name(key),
             tokens as f64 / 1000.0,
             limits.max_milli as f64 / 1000.0
         )),

@@ -127,11 +127,16 @@ pub fn unresolved_elsewhere(
         {
             return;
         }
+        // Names come from records in the root, which may be planted: only a plain
+        // identifier is named; any other is "an agent" (the record stays in the report).
         let what = format!(
             "{} {}",
             // No agent: the main agent's own failure (its StopFailure), the session's.
-            l.agent().unwrap_or("the session"),
-            l.kind().unwrap_or("unknown")
+            match l.agent() {
+                None => "the session",
+                Some(a) => plain(Some(a)).unwrap_or("an agent"),
+            },
+            plain(l.kind()).unwrap_or("unknown")
         );
         open.insert(id.to_string(), what);
     })?;
@@ -143,4 +148,9 @@ pub fn unresolved_elsewhere(
         *earlier.by_what.entry(what).or_default() += 1;
     }
     Ok(earlier)
+}
+
+/// `s` when it is a plain identifier.
+fn plain(s: Option<&str>) -> Option<&str> {
+    s.filter(|s| crate::core::text::is_plain_name(s))
 }

@@ -41,7 +41,11 @@ fn breaker_line(s: &breaker::Status) -> Option<String> {
             "an operator opened it; calls are refused until it is reset".to_string()
         }
     };
-    Some(format!("breaker {} ({}): {what}.", s.key, s.state))
+    Some(format!(
+        "breaker {} ({}): {what}.",
+        crate::core::text::label(&s.key),
+        s.state
+    ))
 }
 
 /// "the last day", "the last 12 h".
@@ -77,16 +81,38 @@ pub(super) fn session_start(cx: &Context, p: &Payload) -> Result<Response, Failu
             window_words(window)
         )
     });
-    let mut breakers: Vec<String> = breaker::status_all(&g, || cx.policy())?
-        .into_iter()
-        .filter_map(|s| breaker_line(&s))
-        .collect();
+    // A breaker is named only when its key is a plain identifier: a state root may come from
+    // a clone, and a name triage cannot vouch for is not carried into a new session as if it
+    // were an agent or tool of this project (it is counted, and `breaker status` lists it).
+    let statuses = breaker::status_all(&g, || cx.policy())?;
+    let mut unnamed = 0;
+    let mut breakers: Vec<String> = Vec::new();
+    for s in &statuses {
+        if let Some(line) = breaker_line(s) {
+            if crate::core::text::is_plain_name(&s.key) {
+                breakers.push(line);
+            } else {
+                unnamed += 1;
+            }
+        }
+    }
     let room = MAX_LINES - usize::from(trouble_line.is_some());
-    if breakers.len() > room {
-        let more = breakers.len() - (room - 1);
-        breakers.truncate(room - 1);
+    if breakers.len() > room || unnamed > 0 {
+        let keep = if breakers.len() + 1 > room {
+            room - 1
+        } else {
+            breakers.len()
+        };
+        let more = breakers.len() - keep + unnamed;
+        breakers.truncate(keep);
+        let more_word = if keep == 0 { "" } else { " more" };
+        let (noun, verb) = if more == 1 {
+            ("breaker", "is")
+        } else {
+            ("breakers", "are")
+        };
         breakers.push(format!(
-            "{more} more breakers are not closed: `triage breaker status` lists them."
+            "{more}{more_word} {noun} {verb} not closed: `triage breaker status` lists them."
         ));
     }
     let lines: Vec<String> = breakers.into_iter().chain(trouble_line).collect();

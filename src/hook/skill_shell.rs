@@ -26,18 +26,19 @@ pub(super) fn pre_skill_shell_command(cx: &Context, p: &Payload) -> Result<Respo
     let skill = p
         .str("command_name")
         .filter(|s| !s.is_empty())
-        .map(|s| format!("skill `{s}`"))
+        .map(|s| format!("skill {}", crate::core::text::name(s)))
         .unwrap_or_else(|| "a skill".to_string());
     let command = p
         .tool_input()
         .get("command")
         .and_then(serde_json::Value::as_str)
-        .map(|c| format!(" (`{}`)", c.chars().take(120).collect::<String>()))
+        .map(|c| format!(" ({})", crate::core::text::quoted_max(c, 120)))
         .unwrap_or_default();
     Ok(Response::deny_as(
         EVENT,
         format!(
-            "the shell command of {skill}{command} needs {key}, which is refused for now:\n{}",
+            "the shell command of {skill}{command} needs {}, which is refused for now:\n{}",
+            crate::core::text::name(key),
             breaker::template4_reason(&r)
         ),
     ))

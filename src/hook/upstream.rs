@@ -59,10 +59,11 @@ pub(super) fn gate(
     let last = r
         .last_error
         .as_deref()
-        .map(|e| format!("; last: {}", snippet(e, 200)))
+        .map(|e| format!("; last: {}", crate::core::text::quoted_max(e, 200)))
         .unwrap_or_default();
     Ok(Gate::Denied(Response::deny(format!(
-        "triage: the API is refusing requests (breaker `{key}` is open after {} API failures in a row{last}). No subagent can be launched{wait}: carry on without subagents until then.",
+        "triage: the API is refusing requests (breaker {} is open after {} API failures in a row{last}). No subagent can be launched{wait}: carry on without subagents until then.",
+        crate::core::text::name(key),
         r.failures
     ))))
 }

@@ -180,6 +180,9 @@ pub const EXAMPLES: &[(&str, &str, &str)] = &[
     ("budget.\"KEY\"", "token_ratio", "0.1"),
     ("voice", "work", r#"["tests", "build", "checks", "search"]"#),
     ("voice", "session_start_window", r#""12h""#),
+    ("redact", "fields", r#"["session_cookie"]"#),
+    ("[redact.patterns]", "name", r#""acme-key""#),
+    ("[redact.patterns]", "regex", r#"'acme_[0-9a-f]{32}'"#),
     ("[classify.rules]", "name", r#""corpus-missing""#),
     (
         "[classify.rules]",

@@ -332,7 +332,7 @@ fn hook_denies_with_template_4_and_records_outcomes() {
     );
     assert!(reason.contains("Consecutive failures: 2"), "{reason}");
     assert!(
-        reason.contains("Last error: API timeout after 300s"),
+        reason.contains("Last error: “API timeout after 300s”"),
         "{reason}"
     );
     assert!(

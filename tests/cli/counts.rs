@@ -601,7 +601,7 @@ fn a_yaml_error_context_and_log_entry_keep_every_field_and_their_error_types_map
             "researcher,synthesizer",
         ],
     );
-    assert!(t.contains("Last progress: \"Reading paper 5/8\""), "{t}");
+    assert!(t.contains("Last progress: “Reading paper 5/8”"), "{t}");
 
     // The log entry of seed 001: a failure that succeeded on retry is born resolved.
     let v = triage(

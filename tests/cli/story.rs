@@ -356,7 +356,7 @@ fn the_orchestrator_story_three_consultants_an_interrupt_and_a_resume() {
     assert!(
         t4.starts_with(
             "[CIRCUIT BREAKER] statistician-consultant circuit breaker opened\n\n\
-             Consecutive failures: 2\nLast error: tool_failure - "
+             Consecutive failures: 2\nLast error: “tool_failure - "
         ),
         "{t4}"
     );

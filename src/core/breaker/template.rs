@@ -34,7 +34,7 @@ pub fn circuit_open(f: &CircuitOpen) -> String {
         None => "no success recorded".to_string(),
     };
     let wait = |s: u64| humane(Duration::from_secs(s));
-    let agent = f.agent;
+    let agent = &crate::core::text::label(f.agent);
     let directive = match (f.reason, f.retry_after_s) {
         ("forced_open", None) => format!(
             "Do not call {agent} until an operator resets it (`triage breaker reset {agent}`): go on without it, and tell the user what is missing."
@@ -62,6 +62,8 @@ pub fn circuit_open(f: &CircuitOpen) -> String {
          This agent is temporarily disabled to prevent cascading failures.\n\n\
          {directive}",
         failures = f.failures,
-        last = f.last_error.unwrap_or("none recorded"),
+        last = f
+            .last_error
+            .map_or_else(|| "none recorded".into(), crate::core::text::quoted),
     )
 }

@@ -489,7 +489,7 @@ fn template_4_names_the_agent_failures_last_error_and_wait() {
     assert!(text.starts_with("[CIRCUIT BREAKER] researcher circuit breaker opened\n"));
     for part in [
         "Consecutive failures: 2",
-        "Last error: timeout: no answer",
+        "Last error: “timeout: no answer”",
         "Time since last success: 1 min 30 s ago",
         "Do not call researcher for 42 s: go on without it meanwhile, and call it again after that.",
     ] {

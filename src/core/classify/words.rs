@@ -137,19 +137,23 @@ pub fn hook_context(e: &ErrorObject) -> String {
         (Action::Skip, _) => "skip this step and go on".into(),
         (Action::Abort, _) => "stop the workflow and keep what is done".into(),
     };
+    // The detail carries the tool's own words: quoted as data, after triage's.
     let mut p = format!(
         "triage: `{}` (tier {}, {}): {}. Next step: {}.",
         e.kind,
         e.tier.number(),
         e.tier.name(),
-        e.detail.trim_end_matches('.'),
+        crate::core::text::quoted(e.detail.trim_end_matches('.')),
         next
     );
     // The reason the action is not the kind's usual one is a fact worth the model's reading
     // only where it explains a question for the user (side effects, a failed validation).
     if e.action == Action::AskUser {
         if let Some(reason) = e.context.get("action_reason").and_then(Value::as_str) {
-            p.push_str(&format!(" Why: {}.", reason.trim_end_matches('.')));
+            p.push_str(&format!(
+                " Why: {}.",
+                crate::core::text::quoted(reason.trim_end_matches('.'))
+            ));
         }
     }
     p.replace('\n', " ")

@@ -387,6 +387,8 @@ pub struct Warning {
 /// Seed 000's "circuit breaker opens twice": the warning when a failure has just opened
 /// breaker `key` for the `opens`th time without a success in between, at `t.breaker_opens`.
 pub fn breaker_reopened(key: &str, opens: u64, t: &Thresholds) -> Option<Warning> {
+    // Names in a warning come from records and payloads: quoted unless plain identifiers.
+    let key = crate::core::text::label(key);
     (t.breaker_opens > 0 && opens >= u64::from(t.breaker_opens)).then(|| Warning {
         name: "breaker_reopened".into(),
         message: format!(
@@ -408,7 +410,8 @@ pub fn warnings(c: &OpenCounts, k: &Keys, t: &Thresholds, phase_size: Option<u32
             out.push(Warning {
                 name: "session_failure_threshold".into(),
                 message: format!(
-                    "session {s} has {n} unresolved failures (threshold {}): consider aborting the workflow and troubleshooting",
+                    "session {} has {n} unresolved failures (threshold {}): consider aborting the workflow and troubleshooting",
+                    crate::core::text::label(s),
                     t.session_failures
                 ),
                 count: n,
@@ -424,7 +427,8 @@ pub fn warnings(c: &OpenCounts, k: &Keys, t: &Thresholds, phase_size: Option<u32
             out.push(Warning {
                 name: "cascade".into(),
                 message: format!(
-                    "{n} agents are failing in workflow {w}, more than {}: pause the workflow, stop automatic retries and escalate with the full context",
+                    "{n} agents are failing in workflow {}, more than {}: pause the workflow, stop automatic retries and escalate with the full context",
+                    crate::core::text::label(w),
                     t.cascade_agents
                 ),
                 count: n,
@@ -441,8 +445,10 @@ pub fn warnings(c: &OpenCounts, k: &Keys, t: &Thresholds, phase_size: Option<u32
             out.push(Warning {
                 name: "agent_failure_threshold".into(),
                 message: format!(
-                    "agent {a} has failed {n} times in workflow {w} without a success (threshold {}): stop retrying it, abort the workflow and troubleshoot {a}",
-                    t.agent_failures
+                    "agent {a} has failed {n} times in workflow {} without a success (threshold {}): stop retrying it, abort the workflow and troubleshoot {a}",
+                    crate::core::text::label(w),
+                    t.agent_failures,
+                    a = crate::core::text::label(a),
                 ),
                 count: n,
                 threshold: f64::from(t.agent_failures),
@@ -457,7 +463,8 @@ pub fn warnings(c: &OpenCounts, k: &Keys, t: &Thresholds, phase_size: Option<u32
             out.push(Warning {
                 name: "phase_failure_ratio".into(),
                 message: format!(
-                    "{n} of {size} agents are failing in phase {phase}, more than {}%: abort the phase and escalate (retry all, return to the previous phase, or abort)",
+                    "{n} of {size} agents are failing in phase {}, more than {}%: abort the phase and escalate (retry all, return to the previous phase, or abort)",
+                    crate::core::text::label(phase),
                     (t.phase_failure_ratio * 100.0).round()
                 ),
                 count: n,

@@ -205,7 +205,7 @@ fn format_json_and_keys_and_jq() {
     );
     assert_eq!(
         check(&v, "jq").detail,
-        "`.evidence_count > 0` yielded false, expected true"
+        "`.evidence_count > 0` yielded “false”, expected true"
     );
     assert_eq!(v.error.map(|e| e.kind), Some(Kind::ValidationFailed));
     let v = run(&r, json!("{\"agent\": "));

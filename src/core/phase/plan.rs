@@ -430,6 +430,7 @@ fn without_agents(base: &Policy) -> Policy {
         voice,
         permits,
         budget,
+        redact,
     } = base;
     Policy {
         retry: retry.clone(),
@@ -446,6 +447,7 @@ fn without_agents(base: &Policy) -> Policy {
         voice: voice.clone(),
         permits: permits.clone(),
         budget: budget.clone(),
+        redact: redact.clone(),
     }
 }
 

@@ -176,6 +176,35 @@ pub(super) fn check_values(policy: &mut Policy, doc: &Doc, depth: Depth, l: &mut
             o.validation_failures = None;
         }
     }
+    // A shape with a bad regex or a name the marker cannot carry is left out alone.
+    let mut i = 0;
+    policy.redact.patterns.retain(|p| {
+        let path = |key| [Step::Key("redact"), Step::Key("patterns"), Step::At(i), Step::Key(key)];
+        let plain = !p.name.is_empty()
+            && p.name.len() <= 40
+            && p.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        let bad = if !plain {
+            Some((
+                at(&path("name")),
+                format!("redact.patterns[{i}]: name `{}` is not a plain name; write letters, digits and `-` (at most 40), like \"acme-key\"", p.name),
+            ))
+        } else {
+            regex_error(&p.regex, depth).map(|why| {
+                (
+                    at(&path("regex")),
+                    format!("redact.patterns[{i}] `{}`: bad regex `{}`: {why}", p.name, p.regex),
+                )
+            })
+        };
+        i += 1;
+        match bad {
+            Some((span, message)) => {
+                l.problem(span, format!("{message}; the others apply"));
+                false
+            }
+            None => true,
+        }
+    });
     if policy.retry.max_attempts == 0 {
         l.problem(
             key_at(&[Step::Key("retry"), Step::Key("max_attempts")]),

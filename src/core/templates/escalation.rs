@@ -50,8 +50,9 @@ pub(super) fn agent_failure(v: &View) -> Result<(Value, String), String> {
     ]);
     let kind = or_unknown(r.kind.as_deref());
     let detail = r.detail.clone().unwrap_or_default();
+    let quoted = crate::core::text::quoted(&detail);
     let text = format!(
-        "[AGENT FAILURE] {agent} failed after {attempts} attempt{}\n\nPhase: {}\nError: {kind} - {detail}\nImpact: {impact}\n\n{opts_text}",
+        "[AGENT FAILURE] {agent} failed after {attempts} attempt{}\n\nPhase: {}\nError: {kind} - {quoted}\nImpact: {impact}\n\n{opts_text}",
         if attempts == 1 { "" } else { "s" },
         phase_label(v, phase),
     );
@@ -210,8 +211,9 @@ fn breaker_of<'a>(v: &'a View, agent: &str) -> Option<&'a BreakerFacts> {
 pub(super) fn breaker_open(v: &View) -> Result<(Value, String), String> {
     let agent = match &v.input.agent {
         Some(a) => a.clone(),
-        None => or_unknown(v.last()?.name()),
+        None => v.last()?.name().unwrap_or("unknown").to_string(),
     };
+    let shown = crate::core::text::label(&agent);
     let b = breaker_of(v, &agent).ok_or_else(|| {
         format!(
             "there is no breaker `{agent}` in {}/breakers: this text is for an open breaker (`triage breaker status` lists them)",
@@ -229,10 +231,10 @@ pub(super) fn breaker_open(v: &View) -> Result<(Value, String), String> {
             ))
         }
     };
-    let last_error = b
-        .last_error
-        .clone()
-        .unwrap_or_else(|| "none recorded".into());
+    let last_error = b.last_error.clone();
+    let last_said = last_error
+        .as_deref()
+        .map_or_else(|| "none recorded".into(), crate::core::text::quoted);
     let since = match b.since_last_success_s {
         Some(s) => elapsed(i64::try_from(s.saturating_mul(1000)).unwrap_or(i64::MAX)),
         None => "none recorded".into(),
@@ -253,12 +255,12 @@ pub(super) fn breaker_open(v: &View) -> Result<(Value, String), String> {
         ""
     };
     let text = format!(
-        "[CIRCUIT BREAKER] {agent} {headline}\n\nConsecutive failures: {}\nLast error: {last_error}\nTime since last success: {since}\nTimes opened: {}{twice}\n\nThis agent is temporarily disabled to prevent cascading failures.\n\n{opts_text}",
+        "[CIRCUIT BREAKER] {shown} {headline}\n\nConsecutive failures: {}\nLast error: {last_said}\nTime since last success: {since}\nTimes opened: {}{twice}\n\nThis agent is temporarily disabled to prevent cascading failures.\n\n{opts_text}",
         b.consecutive_failures, b.opened
     );
     let fields = json!({
         "agent_name": agent, "breaker_key": b.key, "state": b.state,
-        "failure_count": b.consecutive_failures, "last_error": last_error,
+        "failure_count": b.consecutive_failures, "last_error": last_error.as_deref().unwrap_or("none recorded"),
         "time_elapsed": since, "cooldown": b.half_open_in_s, "times_opened": b.opened,
         "options": opts,
     });

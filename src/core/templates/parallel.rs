@@ -25,7 +25,10 @@ fn failed_lines(u: &Unit, text: &mut String) {
         or_unknown(r.kind.as_deref()).to_uppercase()
     ));
     if let Some(p) = &r.last_progress {
-        text.push_str(&format!("      Last progress: \"{p}\"\n"));
+        text.push_str(&format!(
+            "      Last progress: {}\n",
+            crate::core::text::quoted(p)
+        ));
     }
     for p in &r.preserved {
         text.push_str(&format!("      Partial output: {p}\n"));

@@ -74,7 +74,10 @@ pub(super) fn pipeline_status(v: &View) -> Result<(Value, String), String> {
     }
     text.push_str(&format!("Failed:\n- [ ] {agent}: {failure}\n"));
     if let Some(p) = &last.last_progress {
-        text.push_str(&format!("      Last progress: \"{p}\"\n"));
+        text.push_str(&format!(
+            "      Last progress: {}\n",
+            crate::core::text::quoted(p)
+        ));
     }
     for p in &last.preserved {
         text.push_str(&format!("      Partial output: {p}\n"));

@@ -158,8 +158,10 @@ impl<'a> View<'a> {
     }
 }
 
+/// A name, kind or phase from the records, or `unknown`: as it is when it is a plain
+/// identifier, else quoted as outside text (a record may have been planted in the root).
 pub(super) fn or_unknown(s: Option<&str>) -> String {
-    s.unwrap_or("unknown").to_string()
+    crate::core::text::label(s.unwrap_or("unknown"))
 }
 
 pub(super) fn list(items: &[String]) -> String {

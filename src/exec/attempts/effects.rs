@@ -137,6 +137,7 @@ pub fn classify_failure(
     };
     let end = &attempt.end;
     let tail = String::from_utf8_lossy(&attempt.stderr_tail);
+    let tail = policy.redact.redactor().text(&tail).into_owned();
     let ms = u64::try_from(attempt.elapsed.as_millis()).unwrap_or(u64::MAX);
     let input = attempt_plan::classify_input(end, &tail, ms);
     let e = warned(g, classify::classify(&input, &o, policy, seed));
@@ -225,16 +226,18 @@ pub fn record_failure(
         _ => serde_json::Map::new(),
     };
     if let Some(Value::Object(c)) = error.get_mut("context") {
+        let redactor = policy.redact.redactor();
         let command: Vec<String> = args
             .command
             .iter()
-            .map(|c| c.to_string_lossy().into_owned())
+            .map(|c| redactor.text(&c.to_string_lossy()).into_owned())
             .collect();
         c.insert("command".into(), json!(command));
         c.insert("attempt".into(), f.attempt.into());
         c.insert("end".into(), f.end.into());
         let tail = &f.stderr_tail[f.stderr_tail.len().saturating_sub(RECORD_TAIL)..];
         let tail = String::from_utf8_lossy(tail);
+        let tail = redactor.text(&tail);
         if !tail.trim().is_empty() {
             c.insert("stderr_tail".into(), tail.trim_end().into());
         }

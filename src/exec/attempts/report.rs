@@ -30,7 +30,7 @@ impl Report {
         let command: Vec<String> = args
             .command
             .iter()
-            .map(|c| c.to_string_lossy().into_owned())
+            .map(|c| crate::core::redact::redact(&c.to_string_lossy()).into_owned())
             .collect();
         Report {
             head: json!({

@@ -157,8 +157,14 @@ pub(super) fn run_item(
     let complete = result
         .as_ref()
         .is_ok_and(|(_, doc)| doc["outcome"] == "succeeded" || doc["outcome"] == "fallback");
-    let out = complete.then(|| keep(job.files, &item.id, "out", &read_whole(files.0)));
-    let stderr = read_whole(files.1);
+    // What an item printed is outside text like any command's: kept with its credentials
+    // replaced by markers.
+    let redactor = policy.redact.redactor();
+    let out = complete.then(|| {
+        let bytes = read_whole(files.0);
+        keep(job.files, &item.id, "out", &redactor.bytes(&bytes))
+    });
+    let stderr = redactor.bytes(&read_whole(files.1)).into_owned();
     let err = (!stderr.is_empty()).then(|| keep(job.files, &item.id, "stderr", &stderr));
     ItemRun {
         result,
