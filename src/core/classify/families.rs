@@ -826,3 +826,61 @@ fn a_held_lock_is_waited_for_once_then_a_person_decides() {
         e.suggestions
     );
 }
+
+/// A word in a command's echo or arguments never decides a kind by itself: the error lines do.
+#[test]
+fn a_timeout_option_in_the_command_echo_does_not_decide_a_timeout() {
+    let e = run(&text(
+        "$ python fetch.py --timeout 30\nTraceback (most recent call last):\n  File \"fetch.py\", line 3, in <module>\nKeyError: 'url'",
+    ));
+    assert_eq!(
+        (e.kind, e.matched_rule.as_str()),
+        (Kind::Crash, "builtin:exception")
+    );
+}
+
+#[test]
+fn timeout_none_in_the_command_echo_does_not_decide_a_timeout() {
+    let e = run(&text(
+        "$ python -c \"run(cmd, timeout=None)\"\nValueError: invalid literal for int() with base 10: 'x'",
+    ));
+    assert_eq!(
+        (e.kind, e.matched_rule.as_str()),
+        (Kind::Crash, "builtin:exception")
+    );
+    // The word itself still decides where it is the error's.
+    let e = run(&text("Error: timeout of 30000ms exceeded"));
+    assert_eq!(e.kind, Kind::Timeout);
+}
+
+#[test]
+fn a_file_named_error_log_does_not_decide_a_kind() {
+    let e = run(&tool("Bash", "$ tail -n 20 error.log\nExit code 1"));
+    assert_eq!(e.kind, Kind::ToolFailure);
+    let e = run(&text(
+        "$ cat error.log\ncat: error.log: No such file or directory",
+    ));
+    assert_eq!(e.kind, Kind::NotFound);
+}
+
+#[test]
+fn an_indentation_error_in_code_being_written_is_a_build_failure_not_a_crash() {
+    let e = run(&text(
+        "Traceback (most recent call last):\n  File \"RegisterDevice.py\", line 4, in <module>\n    from Reader import get_devices\n  File \"/home/pi/RPi-Jukebox-RFID/scripts/Reader.py\", line 32\n    def __init__(self):\n    ^\nIndentationError: unexpected indent",
+    ));
+    assert_eq!(
+        (e.kind, e.class),
+        (Kind::BuildFailed, crate::core::vocab::Class::Work)
+    );
+}
+
+#[test]
+fn a_wrong_api_key_is_an_auth_failure_not_invalid_input() {
+    for t in [
+        "Invalid API key · Please run /login",
+        "[ERR] missing or invalid api key (get free api key & configure it from https://cloud.projectdiscovery.io/?ref=api_key)",
+    ] {
+        let e = run(&text(t));
+        assert_eq!(e.kind, Kind::AuthFailed, "{t}");
+    }
+}

@@ -403,6 +403,68 @@ pub const SPECIFIC: &[TextRule] = &[
         Kind::LockBusy,
         r"error acquiring the state lock|\berror locking (?:destination )?state\b|(?:could not|couldn't|unable to|failed to|cannot) (?:acquire|obtain|get|take) (?:the |a )?(?:[\w-]+ ){0,2}lock\b|\block acquisition failed|\.lock'?: file exists|\bis locked by another (?:process|user|session)|another git process seems to be running|\block is (?:already )?held by|\bdatabase is locked\b",
     ),
+    // Database servers: a deadlock the server broke by aborting one transaction (retrying the
+    // transaction is the remedy the server names), and a server at its connection limit.
+    rule(
+        "db-deadlock",
+        Kind::LockBusy,
+        r"\bdeadlock detected\b|\bdeadlockdetected\b|\bdeadlock found when trying to get lock\b",
+    ),
+    rule(
+        "db-connections",
+        Kind::Overloaded,
+        r"\btoo many clients already\b|\btoo many connections\b|exceeded the 'max_user_connections' resource",
+    ),
+    // Proxies and meshes: the proxy asked for credentials (407), refused the tunnel, or the
+    // mesh could not reach the service behind it. Before the HTTP statuses (a 403 from a proxy
+    // is not the API's refusal).
+    rule(
+        "proxy-auth",
+        Kind::AuthFailed,
+        r"\b407 proxy authentication required\b|proxy authentication required|received http code 407 from proxy|(?:tunnel|statuscode=|response code |response )\b407\b",
+    ),
+    rule(
+        "proxy-refused",
+        Kind::NetworkError,
+        r"connect tunnel failed, response \d{3}|upstream connect error or disconnect/reset before headers",
+    ),
+    // Cloud SDKs' authorization refusals that say no status word the generic rules know.
+    rule(
+        "cloud-denied",
+        Kind::PermissionDenied,
+        r"\bauthorizationfailed\b|does not have authorization to perform action",
+    ),
+    // The kernel's OOM killer: its "Killed process N (name) total-vm:…" line, or its stack.
+    rule(
+        "oom-killer",
+        Kind::Crash,
+        r"\bkilled process \d+\b.{0,40}\btotal-vm:|\bout of memory: kill(?:ed)? process\b",
+    ),
+    // A git host's rules refused the push (GitHub's push protection, rulesets): a person or
+    // the commit must change, not the timing.
+    rule(
+        "push-rules",
+        Kind::PermissionDenied,
+        r"\bgh013\b|repository rule violations|github push protection",
+    ),
+    // A Stop hook that blocked the stop: the agent is told to go on, the hook decided.
+    rule(
+        "stop-block",
+        Kind::HookFailed,
+        r"\bprompt hook condition was not met\b|^decision: block\b",
+    ),
+    // Credentials the service refused by name: a wrong or missing API key.
+    rule(
+        "api-key",
+        Kind::AuthFailed,
+        r"\b(?:invalid|incorrect|wrong|missing or invalid) api key\b",
+    ),
+    // A client's own words for a connection that failed, with no code behind them.
+    rule(
+        "connection-words",
+        Kind::NetworkError,
+        r"\bcheck your internet connection\b|\bconnection failed\. if the problem persists\b",
+    ),
     // A tool that crashed in itself rather than judged the code: pytest's INTERNALERROR, mypy's
     // INTERNAL ERROR, ESLint's "Oops! Something went wrong!". Before the runners and checkers
     // whose output it otherwise looks like.
@@ -527,6 +589,56 @@ pub const SPECIFIC: &[TextRule] = &[
         r"^--- fail: |^fail\s+\S+\s+[\d.]+s\s*$|^fail: \S+_test\.go:\d+: ",
     ),
     rule("mocha", Kind::TestFailed, r"^\s*\d+ failing\s*$"),
+    rule(
+        "go-test-line",
+        Kind::TestFailed,
+        r"--- fail: \S+ \([\d.]+s\)",
+    ),
+    // A Rust test's panic inside `cargo test`: the thread is the test (its path names a test
+    // module or function), so the panic is a failing test, not a crash.
+    rule(
+        "rust-test-panic",
+        Kind::TestFailed,
+        r"^thread '[\w:]*test[\w:]*' (?:\(\d+\) )?panicked at\b",
+    ),
+    rule(
+        "rspec",
+        Kind::TestFailed,
+        r"^\s*\d+ examples?, [1-9]\d* failures?\b|^rspec \./\S+:\d+|^\s*failure/error: ",
+    ),
+    rule(
+        "junit",
+        Kind::TestFailed,
+        r"\bthere are test failures\b|\btests run: \d+, failures: [1-9]|\btests run: \d+, failures: \d+, errors: [1-9]\d*, skipped: \d+.{0,40}<<< failure!",
+    ),
+    rule(
+        "dotnet-test",
+        Kind::TestFailed,
+        r"\bassert\.\w+ failed\. expected:|^\s*failed!\s+-\s+failed:\s+[1-9]",
+    ),
+    rule(
+        "exunit",
+        Kind::TestFailed,
+        r"^\s*\d+ tests?, [1-9]\d* failures?\b|\(exunit\.\w+error\)",
+    ),
+    rule(
+        "xctest",
+        Kind::TestFailed,
+        r"\bxctassert\w* failed\b|executed \d+ tests?, with [1-9]\d* failures?",
+    ),
+    // A search tool that says in words it found nothing.
+    rule(
+        "no-match-words",
+        Kind::NoMatch,
+        r"^[^a-z0-9\n]{0,8}no (?:matches|files) found\b|\bfound 0 (?:total occurrences|lines|files)\b",
+    ),
+    // Python refusing the code being written: its indentation.
+    rule(
+        "python-indent",
+        Kind::BuildFailed,
+        r"^\s*_?(?:indentationerror|taberror): ",
+    ),
+
     // Checks that did their job: lint, type, format and coverage. After the test runners (a
     // failing test says more than the coverage under it) and the compilers (tsc and clippy
     // are build_failed); before the generic wordings their messages are full of.
@@ -678,10 +790,12 @@ pub const GENERIC: &[TextRule] = &[
         Kind::Overloaded,
         r"overloaded|service unavailable|serviceunavailable|server is busy|internal server error|bad gateway|\bis temporarily unavailable\b",
     ),
+    // The word alone, not an option or argument that names it (`--timeout 30`, `timeout=None`,
+    // `.timeout(`): a command's echo never decides a timeout, its error lines do.
     rule(
         "timeout",
         Kind::Timeout,
-        r"timed out|etimedout|esockettimedout|deadline exceeded|timeouterror|timeoutexception|\btimeout\b|gateway time-?out",
+        r"timed out|etimedout|esockettimedout|deadline exceeded|timeouterror|timeoutexception|(?:^|[^-\w.])timeout(?:[^=\w(]|$)|gateway time-?out",
     ),
     rule(
         "tool-error",
