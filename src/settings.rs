@@ -4,22 +4,56 @@
 
 use serde_json::{json, Map, Value};
 
-/// The events `triage hook` answers, with the matcher each is installed under
-/// (`None`: the event has no matcher, or every occurrence is wanted).
-pub const EVENTS: &[(&str, Option<&str>)] = &[
-    ("SessionStart", None),
+/// The oldest Claude Code the hooks are written for (the README's): an event it does not know
+/// is never written where the client cannot be asked its version.
+pub const OLDEST_CLIENT: &str = "2.1.330";
+
+/// The events `triage hook` answers: each with the matcher it is installed under (`None`: the
+/// event has no matcher, or every occurrence is wanted) and the first Claude Code version that
+/// knows it. A client that meets an event it does not know rejects the settings (2.1.330 opens
+/// every interactive session on a "Settings Warning" dialog), so `init` writes only the events
+/// the installed client knows.
+pub const EVENTS: &[(&str, Option<&str>, &str)] = &[
+    ("SessionStart", None, OLDEST_CLIENT),
     // Where words queued for the model are delivered once the user speaks again.
-    ("UserPromptSubmit", None),
-    ("PreToolUse", Some("*")),
-    // A skill's shell command (Claude Code 2.1.332 and later; older clients ignore the
-    // entry), gated as its tool is at PreToolUse.
-    ("PreSkillShellCommand", Some("Bash|PowerShell")),
-    ("PostToolUse", Some("*")),
-    ("PostToolUseFailure", Some("*")),
-    ("SubagentStop", None),
-    ("Stop", None),
-    ("StopFailure", None),
+    ("UserPromptSubmit", None, OLDEST_CLIENT),
+    ("PreToolUse", Some("*"), OLDEST_CLIENT),
+    // A skill's shell command, gated as its tool is at PreToolUse.
+    ("PreSkillShellCommand", Some("Bash|PowerShell"), "2.1.332"),
+    ("PostToolUse", Some("*"), OLDEST_CLIENT),
+    ("PostToolUseFailure", Some("*"), OLDEST_CLIENT),
+    ("SubagentStop", None, OLDEST_CLIENT),
+    ("Stop", None, OLDEST_CLIENT),
+    ("StopFailure", None, OLDEST_CLIENT),
 ];
+
+/// Whether version `v` is `min` or newer (dotted numbers compared as numbers; what follows
+/// them, such as ` (Claude Code)`, is ignored).
+pub fn at_least(v: &str, min: &str) -> bool {
+    let parts = |s: &str| -> Vec<u64> {
+        s.trim()
+            .split(|c: char| !c.is_ascii_digit() && c != '.')
+            .next()
+            .unwrap_or("")
+            .split('.')
+            .map_while(|p| p.parse().ok())
+            .collect()
+    };
+    parts(v) >= parts(min)
+}
+
+/// The Claude Code version in `claude --version`'s output (`2.1.332 (Claude Code)`).
+pub fn client_version(output: &str) -> Option<String> {
+    let word = output.split_whitespace().next()?;
+    let ok = word.split('.').count() >= 2 && word.split('.').all(|p| p.parse::<u64>().is_ok());
+    ok.then(|| word.to_string())
+}
+
+/// Whether the client `client` (`None`: not known, so the oldest supported) knows the event
+/// first known by `since`.
+pub fn knows(client: Option<&str>, since: &str) -> bool {
+    at_least(client.unwrap_or(OLDEST_CLIENT), since)
+}
 
 /// Seconds Claude Code waits for the hook; triage answers in milliseconds, and its own lock
 /// waits are bounded by `TRIAGE_LOCK_TIMEOUT`, so this only guards against a wedged machine.
@@ -28,18 +62,23 @@ pub const HOOK_TIMEOUT_S: u64 = 30;
 /// The command `triage init` writes: `triage` as every teammate's PATH finds it (the shared
 /// `.claude/settings.json` is committed, so no installer's path belongs in it), failing open
 /// like `hooks/scripts/triage-hook.sh` when it is missing: stdin is drained (Claude Code never
-/// gets EPIPE), a note goes to stderr (Claude Code's debug log only) and the status is 0, so a
-/// teammate without triage is never blocked.
+/// gets EPIPE) and the status is 0, so a teammate without triage is never blocked.
+///
+/// The client shows the model this whole command before every blocking answer (`… hook
+/// blocking error from command: "<command>": <reason>`): it holds no words of its own (an
+/// earlier one said "triage: not found on PATH; hook skipped", which the model then read
+/// before every answer triage itself gave).
 ///
 /// Only PATH's absolute entries are searched: an empty entry (a trailing `:`), `.`, `bin` or
 /// `./node_modules/.bin` names a folder of the working folder, the project, and a cloned
 /// project's `triage` is never run. The drain ends after 5 s of a writer that keeps the pipe
 /// open (Claude Code does not time out a hook blocked on its stdin).
-pub const HOOK_COMMAND: &str = "p=; IFS=:; set -f; for d in $PATH; do case $d in /*) p=$p${p:+:}$d;; esac; done; unset IFS; set +f; PATH=${p:-/nonexistent}; command -v triage >/dev/null 2>&1 && exec triage hook; exec 3<&0; cat <&3 >/dev/null 2>&1 3<&- & c=$!; exec 3<&-; (sleep 5 && kill $c) </dev/null >/dev/null 2>&1 & wait $c 2>/dev/null; echo 'triage: not found on PATH; hook skipped' >&2";
+pub const HOOK_COMMAND: &str = "p=; IFS=:; set -f; for d in $PATH; do case $d in /*) p=$p${p:+:}$d;; esac; done; unset IFS; set +f; PATH=${p:-/nonexistent}; command -v triage >/dev/null 2>&1 && exec triage hook; exec 3<&0; cat <&3 >/dev/null 2>&1 3<&- & c=$!; exec 3<&-; (sleep 5 && kill $c) </dev/null >/dev/null 2>&1 & wait $c 2>/dev/null; exit 0";
 
 /// Commands earlier versions of `triage init` wrote: still ours, so a reinstall replaces them
 /// and an uninstall takes them away.
 const EARLIER_HOOK_COMMANDS: &[&str] = &[
+    "p=; IFS=:; set -f; for d in $PATH; do case $d in /*) p=$p${p:+:}$d;; esac; done; unset IFS; set +f; PATH=${p:-/nonexistent}; command -v triage >/dev/null 2>&1 && exec triage hook; exec 3<&0; cat <&3 >/dev/null 2>&1 3<&- & c=$!; exec 3<&-; (sleep 5 && kill $c) </dev/null >/dev/null 2>&1 & wait $c 2>/dev/null; echo 'triage: not found on PATH; hook skipped' >&2",
     "command -v triage >/dev/null 2>&1 && exec triage hook; cat >/dev/null; echo 'triage: not found on PATH; hook skipped' >&2",
 ];
 
@@ -82,6 +121,8 @@ pub struct Change {
     pub added: Vec<String>,
     /// Events whose entry was taken away.
     pub removed: Vec<String>,
+    /// Events left out, as the client does not know them: (event, first version knowing it).
+    pub left_out: Vec<(String, String)>,
 }
 
 impl Change {
@@ -91,9 +132,15 @@ impl Change {
     }
 }
 
-/// The settings with triage's entries in place (exactly one per event, for `command`);
-/// every other key and hook is kept where it was.
-pub fn install(settings: &Value, command: &str) -> Result<(Value, Change), String> {
+/// The settings with triage's entries in place (exactly one per event the client `client`
+/// knows, for `command`; `None`: the events every supported client knows); an entry of ours
+/// for an event the client does not know is taken away; every other key and hook is kept
+/// where it was.
+pub fn install(
+    settings: &Value,
+    command: &str,
+    client: Option<&str>,
+) -> Result<(Value, Change), String> {
     let mut out = settings.clone();
     let root = out
         .as_object_mut()
@@ -105,7 +152,29 @@ pub fn install(settings: &Value, command: &str) -> Result<(Value, Change), Strin
         .as_object_mut()
         .ok_or("settings.json has a `hooks` that is not an object")?;
     let mut change = Change::default();
-    for (event, matcher) in EVENTS {
+    for (event, matcher, since) in EVENTS {
+        if !knows(client, since) {
+            let groups = hooks.get_mut(*event).and_then(Value::as_array_mut);
+            // A client that cannot be asked may know it: an entry already there stays.
+            if client.is_none()
+                && groups
+                    .as_ref()
+                    .is_some_and(|g| g.iter().flat_map(handlers).any(is_ours))
+            {
+                continue;
+            }
+            change.left_out.push((event.to_string(), since.to_string()));
+            let Some(groups) = groups else {
+                continue;
+            };
+            if remove_ours(groups) {
+                change.removed.push(event.to_string());
+                if groups.is_empty() {
+                    hooks.remove(*event);
+                }
+            }
+            continue;
+        }
         let groups = hooks
             .entry(event.to_string())
             .or_insert_with(|| Value::Array(Vec::new()));
@@ -429,6 +498,8 @@ fn top_level(text: &str) -> Option<(usize, usize, Vec<Member>)> {
 
 #[cfg(test)]
 mod tests {
+    /// A client that knows every event.
+    const ALL: Option<&str> = Some("2.1.332");
     use super::*;
 
     #[test]
@@ -485,7 +556,7 @@ mod tests {
 
     #[test]
     fn install_keeps_every_other_key_and_hook() {
-        let (out, change) = install(&existing(), CMD).unwrap();
+        let (out, change) = install(&existing(), CMD, ALL).unwrap();
         assert_eq!(change.added.len(), EVENTS.len());
         assert_eq!(out["model"], "opus");
         assert_eq!(out["permissions"], existing()["permissions"]);
@@ -502,16 +573,16 @@ mod tests {
 
     #[test]
     fn install_twice_changes_nothing() {
-        let (once, _) = install(&existing(), CMD).unwrap();
-        let (twice, change) = install(&once, CMD).unwrap();
+        let (once, _) = install(&existing(), CMD, ALL).unwrap();
+        let (twice, change) = install(&once, CMD, ALL).unwrap();
         assert!(change.is_empty());
         assert_eq!(once, twice);
     }
 
     #[test]
     fn a_new_path_replaces_the_old_entry() {
-        let (once, _) = install(&json!({}), "/old/triage hook").unwrap();
-        let (twice, change) = install(&once, CMD).unwrap();
+        let (once, _) = install(&json!({}), "/old/triage hook", ALL).unwrap();
+        let (twice, change) = install(&once, CMD, ALL).unwrap();
         assert_eq!(change.added.len(), EVENTS.len());
         let pre = twice["hooks"]["PreToolUse"].as_array().unwrap();
         assert_eq!(pre.len(), 1);
@@ -521,7 +592,7 @@ mod tests {
     #[test]
     fn uninstall_gives_back_the_original() {
         for original in [existing(), json!({}), json!({"a": [1, {"b": null}]})] {
-            let (installed, _) = install(&original, CMD).unwrap();
+            let (installed, _) = install(&original, CMD, ALL).unwrap();
             let (back, change) = uninstall(&installed).unwrap();
             assert_eq!(change.removed.len(), EVENTS.len());
             assert_eq!(
@@ -546,9 +617,9 @@ mod tests {
 
     #[test]
     fn odd_shapes_are_errors_not_panics() {
-        assert!(install(&json!([]), CMD).is_err());
-        assert!(install(&json!({"hooks": 3}), CMD).is_err());
-        assert!(install(&json!({"hooks": {"Stop": {}}}), CMD).is_err());
+        assert!(install(&json!([]), CMD, ALL).is_err());
+        assert!(install(&json!({"hooks": 3}), CMD, ALL).is_err());
+        assert!(install(&json!({"hooks": {"Stop": {}}}), CMD, ALL).is_err());
         assert!(uninstall(&json!("x")).is_err());
         assert_eq!(
             uninstall(&json!({"hooks": 3})).unwrap().1,
@@ -589,7 +660,7 @@ mod tests {
         let earlier = json!({"command": EARLIER_HOOK_COMMANDS[0]});
         assert!(is_ours(&earlier));
         let old = json!({"hooks": {"Stop": [{"hooks": [earlier]}]}});
-        let (now, change) = install(&old, HOOK_COMMAND).unwrap();
+        let (now, change) = install(&old, HOOK_COMMAND, ALL).unwrap();
         assert_eq!(change.removed, ["Stop"]);
         assert_eq!(now["hooks"]["Stop"].as_array().unwrap().len(), 1);
         let stop_failure = event_command("StopFailure", HOOK_COMMAND);
@@ -612,24 +683,68 @@ mod tests {
             .args(["-c", HOOK_COMMAND])
             .env("PATH", path)
             .stdin(std::process::Stdio::null())
-            .output();
-        if let Ok(out) = out {
-            assert_eq!(out.status.code(), Some(0));
-            assert!(String::from_utf8_lossy(&out.stderr).contains("not found on PATH"));
-        }
+            .output()
+            .expect("sh runs");
+        assert_eq!(out.status.code(), Some(0));
+        assert!(out.stdout.is_empty());
+        // The client shows the model this text: no words of its own, least of all false ones.
+        assert!(!HOOK_COMMAND.contains("not found") && !HOOK_COMMAND.contains("echo"));
     }
 
     #[test]
-    fn quoting() {}
-
-    #[test]
     fn a_skills_shell_commands_and_the_users_prompts_are_wired() {
-        let (out, _) = install(&json!({}), CMD).unwrap();
+        let (out, _) = install(&json!({}), CMD, ALL).unwrap();
         let skill = &out["hooks"]["PreSkillShellCommand"][0];
         assert_eq!(skill["matcher"], "Bash|PowerShell");
         assert_eq!(skill["hooks"][0]["command"], CMD);
         let prompt = &out["hooks"]["UserPromptSubmit"][0];
         assert!(prompt.get("matcher").is_none());
         assert_eq!(prompt["hooks"][0]["command"], CMD);
+    }
+
+    #[test]
+    fn an_older_client_gets_only_the_events_it_knows_and_loses_ours_it_does_not() {
+        let (all, _) = install(&json!({}), CMD, ALL).unwrap();
+        assert!(all["hooks"]["PreSkillShellCommand"].is_array());
+        // The same file, under 2.1.330: the newer event is taken away, said left out.
+        let (old, change) = install(&all, CMD, Some("2.1.330")).unwrap();
+        assert!(
+            old["hooks"].get("PreSkillShellCommand").is_none(),
+            "{old:#}"
+        );
+        assert_eq!(change.removed, ["PreSkillShellCommand"]);
+        assert_eq!(
+            change.left_out,
+            [("PreSkillShellCommand".to_string(), "2.1.332".to_string())]
+        );
+        assert_eq!(old["hooks"].as_object().unwrap().len(), EVENTS.len() - 1);
+        // Not knowing the client: what every supported client knows.
+        let (unknown, _) = install(&json!({}), CMD, None).unwrap();
+        assert_eq!(unknown, old);
+        // After the client's update, again: the new event is added.
+        let (again, change) = install(&old, CMD, Some("2.1.340")).unwrap();
+        assert_eq!(change.added, ["PreSkillShellCommand"]);
+        assert_eq!(again, all);
+        // Somebody's own hook on the event the client does not know stays theirs.
+        let mine = json!({"hooks": {"PreSkillShellCommand": [{"hooks": [{"type": "command", "command": "mine"}]}]}});
+        let (kept, _) = install(&mine, CMD, Some("2.1.330")).unwrap();
+        assert_eq!(
+            kept["hooks"]["PreSkillShellCommand"],
+            mine["hooks"]["PreSkillShellCommand"]
+        );
+    }
+
+    #[test]
+    fn versions_compare_as_numbers_and_come_from_the_clients_words() {
+        assert!(at_least("2.1.332 (Claude Code)", "2.1.332"));
+        assert!(at_least("2.1.1000", "2.1.332"));
+        assert!(!at_least("2.1.330", "2.1.332"));
+        assert!(at_least("3.0.0", "2.1.332"));
+        assert_eq!(
+            client_version("2.1.330 (Claude Code)\n").as_deref(),
+            Some("2.1.330")
+        );
+        assert_eq!(client_version("command not found"), None);
+        assert_eq!(client_version(""), None);
     }
 }

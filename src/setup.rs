@@ -107,8 +107,25 @@ pub struct Report {
     hook_command: Option<String>,
     events_added: Vec<String>,
     events_removed: Vec<String>,
+    /// Events left out, as the installed client does not know them: each with the first
+    /// Claude Code version that does.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    events_left_out: Vec<LeftOut>,
+    /// The installed Claude Code's version, when it could be told.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client: Option<String>,
+    /// What to know of the client and the events left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_note: Option<String>,
     /// The files changed.
     pub files: Vec<FileChange>,
+}
+
+/// An event left out, and the first Claude Code version that knows it.
+#[derive(Debug, serde::Serialize)]
+struct LeftOut {
+    event: String,
+    since: String,
 }
 
 /// What init will change, and the record that lets `--uninstall` give it back.
@@ -157,7 +174,15 @@ pub fn plan(
     let (report, new_manifest) = if uninstall {
         plan_uninstall(&settings_path, &project, user, manifest)?
     } else {
-        plan_install(&settings_path, &project, Scope::of(user, local), manifest)?
+        // The events written are the ones the installed client knows.
+        let client = place::claude_version(std::time::Duration::from_secs(10));
+        plan_install(
+            &settings_path,
+            &project,
+            Scope::of(user, local),
+            manifest,
+            client,
+        )?
     };
     Ok(Plan {
         report: Report { dry_run, ..report },
@@ -248,12 +273,14 @@ fn plan_install(
     project: &Path,
     scope: Scope,
     manifest: Option<Manifest>,
+    client: Result<String, String>,
 ) -> Result<(Report, Option<Manifest>), Failure> {
     let command = settings::HOOK_COMMAND.to_string();
     let before = read_text(settings_path)?;
     let value = parse_settings(settings_path, before.as_deref().unwrap_or(""))?;
-    let (after, change) = settings::install(&value, &command)
+    let (after, change) = settings::install(&value, &command, client.as_deref().ok())
         .map_err(|e| Failure::data(format!("{}: {e}", settings_path.display())))?;
+    let client_note = client_note(&client, &change);
     let newline = before.as_deref().is_none_or(|b| b.ends_with('\n'));
     let indent = settings::indent_of(before.as_deref().unwrap_or(""));
     let mut files = Vec::new();
@@ -326,10 +353,35 @@ fn plan_install(
         None if files.is_empty() => None,
         None => Some(first),
     };
-    Ok((
-        report(settings_path, false, Some(command), change, files),
-        manifest,
-    ))
+    let mut report = report(settings_path, false, Some(command), change, files);
+    report.client = client.ok();
+    report.client_note = client_note;
+    Ok((report, manifest))
+}
+
+/// What `init` says of the client it wrote the events for, and of the events it left out.
+fn client_note(client: &Result<String, String>, change: &Change) -> Option<String> {
+    let left: Vec<String> = change
+        .left_out
+        .iter()
+        .map(|(event, since)| format!("{event} (Claude Code {since} or later)"))
+        .collect();
+    match (client, left.is_empty()) {
+        (Ok(_), true) => None,
+        (Ok(v), false) => Some(format!(
+            "left out {}: this Claude Code is {v}; run `triage init` again after updating it",
+            left.join(", ")
+        )),
+        (Err(why), _) => Some(format!(
+            "cannot tell which Claude Code is installed ({why}): wrote the events every Claude Code since {} knows{}",
+            settings::OLDEST_CLIENT,
+            if left.is_empty() {
+                String::new()
+            } else {
+                format!("; left out {}", left.join(", "))
+            }
+        )),
+    }
 }
 
 fn plan_uninstall(
@@ -483,6 +535,13 @@ fn report(
         hook_command,
         events_added: change.added,
         events_removed: change.removed,
+        events_left_out: change
+            .left_out
+            .into_iter()
+            .map(|(event, since)| LeftOut { event, since })
+            .collect(),
+        client: None,
+        client_note: None,
         files,
     }
 }

@@ -42,6 +42,9 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         );
     }
     let report = plan.apply()?;
+    if let Some(note) = &report.client_note {
+        say!("triage init: {note}");
+    }
     if cx.global.text {
         return Ok(Answer::text(text(&report)));
     }

@@ -89,3 +89,43 @@ pub fn git_exclude(project: &Path) -> Option<PathBuf> {
         .unwrap_or(git_dir);
     common.is_dir().then(|| common.join("info").join("exclude"))
 }
+
+/// The installed Claude Code's version, from `claude --version` (found on PATH's absolute
+/// entries, as the hooks will be); `Err` says why it cannot be told. Bounded: a client that
+/// does not answer within `wait` is stopped.
+pub fn claude_version(wait: std::time::Duration) -> Result<String, String> {
+    use std::io::Read;
+    if !on_path("claude") {
+        return Err("`claude` is not on PATH".into());
+    }
+    let mut child = std::process::Command::new("claude")
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("`claude --version` could not be run: {e}"))?;
+    let until = std::time::Instant::now() + wait;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < until => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "`claude --version` did not answer within {} s",
+                    wait.as_secs()
+                ));
+            }
+        }
+    }
+    let mut out = String::new();
+    if let Some(so) = child.stdout.take() {
+        let _ = so.take(4096).read_to_string(&mut out);
+    }
+    crate::settings::client_version(&out)
+        .ok_or_else(|| format!("`claude --version` said {:?}, not a version", out.trim()))
+}

@@ -761,3 +761,26 @@ pub fn man_pages() -> Vec<ManPage> {
     pages.sort_by(|a, b| a.file.cmp(&b.file));
     pages
 }
+
+/// A folder with a `claude` that says it is `version`, for `init` to ask.
+pub fn fake_claude(dir: &std::path::Path, version: &str) -> std::path::PathBuf {
+    let bin = dir.join("fake-claude-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let claude = bin.join("claude");
+    std::fs::write(
+        &claude,
+        format!("#!/bin/sh\necho '{version} (Claude Code)'\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// PATH with `dir` first.
+pub fn path_with(dir: &std::path::Path) -> std::ffi::OsString {
+    let mut paths = vec![dir.to_path_buf()];
+    paths.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    std::env::join_paths(paths).unwrap()
+}
