@@ -27,12 +27,18 @@ pub struct Project {
     runs: std::cell::Cell<u32>,
 }
 
-fn path_env() -> String {
+/// PATH for the client and for triage: the project's own `bin/` (the client under test as
+/// `claude`, which `triage init` asks its version, as it would on a user's machine), the
+/// triage binary's folder, and the system's.
+fn path_env(project_bin: &Path) -> String {
     let bin_dir = triage_bin()
         .parent()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    format!("{bin_dir}:/usr/local/bin:/usr/bin:/bin")
+    format!(
+        "{}:{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+        project_bin.display()
+    )
 }
 
 impl Project {
@@ -53,6 +59,11 @@ impl Project {
         let home = tmp.path().join("home");
         std::fs::create_dir_all(&dir).expect("mkdir project");
         std::fs::create_dir_all(&home).expect("mkdir home");
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir_all(&bin).expect("mkdir bin");
+        if let Some(claude) = std::env::var_os("TRIAGE_E2E_CLAUDE") {
+            std::os::unix::fs::symlink(claude, bin.join("claude")).expect("link claude");
+        }
         let keep = std::env::var_os("TRIAGE_E2E_KEEP").is_some();
         let p = Project {
             tmp: Some(tmp),
@@ -65,6 +76,11 @@ impl Project {
             eprintln!("e2e: {name}: kept in {kept:?}");
         }
         p
+    }
+
+    /// The PATH its client and triage run with.
+    pub fn path_env(&self) -> String {
+        path_env(&self.dir.with_file_name("bin"))
     }
 
     /// Adds to the project's `.triage.toml`.
@@ -84,7 +100,7 @@ impl Project {
         let mut c = TestCommand::from_std(std);
         c.args(args)
             .current_dir(&self.dir)
-            .env("PATH", path_env())
+            .env("PATH", self.path_env())
             .env("HOME", &self.home)
             .stdin_null();
         if let Some(now) = now {
@@ -131,7 +147,7 @@ impl Project {
             .arg(&debug)
             .current_dir(&self.dir)
             .env_clear()
-            .env("PATH", path_env())
+            .env("PATH", self.path_env())
             .env("HOME", &self.home)
             .env("TMPDIR", self.dir.parent().unwrap_or(Path::new("/tmp")))
             .env("ANTHROPIC_API_KEY", "sk-ant-e2e-dummy")

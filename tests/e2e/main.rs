@@ -26,6 +26,7 @@ mod common;
 
 mod api_failures;
 mod client;
+mod interactive;
 mod plugin;
 mod scenarios;
 mod server;

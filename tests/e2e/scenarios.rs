@@ -64,6 +64,10 @@ const SCENARIOS: &[(&str, fn() -> Outcome)] = &[
         crate::api_failures::background_subagents_the_api_fails_count_on_both_breakers_and_the_third_is_denied,
     ),
     (
+        "an_interactive_start_of_an_init_project_shows_no_settings_warning",
+        crate::interactive::an_interactive_start_of_an_init_project_shows_no_settings_warning,
+    ),
+    (
         "a_foreground_subagent_the_api_fails_is_one_record_and_one_charge",
         crate::api_failures::a_foreground_subagent_the_api_fails_is_one_record_and_one_charge,
     ),
@@ -488,6 +492,18 @@ fn main_stop_empty_then_blocked_answer() -> Outcome {
         fed.len() == 1 && fed[0].says("rejection 1 of 3") && fed[0].says("empty"),
         "the empty answer is sent back once, with the reason:\n{}",
         summary(&reqs)
+    );
+    // The client shows the model the hook's command with its block: nothing in it may be
+    // false (an earlier command said triage was not found, while triage answered).
+    let shown = fed[0]
+        .raw
+        .find("blocking error from command")
+        .map_or(String::new(), |at| {
+            fed[0].raw.chars().skip(at).take(600).collect()
+        });
+    ensure!(
+        !fed[0].says("not found on PATH") && !fed[0].says("hook skipped"),
+        "the model read words of the hook command that are not true: {shown}"
     );
     ensure!(
         reqs.last().is_some_and(|r| r.says("Stop hook feedback")),
