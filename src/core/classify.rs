@@ -684,7 +684,9 @@ mod tests {
         assert!(c.contains("`timeout`") && c.contains("tier 1"), "{c}");
         // A command past the tool's time limit: a longer limit, not the same call again.
         assert!(
-            c.contains("Next step: rerun it with a longer timeout or in the background."),
+            c.contains(
+                "Next step: rerun it with a longer timeout or in the background (attempt 2 of 3)."
+            ),
             "{c}"
         );
         assert!(!c.contains("retry the same call"), "{c}");

@@ -32,6 +32,7 @@ mod scenarios;
 mod server;
 mod session;
 mod skill_shell;
+mod timeouts;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -64,6 +64,10 @@ const SCENARIOS: &[(&str, fn() -> Outcome)] = &[
         crate::api_failures::background_subagents_the_api_fails_count_on_both_breakers_and_the_third_is_denied,
     ),
     (
+        "the_same_bash_timeout_twice_reads_as_its_records_say",
+        crate::timeouts::the_same_bash_timeout_twice_reads_as_its_records_say,
+    ),
+    (
         "an_interactive_start_of_an_init_project_shows_no_settings_warning",
         crate::interactive::an_interactive_start_of_an_init_project_shows_no_settings_warning,
     ),

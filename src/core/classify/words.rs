@@ -102,8 +102,13 @@ pub fn hook_context(e: &ErrorObject) -> String {
     let shell = matches!(tool, Some("Bash" | "PowerShell"));
     let next = match (e.action, &e.retry) {
         // A command that ran out of the tool's time limit fails the same way on a plain
-        // retry: the fix is a longer limit, or not waiting for it.
-        _ if e.kind == Kind::Timeout && shell => {
+        // retry: the fix is a longer limit, or not waiting for it; the attempt it would be is
+        // the record's, so a repeat never reads as the first.
+        (Action::Retry, Some(r)) if e.kind == Kind::Timeout && shell => format!(
+            "rerun it with a longer timeout or in the background (attempt {} of {})",
+            r.attempt, r.max_attempts
+        ),
+        (Action::Retry, None) if e.kind == Kind::Timeout && shell => {
             "rerun it with a longer timeout or in the background".to_string()
         }
         (Action::Retry, Some(r)) if r.delay_s <= 0.0 => format!(
