@@ -65,8 +65,8 @@ pub use class::{class_of, family_of};
 pub use retry::RetryAdvice;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+pub use words::{agent_type_directive, fmt_wait, hook_context, kinds_table};
 use words::{detail_line, suggestions};
-pub use words::{fmt_wait, hook_context, kinds_table};
 
 /// What the command line says over the input.
 #[derive(Clone, Debug, Default)]
@@ -227,8 +227,11 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
     let detail = from_given!("detail")
         .or(cfg.and_then(|r| r.detail.clone()))
         .unwrap_or_else(|| detail_line(&f, &v, d.verb));
-    let advice = match tr {
-        Some(r) if !r.advice.is_empty() => r.advice,
+    // The client's text for an unknown subagent type lists the ones that exist: the way out.
+    let unknown_type = input::unknown_agent_type(&f.text).map(|(_, a)| agent_type_directive(&a));
+    let advice = match (&unknown_type, tr) {
+        (Some(d), _) => &[d.as_str()][..],
+        (None, Some(r)) if !r.advice.is_empty() => r.advice,
         _ => d.suggestions,
     };
     let suggestions = from_given!("suggestions")
@@ -507,15 +510,9 @@ fn first_line(text: &str) -> Option<String> {
         .map(clip)
 }
 
+/// A line of evidence, trimmed and capped to 200 characters ([`crate::core::text::cap`]).
 fn clip(line: &str) -> String {
-    const MAX: usize = 200;
-    let line = line.trim();
-    if line.chars().count() <= MAX {
-        return line.to_string();
-    }
-    let mut out: String = line.chars().take(MAX - 1).collect();
-    out.push('…');
-    out
+    crate::core::text::cap(line.trim(), 200)
 }
 
 #[cfg(test)]
@@ -659,6 +656,24 @@ mod tests {
         );
         assert_eq!(e.retry.map(|r| r.delay_s), Some(12.0));
         assert!(!e.detail.contains('\n'));
+    }
+
+    #[test]
+    fn a_long_overload_line_is_cut_at_a_word_with_nothing_left_open() {
+        let error = "Agent general-purpose failed after 10 attempts: API Error: Repeated 529 Overloaded errors. The API is at capacity — this is usually temporary. Try again in a moment. If it persists, check your inference gateway (127.0.0.1:15721).";
+        assert!(error.chars().count() > 200);
+        let e = run(
+            json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Agent", "error": error}),
+        );
+        assert_eq!(e.kind, Kind::Overloaded);
+        assert!(
+            e.detail.ends_with("If it persists, check your…"),
+            "{}",
+            e.detail
+        );
+        let c = hook_context(&e);
+        assert!(c.contains("check your…”. Next step:"), "{c}");
+        assert!(!c.contains("(127.0.0.1:"), "{c}");
     }
 
     #[test]

@@ -663,12 +663,7 @@ fn around(text: &str, start: usize, end: usize) -> &str {
 /// At most `max` characters of `s` on one line, with `…` when cut.
 fn snippet(s: &str, max: usize) -> String {
     let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() <= max {
-        return one;
-    }
-    let mut out: String = one.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
+    crate::core::text::cap(&one, max)
 }
 
 /// How an agent's call ended, as its breaker and its error log should hear of it.

@@ -7,6 +7,7 @@
 use super::codec::Response;
 use crate::context::Context;
 use crate::core::breaker::{CallReport, Outcome};
+use crate::core::classify::{self, input};
 use crate::core::error_record;
 use crate::core::hook_payload::Payload;
 use crate::core::text;
@@ -15,29 +16,10 @@ use crate::store::breakers::calls as breaker;
 use crate::store::sessions;
 use serde_json::{json, Value};
 
-/// The unknown type and the available ones, from the client's error text.
+/// The unknown type and the available ones, from the client's error text
+/// ([`input::unknown_agent_type`]).
 pub(super) fn unknown_type(error: &str) -> Option<(String, Vec<String>)> {
-    let start = error.find("Agent type '")? + "Agent type '".len();
-    let rest = &error[start..];
-    let end = rest.find("' not found")?;
-    let name = rest[..end].trim();
-    if name.is_empty() || name.len() > 200 {
-        return None;
-    }
-    let available = match rest.find("Available agents:") {
-        Some(i) => rest[i + "Available agents:".len()..]
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .split(',')
-            .map(|a| a.trim().trim_end_matches('.').trim())
-            .filter(|a| !a.is_empty() && a.len() <= 200)
-            .take(50)
-            .map(str::to_string)
-            .collect(),
-        None => Vec::new(),
-    };
-    Some((name.to_string(), available))
+    input::unknown_agent_type(error)
 }
 
 /// PostToolUseFailure of the subagent tool for an undefined agent type: recorded as
@@ -66,14 +48,7 @@ pub(super) fn undefined_agent(cx: &Context, p: &Payload) -> Result<Option<Respon
             cx.warn(&format!("a probe permit was not handed back: {f}"));
         }
     }
-    // The client's list and the model's invented name are outside text: shown as names,
-    // escaped when they are not plain identifiers.
-    let shown: Vec<String> = available.iter().map(|a| text::label(a)).collect();
-    let directive = if shown.is_empty() {
-        "Use an agent type that exists.".to_string()
-    } else {
-        format!("Use one of: {}.", shown.join(", "))
-    };
+    let directive = classify::agent_type_directive(&available);
     let input = json!({
         "kind": "not_found",
         "detail": format!("there is no agent type {}", text::name(&name)),

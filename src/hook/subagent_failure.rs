@@ -93,18 +93,11 @@ pub(super) fn stop_failure(cx: &Context, p: &Payload) -> bool {
     true
 }
 
-/// `text` on one line, cut at a word boundary to at most [`QUOTE_CHARS`] characters.
+/// `text` on one line, capped to [`QUOTE_CHARS`] characters ([`crate::core::text::cap`]),
+/// without its closing period (the sentence it is quoted in ends with its own).
 fn quote(text: &str) -> String {
     let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() <= QUOTE_CHARS {
-        return one;
-    }
-    let cut: String = one.chars().take(QUOTE_CHARS - 1).collect();
-    let at = cut
-        .rfind(' ')
-        .filter(|&i| i > QUOTE_CHARS / 2)
-        .unwrap_or(cut.len());
-    format!("{}…", cut[..at].trim_end())
+    crate::core::text::cap(one.trim_end_matches('.'), QUOTE_CHARS)
 }
 
 #[cfg(test)]
@@ -116,6 +109,11 @@ mod tests {
         assert_eq!(
             quote("API Error:\n 529  Overloaded"),
             "API Error: 529 Overloaded"
+        );
+        // The sentence around it ends with its own period: not `(127.0.0.1:44225)..`.
+        assert_eq!(
+            quote("If it persists, check your inference gateway (127.0.0.1:44225)."),
+            "If it persists, check your inference gateway (127.0.0.1:44225)"
         );
         let long = "word ".repeat(100);
         let q = quote(&long);

@@ -182,12 +182,8 @@ fn wait_of(cx: &Context, text: &str) -> Option<f64> {
         .filter(|s| s.is_finite() && *s > 0.0)
 }
 
+/// At most `max` characters of `s` on one line ([`crate::core::text::cap`]).
 fn snippet(s: &str, max: usize) -> String {
     let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() <= max {
-        return one;
-    }
-    let mut out: String = one.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
+    crate::core::text::cap(&one, max)
 }

@@ -10,6 +10,14 @@
 //! third identical failure gets the change-approach line, once; the API-error subagent and the
 //! empty one are recorded and reach the model; the undefined type charges no breaker; the words
 //! triage injects over the whole session are printed and bounded.
+//!
+//! Everything the model reads in the session is also compared with a golden file,
+//! `tests/e2e/golden/session.txt`: each hook text as the client wrote it into the requests
+//! (additional context, deny and block reasons with the client's own label and command prefix,
+//! SessionStart), in order, under the call it followed, with the scenario's folder, the triage
+//! binary's path, the port, ids and times normalised. A change fails with a diff of that file;
+//! when the change is intended, review it and rerun with `TRIAGE_E2E_BLESS=1` (and
+//! `TRIAGE_E2E_CLIENT=2.1.332`, the scenario's client) to rewrite it.
 
 use crate::client::Project;
 use crate::server::{FakeApi, Reply, Request};
@@ -261,9 +269,18 @@ const EVENTS: &[&str] = &[
 /// The client's own reminders that may share a text with a hook's words.
 const CLIENT_TAILS: &[&str] = &["</system-reminder>", "\n\nThe user hasn't heard from you"];
 
+/// One hook text found in a string the client sent: `full`, as the model reads it (the
+/// client's event label, `PostToolUse:Bash hook blocking error from command: "...": `, and
+/// triage's words), and `words`, triage's words alone.
+struct Segment {
+    full: String,
+    words: String,
+}
+
 /// The hook texts in one string: each runs from the end of its label to the next label (or a
-/// client reminder, or the end), without the client's `from command: "...": ` prefix.
-fn hook_texts(s: &str) -> Vec<String> {
+/// client reminder, or the end); `words` without the client's `from command: "...": ` prefix,
+/// `full` with it and with the event that leads the label.
+fn segments(s: &str) -> Vec<Segment> {
     let mut at: Vec<(usize, usize)> = LABELS
         .iter()
         .flat_map(|l| s.match_indices(l).map(|(i, _)| (i, i + l.len())))
@@ -271,8 +288,9 @@ fn hook_texts(s: &str) -> Vec<String> {
     at.sort_unstable();
     // A label inside another's span ("Stop hook feedback" within "SubagentStop hook ...").
     at.dedup_by(|b, a| b.0 < a.1);
+    let offset = |sub: &str| sub.as_ptr() as usize - s.as_ptr() as usize;
     let mut out = Vec::new();
-    for (n, &(_, start)) in at.iter().enumerate() {
+    for (n, &(label, start)) in at.iter().enumerate() {
         let end = at.get(n + 1).map_or(s.len(), |next| next.0);
         let mut text = &s[start..end];
         for tail in CLIENT_TAILS {
@@ -292,18 +310,34 @@ fn hook_texts(s: &str) -> Vec<String> {
                 text = head;
             }
         }
-        if !text.trim().is_empty() {
-            out.push(text.trim().to_string());
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
         }
+        // The full text starts at the event that leads its label (`PostToolUse:Bash hook ...`).
+        let before = s[..label].trim_end();
+        let event = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+        let first = if EVENTS
+            .iter()
+            .any(|e| before[event..].split(':').next() == Some(*e))
+        {
+            event
+        } else {
+            label
+        };
+        out.push(Segment {
+            full: s[first..offset(text) + text.len()].to_string(),
+            words: text.to_string(),
+        });
     }
     out
 }
 
-/// Every text triage put into this request, in order, from every string of the messages.
-fn injected(req: &Request) -> Vec<String> {
-    fn walk(v: &Value, out: &mut Vec<String>) {
+/// Every hook text in this request, in order, from every string of the messages.
+fn segments_of(req: &Request) -> Vec<Segment> {
+    fn walk(v: &Value, out: &mut Vec<Segment>) {
         match v {
-            Value::String(s) => out.extend(hook_texts(s)),
+            Value::String(s) => out.extend(segments(s)),
             Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
             Value::Object(o) => o.values().for_each(|x| walk(x, out)),
             _ => {}
@@ -312,6 +346,16 @@ fn injected(req: &Request) -> Vec<String> {
     let mut out = Vec::new();
     walk(&req.body["messages"], &mut out);
     out
+}
+
+/// Every text triage put into this request (its words alone), in order.
+fn injected(req: &Request) -> Vec<String> {
+    segments_of(req).into_iter().map(|t| t.words).collect()
+}
+
+/// Every text triage put into this request as the model reads it, label and all, in order.
+fn injected_full(req: &Request) -> Vec<String> {
+    segments_of(req).into_iter().map(|t| t.full).collect()
 }
 
 /// What is in `later` and not in `earlier` (as a multiset).
@@ -335,6 +379,122 @@ fn added(earlier: &[String], later: &[String]) -> Vec<String> {
 
 fn words(texts: &[String]) -> usize {
     texts.iter().map(|t| t.split_whitespace().count()).sum()
+}
+
+/// The golden file of what the model reads in this session.
+fn golden_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/golden/session.txt")
+}
+
+/// What the main agent's call `k` was.
+fn call_name(k: usize) -> String {
+    match k {
+        0..=8 if k % 3 == 1 => format!("write src/{}.js", TDD[k / 3]),
+        0..=8 => format!("jest src/{}.test.js", TDD[k / 3]),
+        GREP => "grep with no match".into(),
+        LINT => "eslint, 2 errors".into(),
+        NPM => "npm install, ERESOLVE".into(),
+        12..=14 => format!("tsc, the same error ({} of 3)", k - 11),
+        API_ERROR_AGENT => "general-purpose subagent, the API answers 529".into(),
+        EMPTY_AGENT => "general-purpose subagent, an empty answer".into(),
+        UNDEFINED_AGENT => "an undefined agent type".into(),
+        API_TEXT_AGENT => "Explore subagent, answers with an API error text".into(),
+        _ => String::new(),
+    }
+}
+
+/// `text` with what changes from run to run made fixed: the scenario's folder, the triage
+/// binary's path, the fake API's port, session and agent ids, record ids and times.
+fn normalise(text: &str, root: &std::path::Path) -> String {
+    let bin = crate::client::triage_bin();
+    let mut t = text.replace(&bin.display().to_string(), "<triage>");
+    if let Some(dir) = bin.parent() {
+        t = t.replace(&dir.display().to_string(), "<triage-dir>");
+    }
+    t = t.replace(&root.display().to_string(), "<tmp>");
+    for (pattern, with) in [
+        (r"127\.0\.0\.1:\d+", "127.0.0.1:<port>"),
+        (
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            "<uuid>",
+        ),
+        (r"\ba[0-9a-f]{16}\b", "<agent-id>"),
+        (r"toolu_[A-Za-z0-9_]+", "<tool-use-id>"),
+        (r"err-\d{8}T\d{9}Z-p\d+x[0-9a-f]{8}", "<record-id>"),
+        (
+            r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?( UTC)?",
+            "<time>",
+        ),
+    ] {
+        let re = regex::Regex::new(pattern).expect("a valid pattern");
+        t = re.replace_all(&t, with).into_owned();
+    }
+    t
+}
+
+/// The golden text: each text triage put in front of the model, as the client wrote it into
+/// the requests, under the moment it arrived.
+fn golden_text(
+    before: &[String],
+    after_calls: &[Vec<String>],
+    subagents: &[(&str, Vec<String>)],
+    root: &std::path::Path,
+) -> String {
+    let mut out = String::from(
+        "# Everything triage put in front of the model in tests/e2e/session.rs's session, on the\n\
+         # current client: each hook text as the client wrote it into the requests the API received,\n\
+         # in order, with paths, ports, ids and times normalised. A change here is a change to what\n\
+         # the model reads: review it, then `TRIAGE_E2E_BLESS=1 TRIAGE_E2E_CLIENT=2.1.332 cargo test\n\
+         # --test e2e a_realistic_coding_session` rewrites this file.\n",
+    );
+    let mut section = |title: String, texts: &[String]| {
+        if texts.is_empty() {
+            return;
+        }
+        out.push_str(&format!("\n## {title}\n"));
+        for t in texts {
+            out.push_str(&format!("\n{}\n", normalise(t, root)));
+        }
+    };
+    section("before the first call (the main agent)".into(), before);
+    for (k, texts) in after_calls.iter().enumerate() {
+        section(format!("after call {k}: {}", call_name(k)), texts);
+    }
+    for (sub, texts) in subagents {
+        section(format!("to the subagent {sub}"), texts);
+    }
+    out
+}
+
+/// Compares `text` with the golden file (or rewrites it under `TRIAGE_E2E_BLESS=1`): `Err`
+/// with a readable diff when they differ.
+fn compare_golden(text: &str) -> Result<(), String> {
+    let path = golden_path();
+    if std::env::var_os("TRIAGE_E2E_BLESS").is_some_and(|v| !v.is_empty() && v != "0") {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!("session: wrote {}", path.display());
+        return Ok(());
+    }
+    let want = std::fs::read_to_string(&path).map_err(|e| {
+        format!(
+            "the golden file {} cannot be read ({e}); TRIAGE_E2E_BLESS=1 writes it",
+            path.display()
+        )
+    })?;
+    if want == text {
+        return Ok(());
+    }
+    let diff = similar::TextDiff::from_lines(want.as_str(), text)
+        .unified_diff()
+        .context_radius(3)
+        .header("tests/e2e/golden/session.txt", "this run")
+        .to_string();
+    Err(format!(
+        "what the model reads changed (if that is intended, review and rerun with TRIAGE_E2E_BLESS=1):\n{diff}"
+    ))
 }
 
 pub fn a_realistic_coding_session_on_the_current_client() -> Outcome {
@@ -412,6 +572,32 @@ pub fn a_realistic_coding_session_on_the_current_client() -> Outcome {
         "the texts after each call ({said_words} words) are not those of the whole conversation ({} words)",
         words(&in_main)
     );
+    // The same texts as the model reads them, label and all, for the golden file.
+    let said_full: Vec<Vec<String>> = (0..CALLS)
+        .map(|k| added(&injected_full(after[&k]), &injected_full(after[&(k + 1)])))
+        .collect();
+    let mut to_subagents: Vec<(&str, Vec<String>)> = Vec::new();
+    for sub in ["SUBTASK-APIERR", "SUBTASK-EMPTY", "SUBTASK-APITEXT"] {
+        let mut texts: Vec<String> = Vec::new();
+        if let Some(r) = all.iter().rev().find(|r| r.is(sub)) {
+            // Each text once, as counted above.
+            let mut seen: Vec<String> = Vec::new();
+            for t in segments_of(r) {
+                if !seen.contains(&t.words) {
+                    seen.push(t.words);
+                    texts.push(t.full);
+                }
+            }
+        }
+        to_subagents.push((sub, texts));
+    }
+    let root = p.dir.parent().unwrap_or(&p.dir).to_path_buf();
+    let golden = compare_golden(&golden_text(
+        &injected_full(after[&0]),
+        &said_full,
+        &to_subagents,
+        &root,
+    ));
     let total = words(&in_main) + words(&subagents);
     println!(
         "session: triage injected {total} words ({} into the main agent's context, {} into its subagents')",
@@ -524,6 +710,9 @@ pub fn a_realistic_coding_session_on_the_current_client() -> Outcome {
         total <= WORD_BOUND,
         format!("triage injected {total} words over the session, more than {WORD_BOUND}"),
     );
+    if let Err(diff) = golden {
+        check(false, diff);
+    }
     println!(
         "  (the npm resolution error, call {NPM}: {:?}; the undefined type, call {UNDEFINED_AGENT}: {:?})",
         said[NPM], said[UNDEFINED_AGENT]

@@ -43,6 +43,33 @@ pub struct Facts {
     pub is_failure: bool,
 }
 
+/// The agent type Claude Code did not find and the ones it lists instead, from its error text
+/// (`Agent type 'code-reviewer' not found. Available agents: general-purpose, Explore`);
+/// `None` when `error` is not that text.
+pub fn unknown_agent_type(error: &str) -> Option<(String, Vec<String>)> {
+    let start = error.find("Agent type '")? + "Agent type '".len();
+    let rest = &error[start..];
+    let end = rest.find("' not found")?;
+    let name = rest[..end].trim();
+    if name.is_empty() || name.len() > 200 {
+        return None;
+    }
+    let available = match rest.find("Available agents:") {
+        Some(i) => rest[i + "Available agents:".len()..]
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split(',')
+            .map(|a| a.trim().trim_end_matches('.').trim())
+            .filter(|a| !a.is_empty() && a.len() <= 200)
+            .take(50)
+            .map(str::to_string)
+            .collect(),
+        None => Vec::new(),
+    };
+    Some((name.to_string(), available))
+}
+
 fn s(v: &Value, key: &str) -> Option<String> {
     match v.get(key)? {
         Value::String(t) if !t.trim().is_empty() => Some(t.clone()),

@@ -75,6 +75,20 @@ pub(super) fn suggestions(
     out
 }
 
+/// The one directive for a subagent type that does not exist: the types the client lists
+/// (outside text: each shown as a name, escaped when it is not a plain identifier), or, when
+/// it lists none, to use one that exists.
+pub fn agent_type_directive(available: &[String]) -> String {
+    if available.is_empty() {
+        return "Use an agent type that exists.".to_string();
+    }
+    let shown: Vec<String> = available
+        .iter()
+        .map(|a| crate::core::text::label(a))
+        .collect();
+    format!("Use one of: {}.", shown.join(", "))
+}
+
 /// `s` with its first letter lowered, unless the word is an acronym or a name (`PATH`, `npm`).
 fn lower_first(s: &str) -> String {
     let mut c = s.chars();
