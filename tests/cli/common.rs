@@ -784,3 +784,22 @@ pub fn path_with(dir: &std::path::Path) -> std::ffi::OsString {
     ));
     std::env::join_paths(paths).unwrap()
 }
+
+/// Whether `unshare -Urfp --mount-proc` (a user and PID namespace of the test's own) is
+/// allowed here; skips saying why, or fails under `TRIAGE_REQUIRE_UNSHARE=1`.
+pub fn pid_namespace_allowed() -> bool {
+    let probe = std::process::Command::new("unshare")
+        .args(["-Urfp", "--mount-proc", "true"])
+        .stdin(std::process::Stdio::null())
+        .output();
+    let allowed = probe.as_ref().is_ok_and(|o| o.status.success());
+    let why = match &probe {
+        Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
+        Err(e) => e.to_string(),
+    };
+    skip_unless(
+        allowed,
+        &format!("`unshare -Urfp --mount-proc` is not allowed here ({why})"),
+        "TRIAGE_REQUIRE_UNSHARE",
+    )
+}

@@ -151,30 +151,6 @@ fn a_phase_item_is_decided_only_once_what_it_left_running_is_ended() {
     );
 }
 
-/// Whether `unshare -Urfp --mount-proc` (a user and PID namespace, whose PID 1 the test
-/// chooses) is allowed here. When it is not, the test skips saying why, unless
-/// `TRIAGE_REQUIRE_UNSHARE=1` (which `.ci/run` sets where it must work) makes it fail.
-fn pid_namespace_allowed() -> bool {
-    let probe = std::process::Command::new("unshare")
-        .args(["-Urfp", "--mount-proc", "true"])
-        .stdin(std::process::Stdio::null())
-        .output();
-    let allowed = probe.as_ref().is_ok_and(|o| o.status.success());
-    if !allowed {
-        let why = match &probe {
-            Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
-            Err(e) => e.to_string(),
-        };
-        let require = std::env::var("TRIAGE_REQUIRE_UNSHARE").is_ok_and(|v| v == "1");
-        assert!(
-            !require,
-            "TRIAGE_REQUIRE_UNSHARE=1 but `unshare -Urfp --mount-proc` is not allowed: {why}"
-        );
-        eprintln!("skipped: `unshare -Urfp --mount-proc` is not allowed here ({why})");
-    }
-    allowed
-}
-
 /// In most containers PID 1 never reaps the orphans reparented to it. Here PID 1 is `sleep`
 /// (it never calls wait), and `triage run` is its grandchild: at the timeout the command's
 /// `sh` and its `sleep 20` both die of SIGTERM, the `sleep` an orphan whose zombie nobody
@@ -182,7 +158,7 @@ fn pid_namespace_allowed() -> bool {
 /// not wait on the zombie until `--kill-after`.
 #[test]
 fn a_timeout_returns_on_time_under_a_pid_1_that_never_reaps() {
-    if !pid_namespace_allowed() {
+    if !crate::common::pid_namespace_allowed() {
         return;
     }
     let s = Sandbox::new();

@@ -456,25 +456,6 @@ fn run_with_side_effects_never_runs_its_command_twice() {
     assert_ne!(out.code(), Some(0));
 }
 
-/// Whether `unshare -Urfp --mount-proc` (a user and PID namespace of the test's own) is
-/// allowed here; skips saying why, or fails under `TRIAGE_REQUIRE_UNSHARE=1`.
-fn pid_namespace() -> bool {
-    let probe = std::process::Command::new("unshare")
-        .args(["-Urfp", "--mount-proc", "true"])
-        .stdin(Stdio::null())
-        .output();
-    let allowed = probe.as_ref().is_ok_and(|o| o.status.success());
-    let why = match &probe {
-        Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_string(),
-        Err(e) => e.to_string(),
-    };
-    crate::common::skip_unless(
-        allowed,
-        &format!("`unshare -Urfp --mount-proc` is not allowed here ({why})"),
-        "TRIAGE_REQUIRE_UNSHARE",
-    )
-}
-
 /// The adversary's round, in a PID namespace of the test's own: processes the test starts
 /// (one in a group and session of its own, one in the caller's group, one started after the
 /// item's group died, as a reused process id would be) must all survive `phase resume` of a
@@ -485,7 +466,7 @@ fn pid_namespace() -> bool {
 fn resume_signals_only_the_group_its_item_started_never_one_a_manifest_names() {
     if !crate::common::skip_unless_tool("unshare", "TRIAGE_REQUIRE_UNSHARE")
         || !crate::common::skip_unless_tool("jq", "TRIAGE_REQUIRE_JQ")
-        || !pid_namespace()
+        || !crate::common::pid_namespace_allowed()
     {
         return;
     }
