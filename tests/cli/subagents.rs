@@ -644,8 +644,25 @@ fn the_stop_failure_command_finishes_its_record_through_the_clients_sigterm() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // While it waits for the payload, the client exits and sends it SIGTERM.
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // While it waits for the payload, the client exits and sends it SIGTERM: once the command
+    // has set itself to ignore it (its `trap`, which `exec` keeps), as /proc shows.
+    let ignores_term = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|st| {
+                let mask = st.lines().find_map(|l| l.strip_prefix("SigIgn:"))?;
+                u64::from_str_radix(mask.trim(), 16).ok()
+            })
+            .is_some_and(|m| m & (1 << (15 - 1)) != 0)
+    };
+    let t0 = std::time::Instant::now();
+    while !ignores_term(child.id()) {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(20),
+            "the command never set SIGTERM aside"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
     let killed = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
