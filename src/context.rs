@@ -185,9 +185,6 @@ pub struct Context {
     /// The user's own cache folder (`$XDG_CACHE_HOME/triage`, else `~/.cache/triage`), where
     /// a policy's compiled patterns are kept; `None`: no call has a cache.
     pub cache_dir: Option<PathBuf>,
-    /// The user's own state folder (`$XDG_STATE_HOME/triage`, else `~/.local/state/triage`),
-    /// where the key that seals phase manifests is kept; `None`: no phase is sealed.
-    pub state_dir: Option<PathBuf>,
     /// `-v` or `TRIAGE_LOG=debug`: the decision trace is written (see [`crate::store::trace`]).
     pub debug: bool,
     policy: OnceLock<(Policy, Option<PathBuf>)>,
@@ -217,10 +214,6 @@ impl Context {
         // Compiled caches are never kept where a project could ship them (see `pattern_cache`).
         let cache_dir =
             pattern_cache::user_dir(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"));
-        let state_dir = crate::store::phase_seal::user_dir(
-            std::env::var_os("XDG_STATE_HOME"),
-            std::env::var_os("HOME"),
-        );
         let debug = global.verbose || env.debug == Some(true);
         Ok(Context {
             name,
@@ -238,7 +231,6 @@ impl Context {
             store_url: env.store.clone(),
             redis_password: env.redis_password.clone(),
             cache_dir,
-            state_dir,
             policy: OnceLock::new(),
             redactor: OnceLock::new(),
         })
@@ -260,24 +252,33 @@ impl Context {
         if let Some(d) = &self.cache_dir {
             files::set_private_dir(d);
         }
-        if let Some(d) = &self.state_dir {
-            files::set_private_dir(d);
-        }
+    }
+
+    /// The user's own state folder (`$XDG_STATE_HOME/triage`, else `~/.local/state/triage`),
+    /// where the key that seals phase manifests is kept, declared to the store as a private
+    /// folder: asked only by the phase commands, so no other call pays for it.
+    fn state_dir(&self) -> Option<PathBuf> {
+        let dir = crate::store::phase_seal::user_dir(
+            std::env::var_os("XDG_STATE_HOME"),
+            std::env::var_os("HOME"),
+        )?;
+        files::set_private_dir(&dir);
+        Some(dir)
     }
 
     /// The user's key that seals phase manifests, when there is one already (a read-only
     /// command makes none).
     pub fn phase_seal_key_if_any(&self) -> Option<Vec<u8>> {
-        crate::store::phase_seal::existing_key(self.state_dir.as_deref()?)
+        crate::store::phase_seal::existing_key(&self.state_dir()?)
     }
 
     /// The user's key that seals phase manifests (made on first use); `Err` says why there
     /// is none.
     pub fn phase_seal_key(&self) -> Result<Vec<u8>, String> {
-        let dir = self.state_dir.as_deref().ok_or_else(|| {
+        let dir = self.state_dir().ok_or_else(|| {
             "there is no state folder of yours (set HOME or XDG_STATE_HOME)".to_string()
         })?;
-        crate::store::phase_seal::key(dir)
+        crate::store::phase_seal::key(&dir)
     }
 
     /// What the store and `exec` stand on: the state root, now, the lock deadline of this
