@@ -62,7 +62,12 @@ pub fn main(args: &[OsString]) -> ExitCode {
         signal_hook::flag::register(s, flag).ok()
     })
     .collect();
-    if !holder_alive(parent) {
+    // Only the group it leads is its to end: run any other way (not by `run`, which starts it
+    // in a group of its own), it refuses rather than signal its caller's group later.
+    if !holder_alive(parent) || rustix::process::getpgrp() != rustix::process::getpid() {
+        eprintln_guard(
+            "__guard is run by `triage run` only, as the leader of a process group of its own",
+        );
         return ExitCode::from(125);
     }
     let mut child = match Command::new(program).args(rest).spawn() {
@@ -158,5 +163,17 @@ mod tests {
     #[test]
     fn a_guard_called_wrong_is_a_usage_error() {
         assert_eq!(main(&["x".into()]), ExitCode::from(64));
+    }
+
+    #[test]
+    fn a_guard_that_leads_no_group_of_its_own_refuses_and_signals_nobody() {
+        // The test process is not a group leader (cargo's harness is), nor is its parent
+        // given here: the guard refuses before it starts anything.
+        let parent = std::os::unix::process::parent_id().to_string();
+        let args: Vec<std::ffi::OsString> =
+            vec![parent.into(), "0".into(), "--".into(), "true".into()];
+        if rustix::process::getpgrp() != rustix::process::getpid() {
+            assert_eq!(main(&args), ExitCode::from(125));
+        }
     }
 }
