@@ -50,6 +50,14 @@ pub fn main(args: &[OsString]) -> ExitCode {
         eprintln_guard("usage: triage __guard PARENT_PID GRACE_MS -- COMMAND [ARG…]");
         return ExitCode::from(64);
     };
+    // Only the group it leads is its to end: run any other way (not by `run`, which starts it
+    // in a group of its own), it refuses rather than signal its caller's group later.
+    if !holder_alive(parent) || rustix::process::getpgrp() != rustix::process::getpid() {
+        eprintln_guard(
+            "__guard is run by `triage run` only, as the leader of a process group of its own",
+        );
+        return ExitCode::from(125);
+    }
     // The group's signals are for the command; the guard outlives them to report its end.
     let flags: Vec<_> = [
         signal_hook::consts::SIGTERM,
@@ -62,14 +70,6 @@ pub fn main(args: &[OsString]) -> ExitCode {
         signal_hook::flag::register(s, flag).ok()
     })
     .collect();
-    // Only the group it leads is its to end: run any other way (not by `run`, which starts it
-    // in a group of its own), it refuses rather than signal its caller's group later.
-    if !holder_alive(parent) || rustix::process::getpgrp() != rustix::process::getpid() {
-        eprintln_guard(
-            "__guard is run by `triage run` only, as the leader of a process group of its own",
-        );
-        return ExitCode::from(125);
-    }
     let mut child = match Command::new(program).args(rest).spawn() {
         Ok(c) => c,
         Err(e) => {
