@@ -180,11 +180,20 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
             Vec::new()
         })
     };
+    // The API failed a foreground subagent and its StopFailure is still to come: the same
+    // words as when it came first.
+    let api_first = ended
+        .is_none()
+        .then(|| super::subagent_failure::foreground_note(p, object.kind))
+        .flatten();
     let advice = match ended.as_ref().filter(|e| e.last.outcome == Outcome::Failure) {
         // The API failed it (its StopFailure came first).
         Some(e) if e.last.api_error => super::results::api_note(&e.last, &e.key)
             .map(|note| format!("triage: {note}"))
             .unwrap_or_default(),
+        None if api_first.is_some() => {
+            format!("triage: {}", api_first.as_deref().unwrap_or_default())
+        }
         // What its SubagentStop found says more than the client's "No assistant messages".
         Some(e) => format!(
             "The {} subagent's output is unusable:\n{}\n{}",

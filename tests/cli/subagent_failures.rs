@@ -63,7 +63,8 @@ fn call_failed(id: &str) -> Value {
     json!({"session_id": SID, "hook_event_name": "PostToolUseFailure", "tool_name": "Agent",
         "tool_use_id": id,
         "tool_input": {"description": "d", "prompt": "p", "subagent_type": "researcher"},
-        "error": format!("Agent terminated early due to an API error: {OVERLOADED}")})
+        // As the client writes it (2.1.332): its own appendix after the API's message.
+        "error": format!("Agent terminated early due to an API error: {OVERLOADED} (error type server_error, HTTP 529, request id req_1, model sent to the API: claude-opus-5-5)")})
 }
 
 fn prompt() -> Value {
@@ -244,4 +245,19 @@ fn a_subagent_let_go_whose_breaker_then_opens_is_not_advised_a_rerun() {
     assert_eq!(breaker(&s, "researcher")["state"], "open");
     assert!(!last.contains("rerun the subagent"), "{last}");
     assert!(last.contains("breaker `researcher` is open"), "{last}");
+}
+
+/// The client runs the subagent's StopFailure hook and the parent's PostToolUseFailure hook
+/// at nearly the same moment: what the parent is told is the same whichever runs first (the
+/// client's own appendix to its error, `(error type …, HTTP 529, request id …)`, left out).
+#[test]
+fn a_foreground_subagent_the_api_fails_reads_the_same_whichever_report_comes_first() {
+    let told = |first: bool| {
+        let s = Sandbox::new();
+        context(&foreground_failure(&s, 1, first)).expect("the parent is told")
+    };
+    let (stop_first, call_first) = (told(true), told(false));
+    assert_eq!(stop_first, call_first);
+    assert!(stop_first.contains("did no work"), "{stop_first}");
+    assert!(!stop_first.contains("request id"), "{stop_first}");
 }
