@@ -184,7 +184,7 @@ pub(super) fn post_tool_use_failure(cx: &Context, p: &Payload) -> Result<Respons
     // words as when it came first.
     let api_first = ended
         .is_none()
-        .then(|| super::subagent_failure::foreground_note(p, object.kind))
+        .then(|| super::results::foreground_note(p, object.kind))
         .flatten();
     let advice = match ended.as_ref().filter(|e| e.last.outcome == Outcome::Failure) {
         // The API failed it (its StopFailure came first).

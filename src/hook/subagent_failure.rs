@@ -13,15 +13,13 @@
 //! - a background launch whose PostToolUse has not come yet finds the end at that
 //!   PostToolUse, which completes the call as it does after a SubagentStop.
 
+use super::results::quote;
 use crate::context::Context;
 use crate::core::breaker::Outcome;
 use crate::core::classify::{self, Overrides};
 use crate::core::hook_payload::Payload;
 use crate::core::output_check::Final;
 use crate::store::sessions::{self, FailureMet};
-
-/// The longest quote of the API's error kept in the words for the model.
-const QUOTE_CHARS: usize = 300;
 
 /// StopFailure of a subagent (`agent_id` and `agent_type`); false when it is not one (the
 /// main agent's turn).
@@ -95,37 +93,9 @@ pub(super) fn stop_failure(cx: &Context, p: &Payload) -> bool {
 
 /// `text` on one line, capped to [`QUOTE_CHARS`] characters ([`crate::core::text::cap`]),
 /// without its closing period (the sentence it is quoted in ends with its own).
-/// The client's words for a foreground subagent the API failed, in its call's
-/// PostToolUseFailure.
-const TERMINATED: &str = "Agent terminated early due to an API error:";
-
-/// What the model is told when a foreground subagent's call fails because the API failed it
-/// and its own StopFailure has not come yet: the words that StopFailure would have given, so
-/// the text is the same whichever of the two the client's hooks run first. `None` for any
-/// other failure.
-pub(super) fn foreground_note(p: &Payload, kind: crate::core::vocab::Kind) -> Option<String> {
-    let said = p.error()?.trim_start().strip_prefix(TERMINATED)?.trim();
-    // The client adds what the subagent's own message does not carry (`(error type
-    // server_error, HTTP 529, request id …)`): left out, so both texts are the same.
-    let said = said.split(" (error type ").next().unwrap_or(said).trim();
-    let who = p.subagent_type()?;
-    let last = Final {
-        outcome: Outcome::Failure,
-        kind: Some(kind),
-        detail: Some(format!("its API requests failed: {}", quote(said))),
-        api_error: true,
-        ..Final::success()
-    };
-    super::results::api_note(&last, who)
-}
-
-fn quote(text: &str) -> String {
-    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    crate::core::text::cap(one.trim_end_matches('.'), QUOTE_CHARS)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::results::QUOTE_CHARS;
     use super::*;
 
     #[test]
