@@ -59,25 +59,44 @@ pub fn knows(client: Option<&str>, since: &str) -> bool {
 /// waits are bounded by `TRIAGE_LOCK_TIMEOUT`, so this only guards against a wedged machine.
 pub const HOOK_TIMEOUT_S: u64 = 30;
 
-/// The command `triage init` writes: `triage` as every teammate's PATH finds it (the shared
-/// `.claude/settings.json` is committed, so no installer's path belongs in it), failing open
-/// like `hooks/scripts/triage-hook.sh` when it is missing: stdin is drained (Claude Code never
-/// gets EPIPE) and the status is 0, so a teammate without triage is never blocked.
+/// The launcher `triage init` writes beside the settings it wires (`<.claude>/hooks/`, named
+/// [`LAUNCHER_FILE`]): it finds `triage` on PATH's absolute entries and runs `triage hook`,
+/// failing open when there is none (`hooks/launcher.sh` says how).
+pub const LAUNCHER: &str = include_str!("../hooks/launcher.sh");
+
+/// The launcher's file name, in the `hooks/` folder beside the settings file.
+pub const LAUNCHER_FILE: &str = "triage-hook";
+
+/// The command `triage init` writes into a project's settings: the launcher beside them, found
+/// through the project folder the client names (no installer's path: the shared
+/// `.claude/settings.json` is committed). `|| true`: a missing launcher (the shell's status
+/// 2 would be a blocking answer) never blocks anyone.
 ///
 /// The client shows the model this whole command before every blocking answer (`… hook
-/// blocking error from command: "<command>": <reason>`): it holds no words of its own (an
-/// earlier one said "triage: not found on PATH; hook skipped", which the model then read
-/// before every answer triage itself gave).
-///
-/// Only PATH's absolute entries are searched: an empty entry (a trailing `:`), `.`, `bin` or
-/// `./node_modules/.bin` names a folder of the working folder, the project, and a cloned
-/// project's `triage` is never run. The drain ends after 5 s of a writer that keeps the pipe
-/// open (Claude Code does not time out a hook blocked on its stdin).
-pub const HOOK_COMMAND: &str = "p=; IFS=:; set -f; for d in $PATH; do case $d in /*) p=$p${p:+:}$d;; esac; done; unset IFS; set +f; PATH=${p:-/nonexistent}; command -v triage >/dev/null 2>&1 && exec triage hook; exec 3<&0; cat <&3 >/dev/null 2>&1 3<&- & c=$!; exec 3<&-; (sleep 5 && kill $c) </dev/null >/dev/null 2>&1 & wait $c 2>/dev/null; exit 0";
+/// blocking error from command: "<command>": <reason>`): it is short and holds no words of
+/// its own (an earlier one was 300 characters of shell, and one before it said "triage: not
+/// found on PATH; hook skipped", which the model then read before every answer triage gave).
+pub const HOOK_COMMAND: &str = "sh \"$CLAUDE_PROJECT_DIR/.claude/hooks/triage-hook\" || true";
+
+/// The command for the user's own settings: the launcher at its absolute path (that file is
+/// nobody else's), quoted for `sh`.
+pub fn user_hook_command(launcher: &std::path::Path) -> String {
+    let path = launcher.to_string_lossy().replace('\'', "'\\''");
+    format!("sh '{path}' || true")
+}
+
+/// Whether `cmd` runs a launcher `triage init` wrote (`sh "…/hooks/triage-hook" || true`).
+fn runs_launcher(cmd: &str) -> bool {
+    cmd.strip_prefix("sh ")
+        .and_then(|c| c.strip_suffix(" || true"))
+        .map(|c| c.trim_matches(|q| q == '"' || q == '\''))
+        .is_some_and(|c| c.ends_with(&format!("/hooks/{LAUNCHER_FILE}")))
+}
 
 /// Commands earlier versions of `triage init` wrote: still ours, so a reinstall replaces them
 /// and an uninstall takes them away.
 const EARLIER_HOOK_COMMANDS: &[&str] = &[
+    "p=; IFS=:; set -f; for d in $PATH; do case $d in /*) p=$p${p:+:}$d;; esac; done; unset IFS; set +f; PATH=${p:-/nonexistent}; command -v triage >/dev/null 2>&1 && exec triage hook; exec 3<&0; cat <&3 >/dev/null 2>&1 3<&- & c=$!; exec 3<&-; (sleep 5 && kill $c) </dev/null >/dev/null 2>&1 & wait $c 2>/dev/null; exit 0",
     "p=; IFS=:; set -f; for d in $PATH; do case $d in /*) p=$p${p:+:}$d;; esac; done; unset IFS; set +f; PATH=${p:-/nonexistent}; command -v triage >/dev/null 2>&1 && exec triage hook; exec 3<&0; cat <&3 >/dev/null 2>&1 3<&- & c=$!; exec 3<&-; (sleep 5 && kill $c) </dev/null >/dev/null 2>&1 & wait $c 2>/dev/null; echo 'triage: not found on PATH; hook skipped' >&2",
     "command -v triage >/dev/null 2>&1 && exec triage hook; cat >/dev/null; echo 'triage: not found on PATH; hook skipped' >&2",
 ];
@@ -104,7 +123,7 @@ pub fn is_ours(handler: &Value) -> bool {
         return false;
     };
     let cmd = cmd.strip_prefix(STOP_FAILURE_PREFIX).unwrap_or(cmd);
-    if cmd == HOOK_COMMAND || EARLIER_HOOK_COMMANDS.contains(&cmd) {
+    if cmd == HOOK_COMMAND || runs_launcher(cmd) || EARLIER_HOOK_COMMANDS.contains(&cmd) {
         return true;
     }
     let Some(program) = cmd.strip_suffix(" hook") else {
@@ -669,7 +688,30 @@ mod tests {
         assert!(is_ours(
             &json!({"command": event_command("StopFailure", CMD)})
         ));
-        // A PATH with the shell's tools and no triage.
+        // The user's own settings run the launcher at its path, quoted for sh.
+        let user = user_hook_command(std::path::Path::new(
+            "/home/o'neil/.claude/hooks/triage-hook",
+        ));
+        assert_eq!(
+            user,
+            "sh '/home/o'\\''neil/.claude/hooks/triage-hook' || true"
+        );
+        assert!(is_ours(&json!({"command": user})));
+        assert!(!is_ours(&json!({"command": "sh ./other-hook || true"})));
+        // The client shows the model this text: short, no words of its own.
+        assert!(HOOK_COMMAND.len() < 64, "{HOOK_COMMAND}");
+        assert!(!HOOK_COMMAND.contains("not found") && !HOOK_COMMAND.contains("echo"));
+    }
+
+    /// Runs `sh -c command` with `CLAUDE_PROJECT_DIR=project`, a PATH of the shell's tools and
+    /// `input` on stdin; `None` where the shell finds a triage on that PATH (the fail-open
+    /// path cannot be shown there).
+    fn run_without_triage(
+        command: &str,
+        project: &std::path::Path,
+        input: &[u8],
+    ) -> Option<std::process::Output> {
+        use std::io::Write;
         let path = "/usr/bin:/bin";
         let found = std::process::Command::new("sh")
             .args(["-c", "command -v triage"])
@@ -677,18 +719,46 @@ mod tests {
             .output()
             .is_ok_and(|o| o.status.success());
         if found {
-            return;
+            eprintln!("skipped: a triage is on {path}");
+            return None;
         }
-        let out = std::process::Command::new("sh")
-            .args(["-c", HOOK_COMMAND])
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", command])
+            .env_clear()
             .env("PATH", path)
-            .stdin(std::process::Stdio::null())
-            .output()
+            .env("CLAUDE_PROJECT_DIR", project)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
             .expect("sh runs");
-        assert_eq!(out.status.code(), Some(0));
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("the payload is read whole");
+        Some(child.wait_with_output().expect("sh ends"))
+    }
+
+    #[test]
+    fn the_command_and_its_launcher_fail_open_without_triage() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let payload = vec![b'x'; 200_000];
+        // No launcher (a clone without it): status 0, nothing said; a status 2 would block.
+        let Some(out) = run_without_triage(HOOK_COMMAND, dir.path(), b"{}") else {
+            return;
+        };
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
         assert!(out.stdout.is_empty());
-        // The client shows the model this text: no words of its own, least of all false ones.
-        assert!(!HOOK_COMMAND.contains("not found") && !HOOK_COMMAND.contains("echo"));
+        // The launcher without triage on PATH: the payload drained (larger than a pipe's
+        // buffer, so an undrained one fails the write above), status 0, nothing said.
+        let hooks = dir.path().join(".claude/hooks");
+        std::fs::create_dir_all(&hooks).expect("mkdir");
+        std::fs::write(hooks.join(LAUNCHER_FILE), LAUNCHER).expect("write");
+        let out = run_without_triage(HOOK_COMMAND, dir.path(), &payload).expect("checked above");
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
     }
 
     #[test]

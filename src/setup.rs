@@ -65,6 +65,41 @@ struct Manifest {
     /// Whether init created the settings file's folder (`.claude/`).
     #[serde(default)]
     settings_dir_created: bool,
+    /// Whether init wrote the hook launcher (`.claude/hooks/triage-hook`).
+    #[serde(default)]
+    launcher_created: bool,
+    /// Whether init created the launcher's folder (`.claude/hooks/`).
+    #[serde(default)]
+    launcher_dir_created: bool,
+}
+
+/// Where init writes the hook launcher: `hooks/triage-hook` beside the settings file.
+fn launcher_path(settings_path: &Path) -> PathBuf {
+    settings_path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("hooks")
+        .join(settings::LAUNCHER_FILE)
+}
+
+/// Whether a settings file beside `settings_path` other than it (`settings.json` and
+/// `settings.local.json` share one launcher) still runs the launcher.
+fn launcher_used_beside(settings_path: &Path) -> Result<bool, Failure> {
+    let Some(dir) = settings_path.parent() else {
+        return Ok(false);
+    };
+    for name in ["settings.json", "settings.local.json"] {
+        let other = dir.join(name);
+        if other == settings_path {
+            continue;
+        }
+        if read_text(&other)?
+            .is_some_and(|t| t.contains(&format!("/hooks/{}", settings::LAUNCHER_FILE)))
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// A record without `settings_bak_beside` is an older triage's, which kept the `.bak` beside
@@ -275,7 +310,11 @@ fn plan_install(
     manifest: Option<Manifest>,
     client: Result<String, String>,
 ) -> Result<(Report, Option<Manifest>), Failure> {
-    let command = settings::HOOK_COMMAND.to_string();
+    let launcher = launcher_path(settings_path);
+    let command = match scope {
+        Scope::User => settings::user_hook_command(&launcher),
+        Scope::Shared | Scope::Local => settings::HOOK_COMMAND.to_string(),
+    };
     let before = read_text(settings_path)?;
     let value = parse_settings(settings_path, before.as_deref().unwrap_or(""))?;
     let (after, change) = settings::install(&value, &command, client.as_deref().ok())
@@ -298,6 +337,16 @@ fn plan_install(
             .and_then(|b| settings::render_edit(b, &after))
             .unwrap_or_else(|| settings::render_with(&after, &indent, newline));
         files.push(file_change(settings_path, before, Some(text)));
+    }
+    // The launcher the command runs; one already there (ours, or edited) is left as it is.
+    if read_text(&launcher)?.is_none() {
+        first.launcher_created = true;
+        first.launcher_dir_created = launcher.parent().is_some_and(|d| !d.exists());
+        files.push(file_change(
+            &launcher,
+            None,
+            Some(settings::LAUNCHER.to_string()),
+        ));
     }
     // The policy is shared: only the project's shared install writes a starter one.
     if scope == Scope::Shared {
@@ -348,6 +397,8 @@ fn plan_install(
             } else {
                 first.ignore_dir_created
             },
+            launcher_created: m.launcher_created || first.launcher_created,
+            launcher_dir_created: m.launcher_dir_created || first.launcher_dir_created,
             ..m
         }),
         None if files.is_empty() => None,
@@ -409,6 +460,18 @@ fn plan_uninstall(
             files.push(file_change(settings_path, Some(before), restored));
         }
         change = removed;
+    }
+    // The launcher goes when it is init's, unedited, and no settings file beside still runs it.
+    let launcher = launcher_path(settings_path);
+    if manifest.launcher_created
+        && read_text(&launcher)?.as_deref() == Some(settings::LAUNCHER)
+        && !launcher_used_beside(settings_path)?
+    {
+        files.push(file_change(
+            &launcher,
+            Some(settings::LAUNCHER.to_string()),
+            None,
+        ));
     }
     if !user {
         let toml = project.join(".triage.toml");
@@ -587,6 +650,12 @@ fn apply(report: &Report, manifest_path: &Path, manifest: Option<Manifest>) -> R
                     files::replace(&bak, text.as_bytes(), files::Backup::Skip)?;
                 }
                 None => files::remove(&bak)?,
+            }
+        }
+        // Only when empty, and before `.claude/` itself.
+        if m.launcher_dir_created {
+            if let Some(dir) = launcher_path(&report.settings).parent() {
+                let _ = std::fs::remove_dir(dir);
             }
         }
         if m.settings_dir_created {

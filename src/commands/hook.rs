@@ -15,7 +15,7 @@ use serde_json::Value;
     (or prints nothing). It always exits 0: a failure is traced to <root>/logs/triage.log.\n\n\
     Examples:\n  \
     # in .claude/settings.json (written by `triage init`):\n  \
-    {\"type\": \"command\", \"command\": \"command -v triage >/dev/null 2>&1 && exec triage hook; ...\"}\n  \
+    {\"type\": \"command\", \"command\": \"sh \\\"$CLAUDE_PROJECT_DIR/.claude/hooks/triage-hook\\\" || true\"}\n  \
     echo '{\"hook_event_name\":\"PreToolUse\",\"session_id\":\"s1\",\"tool_name\":\"Agent\",\"tool_input\":{\"subagent_type\":\"researcher\"}}' | triage hook"
 )]
 pub struct Args {

@@ -80,7 +80,13 @@ fn keeps_existing_hooks_and_keys_is_idempotent_and_uninstalls_byte_for_byte() {
     // No installer's path in the shared file: `triage` as each teammate's PATH finds it.
     let exe_dir = crate::common::bin().parent().unwrap().display().to_string();
     assert!(!cmd.contains(&exe_dir), "{cmd}");
-    assert!(cmd.contains("exec triage hook"), "{cmd}");
+    assert_eq!(
+        cmd,
+        r#"sh "$CLAUDE_PROJECT_DIR/.claude/hooks/triage-hook" || true"#
+    );
+    assert!(sb
+        .read(".claude/hooks/triage-hook")
+        .contains("exec triage hook"));
     for event in [
         "SessionStart",
         "UserPromptSubmit",
@@ -219,6 +225,7 @@ fn run_hook_command(cmd: &str, path: &str, dir: &std::path::Path, payload: &str)
     c.args(["-c", cmd])
         .env_clear()
         .env("PATH", path)
+        .env("CLAUDE_PROJECT_DIR", dir)
         .current_dir(dir)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -325,7 +332,8 @@ fn in_a_subfolder_it_installs_at_the_project_root() {
         .success();
     assert!(sb
         .read("pkg/.claude/settings.json")
-        .contains("exec triage hook"));
+        .contains("hooks/triage-hook"));
+    assert!(sb.exists("pkg/.claude/hooks/triage-hook"));
     assert!(!sb.exists("pkg/sub/.claude"));
 }
 
@@ -386,12 +394,17 @@ fn local_init_in_a_git_repository_ignores_the_state_in_info_exclude_and_writes_n
         .iter()
         .map(|f| f["path"].as_str().unwrap())
         .collect();
-    assert_eq!(written.len(), 2, "{report}");
+    assert_eq!(written.len(), 3, "{report}");
     assert!(
         written[0].ends_with(".claude/settings.local.json"),
         "{report}"
     );
-    assert!(written[1].ends_with(".git/info/exclude"), "{report}");
+    // The launcher the command runs: the same file a shared install writes, nothing personal.
+    assert!(
+        written[1].ends_with(".claude/hooks/triage-hook"),
+        "{report}"
+    );
+    assert!(written[2].ends_with(".git/info/exclude"), "{report}");
 
     // Twice: nothing more.
     let again = sb.triage(["init", "--local"]).run().status(0).stdout_json();
@@ -402,6 +415,10 @@ fn local_init_in_a_git_repository_ignores_the_state_in_info_exclude_and_writes_n
         .success();
     assert_eq!(shared_files(&sb), shared);
     assert!(!sb.exists(".claude/settings.local.json"));
+    assert!(
+        !sb.exists(".claude/hooks"),
+        "the launcher and its folder are gone"
+    );
     assert!(
         !sb.exists(".git/info"),
         "no info/ left behind that init created"
@@ -598,4 +615,38 @@ fn the_command_never_runs_a_triage_from_a_relative_path_entry() {
         "{out:?}"
     );
     assert!(!marker.exists(), "the project's triage was run");
+}
+
+#[test]
+fn the_shared_and_local_installs_share_one_launcher_kept_until_neither_runs_it() {
+    let sb = Sandbox::new();
+    sb.cmd(&["init"]).assert().success();
+    sb.cmd(&["init", "--local"]).assert().success();
+    let launcher = sb.read(".claude/hooks/triage-hook");
+    // Taking the local install away keeps the launcher the shared settings still run.
+    sb.cmd(&["init", "--local", "--uninstall"])
+        .assert()
+        .success();
+    assert_eq!(sb.read(".claude/hooks/triage-hook"), launcher);
+    sb.cmd(&["init", "--uninstall"]).assert().success();
+    assert!(!sb.exists(".claude/hooks/triage-hook"));
+    assert!(!sb.exists(".claude"));
+}
+
+#[test]
+fn an_edited_launcher_is_left_as_the_user_made_it() {
+    let sb = Sandbox::new();
+    let mine = "#!/bin/sh\nexec /opt/triage/bin/triage hook \"$@\"\n";
+    sb.write(".claude/hooks/triage-hook", mine);
+    let report = sb.triage(["init"]).run().status(0).stdout_json();
+    assert!(
+        !report["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["path"].as_str().unwrap().ends_with("triage-hook")),
+        "{report}"
+    );
+    sb.cmd(&["init", "--uninstall"]).assert().success();
+    assert_eq!(sb.read(".claude/hooks/triage-hook"), mine);
 }

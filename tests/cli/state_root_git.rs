@@ -140,8 +140,13 @@ fn init_in_a_git_repository_leaves_no_untracked_backup_of_the_settings() {
         &["status", "--porcelain", "--untracked-files=all"],
     );
     let untracked: Vec<&str> = status.lines().filter(|l| l.starts_with("??")).collect();
-    // Only the starter policy is new; the settings and .gitignore are changed in place.
-    assert_eq!(untracked, ["?? .triage.toml"], "{status}");
+    // Only the hook launcher and the starter policy are new (both for the team to commit);
+    // the settings and .gitignore are changed in place.
+    assert_eq!(
+        untracked,
+        ["?? .claude/hooks/triage-hook", "?? .triage.toml"],
+        "{status}"
+    );
     assert!(!s.exists(".claude/settings.json.bak"));
     // The settings as they were are kept in the state root, beside init's record.
     let kept: Vec<String> = std::fs::read_dir(s.root().join("init"))

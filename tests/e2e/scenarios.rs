@@ -509,6 +509,11 @@ fn main_stop_empty_then_blocked_answer() -> Outcome {
         !fed[0].says("not found on PATH") && !fed[0].says("hook skipped"),
         "the model read words of the hook command that are not true: {shown}"
     );
+    // And short: the launcher's one line, not a screenful of shell.
+    ensure!(
+        fed[0].says("hooks/triage-hook") && !fed[0].says("command -v triage"),
+        "the model read a long hook command: {shown}"
+    );
     ensure!(
         reqs.last().is_some_and(|r| r.says("Stop hook feedback")),
         "the BLOCKED answer is not sent back: no request after it\n{}",
