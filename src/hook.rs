@@ -22,7 +22,9 @@
 //!   A subagent's (the API failed it, and no SubagentStop follows) is that subagent's failure,
 //!   counted once with its call ([`subagent_failure`]).
 //! - `UserPromptSubmit`: gives the model what could not be told at the time (pending words,
-//!   see `pending`), as PostToolUse and Stop do too.
+//!   see `pending`), as PostToolUse and Stop do too, and judges the end of a command the
+//!   client moved to the background at its timeout, which its task notification reports
+//!   ([`background`]).
 //! - `SessionStart`: names breakers that are not closed (what a call gets now) and unresolved
 //!   errors of earlier sessions.
 //!
@@ -30,6 +32,7 @@
 //! Claude Code only shows in its debug log) and the hook exits 0 with nothing on stdout.
 
 mod agents;
+mod background;
 pub mod breaker;
 mod calls;
 pub mod check_output;
@@ -62,12 +65,13 @@ pub fn answer(cx: &Context, p: &Payload) -> Result<Response, Failure> {
         Some("PostToolUse") => {
             calls::post_tool_use(cx, p).map(|r| pending::deliver(cx, p, "PostToolUse", r))
         }
-        Some("UserPromptSubmit") => Ok(pending::deliver(
-            cx,
-            p,
-            "UserPromptSubmit",
-            Response::default(),
-        )),
+        Some("UserPromptSubmit") => {
+            let mut r = Response::default();
+            if let Some(words) = background::notified(cx, p) {
+                r.add_context("UserPromptSubmit", words);
+            }
+            Ok(pending::deliver(cx, p, "UserPromptSubmit", r))
+        }
         Some("PostToolUseFailure") => failure::post_tool_use_failure(cx, p),
         Some("SubagentStop") => calls::subagent_stop(cx, p),
         Some("Stop") => {

@@ -55,12 +55,29 @@ pub(super) fn pre_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failur
 
 pub(super) fn post_tool_use(cx: &Context, p: &Payload) -> Result<Response, Failure> {
     super::permits::release(cx, p);
+    let moved = super::background::moved(cx, p);
     let Some(key) = guarded_key(cx, p)? else {
         return Ok(Response::default());
     };
     let start = p
         .tool_use_id()
         .and_then(|id| sessions::take_start(&cx.ground(), p.session_id(), id));
+    if moved {
+        // Not over yet: its probe ticket is handed back, and its end is judged when the
+        // client reports it (a failure then charges the breaker as any failure does).
+        let report = CallReport {
+            outcome: Some(Outcome::Ignored),
+            ticket: start.and_then(|s| s.ticket),
+            kind: None,
+            detail: None,
+            duration_ms: p.duration_ms(),
+        };
+        if let Err(f) = breaker::record_in(&cx.ground(), cx.policy()?, key, p.session_id(), &report)
+        {
+            cx.warn(&format!("the breaker did not get its probe back: {f}"));
+        }
+        return Ok(Response::default());
+    }
     if p.is_subagent_tool() {
         if let Some(agent_id) = p.response_agent_id() {
             return subagent_call(cx, p, key, agent_id, start);

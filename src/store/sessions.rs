@@ -95,6 +95,46 @@ pub fn take_start(g: &Ground, session: Option<&str>, tool_use_id: &str) -> Optio
     Some(start)
 }
 
+/// A call the client moved to the background at its timeout, kept under its task id until
+/// the client reports its end.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Task {
+    /// The call's `tool_use_id` (the task notification names it too).
+    pub tool_use_id: String,
+    /// The tool (`Bash`).
+    pub tool_name: String,
+    /// What it was called with.
+    pub tool_input: serde_json::Value,
+    /// The timeout it ran past.
+    pub timeout_ms: u64,
+    /// When it was moved, in Unix milliseconds.
+    pub at_ms: i64,
+}
+
+fn task_file(g: &Ground, session: Option<&str>, task_id: &str) -> PathBuf {
+    session_dir(g, session).join(format!("task-{}.json", files::escape_key(task_id)))
+}
+
+/// Remembers the call the client moved to the background as task `task_id`.
+pub fn remember_task(
+    g: &Ground,
+    session: Option<&str>,
+    task_id: &str,
+    task: &Task,
+) -> Result<(), Failure> {
+    let dir = session_dir(g, session);
+    files::ensure_dir(&dir)?;
+    let bytes = serde_json::to_vec(task)
+        .map_err(|e| Failure::data(format!("cannot serialize the task: {e}")))?;
+    files::overwrite_cache(&task_file(g, session, task_id), &bytes)?;
+    Ok(())
+}
+
+/// Takes (reads and removes) the call kept as task `task_id`, if any.
+pub fn take_task(g: &Ground, session: Option<&str>, task_id: &str) -> Option<Task> {
+    take_file(g, &task_file(g, session, task_id))
+}
+
 fn agent_file(g: &Ground, session: Option<&str>, agent_id: &str, ext: &str) -> PathBuf {
     session_dir(g, session).join(format!("agent-{}.{ext}", files::escape_key(agent_id)))
 }
@@ -376,10 +416,16 @@ pub fn prune_starts(g: &Ground) -> usize {
                 .extension()
                 .and_then(|e| e.to_str())
                 .map(str::to_string);
-            if !matches!(
-                ext.as_deref(),
-                Some("start" | "done" | "failed" | "stopped")
-            ) {
+            // A moved command's task whose end never came (the session ended first) goes
+            // with the starts.
+            let task =
+                file.name.to_string_lossy().starts_with("task-") && ext.as_deref() == Some("json");
+            if !task
+                && !matches!(
+                    ext.as_deref(),
+                    Some("start" | "done" | "failed" | "stopped")
+                )
+            {
                 continue;
             }
             let path = dir.join(&file.name);

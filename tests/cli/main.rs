@@ -34,6 +34,7 @@ mod backend {
     }
 }
 mod agent_results;
+mod background_commands;
 mod check_output;
 mod classify;
 mod config;

@@ -72,6 +72,10 @@ const SCENARIOS: &[(&str, fn() -> Outcome)] = &[
         crate::interactive::an_interactive_start_of_an_init_project_shows_no_settings_warning,
     ),
     (
+        "a_command_moved_to_the_background_at_its_timeout_is_judged_when_it_ends",
+        crate::timeouts::a_command_moved_to_the_background_at_its_timeout_is_judged_when_it_ends,
+    ),
+    (
         "a_foreground_subagent_the_api_fails_is_one_record_and_one_charge",
         crate::api_failures::a_foreground_subagent_the_api_fails_is_one_record_and_one_charge,
     ),
