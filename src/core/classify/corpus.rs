@@ -269,16 +269,34 @@ fn real_texts_fall_on_the_right_side_of_the_work_trouble_line() {
     );
 }
 
-/// The texts of `real_errors_2026b.toml`: the training part the rules may be written from,
-/// and the held-out part (split by source thread before any rule, `tests/data/holdout/`).
-const SPLIT: [(&str, &str); 2] = [
+/// The gathered real texts (`real_errors_2026b/c/d.toml`), each file split by source thread
+/// before any rule was written from it (`tests/data/holdout/split.py`, `split_many.py`): the
+/// training parts the rules may be written from, and the held-out parts in
+/// `tests/data/holdout/`.
+const SPLIT: [(&str, &str); 6] = [
     (
         "training",
         include_str!("../../../tests/data/real_errors_2026b.toml"),
     ),
     (
+        "training",
+        include_str!("../../../tests/data/real_errors_2026c.toml"),
+    ),
+    (
+        "training",
+        include_str!("../../../tests/data/real_errors_2026d.toml"),
+    ),
+    (
         "held-out",
         include_str!("../../../tests/data/holdout/real_errors_2026b.toml"),
+    ),
+    (
+        "held-out",
+        include_str!("../../../tests/data/holdout/real_errors_2026c.toml"),
+    ),
+    (
+        "held-out",
+        include_str!("../../../tests/data/holdout/real_errors_2026d.toml"),
     ),
 ];
 
@@ -311,19 +329,25 @@ fn score(data: &str) -> (usize, usize, usize, Vec<String>) {
 
 /// The held-out floors: the share of held-out texts whose kind is acceptable, and whose class
 /// is right. The rules are written from the training part only; these figures say how they
-/// generalize. The bar for kinds is 93 %; the rules reach 83.0 % (39 of 47), so the floor is
-/// the figure reached, not the bar, until more rules from more training texts raise it.
-const HELD_OUT_KIND_FLOOR: f64 = 82.9;
-const HELD_OUT_CLASS_FLOOR: f64 = 95.0;
+/// generalize. The bars are 93 % for kinds and 95 % for classes; until the rules reach them
+/// the floors are the figures reached (so a change that loses ground fails): 71.1 % and
+/// 86.4 % of 235 held-out texts when the third and fourth batches were split.
+const HELD_OUT_KIND_FLOOR: f64 = 71.0;
+const HELD_OUT_CLASS_FLOOR: f64 = 86.3;
 
 #[test]
 fn held_out_real_errors_get_acceptable_kinds_and_classes() {
     let pct = |ok: usize, n: usize| 100.0 * ok as f64 / n.max(1) as f64;
     let mut held = (0.0, 0.0);
-    for (part, data) in SPLIT {
-        let (kinds, classes, n, misses) = score(data);
+    for part in ["training", "held-out"] {
+        let (mut kinds, mut classes, mut n, mut misses) = (0, 0, 0, Vec::new());
+        for (_, data) in SPLIT.iter().filter(|(p, _)| *p == part) {
+            let (k, c, m, miss) = score(data);
+            (kinds, classes, n) = (kinds + k, classes + c, n + m);
+            misses.extend(miss);
+        }
         println!(
-            "real_errors_2026b {part}: kind {kinds} of {n} acceptable ({:.1} %), class {classes} of {n} right ({:.1} %)",
+            "real errors {part}: kind {kinds} of {n} acceptable ({:.1} %), class {classes} of {n} right ({:.1} %)",
             pct(kinds, n),
             pct(classes, n)
         );
@@ -332,8 +356,7 @@ fn held_out_real_errors_get_acceptable_kinds_and_classes() {
             for m in &misses {
                 println!("{m}");
             }
-        }
-        if part == "held-out" {
+        } else {
             held = (pct(kinds, n), pct(classes, n));
         }
     }
@@ -365,5 +388,5 @@ fn the_split_files_are_well_formed_and_disjoint_by_thread() {
             }
         }
     }
-    assert!(seen.len() >= 150, "only {} threads", seen.len());
+    assert!(seen.len() >= 800, "only {} threads", seen.len());
 }
