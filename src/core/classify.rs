@@ -41,6 +41,7 @@
 //! matching (see `matching`).
 
 mod builtin;
+pub mod cause;
 pub mod class;
 mod facts;
 pub mod hang;
@@ -191,7 +192,7 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
     let agent = f.agent.as_deref().map(|name| (name, policy.agent(name)));
     let fallback = tr.and_then(|r| r.fallback).unwrap_or(d.fallback);
     let max_attempts = tr.and_then(|r| r.max_attempts).or(d.max_attempts);
-    let decision = retry::decide(
+    let mut decision = retry::decide(
         &retry::Failure {
             kind: v.kind,
             retryable,
@@ -217,7 +218,26 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
             tier = tier.max(Tier::EscalationRequired);
         }
     }
+    // The cause, where it decides the next step better than the kind: waiting does not fix a
+    // host that does not exist, nor a task too large for its time limit.
+    let cause = cause::of(v.kind, &f);
+    let mut retryable = retryable;
+    if let Some(c) = cause.as_ref().filter(|c| !c.step.waits()) {
+        if decision.action == Action::Retry {
+            decision.action = Action::Escalate;
+            decision.retry = None;
+            retryable = false;
+        }
+        // A fix the model can make itself is its own to make (tier 1).
+        if c.step == cause::Step::FixAndRetry {
+            tier = Tier::SelfRecoverable;
+        }
+    }
     let mut context = f.context.clone();
+    if let Some(c) = &cause {
+        context.insert("cause".into(), Value::from(c.name));
+        context.insert("step".into(), Value::from(c.step.as_str()));
+    }
     if let Some(s) = v.elapsed_s {
         context.insert("elapsed_s".into(), Value::from(s));
     }
@@ -234,9 +254,13 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
         (None, Some(r)) if !r.advice.is_empty() => r.advice,
         _ => d.suggestions,
     };
-    let suggestions = from_given!("suggestions")
+    let mut suggestions = from_given!("suggestions")
         .or(cfg.and_then(|r| r.suggestions.clone()))
         .unwrap_or_else(|| suggestions(&f, &v, advice, decision.reason.as_deref()));
+    // The cause's own step first: it is what the model is told to do.
+    if let Some(directive) = cause.as_ref().and_then(|c| c.directive.as_deref()) {
+        suggestions.insert(0, words::upper_first(directive));
+    }
     ErrorObject {
         status: "error".into(),
         kind: v.kind,

@@ -57,6 +57,7 @@ mod hostile_stdin;
 mod init;
 mod injection;
 mod manual;
+mod next_step;
 mod parsers;
 mod perf;
 mod permit_input;

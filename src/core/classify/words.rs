@@ -100,7 +100,7 @@ fn lower_first(s: &str) -> String {
     }
 }
 
-fn upper_first(s: &str) -> String {
+pub(super) fn upper_first(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
         Some(first) => first.to_uppercase().chain(c).collect(),
