@@ -4,6 +4,7 @@
 //! with 2.1.330 and 2.1.332 (`shared/reference/claude-code-e2e.md`).
 
 use crate::common::Sandbox;
+use crate::hook::records;
 use serde_json::{json, Value};
 
 const T0: &str = "2026-11-28T10:00:00Z";
@@ -12,14 +13,6 @@ const COMMAND: &str = "sh -c 'sleep 3; curl https://api.example.com'";
 
 fn hook(s: &Sandbox, payload: &Value) -> Option<Value> {
     crate::hook::hook(s, T0, &payload.to_string())
-}
-
-fn records(s: &Sandbox) -> Vec<Value> {
-    std::fs::read_to_string(s.root().join("logs/errors.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn moved(task: &str, tool_use_id: &str) -> Value {

@@ -17,6 +17,15 @@ fn fixture(name: &str) -> String {
 
 /// Runs `triage hook` on `payload` at `now`; returns stdout's JSON, or `None` when it printed
 /// nothing. Every hook call exits 0.
+/// Every record in the error log, in order.
+pub fn records(s: &Sandbox) -> Vec<Value> {
+    std::fs::read_to_string(s.root().join("logs/errors.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 pub fn hook(s: &Sandbox, now: &str, payload: &str) -> Option<Value> {
     let out = s
         .triage(["hook"])

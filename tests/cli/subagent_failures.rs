@@ -5,6 +5,7 @@
 //! (`shared/reference/claude-code-e2e.md`).
 
 use crate::common::{json_out, Sandbox};
+use crate::hook::records;
 use serde_json::{json, Value};
 
 const T0: &str = "2026-11-28T10:00:00Z";
@@ -14,14 +15,6 @@ const RATE_LIMITED: &str = "API Error: 429 {\"type\":\"error\",\"error\":{\"type
 
 fn hook(s: &Sandbox, payload: &Value) -> Option<Value> {
     crate::hook::hook(s, T0, &payload.to_string())
-}
-
-fn records(s: &Sandbox) -> Vec<Value> {
-    std::fs::read_to_string(s.root().join("logs/errors.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// A breaker's status (Null when it has no state file).
