@@ -2,7 +2,7 @@
 //! wire what `triage init` wires; its launcher finds a binary or fails open) and the npm
 //! packages (`npm/`, made by `dist/npm-packages`: packed, installed offline, run with npx).
 
-use crate::common::{bin, skip_unless_tool, Sandbox};
+use crate::common::{bin, skip_unless, skip_unless_tool, Sandbox};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -86,8 +86,15 @@ fn the_plugin_the_marketplace_and_the_npm_launcher_carry_the_crate_version() {
     assert_eq!(entry["version"], version);
     let npm = read("npm/agent-triage/package.json");
     assert_eq!(npm["version"], version);
-    assert_eq!(npm["bin"]["triage"], "bin/triage");
-    assert!(npm.get("scripts").is_none(), "no install script: {npm:#}");
+    assert_eq!(
+        npm["bin"],
+        serde_json::json!({"triage": "bin/triage", "agent-triage": "bin/triage"})
+    );
+    assert_eq!(
+        npm["scripts"],
+        serde_json::json!({"postinstall": "node install.js"}),
+        "one install script, the link: {npm:#}"
+    );
 }
 
 /// A folder holding links to the few programs the launcher may use, and no `triage`.
@@ -170,13 +177,15 @@ fn the_launchers_and_release_scripts_are_shellcheck_clean() {
         }
         _ => eprintln!("skipped shellcheck: it is not installed (apt install shellcheck)"),
     }
-    let out = Command::new("node")
-        .args(["--check", "npm/agent-triage/bin/triage"])
-        .current_dir(repo())
-        .output();
-    match out {
-        Ok(o) => assert!(o.status.success(), "{o:?}"),
-        Err(_) => eprintln!("skipped node --check: node is not installed"),
+    for script in ["npm/agent-triage/bin/triage", "npm/agent-triage/install.js"] {
+        let out = Command::new("node")
+            .args(["--check", script])
+            .current_dir(repo())
+            .output();
+        match out {
+            Ok(o) => assert!(o.status.success(), "{o:?}"),
+            Err(_) => eprintln!("skipped node --check: node is not installed"),
+        }
     }
 }
 
@@ -405,6 +414,19 @@ fn npm_platform() -> Option<String> {
 }
 
 fn npm(dir: &Path, home: &Path, args: &[&str]) -> Output {
+    let out = npm_command(dir, home, args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?} in {}: {}\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `args` run in `dir` as [`npm`] runs them, not yet started.
+fn npm_command(dir: &Path, home: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(args[0]);
     c.args(&args[1..]).current_dir(dir);
     for (k, _) in std::env::vars() {
@@ -422,15 +444,7 @@ fn npm(dir: &Path, home: &Path, args: &[&str]) -> Output {
         .env("npm_config_fund", "false")
         .env("npm_config_audit", "false")
         .stdin(Stdio::null());
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?} in {}: {}\n{}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    c
 }
 
 #[test]
@@ -475,9 +489,10 @@ fn npm_packages_install_offline_and_run_triage_init_through_npx() {
         manifest["optionalDependencies"],
         serde_json::json!({ format!("@agent-triage/{platform}"): version })
     );
-    assert!(
-        manifest.get("scripts").is_none(),
-        "no install script: {manifest:#}"
+    assert_eq!(
+        manifest["scripts"],
+        serde_json::json!({"postinstall": "node install.js"}),
+        "one install script, the link: {manifest:#}"
     );
 
     for name in ["agent-triage", platform.as_str()] {
@@ -574,6 +589,284 @@ fn npm_packages_install_offline_and_run_triage_init_through_npx() {
         .unwrap()
         .status;
     assert_eq!(status.code(), Some(64));
+}
+
+/// npm, and a platform package made for this machine (its name), or `None` after saying why
+/// the test skips.
+fn npm_here() -> Option<String> {
+    let have_npm = Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !skip_unless(
+        have_npm,
+        "npm is not installed (.ci/run installs Debian's nodejs and npm)",
+        "TRIAGE_REQUIRE_NPM",
+    ) {
+        return None;
+    }
+    let platform = npm_platform();
+    if platform.is_none() {
+        eprintln!("skipped: no npm platform package is made for this machine");
+    }
+    platform
+}
+
+/// The packages dist/npm-packages makes of `binary` as `version`, packed by `npm pack` in
+/// the sandbox: the launcher's tarball, then the platform package's.
+fn packed(s: &Sandbox, home: &Path, version: &str, platform: &str, binary: &Path) -> [PathBuf; 2] {
+    let packages = s.path().join("packages");
+    let tarballs = s.path().join("tarballs");
+    std::fs::create_dir_all(&tarballs).unwrap();
+    std::fs::create_dir_all(home).unwrap();
+    let made = Command::new(repo().join("dist/npm-packages"))
+        .arg(&packages)
+        .arg(version)
+        .arg(format!("{platform}={}", binary.display()))
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    for name in ["agent-triage", platform] {
+        let dir = packages.join(name);
+        npm(
+            &tarballs,
+            home,
+            &["npm", "pack", "--silent", dir.to_str().unwrap()],
+        );
+    }
+    [
+        tarballs.join(format!("agent-triage-{version}.tgz")),
+        tarballs.join(format!("agent-triage-{platform}-{version}.tgz")),
+    ]
+}
+
+/// `npm install -g` of the tarballs into `prefix`, offline, with `extra` options.
+fn install_global(s: &Sandbox, home: &Path, prefix: &Path, tarballs: &[PathBuf], extra: &[&str]) {
+    let mut args = vec!["npm", "install", "-g", "--prefix", prefix.to_str().unwrap()];
+    args.extend(["--offline", "--no-audit", "--no-fund"]);
+    args.extend(extra);
+    args.extend(tarballs.iter().map(|t| t.to_str().unwrap()));
+    npm(s.path(), home, &args);
+}
+
+/// A stand-in for the platform binary: a script that prints `said` for `--version`.
+fn version_script(s: &Sandbox, said: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = s.path().join("fake-triage");
+    std::fs::write(&path, format!("#!/bin/sh\necho '{said}'\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// The file a `bin` link in `prefix/bin` leads to, and whether it is the Node launcher.
+fn node_launcher_at(prefix: &Path, name: &str) -> bool {
+    let file = std::fs::canonicalize(prefix.join("bin").join(name)).unwrap();
+    std::fs::read(&file)
+        .unwrap()
+        .starts_with(b"#!/usr/bin/env node")
+}
+
+#[test]
+fn every_npm_tarball_carries_the_licence_files() {
+    let Some(platform) = npm_here() else { return };
+    let s = Sandbox::new();
+    let home = s.path().join("home");
+    let binary = version_script(&s, "triage 7.7.7 (stand-in)");
+    for tarball in packed(&s, &home, "7.7.7", &platform, &binary) {
+        let out = Command::new("tar")
+            .arg("-tzf")
+            .arg(&tarball)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let listed = String::from_utf8_lossy(&out.stdout);
+        for licence in ["LICENSE-MIT", "LICENSE-APACHE"] {
+            assert!(
+                listed.lines().any(|l| l == format!("package/{licence}")),
+                "{} has no {licence}: {listed}",
+                tarball.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn npm_install_g_puts_the_native_binary_where_the_shell_finds_triage() {
+    let Some(platform) = npm_here() else { return };
+    let s = Sandbox::new();
+    let home = s.path().join("home");
+    let version = env!("CARGO_PKG_VERSION");
+    let tarballs = packed(&s, &home, version, &platform, &bin());
+    let prefix = s.path().join("global");
+    install_global(&s, &home, &prefix, &tarballs, &[]);
+    let native = std::fs::read(bin()).unwrap();
+    for name in ["triage", "agent-triage"] {
+        let file = std::fs::canonicalize(prefix.join("bin").join(name)).unwrap();
+        let found = std::fs::read(&file).unwrap();
+        assert!(
+            found == native,
+            "the `{name}` npm links is not the binary: {} starts {:?}",
+            file.display(),
+            String::from_utf8_lossy(&found[..found.len().min(40)])
+        );
+    }
+
+    // init's hook command, with no Node on PATH: the hook answers, the npm install's binary.
+    let project = s.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let payload = format!(
+        "{{\"hook_event_name\":\"PostToolUseFailure\",\"session_id\":\"s1\",\"tool_name\":\"Bash\",\"tool_use_id\":\"t1\",\"tool_input\":{{\"command\":\"false\"}},\"error\":\"Exit code 1\",\"cwd\":{}}}",
+        serde_json::to_string(&project).unwrap()
+    );
+    let init = Command::new(prefix.join("bin/triage"))
+        .arg("init")
+        .current_dir(&project)
+        .env("HOME", &home)
+        .env("CLAUDE_PROJECT_DIR", &project)
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{init:?}");
+    let settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.join(".claude/settings.json")).unwrap(),
+    )
+    .unwrap();
+    let command = settings["hooks"]["PostToolUseFailure"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    let mut c = Command::new("sh");
+    c.args(["-c", command])
+        .current_dir(&project)
+        .env_clear()
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                prefix.join("bin").display(),
+                bare_path(&s).display()
+            ),
+        )
+        .env("HOME", &home)
+        .env("CLAUDE_PROJECT_DIR", &project);
+    let out = run_with_input(c, payload.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("additionalContext"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn with_install_scripts_off_the_node_launcher_stays_and_npm_rebuild_puts_the_binary_in_its_place() {
+    let Some(platform) = npm_here() else { return };
+    let s = Sandbox::new();
+    let home = s.path().join("home");
+    let binary = version_script(&s, "triage 7.7.7 (stand-in)");
+    let tarballs = packed(&s, &home, "7.7.7", &platform, &binary);
+    let prefix = s.path().join("global");
+    install_global(&s, &home, &prefix, &tarballs, &["--ignore-scripts"]);
+    assert!(node_launcher_at(&prefix, "triage"));
+    // The launcher runs the platform package's binary.
+    let path = format!(
+        "{}:{}",
+        prefix.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = Command::new(prefix.join("bin/triage"))
+        .arg("--version")
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "triage 7.7.7 (stand-in)\n",
+        "{out:?}"
+    );
+
+    let mut rebuild = vec!["npm", "rebuild", "-g", "--prefix", prefix.to_str().unwrap()];
+    rebuild.extend(["--offline", "agent-triage"]);
+    npm(s.path(), &home, &rebuild);
+    for name in ["triage", "agent-triage"] {
+        assert!(
+            !node_launcher_at(&prefix, name),
+            "{name} is still the launcher"
+        );
+        let file = std::fs::canonicalize(prefix.join("bin").join(name)).unwrap();
+        assert_eq!(
+            std::fs::read(file).unwrap(),
+            std::fs::read(&binary).unwrap()
+        );
+    }
+}
+
+#[test]
+fn the_install_script_keeps_the_launcher_when_the_binary_does_not_name_the_package_version() {
+    let Some(platform) = npm_here() else { return };
+    let s = Sandbox::new();
+    let home = s.path().join("home");
+    let binary = version_script(&s, "triage 0.0.1 (another release)");
+    let tarballs = packed(&s, &home, "7.7.7", &platform, &binary);
+    let prefix = s.path().join("global");
+    install_global(&s, &home, &prefix, &tarballs, &[]);
+    assert!(node_launcher_at(&prefix, "triage"));
+    // Nothing left behind beside it.
+    let bin_dir = std::fs::canonicalize(prefix.join("bin/triage"))
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let names: Vec<String> = std::fs::read_dir(bin_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["triage"]);
+}
+
+#[test]
+fn npx_agent_triage_runs_a_global_install_offline_with_an_empty_cache() {
+    let Some(platform) = npm_here() else { return };
+    let s = Sandbox::new();
+    let home = s.path().join("home");
+    let binary = version_script(&s, "triage 7.7.7 (stand-in)");
+    let tarballs = packed(&s, &home, "7.7.7", &platform, &binary);
+    let prefix = s.path().join("global");
+    install_global(&s, &home, &prefix, &tarballs, &[]);
+
+    // Another home: npm's cache empty, so anything npx asked of the registry would fail.
+    let fresh = s.path().join("fresh-home");
+    let elsewhere = s.path().join("elsewhere");
+    std::fs::create_dir_all(&fresh).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    // No network either, where a network namespace of its own can be made.
+    let isolated = Command::new("unshare")
+        .args(["-rn", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !isolated {
+        eprintln!("note: unshare -rn is not available; npx runs offline by npm's setting only");
+    }
+    let mut args = if isolated {
+        vec!["unshare", "-rn", "npx"]
+    } else {
+        vec!["npx"]
+    };
+    args.extend(["agent-triage", "--version"]);
+    let out = npm_command(&elsewhere, &fresh, &args)
+        .env("npm_config_prefix", &prefix)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                prefix.join("bin").display(),
+                std::env::var("PATH").unwrap()
+            ),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "triage 7.7.7 (stand-in)\n"
+    );
 }
 
 /// An executable `triage` at `path` that leaves `marker` behind when it is run.
