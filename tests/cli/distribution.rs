@@ -1,6 +1,7 @@
 //! The ways triage reaches Claude Code users: the Claude Code plugin (`plugin/`: its hooks
 //! wire what `triage init` wires; its launcher finds a binary or fails open) and the npm
-//! packages (`npm/`, made by `dist/npm-packages`: packed, installed offline, run with npx).
+//! packages (`npm/`, made by `dist/npm-packages`: packed, installed offline, run with npx);
+//! and the release (`dist/plugin-archive`, `.github/workflows/`).
 
 use crate::common::{bin, skip_unless, skip_unless_tool, Sandbox};
 use serde_json::Value;
@@ -145,6 +146,7 @@ fn the_launchers_and_release_scripts_are_shellcheck_clean() {
         "hooks/scripts/triage-hook.sh",
         "dist/build",
         "dist/npm-packages",
+        "dist/plugin-archive",
         "bench/hot-text",
     ];
     match Command::new("shellcheck").arg("--version").output() {
@@ -1113,4 +1115,136 @@ fn a_large_settings_file_costs_the_stand_aside_check_a_bounded_number_of_reads()
     // A shell reading the file itself makes one read per byte (5 million); grep's blocks are
     // a few hundred at most.
     assert!(reads < 5_000, "{reads} reads for a 5 MB settings file");
+}
+
+/// The GitHub workflows (the release) pass actionlint, which also runs shellcheck on their
+/// scripts where shellcheck is installed.
+#[test]
+fn the_github_workflows_pass_actionlint() {
+    if !skip_unless_tool("actionlint", "TRIAGE_REQUIRE_ACTIONLINT") {
+        return;
+    }
+    let mut workflows: Vec<PathBuf> = std::fs::read_dir(repo().join(".github/workflows"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+        .collect();
+    workflows.sort();
+    assert!(!workflows.is_empty());
+    let out = Command::new("actionlint")
+        .arg("-no-color")
+        .args(&workflows)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The names and modes in a zip archive, by Python's zipfile.
+fn zip_listing(zip: &Path) -> Vec<(String, u32)> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile\nfor i in zipfile.ZipFile(sys.argv[1]).infolist(): print(i.filename, oct(i.external_attr >> 16 & 0o777))",
+        ])
+        .arg(zip)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let (name, mode) = l.rsplit_once(' ').unwrap();
+            (
+                name.to_string(),
+                u32::from_str_radix(mode.trim_start_matches("0o"), 8).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The release's marketplace.json names the plugin archive the release makes, by its URL
+/// and its digest; the archive holds plugin/ with the plugin's root at its top, and the same
+/// tree always makes the same bytes.
+#[test]
+fn the_release_marketplace_entry_is_the_plugin_archive_it_makes_with_its_digest() {
+    use sha2::{Digest, Sha256};
+    if !skip_unless_tool("python3", "TRIAGE_REQUIRE_PYTHON3") {
+        return;
+    }
+    let s = Sandbox::new();
+    let version = env!("CARGO_PKG_VERSION");
+    let make = |out: &Path| {
+        let made = Command::new(repo().join("dist/plugin-archive"))
+            .arg(out)
+            .arg(version)
+            .arg("https://downloads.example/v1/")
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{made:?}");
+    };
+    let (first, second) = (s.path().join("a"), s.path().join("b"));
+    make(&first);
+    make(&second);
+    let name = format!("agent-triage-plugin-{version}.zip");
+    let zip = std::fs::read(first.join(&name)).unwrap();
+    assert_eq!(
+        zip,
+        std::fs::read(second.join(&name)).unwrap(),
+        "not reproducible"
+    );
+
+    let market: Value =
+        serde_json::from_str(&std::fs::read_to_string(first.join("marketplace.json")).unwrap())
+            .unwrap();
+    let digest: String = Sha256::digest(&zip)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        market["plugins"][0]["source"],
+        serde_json::json!({
+            "source": "archive",
+            "url": format!("https://downloads.example/v1/{name}"),
+            "sha256": digest,
+        })
+    );
+    // Everything else is the repository's marketplace.json.
+    let mut theirs: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join(".claude-plugin/marketplace.json")).unwrap(),
+    )
+    .unwrap();
+    theirs["plugins"][0]["source"] = market["plugins"][0]["source"].clone();
+    assert_eq!(market, theirs);
+
+    let listing = zip_listing(&first.join(&name));
+    let names: Vec<&str> = listing.iter().map(|(n, _)| n.as_str()).collect();
+    for wanted in [
+        ".claude-plugin/plugin.json",
+        "hooks/hooks.json",
+        "bin/triage",
+    ] {
+        assert!(names.contains(&wanted), "{wanted} missing: {names:?}");
+    }
+    for (n, mode) in &listing {
+        let want = if n == "bin/triage" { 0o755 } else { 0o644 };
+        assert_eq!(*mode, want, "{n}");
+    }
+
+    // A plugin whose version is not the release's is refused, saying which.
+    let out = Command::new(repo().join("dist/plugin-archive"))
+        .arg(s.path().join("c"))
+        .arg("9.9.9")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not 9.9.9"),
+        "{out:?}"
+    );
 }
