@@ -58,6 +58,10 @@ class Env:
         }
 
         self.redis = None
+        # The npm route's prefixes (bench/run's `npm install -g` of this binary's packages):
+        # as npm installs them, and with install scripts off.
+        self.npm = os.path.abspath(args.npm) if args.npm else None
+        self.npm_node = os.path.abspath(args.npm_node) if args.npm_node else None
 
     def env_for(self, root):
         e = dict(self.base_env)
@@ -182,6 +186,8 @@ def run_single(x, case, cfg):
     res["status"] = "measured"
     if "target_floor" in case.opts:
         res["target_floor"] = case.opts["target_floor"]
+    if "target_within_ms" in case.opts:
+        res["target_within_ms"] = case.opts["target_within_ms"]
     res["runs"] = "%d runs after %d warm-up, interleaved" % (runs, warmup)
     if "target_ratio" in case.opts:
         res["target_ratio"] = case.opts["target_ratio"]
@@ -519,6 +525,22 @@ def targets(results):
                 add("%s: the C floor makes the same durable-write calls" % c["id"],
                     "PASS" if c["syscall_check"].startswith("the floor") else
                     ("—" if c["syscall_check"].startswith("not") else "MISS"), c["syscall_check"])
+            if c.get("target_within_ms"):
+                # The npm route: the same call through npm's `triage`, within this many
+                # milliseconds of the binary's own.
+                for e in c["variants"]:
+                    if not e["role"].startswith("triage-npm") or e.get("median_ms") is None:
+                        continue
+                    d = e["median_ms"] - tri["median_ms"]
+                    found = "%+.2f ms (%s vs %s)" % (d, report.fmt_ms(e["median_ms"]),
+                                                     report.fmt_ms(tri["median_ms"]))
+                    if e["role"] == "triage-npm":
+                        add("%s: npm's triage within %g ms of the binary's" % (c["id"], c["target_within_ms"]),
+                            "PASS" if d <= c["target_within_ms"] else "MISS", found)
+                    else:
+                        add("%s: the Node launcher (install scripts off), for reference" % c["id"],
+                            "—", found)
+                continue
             if c.get("target_ratio") and bash:
                 # An overhead target: triage within this many times the bash script's wall time.
                 r = tri["median_ms"] / bash["median_ms"]
@@ -688,6 +710,10 @@ def main():
                     help="the phase fan-out case at N items only (repeatable; default 1,000 and 10,000)")
     ap.add_argument("--phase-jobs", type=int, default=8, metavar="N",
                     help="items at once in the phase fan-out case: xargs -P N, phase run --jobs N")
+    ap.add_argument("--npm", metavar="PREFIX",
+                    help="an `npm install -g` prefix of this binary's npm packages (case hook-npm)")
+    ap.add_argument("--npm-node", metavar="PREFIX",
+                    help="the same, installed with --ignore-scripts (the Node launcher)")
     args = ap.parse_args()
     x, cfg = Env(args), Config(args)
     for d in (x.out, x.generated):
@@ -713,7 +739,8 @@ def main():
     singles = C.single_cases(x)
     for c in singles:
         C.add_compared(c, compare)
-    todo = ([(c.id, c) for c in singles] + [(c.id, c) for c in C.fleet_cases(x)]
+    todo = ([(c.id, c) for c in singles] + [(c.id, c) for c in C.npm_cases(x)]
+            + [(c.id, c) for c in C.fleet_cases(x)]
             + [(c.id, c) for c in C.concurrent_cases(x)] + [("phase-fanout", None), ("report", None)])
     for cid, case in todo:
         if want and cid not in want:
@@ -723,6 +750,10 @@ def main():
             res = run_fanout(x, cfg)
         elif case is None:
             res = run_scaling(x, cfg)
+        elif cid == "hook-npm" and not x.npm:
+            res = {"id": case.id, "title": case.title, "kind": case.kind, "variants": [],
+                   "status": "not measured: no npm install of this binary (bench/run makes one "
+                             "where npm and node are installed)"}
         elif not has_sub(x, case.needs):
             res = {"id": case.id, "title": case.title, "kind": case.kind, "variants": [],
                    "status": "not measured: %s not built" % case.needs}

@@ -164,6 +164,25 @@ def single_cases(x):
     ]
 
 
+def npm_cases(x):
+    """The npm route: the hook call through the `triage` that `npm install -g agent-triage`
+    puts on PATH (bench/run installs this binary's packages into a prefix of its own,
+    offline), beside the binary's own call, and through the Node launcher that the same
+    install leaves with install scripts off. x.npm / x.npm_node: those prefixes, or None."""
+    pre = x.inputs + "/pre-tool-use.json"
+    check = quiet_or(lambda v: "deny" not in json.dumps(v), "no deny")
+    variants = [Variant("triage hook (the binary)", "triage", [x.triage, "hook"], pre, check)]
+    if x.npm:
+        variants.append(Variant("triage hook (npm install -g: the triage on PATH)", "triage-npm",
+                                [x.npm + "/bin/triage", "hook"], pre, check))
+    if x.npm_node:
+        variants.append(Variant("triage hook (npm, install scripts off: Node launcher)",
+                                "triage-npm-node", [x.npm_node + "/bin/triage", "hook"], pre, check))
+    variants.append(Variant("/bin/true", "floor", [x.true], pre))
+    return [Case("hook-npm", "hook: PreToolUse through npm's triage, beside the binary", "hook",
+                 target_within_ms=2.0, variants=variants)]
+
+
 def write_phase_plan(path, n, command, concurrency=None):
     """A plan of n items of `command` (an argv list), ids item-00000…; with `concurrency`,
     the plan's own limit on items running at once."""

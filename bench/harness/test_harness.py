@@ -289,6 +289,31 @@ class Targets(unittest.TestCase):
                          ("PASS", "1.25× (2.50 ms vs 2.00 ms); CPU time 2.50×"))
         self.assertEqual(v["state-update: the C floor makes the same durable-write calls"][0], "MISS")
 
+    def test_the_npm_route_within_2_ms_of_the_binary(self):
+        def case(npm_ms):
+            return {"id": "hook-npm", "kind": "single", "status": "measured", "target_within_ms": 2.0,
+                    "variants": [{"name": "b", "role": "triage", "median_ms": 0.9},
+                                 {"name": "n", "role": "triage-npm", "median_ms": npm_ms},
+                                 {"name": "l", "role": "triage-npm-node", "median_ms": 55.0},
+                                 {"name": "/bin/true", "role": "floor", "median_ms": 0.5}]}
+        v = verdicts({"mode": "full", "cases": [case(1.0)]})
+        self.assertEqual(v["hook-npm: npm's triage within 2 ms of the binary's"],
+                         ("PASS", "+0.10 ms (1.00 ms vs 0.900 ms)"))
+        self.assertEqual(v["hook-npm: the Node launcher (install scripts off), for reference"][0], "—")
+        v = verdicts({"mode": "full", "cases": [case(55.0)]})
+        self.assertEqual(v["hook-npm: npm's triage within 2 ms of the binary's"][0], "MISS")
+
+
+class NpmRoute(unittest.TestCase):
+    def test_each_npm_prefix_given_is_a_variant_running_its_triage(self):
+        class X:
+            triage, inputs, true = "/t/triage", "/in", "/bin/true"
+            npm, npm_node = "/p/npm", None
+        case = cases.npm_cases(X)[0]
+        self.assertEqual([(v.role, v.argv) for v in case.variants],
+                         [("triage", ["/t/triage", "hook"]), ("triage-npm", ["/p/npm/bin/triage", "hook"]),
+                          ("floor", ["/bin/true"])])
+
 
 if __name__ == "__main__":
     unittest.main()

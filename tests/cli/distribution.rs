@@ -1,8 +1,9 @@
 //! The ways triage reaches Claude Code users: the Claude Code plugin (`plugin/`: its hooks
 //! wire what `triage init` wires; its launcher finds a binary or fails open) and the npm
-//! packages (`npm/`, made by `dist/npm-packages`: packed, installed offline, run with npx).
+//! packages (`npm/`, made by `dist/npm-packages`: packed, installed offline, run with npx);
+//! and the release (`dist/plugin-archive`, `.github/workflows/`).
 
-use crate::common::{bin, skip_unless_tool, Sandbox};
+use crate::common::{bin, skip_unless, skip_unless_tool, Sandbox};
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -86,8 +87,15 @@ fn the_plugin_the_marketplace_and_the_npm_launcher_carry_the_crate_version() {
     assert_eq!(entry["version"], version);
     let npm = read("npm/agent-triage/package.json");
     assert_eq!(npm["version"], version);
-    assert_eq!(npm["bin"]["triage"], "bin/triage");
-    assert!(npm.get("scripts").is_none(), "no install script: {npm:#}");
+    assert_eq!(
+        npm["bin"],
+        serde_json::json!({"triage": "bin/triage", "agent-triage": "bin/triage"})
+    );
+    assert_eq!(
+        npm["scripts"],
+        serde_json::json!({"postinstall": "node install.js"}),
+        "one install script, the link: {npm:#}"
+    );
 }
 
 /// A folder holding links to the few programs the launcher may use, and no `triage`.
@@ -138,6 +146,7 @@ fn the_launchers_and_release_scripts_are_shellcheck_clean() {
         "hooks/scripts/triage-hook.sh",
         "dist/build",
         "dist/npm-packages",
+        "dist/plugin-archive",
         "bench/hot-text",
     ];
     match Command::new("shellcheck").arg("--version").output() {
@@ -170,13 +179,15 @@ fn the_launchers_and_release_scripts_are_shellcheck_clean() {
         }
         _ => eprintln!("skipped shellcheck: it is not installed (apt install shellcheck)"),
     }
-    let out = Command::new("node")
-        .args(["--check", "npm/agent-triage/bin/triage"])
-        .current_dir(repo())
-        .output();
-    match out {
-        Ok(o) => assert!(o.status.success(), "{o:?}"),
-        Err(_) => eprintln!("skipped node --check: node is not installed"),
+    for script in ["npm/agent-triage/bin/triage", "npm/agent-triage/install.js"] {
+        let out = Command::new("node")
+            .args(["--check", script])
+            .current_dir(repo())
+            .output();
+        match out {
+            Ok(o) => assert!(o.status.success(), "{o:?}"),
+            Err(_) => eprintln!("skipped node --check: node is not installed"),
+        }
     }
 }
 
@@ -405,6 +416,19 @@ fn npm_platform() -> Option<String> {
 }
 
 fn npm(dir: &Path, home: &Path, args: &[&str]) -> Output {
+    let out = npm_command(dir, home, args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?} in {}: {}\n{}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `args` run in `dir` as [`npm`] runs them, not yet started.
+fn npm_command(dir: &Path, home: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(args[0]);
     c.args(&args[1..]).current_dir(dir);
     for (k, _) in std::env::vars() {
@@ -422,15 +446,7 @@ fn npm(dir: &Path, home: &Path, args: &[&str]) -> Output {
         .env("npm_config_fund", "false")
         .env("npm_config_audit", "false")
         .stdin(Stdio::null());
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?} in {}: {}\n{}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    c
 }
 
 #[test]
@@ -475,9 +491,10 @@ fn npm_packages_install_offline_and_run_triage_init_through_npx() {
         manifest["optionalDependencies"],
         serde_json::json!({ format!("@agent-triage/{platform}"): version })
     );
-    assert!(
-        manifest.get("scripts").is_none(),
-        "no install script: {manifest:#}"
+    assert_eq!(
+        manifest["scripts"],
+        serde_json::json!({"postinstall": "node install.js"}),
+        "one install script, the link: {manifest:#}"
     );
 
     for name in ["agent-triage", platform.as_str()] {
@@ -574,6 +591,284 @@ fn npm_packages_install_offline_and_run_triage_init_through_npx() {
         .unwrap()
         .status;
     assert_eq!(status.code(), Some(64));
+}
+
+/// npm, and a platform package made for this machine (its name), or `None` after saying why
+/// the test skips.
+fn npm_here() -> Option<String> {
+    let have_npm = Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !skip_unless(
+        have_npm,
+        "npm is not installed (.ci/run installs Debian's nodejs and npm)",
+        "TRIAGE_REQUIRE_NPM",
+    ) {
+        return None;
+    }
+    let platform = npm_platform();
+    if platform.is_none() {
+        eprintln!("skipped: no npm platform package is made for this machine");
+    }
+    platform
+}
+
+/// The packages dist/npm-packages makes of `binary` as `version`, packed by `npm pack` in
+/// the sandbox: the launcher's tarball, then the platform package's.
+fn packed(s: &Sandbox, home: &Path, version: &str, platform: &str, binary: &Path) -> [PathBuf; 2] {
+    let packages = s.path().join("packages");
+    let tarballs = s.path().join("tarballs");
+    std::fs::create_dir_all(&tarballs).unwrap();
+    std::fs::create_dir_all(home).unwrap();
+    let made = Command::new(repo().join("dist/npm-packages"))
+        .arg(&packages)
+        .arg(version)
+        .arg(format!("{platform}={}", binary.display()))
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{made:?}");
+    for name in ["agent-triage", platform] {
+        let dir = packages.join(name);
+        npm(
+            &tarballs,
+            home,
+            &["npm", "pack", "--silent", dir.to_str().unwrap()],
+        );
+    }
+    [
+        tarballs.join(format!("agent-triage-{version}.tgz")),
+        tarballs.join(format!("agent-triage-{platform}-{version}.tgz")),
+    ]
+}
+
+/// `npm install -g` of the tarballs into `prefix`, offline, with `extra` options.
+fn install_global(s: &Sandbox, home: &Path, prefix: &Path, tarballs: &[PathBuf], extra: &[&str]) {
+    let mut args = vec!["npm", "install", "-g", "--prefix", prefix.to_str().unwrap()];
+    args.extend(["--offline", "--no-audit", "--no-fund"]);
+    args.extend(extra);
+    args.extend(tarballs.iter().map(|t| t.to_str().unwrap()));
+    npm(s.path(), home, &args);
+}
+
+/// A stand-in for the platform binary: a script that prints `said` for `--version`.
+fn version_script(s: &Sandbox, said: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = s.path().join("fake-triage");
+    std::fs::write(&path, format!("#!/bin/sh\necho '{said}'\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// The file a `bin` link in `prefix/bin` leads to, and whether it is the Node launcher.
+fn node_launcher_at(prefix: &Path, name: &str) -> bool {
+    let file = std::fs::canonicalize(prefix.join("bin").join(name)).unwrap();
+    std::fs::read(&file)
+        .unwrap()
+        .starts_with(b"#!/usr/bin/env node")
+}
+
+#[test]
+fn every_npm_tarball_carries_the_licence_files() {
+    let Some(platform) = npm_here() else { return };
+    let s = Sandbox::new();
+    let home = s.path().join("home");
+    let binary = version_script(&s, "triage 7.7.7 (stand-in)");
+    for tarball in packed(&s, &home, "7.7.7", &platform, &binary) {
+        let out = Command::new("tar")
+            .arg("-tzf")
+            .arg(&tarball)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let listed = String::from_utf8_lossy(&out.stdout);
+        for licence in ["LICENSE-MIT", "LICENSE-APACHE"] {
+            assert!(
+                listed.lines().any(|l| l == format!("package/{licence}")),
+                "{} has no {licence}: {listed}",
+                tarball.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn npm_install_g_puts_the_native_binary_where_the_shell_finds_triage() {
+    let Some(platform) = npm_here() else { return };
+    let s = Sandbox::new();
+    let home = s.path().join("home");
+    let version = env!("CARGO_PKG_VERSION");
+    let tarballs = packed(&s, &home, version, &platform, &bin());
+    let prefix = s.path().join("global");
+    install_global(&s, &home, &prefix, &tarballs, &[]);
+    let native = std::fs::read(bin()).unwrap();
+    for name in ["triage", "agent-triage"] {
+        let file = std::fs::canonicalize(prefix.join("bin").join(name)).unwrap();
+        let found = std::fs::read(&file).unwrap();
+        assert!(
+            found == native,
+            "the `{name}` npm links is not the binary: {} starts {:?}",
+            file.display(),
+            String::from_utf8_lossy(&found[..found.len().min(40)])
+        );
+    }
+
+    // init's hook command, with no Node on PATH: the hook answers, the npm install's binary.
+    let project = s.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let payload = format!(
+        "{{\"hook_event_name\":\"PostToolUseFailure\",\"session_id\":\"s1\",\"tool_name\":\"Bash\",\"tool_use_id\":\"t1\",\"tool_input\":{{\"command\":\"false\"}},\"error\":\"Exit code 1\",\"cwd\":{}}}",
+        serde_json::to_string(&project).unwrap()
+    );
+    let init = Command::new(prefix.join("bin/triage"))
+        .arg("init")
+        .current_dir(&project)
+        .env("HOME", &home)
+        .env("CLAUDE_PROJECT_DIR", &project)
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{init:?}");
+    let settings: Value = serde_json::from_str(
+        &std::fs::read_to_string(project.join(".claude/settings.json")).unwrap(),
+    )
+    .unwrap();
+    let command = settings["hooks"]["PostToolUseFailure"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    let mut c = Command::new("sh");
+    c.args(["-c", command])
+        .current_dir(&project)
+        .env_clear()
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                prefix.join("bin").display(),
+                bare_path(&s).display()
+            ),
+        )
+        .env("HOME", &home)
+        .env("CLAUDE_PROJECT_DIR", &project);
+    let out = run_with_input(c, payload.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("additionalContext"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn with_install_scripts_off_the_node_launcher_stays_and_npm_rebuild_puts_the_binary_in_its_place() {
+    let Some(platform) = npm_here() else { return };
+    let s = Sandbox::new();
+    let home = s.path().join("home");
+    let binary = version_script(&s, "triage 7.7.7 (stand-in)");
+    let tarballs = packed(&s, &home, "7.7.7", &platform, &binary);
+    let prefix = s.path().join("global");
+    install_global(&s, &home, &prefix, &tarballs, &["--ignore-scripts"]);
+    assert!(node_launcher_at(&prefix, "triage"));
+    // The launcher runs the platform package's binary.
+    let path = format!(
+        "{}:{}",
+        prefix.join("bin").display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = Command::new(prefix.join("bin/triage"))
+        .arg("--version")
+        .env("PATH", &path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "triage 7.7.7 (stand-in)\n",
+        "{out:?}"
+    );
+
+    let mut rebuild = vec!["npm", "rebuild", "-g", "--prefix", prefix.to_str().unwrap()];
+    rebuild.extend(["--offline", "agent-triage"]);
+    npm(s.path(), &home, &rebuild);
+    for name in ["triage", "agent-triage"] {
+        assert!(
+            !node_launcher_at(&prefix, name),
+            "{name} is still the launcher"
+        );
+        let file = std::fs::canonicalize(prefix.join("bin").join(name)).unwrap();
+        assert_eq!(
+            std::fs::read(file).unwrap(),
+            std::fs::read(&binary).unwrap()
+        );
+    }
+}
+
+#[test]
+fn the_install_script_keeps_the_launcher_when_the_binary_does_not_name_the_package_version() {
+    let Some(platform) = npm_here() else { return };
+    let s = Sandbox::new();
+    let home = s.path().join("home");
+    let binary = version_script(&s, "triage 0.0.1 (another release)");
+    let tarballs = packed(&s, &home, "7.7.7", &platform, &binary);
+    let prefix = s.path().join("global");
+    install_global(&s, &home, &prefix, &tarballs, &[]);
+    assert!(node_launcher_at(&prefix, "triage"));
+    // Nothing left behind beside it.
+    let bin_dir = std::fs::canonicalize(prefix.join("bin/triage"))
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let names: Vec<String> = std::fs::read_dir(bin_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, ["triage"]);
+}
+
+#[test]
+fn npx_agent_triage_runs_a_global_install_offline_with_an_empty_cache() {
+    let Some(platform) = npm_here() else { return };
+    let s = Sandbox::new();
+    let home = s.path().join("home");
+    let binary = version_script(&s, "triage 7.7.7 (stand-in)");
+    let tarballs = packed(&s, &home, "7.7.7", &platform, &binary);
+    let prefix = s.path().join("global");
+    install_global(&s, &home, &prefix, &tarballs, &[]);
+
+    // Another home: npm's cache empty, so anything npx asked of the registry would fail.
+    let fresh = s.path().join("fresh-home");
+    let elsewhere = s.path().join("elsewhere");
+    std::fs::create_dir_all(&fresh).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    // No network either, where a network namespace of its own can be made.
+    let isolated = Command::new("unshare")
+        .args(["-rn", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !isolated {
+        eprintln!("note: unshare -rn is not available; npx runs offline by npm's setting only");
+    }
+    let mut args = if isolated {
+        vec!["unshare", "-rn", "npx"]
+    } else {
+        vec!["npx"]
+    };
+    args.extend(["agent-triage", "--version"]);
+    let out = npm_command(&elsewhere, &fresh, &args)
+        .env("npm_config_prefix", &prefix)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                prefix.join("bin").display(),
+                std::env::var("PATH").unwrap()
+            ),
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "triage 7.7.7 (stand-in)\n"
+    );
 }
 
 /// An executable `triage` at `path` that leaves `marker` behind when it is run.
@@ -820,4 +1115,136 @@ fn a_large_settings_file_costs_the_stand_aside_check_a_bounded_number_of_reads()
     // A shell reading the file itself makes one read per byte (5 million); grep's blocks are
     // a few hundred at most.
     assert!(reads < 5_000, "{reads} reads for a 5 MB settings file");
+}
+
+/// The GitHub workflows (the release) pass actionlint, which also runs shellcheck on their
+/// scripts where shellcheck is installed.
+#[test]
+fn the_github_workflows_pass_actionlint() {
+    if !skip_unless_tool("actionlint", "TRIAGE_REQUIRE_ACTIONLINT") {
+        return;
+    }
+    let mut workflows: Vec<PathBuf> = std::fs::read_dir(repo().join(".github/workflows"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+        .collect();
+    workflows.sort();
+    assert!(!workflows.is_empty());
+    let out = Command::new("actionlint")
+        .arg("-no-color")
+        .args(&workflows)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The names and modes in a zip archive, by Python's zipfile.
+fn zip_listing(zip: &Path) -> Vec<(String, u32)> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, zipfile\nfor i in zipfile.ZipFile(sys.argv[1]).infolist(): print(i.filename, oct(i.external_attr >> 16 & 0o777))",
+        ])
+        .arg(zip)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let (name, mode) = l.rsplit_once(' ').unwrap();
+            (
+                name.to_string(),
+                u32::from_str_radix(mode.trim_start_matches("0o"), 8).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The release's marketplace.json names the plugin archive the release makes, by its URL
+/// and its digest; the archive holds plugin/ with the plugin's root at its top, and the same
+/// tree always makes the same bytes.
+#[test]
+fn the_release_marketplace_entry_is_the_plugin_archive_it_makes_with_its_digest() {
+    use sha2::{Digest, Sha256};
+    if !skip_unless_tool("python3", "TRIAGE_REQUIRE_PYTHON3") {
+        return;
+    }
+    let s = Sandbox::new();
+    let version = env!("CARGO_PKG_VERSION");
+    let make = |out: &Path| {
+        let made = Command::new(repo().join("dist/plugin-archive"))
+            .arg(out)
+            .arg(version)
+            .arg("https://downloads.example/v1/")
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{made:?}");
+    };
+    let (first, second) = (s.path().join("a"), s.path().join("b"));
+    make(&first);
+    make(&second);
+    let name = format!("agent-triage-plugin-{version}.zip");
+    let zip = std::fs::read(first.join(&name)).unwrap();
+    assert_eq!(
+        zip,
+        std::fs::read(second.join(&name)).unwrap(),
+        "not reproducible"
+    );
+
+    let market: Value =
+        serde_json::from_str(&std::fs::read_to_string(first.join("marketplace.json")).unwrap())
+            .unwrap();
+    let digest: String = Sha256::digest(&zip)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        market["plugins"][0]["source"],
+        serde_json::json!({
+            "source": "archive",
+            "url": format!("https://downloads.example/v1/{name}"),
+            "sha256": digest,
+        })
+    );
+    // Everything else is the repository's marketplace.json.
+    let mut theirs: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo().join(".claude-plugin/marketplace.json")).unwrap(),
+    )
+    .unwrap();
+    theirs["plugins"][0]["source"] = market["plugins"][0]["source"].clone();
+    assert_eq!(market, theirs);
+
+    let listing = zip_listing(&first.join(&name));
+    let names: Vec<&str> = listing.iter().map(|(n, _)| n.as_str()).collect();
+    for wanted in [
+        ".claude-plugin/plugin.json",
+        "hooks/hooks.json",
+        "bin/triage",
+    ] {
+        assert!(names.contains(&wanted), "{wanted} missing: {names:?}");
+    }
+    for (n, mode) in &listing {
+        let want = if n == "bin/triage" { 0o755 } else { 0o644 };
+        assert_eq!(*mode, want, "{n}");
+    }
+
+    // A plugin whose version is not the release's is refused, saying which.
+    let out = Command::new(repo().join("dist/plugin-archive"))
+        .arg(s.path().join("c"))
+        .arg("9.9.9")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not 9.9.9"),
+        "{out:?}"
+    );
 }
