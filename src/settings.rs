@@ -85,10 +85,12 @@ pub fn user_hook_command(launcher: &std::path::Path) -> String {
     format!("sh '{path}' || true")
 }
 
-/// Whether `cmd` runs a launcher `triage init` wrote (`sh "…/hooks/triage-hook" || true`).
+/// Whether `cmd` runs a launcher `triage init` wrote (`sh "…/hooks/triage-hook" || true`, or
+/// StopFailure's `exec sh "…/hooks/triage-hook"`).
 fn runs_launcher(cmd: &str) -> bool {
+    let cmd = cmd.strip_prefix("exec ").unwrap_or(cmd);
+    let cmd = cmd.strip_suffix(" || true").unwrap_or(cmd);
     cmd.strip_prefix("sh ")
-        .and_then(|c| c.strip_suffix(" || true"))
         .map(|c| c.trim_matches(|q| q == '"' || q == '\''))
         .is_some_and(|c| c.ends_with(&format!("/hooks/{LAUNCHER_FILE}")))
 }
@@ -107,12 +109,20 @@ const EARLIER_HOOK_COMMANDS: &[&str] = &[
 /// across `exec`, so the record (bounded by its own 25 ms lock deadline) is always finished.
 pub const STOP_FAILURE_PREFIX: &str = "trap '' TERM HUP; ";
 
-/// The command installed for `event`: StopFailure's ignores the client's exit signals.
+/// The command installed for `event`: StopFailure's ignores the client's exit signals, and
+/// runs the launcher in place of its shell (`exec`, one process less before the record on a
+/// path the client cuts short; the client ignores StopFailure's status, so a missing launcher
+/// needs no `|| true` there).
 pub fn event_command(event: &str, command: &str) -> String {
-    if event == "StopFailure" {
-        format!("{STOP_FAILURE_PREFIX}{command}")
-    } else {
-        command.to_string()
+    if event != "StopFailure" {
+        return command.to_string();
+    }
+    match command
+        .strip_suffix(" || true")
+        .filter(|c| runs_launcher(c))
+    {
+        Some(launcher) => format!("{STOP_FAILURE_PREFIX}exec {launcher}"),
+        None => format!("{STOP_FAILURE_PREFIX}{command}"),
     }
 }
 
@@ -683,7 +693,10 @@ mod tests {
         assert_eq!(change.removed, ["Stop"]);
         assert_eq!(now["hooks"]["Stop"].as_array().unwrap().len(), 1);
         let stop_failure = event_command("StopFailure", HOOK_COMMAND);
-        assert!(stop_failure.starts_with("trap '' TERM HUP; "));
+        assert_eq!(
+            stop_failure,
+            "trap '' TERM HUP; exec sh \"$CLAUDE_PROJECT_DIR/.claude/hooks/triage-hook\""
+        );
         assert!(is_ours(&json!({"command": stop_failure})));
         assert!(is_ours(
             &json!({"command": event_command("StopFailure", CMD)})

@@ -72,7 +72,7 @@ pub fn a_skills_shell_command_is_gated_by_the_bash_breaker() -> Outcome {
     );
     if current {
         ensure!(
-            debug.iter().any(|l| l.contains("triage hook")),
+            debug.iter().any(|l| l.contains("hooks/triage-hook")),
             "the client did not run triage on PreSkillShellCommand: {debug:#?}"
         );
     }
