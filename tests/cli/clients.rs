@@ -1,0 +1,353 @@
+//! `triage hook` for the other agent clients: Codex CLI (payloads recorded from the real
+//! client, 0.171.0), Gemini CLI (payloads of its hooks reference and its shell tool's output),
+//! Cursor and Copilot CLI (the fixtures in `tests/data/clients/{cursor,copilot}/`, each citing
+//! the page it follows). Per client: a failing shell command's advice, a red test's silence,
+//! an open breaker's denial and an empty final answer, each in the client's own format; the
+//! client told from the payload or named with `--client`; and `triage init --client` round
+//! trips.
+
+use crate::common::{Run, Sandbox};
+use serde_json::{json, Value};
+use std::path::Path;
+
+const T0: &str = "2026-11-28T10:00:00Z";
+
+fn fixture(client: &str, name: &str) -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/clients")
+        .join(client)
+        .join(format!("{name}.json"));
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// `triage hook ARGS` on `payload` at T0.
+fn hook(s: &Sandbox, args: &[&str], payload: &Value) -> Run {
+    let mut argv = vec!["hook"];
+    argv.extend_from_slice(args);
+    s.triage(argv)
+        .env("TRIAGE_NOW", T0)
+        .stdin(payload.to_string())
+        .run()
+}
+
+/// Stdout's JSON object, or `None` for nothing.
+fn answer(r: &Run) -> Option<Value> {
+    let t = r.stdout();
+    (!t.trim().is_empty()).then(|| serde_json::from_str(t.trim()).unwrap())
+}
+
+/// The keys of a documented answer (its `_source` aside).
+fn keys(v: &Value) -> Vec<String> {
+    let mut k: Vec<String> = v
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| *k != "_source")
+        .cloned()
+        .collect();
+    k.sort();
+    k
+}
+
+fn records(s: &Sandbox) -> Vec<Value> {
+    std::fs::read_to_string(s.root().join("logs/errors.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Codex CLI 0.171.0's payloads as recorded (`codex exec` against a scripted model on
+/// loopback; the recordings are kept in `tests/data/clients/codex/`).
+fn codex(event: &str, extra: Value) -> Value {
+    let mut v = json!({"session_id": "01a22483-440b-7871-98dc-ed9487869524",
+        "turn_id": "01a22483-442b-73d0-bf9a-9d9f7a7a5713",
+        "transcript_path": "/tmp/rc/codex/home/sessions/rollout.jsonl",
+        "cwd": "/tmp/rc/codex/proj", "hook_event_name": event, "model": "gpt-e2e",
+        "permission_mode": "bypassPermissions"});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v
+}
+
+/// A Gemini CLI payload (`docs/hooks/reference.md`: base fields and the event's own).
+fn gemini(event: &str, extra: Value) -> Value {
+    let mut v = json!({"session_id": "gem-1", "transcript_path": "/home/u/.gemini/tmp/chats/s.json",
+        "cwd": "/work/app", "hook_event_name": event, "timestamp": T0});
+    for (k, x) in extra.as_object().unwrap() {
+        v[k] = x.clone();
+    }
+    v
+}
+
+/// A `run_shell_command` result as Gemini CLI's shell tool words it for the model
+/// (`packages/core/src/tools/shell.ts`: `Output:`, `Exit Code:`, wrapped as untrusted).
+fn gemini_shell(command: &str, output: &str, code: i32) -> Value {
+    gemini(
+        "AfterTool",
+        json!({"tool_name": "run_shell_command", "tool_input": {"command": command},
+            "tool_response": {
+                "llmContent": format!("<untrusted_context>\nOutput: {output}\nExit Code: {code}\nProcess Group PGID: 4242\n</untrusted_context>"),
+                "returnDisplay": format!("Command exited with code: {code}")}}),
+    )
+}
+
+const NETWORK: &str = "npm error code ECONNRESET\nnpm error network read ECONNRESET";
+const JEST: &str = "FAIL src/sum.test.js (5.123 s)\n  ● sum › adds two numbers\n\n    expect(received).toBe(expected) // Object.is equality\n\n    Expected: 3\n    Received: 4\n\nTests:       1 failed, 1 total";
+
+#[test]
+fn a_failing_shell_command_is_advised_on_in_each_clients_format() {
+    let s = Sandbox::new();
+    // Gemini CLI: `additionalContext`, appended to the tool's result.
+    let v =
+        answer(&hook(&s, &[], &gemini_shell("npm install", NETWORK, 1)).status(0)).expect("advice");
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "AfterTool");
+    let c = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(c.contains("network_error"), "{c}");
+    // Cursor: `additional_context`.
+    let r = hook(&s, &[], &fixture("cursor", "postToolUseFailure-network")).status(0);
+    let v = answer(&r).expect("advice");
+    assert_eq!(
+        keys(&v),
+        keys(&fixture("cursor", "answer-postToolUseFailure"))
+    );
+    assert!(
+        v["additional_context"]
+            .as_str()
+            .unwrap()
+            .contains("network_error"),
+        "{v}"
+    );
+    // Copilot CLI: recovery guidance on stderr, exit 2; nothing on stdout.
+    let r = hook(
+        &s,
+        &["--client", "copilot", "--event", "postToolUseFailure"],
+        &fixture("copilot", "postToolUseFailure-network"),
+    )
+    .status(2);
+    assert_eq!(r.stdout(), "");
+    assert!(r.stderr().contains("network_error"), "{}", r.stderr());
+    // Codex CLI: a response that states its exit status is a failure; the advice names the
+    // event Codex sent (its output schema allows no other).
+    let stated = codex(
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "call_9", "tool_input": {"command": "npm install"},
+            "tool_response": format!("Exit code: 1\nWall time: 2.1 seconds\nOutput:\n{NETWORK}")}),
+    );
+    let v = answer(&hook(&s, &[], &stated).status(0)).expect("advice");
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PostToolUse");
+    assert!(v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .contains("network_error"));
+    assert_eq!(
+        records(&s).len(),
+        4,
+        "each client's failure recorded once: {:?}",
+        records(&s)
+    );
+}
+
+/// Codex CLI sends a failed command's output alone, without its exit status: triage cannot
+/// tell it failed, and says and records nothing (`docs/clients.md`).
+#[test]
+fn a_codex_command_whose_failure_codex_does_not_report_gets_nothing() {
+    let s = Sandbox::new();
+    let recorded = codex(
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "call_0",
+            "tool_input": {"command": "ls /nonexistent-e2e-dir"},
+            "tool_response": "ls: cannot access '/nonexistent-e2e-dir': No such file or directory\n"}),
+    );
+    assert_eq!(
+        answer(&hook(&s, &["--client", "codex"], &recorded).status(0)),
+        None
+    );
+    assert_eq!(records(&s), Vec::<Value>::new());
+}
+
+#[test]
+fn a_red_test_is_silent_in_each_client() {
+    let s = Sandbox::new();
+    // The breaker of the shell must not hear of the agent's own work either.
+    s.write(".triage.toml", "[breaker.Bash]\nfailure_threshold = 1\n");
+    let codex_red = codex(
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "call_0",
+            "tool_input": {"command": "python3 -m unittest test_sum"},
+            "tool_response": "F\n======================================================================\nFAIL: test_sum (test_sum.T.test_sum)\n----------------------------------------------------------------------\nTraceback (most recent call last):\n  File \"/tmp/rc/proj/test_sum.py\", line 4, in test_sum\n    self.assertEqual(1 + 1, 3)\nAssertionError: 2 != 3\n\n----------------------------------------------------------------------\nRan 1 test in 0.000s\n\nFAILED (failures=1)\n"}),
+    );
+    let runs = [
+        hook(&s, &[], &codex_red),
+        hook(&s, &[], &gemini_shell("npx jest src/sum.test.js", JEST, 1)),
+        hook(&s, &[], &fixture("cursor", "postToolUseFailure-red-test")),
+        hook(
+            &s,
+            &["--client", "copilot", "--event", "postToolUseFailure"],
+            &fixture("copilot", "postToolUseFailure-red-test"),
+        ),
+    ];
+    for r in runs {
+        let r = r.status(0);
+        assert_eq!(r.stdout(), "", "{}", r.what);
+        assert_eq!(r.stderr(), "", "{}", r.what);
+    }
+    assert_eq!(records(&s), Vec::<Value>::new());
+    let b = s
+        .triage(["breaker", "status", "Bash"])
+        .env("TRIAGE_NOW", T0)
+        .run()
+        .stdout_json();
+    assert_eq!(b["breakers"][0]["state"], "closed", "{b}");
+}
+
+#[test]
+fn an_open_breaker_denies_the_shell_in_each_clients_format() {
+    let s = Sandbox::new();
+    s.write(
+        ".triage.toml",
+        "[breaker.Bash]\nfailure_threshold = 2\ncooldown = \"5m\"\n",
+    );
+    s.cmd(&["breaker", "trip", "Bash"])
+        .env("TRIAGE_NOW", T0)
+        .assert()
+        .success();
+    let codex_pre = codex(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "call_0",
+            "tool_input": {"command": "ls /nonexistent-e2e-dir"}}),
+    );
+    let v = answer(&hook(&s, &[], &codex_pre).status(0)).expect("denied");
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+    assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(
+        v.get("decision").is_none(),
+        "not in Codex's PreToolUse schema: {v}"
+    );
+
+    let before = gemini(
+        "BeforeTool",
+        json!({"tool_name": "run_shell_command", "tool_input": {"command": "npm install"}}),
+    );
+    let v = answer(&hook(&s, &[], &before).status(0)).expect("denied");
+    assert_eq!(v["decision"], "deny");
+    assert!(v["reason"].as_str().unwrap().contains("Bash"), "{v}");
+
+    let v =
+        answer(&hook(&s, &[], &fixture("cursor", "preToolUse-shell")).status(0)).expect("denied");
+    assert_eq!(keys(&v), keys(&fixture("cursor", "answer-preToolUse-deny")));
+    assert_eq!(v["permission"], "deny");
+
+    let r = hook(
+        &s,
+        &["--client", "copilot", "--event", "preToolUse"],
+        &fixture("copilot", "preToolUse-bash"),
+    );
+    let v = answer(&r.status(0)).expect("denied");
+    assert_eq!(
+        keys(&v),
+        keys(&fixture("copilot", "answer-preToolUse-deny"))
+    );
+    assert_eq!(v["permissionDecision"], "deny");
+}
+
+#[test]
+fn an_empty_final_answer_is_sent_back_in_each_clients_format() {
+    let s = Sandbox::new();
+    // Codex CLI: `last_assistant_message: null` when the final text is empty.
+    let stop = codex(
+        "Stop",
+        json!({"stop_hook_active": false, "last_assistant_message": null}),
+    );
+    let v = answer(&hook(&s, &[], &stop).status(0)).expect("blocked");
+    assert_eq!(v["decision"], "block");
+    assert!(v["reason"].as_str().unwrap().contains("empty"), "{v}");
+    // Gemini CLI: AfterAgent's `prompt_response`; `deny` sends the reason as a new prompt.
+    let after = gemini(
+        "AfterAgent",
+        json!({"prompt": "summarise", "prompt_response": "", "stop_hook_active": false}),
+    );
+    let v = answer(&hook(&s, &[], &after).status(0)).expect("rejected");
+    assert_eq!(v["decision"], "deny");
+    assert!(v["reason"].as_str().unwrap().contains("empty"), "{v}");
+    // Cursor: a subagent's empty result gets a follow-up message.
+    let v = answer(&hook(&s, &[], &fixture("cursor", "subagentStop-empty")).status(0))
+        .expect("a follow-up");
+    assert_eq!(keys(&v), keys(&fixture("cursor", "answer-subagentStop")));
+    assert!(
+        v["followup_message"].as_str().unwrap().contains("empty"),
+        "{v}"
+    );
+    // Cursor's `stop` and Copilot CLI's `agentStop` carry no final text: cannot be checked,
+    // and nothing is said.
+    let r = hook(&s, &[], &fixture("cursor", "stop")).status(0);
+    assert_eq!((r.stdout(), r.stderr()), (String::new(), String::new()));
+    let r = hook(
+        &s,
+        &["--client", "copilot", "--event", "agentStop"],
+        &fixture("copilot", "agentStop"),
+    )
+    .status(0);
+    assert_eq!((r.stdout(), r.stderr()), (String::new(), String::new()));
+}
+
+#[test]
+fn the_client_is_told_from_the_payload_or_named_on_the_command() {
+    let s = Sandbox::new();
+    // Copilot CLI's camelCase payload, neither client nor event named: both told from its
+    // fields, and answered in its format.
+    let r = hook(&s, &[], &fixture("copilot", "postToolUseFailure-network")).status(2);
+    assert!(r.stderr().contains("network_error"), "{}", r.stderr());
+    // Its VS Code compatible form: a failed result is a failure (its answer is not read).
+    hook(&s, &[], &fixture("copilot", "PostToolUse-vscode-failure")).status(0);
+    // Named: the name wins over the fields (a Cursor payload read as Claude Code's is a
+    // Claude Code payload with an event the core does not know: nothing).
+    let r = hook(
+        &s,
+        &["--client", "claude"],
+        &fixture("cursor", "postToolUseFailure-network"),
+    )
+    .status(0);
+    assert_eq!(r.stdout(), "");
+    let r = hook(
+        &s,
+        &["--client", "cursor"],
+        &fixture("cursor", "postToolUseFailure-network"),
+    )
+    .status(0);
+    assert!(answer(&r).unwrap().get("additional_context").is_some());
+    // Claude Code's own payload: its own format, as before.
+    let claude = json!({"hook_event_name": "PostToolUseFailure", "session_id": "cc",
+        "tool_name": "Bash", "tool_use_id": "t", "tool_input": {"command": "npm install"},
+        "error": format!("Exit code 1\n{NETWORK}")});
+    let v = answer(&hook(&s, &[], &claude).status(0)).unwrap();
+    assert_eq!(
+        v["hookSpecificOutput"]["hookEventName"],
+        "PostToolUseFailure"
+    );
+    // A client name triage does not know: the hook still exits 0.
+    hook(&s, &["--client", "nonesuch"], &claude).status(0);
+    assert_eq!(records(&s).len(), 4, "{:?}", records(&s));
+}
+
+/// Copilot CLI reports the model API's failure (`errorOccurred`, `model_call`): it is
+/// classified and recorded as Claude Code's StopFailure is.
+#[test]
+fn copilots_model_call_error_is_recorded_as_the_apis_failure() {
+    let s = Sandbox::new();
+    let r = hook(
+        &s,
+        &["--client", "copilot", "--event", "errorOccurred"],
+        &fixture("copilot", "errorOccurred-model-call"),
+    )
+    .status(0);
+    assert_eq!(r.stdout(), "");
+    let recs = records(&s);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0]["kind"], "rate_limited", "{recs:?}");
+    assert_eq!(recs[0]["session_id"], "cop-5521");
+}
