@@ -351,3 +351,134 @@ fn copilots_model_call_error_is_recorded_as_the_apis_failure() {
     assert_eq!(recs[0]["kind"], "rate_limited", "{recs:?}");
     assert_eq!(recs[0]["session_id"], "cop-5521");
 }
+
+/// A hook file of the user's own for `client`, with a hook and a key of theirs.
+fn their_file(client: &str) -> Option<(&'static str, &'static str)> {
+    match client {
+        "codex" => Some((
+            ".codex/hooks.json",
+            "{\n    \"hooks\": {\n        \"PreToolUse\": [\n            {\n                \"matcher\": \"Bash\",\n                \"hooks\": [{\"type\": \"command\", \"command\": \"./guard.sh\"}]\n            }\n        ]\n    }\n}\n",
+        )),
+        "gemini" => Some((
+            ".gemini/settings.json",
+            "{\n  \"theme\": \"GitHub\",\n  \"hooks\": {\n    \"AfterTool\": [\n      {\"matcher\": \"write_file\", \"hooks\": [{\"type\": \"command\", \"command\": \"./fmt.sh\"}]}\n    ]\n  }\n}",
+        )),
+        "cursor" => Some((
+            ".cursor/hooks.json",
+            "{\"version\": 1, \"hooks\": {\"afterFileEdit\": [{\"command\": \"./fmt.sh\"}]}}\n",
+        )),
+        _ => None,
+    }
+}
+
+fn init(s: &Sandbox, args: &[&str]) -> Run {
+    let mut argv = vec!["init"];
+    argv.extend_from_slice(args);
+    s.triage(argv).run()
+}
+
+#[test]
+fn init_for_each_client_merges_is_idempotent_and_uninstalls_byte_for_byte() {
+    for (client, file) in [
+        ("codex", ".codex/hooks.json"),
+        ("gemini", ".gemini/settings.json"),
+        ("cursor", ".cursor/hooks.json"),
+        ("copilot", ".github/hooks/triage.json"),
+    ] {
+        let s = Sandbox::new();
+        let theirs = their_file(client);
+        if let Some((path, text)) = theirs {
+            s.write(path, text);
+        }
+        let r = init(&s, &["--client", client]).status(0);
+        let installed = s.read(file);
+        assert!(
+            installed.contains(&format!("triage hook --client {client}")),
+            "{client}: {installed}\n{}",
+            r.stderr()
+        );
+        let doc: Value = serde_json::from_str(&installed).unwrap();
+        if let Some((_, text)) = theirs {
+            // Theirs kept: the hook and the key.
+            assert!(installed.contains(if text.contains("guard") {
+                "./guard.sh"
+            } else {
+                "./fmt.sh"
+            }));
+            if client == "gemini" {
+                assert_eq!(doc["theme"], "GitHub");
+            }
+        }
+        if matches!(client, "cursor" | "copilot") {
+            assert_eq!(doc["version"], 1, "{client}");
+        }
+        // Again: no change, to the byte.
+        let again = init(&s, &["--client", client]).status(0);
+        assert_eq!(s.read(file), installed, "{client}");
+        assert!(
+            again.stdout().contains("\"files\":[]"),
+            "{client}: {}",
+            again.stdout()
+        );
+        // Uninstall: the original bytes, or no file (and no folder) at all.
+        init(&s, &["--client", client, "--uninstall"]).status(0);
+        match theirs {
+            Some((path, text)) => assert_eq!(s.read(path), text, "{client}"),
+            None => {
+                assert!(!s.exists(file), "{client}");
+                assert!(
+                    !s.exists(".github"),
+                    "{client}: the folders init made go too"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn init_wires_the_events_each_client_answers_with_the_launcher() {
+    let s = Sandbox::new();
+    init(&s, &["--client", "copilot"]).status(0);
+    let doc: Value = serde_json::from_str(&s.read(".github/hooks/triage.json")).unwrap();
+    let pre = &doc["hooks"]["preToolUse"][0];
+    assert_eq!(pre["type"], "command");
+    let bash = pre["bash"].as_str().unwrap();
+    assert!(
+        bash.contains("triage hook --client copilot --event preToolUse"),
+        "{bash}"
+    );
+    // The same fail-open launcher as Claude Code's: without triage on PATH it exits 0.
+    let out = std::process::Command::new("/bin/sh")
+        .args(["-c", bash])
+        .env("PATH", "/nonexistent")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    init(&s, &["--client", "codex"]).status(0);
+    let doc: Value = serde_json::from_str(&s.read(".codex/hooks.json")).unwrap();
+    for event in ["PreToolUse", "PostToolUse", "Stop", "SessionStart"] {
+        let c = doc["hooks"][event][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap();
+        assert!(c.contains("triage hook --client codex"), "{event}: {c}");
+    }
+    // Copilot CLI reads the repository's hooks only.
+    let r = init(&s, &["--client", "copilot", "--user"]).status(64);
+    assert!(r.stderr().contains("--user"), "{}", r.stderr());
+}
+
+#[test]
+fn init_without_a_client_names_the_client_folder_it_found() {
+    let s = Sandbox::new();
+    std::fs::create_dir_all(s.path().join(".codex")).unwrap();
+    let r = init(&s, &[]).status(0);
+    assert!(
+        r.stderr().contains("found .codex/") && r.stderr().contains("triage init --client codex"),
+        "{}",
+        r.stderr()
+    );
+    // Claude Code's own settings were written as ever; nothing of Codex's was.
+    assert!(s.exists(".claude/settings.json"));
+    assert!(!s.exists(".codex/hooks.json"));
+}
