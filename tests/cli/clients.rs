@@ -266,14 +266,21 @@ fn an_empty_final_answer_is_sent_back_in_each_clients_format() {
     let v = answer(&hook(&s, &[], &stop).status(0)).expect("blocked");
     assert_eq!(v["decision"], "block");
     assert!(v["reason"].as_str().unwrap().contains("empty"), "{v}");
-    // Gemini CLI: AfterAgent's `prompt_response`; `deny` sends the reason as a new prompt.
-    let after = gemini(
-        "AfterAgent",
-        json!({"prompt": "summarise", "prompt_response": "", "stop_hook_active": false}),
-    );
-    let v = answer(&hook(&s, &[], &after).status(0)).expect("rejected");
-    assert_eq!(v["decision"], "deny");
-    assert!(v["reason"].as_str().unwrap().contains("empty"), "{v}");
+    // Gemini CLI: AfterAgent's `prompt_response`, an empty one as the client's placeholder
+    // (recorded from 0.61.0); `deny` sends the reason as a new prompt.
+    for said in ["[no response text]", ""] {
+        let after = gemini(
+            "AfterAgent",
+            json!({"prompt": "go", "prompt_response": said, "stop_hook_active": false}),
+        );
+        let s = Sandbox::new();
+        let v = answer(&hook(&s, &[], &after).status(0)).expect("rejected");
+        assert_eq!(v["decision"], "deny");
+        assert!(
+            v["reason"].as_str().unwrap().contains("empty"),
+            "{said:?}: {v}"
+        );
+    }
     // Cursor: a subagent's empty result gets a follow-up message.
     let v = answer(&hook(&s, &[], &fixture("cursor", "subagentStop-empty")).status(0))
         .expect("a follow-up");

@@ -26,6 +26,9 @@ const OWN_EVENTS: &[&str] = &[
     "PreCompress",
 ];
 
+/// What Gemini CLI puts in `prompt_response` for a final answer with no text.
+const EMPTY_PLACEHOLDER: &str = "[no response text]";
+
 /// Gemini CLI's built-in tools under the names the policy and the classifier know.
 const TOOLS: &[(&str, &str)] = &[
     ("run_shell_command", "Bash"),
@@ -83,7 +86,8 @@ fn llm_text(v: &Value) -> String {
 pub(super) fn decode(v: Value) -> Option<Decoded> {
     let native = str_of(&v, "hook_event_name")?.to_string();
     let mut p = Map::new();
-    for key in ["session_id", "transcript_path", "cwd"] {
+    // Its chat file is no Claude Code transcript: the core must not read it as one.
+    for key in ["session_id", "cwd"] {
         if let Some(x) = v.get(key) {
             p.insert(key.into(), x.clone());
         }
@@ -122,8 +126,14 @@ pub(super) fn decode(v: Value) -> Option<Decoded> {
             }
         }
         "AfterAgent" => {
-            // The final text of the turn is the output the checks judge.
-            let said = v.get("prompt_response").cloned().unwrap_or(json!(""));
+            // The final text of the turn is the output the checks judge; an empty one comes
+            // as the client's placeholder (`fireAfterAgentHookSafe`,
+            // `packages/core/src/core/client.ts`).
+            let said = match v.get("prompt_response") {
+                Some(Value::String(s)) if s.trim() == EMPTY_PLACEHOLDER => json!(""),
+                Some(x) => x.clone(),
+                None => json!(""),
+            };
             p.insert("last_assistant_message".into(), said);
             if let Some(a) = v.get("stop_hook_active") {
                 p.insert("stop_hook_active".into(), a.clone());
