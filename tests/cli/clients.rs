@@ -72,6 +72,27 @@ fn codex(event: &str, extra: Value) -> Value {
     v
 }
 
+/// Codex CLI's PostToolUse for a shell call (the output alone, as recorded) and its rollout's
+/// `item_completed` line with the exit status (as recorded from 0.171.0), in a rollout file in
+/// the sandbox.
+fn codex_shell(s: &Sandbox, command: &str, output: &str, code: i64) -> Value {
+    let id = format!("call_{}", command.len());
+    let rollout = s.path().join(format!("rollout-{id}.jsonl"));
+    let line = json!({"timestamp": T0, "ordinal": 11, "type": "event_msg", "payload": {
+        "type": "item_completed", "thread_id": "t", "turn_id": "u", "item": {
+            "type": "CommandExecution", "id": id, "process_id": "17815",
+            "command": ["/bin/bash", "-lc", command], "source": "unified_exec_startup",
+            "status": if code == 0 { "completed" } else { "failed" },
+            "aggregated_output": format!("{output}\n"), "exit_code": code,
+            "duration": {"secs": 0, "nanos": 4748}}}});
+    std::fs::write(&rollout, format!("{{\"type\":\"session_meta\"}}\n{line}\n")).unwrap();
+    codex(
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": id, "tool_input": {"command": command},
+            "tool_response": format!("{output}\n"), "transcript_path": rollout}),
+    )
+}
+
 /// A Gemini CLI payload (`docs/hooks/reference.md`: base fields and the event's own).
 fn gemini(event: &str, extra: Value) -> Value {
     let mut v = json!({"session_id": "gem-1", "transcript_path": "/home/u/.gemini/tmp/chats/s.json",
@@ -131,14 +152,10 @@ fn a_failing_shell_command_is_advised_on_in_each_clients_format() {
     .status(2);
     assert_eq!(r.stdout(), "");
     assert!(r.stderr().contains("network_error"), "{}", r.stderr());
-    // Codex CLI: a response that states its exit status is a failure; the advice names the
-    // event Codex sent (its output schema allows no other).
-    let stated = codex(
-        "PostToolUse",
-        json!({"tool_name": "Bash", "tool_use_id": "call_9", "tool_input": {"command": "npm install"},
-            "tool_response": format!("Exit code: 1\nWall time: 2.1 seconds\nOutput:\n{NETWORK}")}),
-    );
-    let v = answer(&hook(&s, &[], &stated).status(0)).expect("advice");
+    // Codex CLI: its payload has the output alone; the exit status is in its rollout. The
+    // advice names the event Codex sent (its output schema allows no other).
+    let failed = codex_shell(&s, "npm install", NETWORK, 1);
+    let v = answer(&hook(&s, &[], &failed).status(0)).expect("advice");
     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "PostToolUse");
     assert!(v["hookSpecificOutput"]["additionalContext"]
         .as_str()
@@ -152,22 +169,36 @@ fn a_failing_shell_command_is_advised_on_in_each_clients_format() {
     );
 }
 
-/// Codex CLI sends a failed command's output alone, without its exit status: triage cannot
-/// tell it failed, and says and records nothing (`docs/clients.md`).
+/// Codex CLI sends a failed command's output alone, without its exit status; the status is
+/// read from the call's line in its rollout. Without that line it cannot be told the command
+/// failed: nothing is said or recorded.
 #[test]
-fn a_codex_command_whose_failure_codex_does_not_report_gets_nothing() {
+fn a_codex_failure_is_told_by_its_rollout_and_not_without_one() {
     let s = Sandbox::new();
-    let recorded = codex(
-        "PostToolUse",
-        json!({"tool_name": "Bash", "tool_use_id": "call_0",
-            "tool_input": {"command": "ls /nonexistent-e2e-dir"},
-            "tool_response": "ls: cannot access '/nonexistent-e2e-dir': No such file or directory\n"}),
-    );
+    let failed = codex_shell(&s, "npm install", NETWORK, 1);
+    let v = answer(&hook(&s, &["--client", "codex"], &failed).status(0)).expect("advice");
+    assert!(v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .contains("network_error"));
+    let recs = records(&s);
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    assert_eq!(recs[0]["kind"], "network_error");
+    let mut unknown = failed.clone();
+    unknown["tool_use_id"] = json!("call_not_in_the_rollout");
+    let before = records(&s).len();
+    let s2 = Sandbox::new();
+    unknown["transcript_path"] = json!(s2.path().join("none.jsonl"));
     assert_eq!(
-        answer(&hook(&s, &["--client", "codex"], &recorded).status(0)),
+        answer(&hook(&s2, &["--client", "codex"], &unknown).status(0)),
         None
     );
-    assert_eq!(records(&s), Vec::<Value>::new());
+    assert_eq!(records(&s2), Vec::<Value>::new());
+    assert_eq!(records(&s).len(), before);
+    // The passing command's line says 0: a success.
+    let passed = codex_shell(&s2, "echo hello-e2e", "hello-e2e", 0);
+    assert_eq!(answer(&hook(&s2, &[], &passed).status(0)), None);
+    assert_eq!(records(&s2), Vec::<Value>::new());
 }
 
 #[test]
@@ -175,12 +206,7 @@ fn a_red_test_is_silent_in_each_client() {
     let s = Sandbox::new();
     // The breaker of the shell must not hear of the agent's own work either.
     s.write(".triage.toml", "[breaker.Bash]\nfailure_threshold = 1\n");
-    let codex_red = codex(
-        "PostToolUse",
-        json!({"tool_name": "Bash", "tool_use_id": "call_0",
-            "tool_input": {"command": "python3 -m unittest test_sum"},
-            "tool_response": "F\n======================================================================\nFAIL: test_sum (test_sum.T.test_sum)\n----------------------------------------------------------------------\nTraceback (most recent call last):\n  File \"/tmp/rc/proj/test_sum.py\", line 4, in test_sum\n    self.assertEqual(1 + 1, 3)\nAssertionError: 2 != 3\n\n----------------------------------------------------------------------\nRan 1 test in 0.000s\n\nFAILED (failures=1)\n"}),
-    );
+    let codex_red = codex_shell(&s, "npx jest src/sum.test.js", JEST, 1);
     let runs = [
         hook(&s, &[], &codex_red),
         hook(&s, &[], &gemini_shell("npx jest src/sum.test.js", JEST, 1)),
