@@ -74,13 +74,15 @@ pub fn command(client: Client, event: &str) -> String {
     if client == Client::Copilot {
         args.push_str(&format!(" --event {event}"));
     }
-    match base.find("triage hook") {
+    let command = match base.find("triage hook") {
         Some(at) => {
             let end = at + "triage hook".len();
             format!("{}{args}{}", &base[..end], &base[end..])
         }
         None => format!("{base}{args}"),
-    }
+    };
+    // Codex's StopFailure is Claude Code's: it too outlives the client's exit signals.
+    crate::settings::event_command(event, &command)
 }
 
 /// Whether a hook entry's command is one `triage init --client` wrote for `client`.
@@ -439,6 +441,58 @@ pub fn found(project: &Path) -> Vec<(&'static str, Client)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The command of the Codex plugin's hook for `event` (`plugin/hooks/codex.json`): the
+    /// plugin's launcher, found through the root Codex gives a plugin's hooks.
+    fn codex_plugin_command(event: &str) -> String {
+        crate::settings::event_command(
+            event,
+            "sh \"${PLUGIN_ROOT}/bin/triage\" hook --client codex",
+        )
+    }
+
+    /// The Codex plugin's hooks file (`plugin/hooks/codex.json`, named by
+    /// `plugin/.codex-plugin/plugin.json`): every event `init --client codex` wires, each
+    /// running the plugin's launcher.
+    fn codex_plugin_hooks() -> Value {
+        let mut hooks = Map::new();
+        for event in events(Client::Codex) {
+            hooks.insert(
+                (*event).to_string(),
+                json!([{"hooks": [{"type": "command", "command": codex_plugin_command(event), "timeout": TIMEOUT_S}]}]),
+            );
+        }
+        json!({
+            "description": "triage hook on every event `triage init --client codex` wires, through the plugin's launcher, which fails open when no triage binary is found.",
+            "hooks": hooks,
+        })
+    }
+
+    /// The Codex plugin (`plugin/.codex-plugin/plugin.json`) names its own hooks file, which
+    /// Codex then loads instead of `hooks/hooks.json` (Claude Code's); that file wires what
+    /// `init --client codex` wires, through the plugin's launcher.
+    #[test]
+    fn the_codex_plugin_wires_what_init_wires() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin");
+        let read = |p: &str| -> Value {
+            serde_json::from_str(&std::fs::read_to_string(root.join(p)).unwrap()).unwrap()
+        };
+        assert_eq!(
+            read(".codex-plugin/plugin.json")["hooks"],
+            "./hooks/codex.json"
+        );
+        assert_eq!(read("hooks/codex.json"), codex_plugin_hooks());
+        let installed = install(Client::Codex, &json!({})).unwrap().unwrap();
+        let keys = |v: &Value| {
+            v["hooks"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(keys(&read("hooks/codex.json")), keys(&installed));
+    }
 
     #[test]
     fn the_command_is_the_launcher_with_the_client_named() {

@@ -515,3 +515,55 @@ fn init_without_a_client_names_the_client_folder_it_found() {
     assert!(s.exists(".claude/settings.json"));
     assert!(!s.exists(".codex/hooks.json"));
 }
+
+/// The Codex plugin's hooks run the plugin's launcher as `hook --client codex`: it judges the
+/// event even where Claude Code's settings hold `triage init`'s hooks (it stands aside only
+/// for Claude Code's own `hook`).
+#[test]
+fn the_plugin_launcher_judges_codex_events_beside_claude_codes_init() {
+    let s = Sandbox::new();
+    let real = s.path().join("real");
+    std::fs::create_dir_all(&real).unwrap();
+    std::os::unix::fs::symlink(crate::common::bin(), real.join("triage")).unwrap();
+    std::fs::create_dir_all(s.path().join(".claude")).unwrap();
+    std::fs::write(
+        s.path().join(".claude/settings.json"),
+        "{\"hooks\":{\"Stop\":[{\"hooks\":[{\"type\":\"command\",\"command\":\"'/opt/x/bin/triage' hook\"}]}]}}",
+    )
+    .unwrap();
+    let launcher = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin/bin/triage");
+    let stop = codex(
+        "Stop",
+        json!({"stop_hook_active": false, "last_assistant_message": null}),
+    );
+    let run = |args: &[&str]| {
+        let mut c = std::process::Command::new("/bin/sh");
+        c.arg(&launcher)
+            .args(args)
+            .current_dir(s.path())
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", real.display()))
+            .env("HOME", s.path().join("home"))
+            .env("TRIAGE_NOW", T0)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stop.to_string().as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let out = run(&["hook", "--client", "codex"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("Codex's answer");
+    assert_eq!(v["decision"], "block");
+    // Claude Code's own `hook` still stands aside for init's hooks.
+    let out = run(&["hook"]);
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("stands aside"));
+}
