@@ -471,6 +471,14 @@ fn init_for_each_client_merges_is_idempotent_and_uninstalls_byte_for_byte() {
 #[test]
 fn init_wires_the_events_each_client_answers_with_the_launcher() {
     let s = Sandbox::new();
+    // --dry-run: the diff, and nothing written.
+    let dry = init(&s, &["--client", "copilot", "--dry-run"]).status(0);
+    assert!(
+        dry.stdout().contains("+++ b/.github/hooks/triage.json"),
+        "{}",
+        dry.stdout()
+    );
+    assert!(!s.exists(".github"));
     init(&s, &["--client", "copilot"]).status(0);
     let doc: Value = serde_json::from_str(&s.read(".github/hooks/triage.json")).unwrap();
     let pre = &doc["hooks"]["preToolUse"][0];
@@ -566,4 +574,50 @@ fn the_plugin_launcher_judges_codex_events_beside_claude_codes_init() {
     let out = run(&["hook"]);
     assert!(out.stdout.is_empty(), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("stands aside"));
+}
+
+/// `--user`: the user's own hook file of the client (Codex: `$CODEX_HOME`, else `~/.codex`),
+/// merged, again no change, and given back byte for byte.
+#[test]
+fn init_for_a_client_in_the_users_scope_round_trips() {
+    let s = Sandbox::new();
+    let home = s.path().join("home");
+    let mine = "{\"hooks\": {\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"notify-send done\"}]}]}}";
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(home.join(".gemini/settings.json"), mine).unwrap();
+    for (client, file, env) in [
+        (
+            "codex",
+            home.join("codex-home/hooks.json"),
+            Some(home.join("codex-home")),
+        ),
+        ("gemini", home.join(".gemini/settings.json"), None),
+        ("cursor", home.join(".cursor/hooks.json"), None),
+    ] {
+        let before = std::fs::read(&file).ok();
+        let run = |extra: &[&str]| {
+            let mut argv = vec!["init", "--client", client, "--user"];
+            argv.extend_from_slice(extra);
+            let mut c = s.triage(argv);
+            c.env("HOME", &home);
+            if let Some(dir) = &env {
+                c.env("CODEX_HOME", dir);
+            }
+            c.run().status(0)
+        };
+        run(&[]);
+        let installed = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            installed.contains(&format!("--client {client}")),
+            "{installed}"
+        );
+        run(&[]);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), installed);
+        assert!(
+            !s.exists(".codex") && !s.exists(".cursor"),
+            "the project is left alone"
+        );
+        run(&["--uninstall"]);
+        assert_eq!(std::fs::read(&file).ok(), before, "{client}");
+    }
 }
