@@ -75,7 +75,12 @@ pub(super) fn decode(v: Value) -> Option<Decoded> {
             "PostToolUse"
         }
         "postToolUseFailure" => {
-            let message = str_of(&v, "error_message").unwrap_or("the tool failed");
+            // `error_message` as documented; `error` and `message` as some Cursor versions'
+            // hooks have read it.
+            let message = ["error_message", "error", "message"]
+                .iter()
+                .find_map(|k| str_of(&v, k))
+                .unwrap_or("the tool failed");
             // A timeout the client enforced reads as one whatever its message says.
             let error = match str_of(&v, "failure_type") {
                 Some("timeout") if !message.to_ascii_lowercase().contains("timed out") => {
