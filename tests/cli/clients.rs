@@ -621,3 +621,30 @@ fn init_for_a_client_in_the_users_scope_round_trips() {
         assert_eq!(std::fs::read(&file).ok(), before, "{client}");
     }
 }
+
+/// One core of judgments: no code line of the hook's core (`src/hook.rs`, `src/hook/*.rs`
+/// outside `dialect/`, the payload accessors) names a client; the dialects alone know them.
+#[test]
+fn the_hook_core_names_no_client() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = vec![src.join("hook.rs"), src.join("core/hook_payload.rs")];
+    for e in std::fs::read_dir(src.join("hook")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("dialect.rs") {
+            files.push(p);
+        }
+    }
+    assert!(files.len() > 10, "{files:?}");
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            let l = line.to_ascii_lowercase();
+            for name in ["codex", "gemini", "cursor", "copilot"] {
+                assert!(!l.contains(name), "{}:{}: {line}", f.display(), n + 1);
+            }
+        }
+    }
+}
