@@ -326,6 +326,25 @@ fn an_empty_final_answer_is_sent_back_in_each_clients_format() {
     )
     .status(0);
     assert_eq!((r.stdout(), r.stderr()), (String::new(), String::new()));
+    // Copilot CLI's subagent (`task`) returns its result in postToolUse: an empty one is
+    // judged and recorded against its type (the answer itself is not read by Copilot CLI).
+    let task = json!({"sessionId": "cop-9", "timestamp": 1795860012000_u64, "cwd": "/work/app",
+        "toolName": "task", "toolArgs": {"agent_type": "explore", "prompt": "find the config"},
+        "toolResult": {"resultType": "success", "textResultForLlm": ""}});
+    let r = hook(
+        &s,
+        &["--client", "copilot", "--event", "postToolUse"],
+        &task,
+    )
+    .status(0);
+    assert_eq!(r.stdout(), "");
+    let recs = records(&s);
+    let rec = recs
+        .iter()
+        .find(|r| r["session_id"] == "cop-9")
+        .expect("recorded");
+    assert_eq!(rec["kind"], "validation_failed", "{rec}");
+    assert_eq!(rec["agent"], "explore");
 }
 
 #[test]
