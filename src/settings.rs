@@ -95,10 +95,15 @@ fn runs_launcher(cmd: &str) -> bool {
         .is_some_and(|c| c.ends_with(&format!("/hooks/{LAUNCHER_FILE}")))
 }
 
+/// The launcher's work in one line, for a client whose hook files hold no launcher of their
+/// own (`triage init --client`): `triage` found on PATH's absolute entries, or the payload
+/// drained (at most 5 s) and status 0. Claude Code's `init` wrote it before the launcher.
+pub const INLINE_HOOK_COMMAND: &str = "p=; IFS=:; set -f; for d in $PATH; do case $d in /*) p=$p${p:+:}$d;; esac; done; unset IFS; set +f; PATH=${p:-/nonexistent}; command -v triage >/dev/null 2>&1 && exec triage hook; exec 3<&0; cat <&3 >/dev/null 2>&1 3<&- & c=$!; exec 3<&-; (sleep 5 && kill $c) </dev/null >/dev/null 2>&1 & wait $c 2>/dev/null; exit 0";
+
 /// Commands earlier versions of `triage init` wrote: still ours, so a reinstall replaces them
 /// and an uninstall takes them away.
 const EARLIER_HOOK_COMMANDS: &[&str] = &[
-    "p=; IFS=:; set -f; for d in $PATH; do case $d in /*) p=$p${p:+:}$d;; esac; done; unset IFS; set +f; PATH=${p:-/nonexistent}; command -v triage >/dev/null 2>&1 && exec triage hook; exec 3<&0; cat <&3 >/dev/null 2>&1 3<&- & c=$!; exec 3<&-; (sleep 5 && kill $c) </dev/null >/dev/null 2>&1 & wait $c 2>/dev/null; exit 0",
+    INLINE_HOOK_COMMAND,
     "p=; IFS=:; set -f; for d in $PATH; do case $d in /*) p=$p${p:+:}$d;; esac; done; unset IFS; set +f; PATH=${p:-/nonexistent}; command -v triage >/dev/null 2>&1 && exec triage hook; exec 3<&0; cat <&3 >/dev/null 2>&1 3<&- & c=$!; exec 3<&-; (sleep 5 && kill $c) </dev/null >/dev/null 2>&1 & wait $c 2>/dev/null; echo 'triage: not found on PATH; hook skipped' >&2",
     "command -v triage >/dev/null 2>&1 && exec triage hook; cat >/dev/null; echo 'triage: not found on PATH; hook skipped' >&2",
 ];

@@ -37,6 +37,7 @@ mod agent_results;
 mod background_commands;
 mod check_output;
 mod classify;
+mod clients;
 mod config;
 mod contract;
 mod counts;

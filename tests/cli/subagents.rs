@@ -638,6 +638,7 @@ fn the_stop_failure_command_finishes_its_record_through_the_clients_sigterm() {
         .args(["-c", &cmd])
         .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
         .env("TRIAGE_NOW", T0)
+        .env("CLAUDE_PROJECT_DIR", s.path())
         .env_remove("TRIAGE_DIR")
         .current_dir(s.path())
         .stdin(std::process::Stdio::piped())
