@@ -69,7 +69,22 @@ fn events(client: Client) -> &'static [&'static str] {
 /// ([`crate::settings::INLINE_HOOK_COMMAND`]; these clients' hook files have no launcher
 /// beside them), its `triage hook` given `--client NAME` (and, for a client whose payloads do
 /// not name their event, `--event EVENT`).
+#[cfg(test)]
 pub fn command(client: Client, event: &str) -> String {
+    command_with(client, event, GEMINI_LAUNCHER)
+}
+
+/// Where a project's Gemini hooks find their launcher: Gemini CLI rewrites `$VAR` and
+/// `${VAR:-…}` in a settings file's hook commands when it loads them, so the one-line launcher
+/// cannot run there; its hooks run the launcher file instead, by a path with no `$` (the
+/// project's, relative to the folder Gemini CLI runs hooks in; the user's, absolute).
+const GEMINI_LAUNCHER: &str = ".gemini/hooks/triage-hook";
+
+/// [`command`], with the path Gemini's hooks run the launcher by.
+fn command_with(client: Client, event: &str, gemini_launcher: &str) -> String {
+    if client == Client::Gemini {
+        return format!("sh {gemini_launcher} --client gemini || true");
+    }
     let base = crate::settings::INLINE_HOOK_COMMAND;
     let mut args = format!(" --client {}", client.name());
     if client == Client::Copilot {
@@ -92,12 +107,13 @@ fn is_ours(client: Client, handler: &Value) -> bool {
     ["command", "bash"]
         .iter()
         .filter_map(|k| handler.get(*k).and_then(Value::as_str))
+        .map(|c| c.replace(['\'', '"'], ""))
         .any(|c| c.contains("triage") && c.contains(&marker))
 }
 
 /// One event's entry as the client's file writes it.
-fn entry(client: Client, event: &str) -> Value {
-    let command = command(client, event);
+fn entry(client: Client, event: &str, gemini_launcher: &str) -> Value {
+    let command = command_with(client, event, gemini_launcher);
     match client {
         Client::Codex | Client::Claude => {
             json!({"hooks": [{"type": "command", "command": command, "timeout": TIMEOUT_S}]})
@@ -149,7 +165,7 @@ fn remove_ours(client: Client, list: &mut Vec<Value>) -> bool {
 }
 
 /// The file with triage's entries in place, one per event; `None` when nothing changes.
-fn install(client: Client, doc: &Value) -> Result<Option<Value>, String> {
+fn install(client: Client, doc: &Value, gemini_launcher: &str) -> Result<Option<Value>, String> {
     let mut out = doc.clone();
     let root = out.as_object_mut().ok_or("it is not a JSON object")?;
     if matches!(client, Client::Cursor | Client::Copilot) && !root.contains_key("version") {
@@ -166,7 +182,7 @@ fn install(client: Client, doc: &Value) -> Result<Option<Value>, String> {
             .or_insert_with(|| Value::Array(Vec::new()))
             .as_array_mut()
             .ok_or_else(|| format!("its `hooks.{event}` is not an array"))?;
-        let want = entry(client, event);
+        let want = entry(client, event, gemini_launcher);
         let ours: Vec<&Value> = list
             .iter()
             .flat_map(|e| handlers_of(client, e))
@@ -209,6 +225,12 @@ struct Record {
     installed: String,
     /// The folders the install created, outermost first.
     dirs_created: Vec<PathBuf>,
+    /// Whether the install wrote the launcher file (Gemini's hooks run it).
+    #[serde(default)]
+    launcher_created: bool,
+    /// Whether it created the launcher's folder.
+    #[serde(default)]
+    launcher_dir_created: bool,
 }
 
 /// What `triage init --client` did (or would do): its JSON answer.
@@ -310,6 +332,17 @@ pub fn plan(
     let bad = |e: String| Failure::data(format!("{}: {e}", path.display()));
     let mut files = Vec::new();
     let mut dirs_to_remove = Vec::new();
+    // Gemini's launcher file, beside its settings, and the path its hooks run it by.
+    let launcher = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join("hooks")
+        .join(crate::settings::LAUNCHER_FILE);
+    let gemini_launcher = if user {
+        format!("'{}'", launcher.to_string_lossy().replace('\'', "'\\''"))
+    } else {
+        GEMINI_LAUNCHER.to_string()
+    };
     let new_record = if uninstall {
         match (&record, &before) {
             // As the install left it: back to the bytes it had, or gone.
@@ -325,9 +358,24 @@ pub fn plan(
                 }
             }
         }
+        // The launcher goes when the install wrote it and it is unedited.
+        if let Some(r) = record.as_ref().filter(|r| r.launcher_created) {
+            if read_text(&launcher)?.as_deref() == Some(crate::settings::LAUNCHER) {
+                files.push(file_change(
+                    &launcher,
+                    Some(crate::settings::LAUNCHER.to_string()),
+                    None,
+                ));
+                if r.launcher_dir_created {
+                    if let Some(dir) = launcher.parent() {
+                        dirs_to_remove.insert(0, dir.to_path_buf());
+                    }
+                }
+            }
+        }
         None
     } else {
-        let after = install(client, &doc).map_err(bad)?;
+        let after = install(client, &doc, &gemini_launcher).map_err(bad)?;
         match after {
             None => None,
             Some(after) => {
@@ -340,14 +388,25 @@ pub fn plan(
                 }
                 dirs.reverse();
                 // The first install's original is the one an uninstall gives back.
-                let rec = Record {
+                let mut rec = Record {
                     original: record
                         .as_ref()
                         .map_or(before.clone(), |r| r.original.clone()),
                     installed: text.clone(),
                     dirs_created: record.as_ref().map_or(dirs, |r| r.dirs_created.clone()),
+                    launcher_created: record.as_ref().is_some_and(|r| r.launcher_created),
+                    launcher_dir_created: record.as_ref().is_some_and(|r| r.launcher_dir_created),
                 };
                 files.push(file_change(&path, before.clone(), Some(text)));
+                if client == Client::Gemini && read_text(&launcher)?.is_none() {
+                    rec.launcher_created = true;
+                    rec.launcher_dir_created = launcher.parent().is_some_and(|d| !d.exists());
+                    files.push(file_change(
+                        &launcher,
+                        None,
+                        Some(crate::settings::LAUNCHER.to_string()),
+                    ));
+                }
                 Some(rec)
             }
         }
@@ -483,7 +542,9 @@ mod tests {
             "./hooks/codex.json"
         );
         assert_eq!(read("hooks/codex.json"), codex_plugin_hooks());
-        let installed = install(Client::Codex, &json!({})).unwrap().unwrap();
+        let installed = install(Client::Codex, &json!({}), GEMINI_LAUNCHER)
+            .unwrap()
+            .unwrap();
         let keys = |v: &Value| {
             v["hooks"]
                 .as_object()
@@ -527,9 +588,11 @@ mod tests {
                     json!({"version": 1, "hooks": {events(client)[0]: [{"command": "./mine.sh"}]}})
                 }
             };
-            let once = install(client, &theirs).unwrap().expect("a change");
+            let once = install(client, &theirs, GEMINI_LAUNCHER)
+                .unwrap()
+                .expect("a change");
             assert_eq!(
-                install(client, &once).unwrap(),
+                install(client, &once, GEMINI_LAUNCHER).unwrap(),
                 None,
                 "{client:?}: again, no change"
             );

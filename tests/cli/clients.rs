@@ -444,11 +444,23 @@ fn init_for_each_client_merges_is_idempotent_and_uninstalls_byte_for_byte() {
         }
         let r = init(&s, &["--client", client]).status(0);
         let installed = s.read(file);
+        // Gemini's hooks run the launcher file (Gemini CLI rewrites `$` in hook commands).
+        let wired = if client == "gemini" {
+            "sh .gemini/hooks/triage-hook --client gemini || true".to_string()
+        } else {
+            format!("triage hook --client {client}")
+        };
         assert!(
-            installed.contains(&format!("triage hook --client {client}")),
+            installed.contains(&wired),
             "{client}: {installed}\n{}",
             r.stderr()
         );
+        if client == "gemini" {
+            assert!(!installed.contains('$'), "{installed}");
+            assert!(s
+                .read(".gemini/hooks/triage-hook")
+                .contains("exec triage hook"));
+        }
         let doc: Value = serde_json::from_str(&installed).unwrap();
         if let Some((_, text)) = theirs {
             // Theirs kept: the hook and the key.
@@ -475,7 +487,13 @@ fn init_for_each_client_merges_is_idempotent_and_uninstalls_byte_for_byte() {
         // Uninstall: the original bytes, or no file (and no folder) at all.
         init(&s, &["--client", client, "--uninstall"]).status(0);
         match theirs {
-            Some((path, text)) => assert_eq!(s.read(path), text, "{client}"),
+            Some((path, text)) => {
+                assert_eq!(s.read(path), text, "{client}");
+                assert!(
+                    !s.exists(".gemini/hooks"),
+                    "{client}: the launcher goes too"
+                );
+            }
             None => {
                 assert!(!s.exists(file), "{client}");
                 assert!(
