@@ -34,6 +34,7 @@ pub mod breaker;
 mod calls;
 pub mod check_output;
 pub mod codec;
+pub mod dialect;
 mod failure;
 pub use failure::is_work;
 mod log_tail;

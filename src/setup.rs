@@ -12,6 +12,7 @@
 //! set; else, inside a git work tree, the nearest folder at or above this one that already has
 //! Claude Code settings, or the work tree's top; else this folder ([`place`]).
 
+pub mod clients;
 mod gitignore;
 pub mod place;
 

@@ -36,6 +36,7 @@ mod backend {
 mod agent_results;
 mod check_output;
 mod classify;
+mod clients;
 mod config;
 mod contract;
 mod counts;
