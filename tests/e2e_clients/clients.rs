@@ -1,6 +1,6 @@
 //! The two clients (which package, which version, where its program is once installed), a
-//! fresh project whose hooks run `triage hook --client NAME`, and one headless run of the
-//! client in it against the fake API.
+//! fresh project set up with `triage init --client NAME`, and one headless run of the client
+//! in it against the fake API.
 
 use crate::server::FakeApi;
 use serde_json::{json, Value};
@@ -106,26 +106,6 @@ pub fn triage_bin() -> PathBuf {
 /// How long one client run may take before it is killed and the scenario fails.
 const RUN_LIMIT: Duration = Duration::from_secs(120);
 
-/// The events whose hooks run triage, by client.
-fn events(client: Client) -> &'static [&'static str] {
-    match client {
-        Client::Codex => &[
-            "SessionStart",
-            "UserPromptSubmit",
-            "PreToolUse",
-            "PostToolUse",
-            "Stop",
-        ],
-        Client::Gemini => &[
-            "SessionStart",
-            "BeforeAgent",
-            "BeforeTool",
-            "AfterTool",
-            "AfterAgent",
-        ],
-    }
-}
-
 /// A scratch project and home folder for one client; removed when dropped (unless
 /// `TRIAGE_E2E_KEEP`).
 pub struct Project {
@@ -136,8 +116,8 @@ pub struct Project {
 }
 
 impl Project {
-    /// A fresh project wired for `client`: its hook file runs `triage hook --client NAME`
-    /// on every event triage answers.
+    /// A fresh project wired for `client` by `triage init --client NAME` (its hook file runs
+    /// `triage hook --client NAME` on the events triage answers).
     pub fn new(client: Client, name: &str) -> Project {
         let tmp = tempfile::Builder::new()
             .prefix(&format!("triage-e2e-{}-{name}-", client.name()))
@@ -152,21 +132,6 @@ impl Project {
         let bin = tmp.path().join("bin");
         std::fs::create_dir_all(&bin).expect("mkdir bin");
         std::os::unix::fs::symlink(triage_bin(), bin.join("triage")).expect("link triage");
-        let hook = format!("triage hook --client {}", client.name());
-        let mut hooks = serde_json::Map::new();
-        for event in events(client) {
-            hooks.insert(
-                (*event).to_string(),
-                json!([{"hooks": [{"type": "command", "command": hook}]}]),
-            );
-        }
-        let (file, text) = match client {
-            Client::Codex => (".codex/hooks.json", json!({"hooks": hooks})),
-            Client::Gemini => (".gemini/settings.json", json!({"hooks": hooks})),
-        };
-        let path = dir.join(file);
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir hook folder");
-        std::fs::write(&path, format!("{text:#}\n")).expect("write hook file");
         let keep = std::env::var_os("TRIAGE_E2E_KEEP").is_some();
         let p = Project {
             tmp: Some(tmp),
@@ -178,7 +143,21 @@ impl Project {
             let kept = p.tmp.as_ref().map(|t| t.path().to_path_buf());
             eprintln!("e2e_clients: {name}: kept in {kept:?}");
         }
+        // As a user sets it up: the client's project hook file, written by init.
+        let out = p.triage(&["init", "--client", client.name()]);
+        assert!(
+            out.status.success(),
+            "triage init --client {} failed: {}",
+            client.name(),
+            String::from_utf8_lossy(&out.stderr)
+        );
         p
+    }
+
+    /// Takes the binary under test off the client's PATH: the hook commands init wrote then
+    /// find no `triage`.
+    pub fn hide_triage(&self) {
+        std::fs::remove_file(self.dir.with_file_name("bin").join("triage")).expect("unlink triage");
     }
 
     /// PATH for the client and for triage: the project's `bin/` (the binary under test as

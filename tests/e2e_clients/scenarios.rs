@@ -33,6 +33,10 @@ const SCENARIOS: &[(&str, Scenario)] = &[
         "empty_final_answer_is_sent_back_with_the_reason",
         empty_final_answer_is_sent_back_with_the_reason,
     ),
+    (
+        "a_session_without_triage_on_path_goes_on",
+        a_session_without_triage_on_path_goes_on,
+    ),
 ];
 
 /// Runs the scenarios whose names contain one of `filter` (all when empty), for each client
@@ -229,7 +233,8 @@ fn open_breaker_denies_the_shell_call(client: Client) -> Outcome {
     ensure!(out.status.success(), "{out:?}");
     ensure!(p.breaker("Bash")["state"] == "open", "not open");
     let api = FakeApi::start(|r| match r.tool_calls() {
-        0 => Reply::shell("echo ran-$((6*7))"),
+        // No `$(…)`: Gemini CLI refuses command substitution by itself.
+        0 => Reply::shell("printf 'ran-%s\\n' 42"),
         _ => Reply::text("The shell is unavailable; I will wait."),
     });
     let run = p.run(&api, "E2E-OPEN: show the marker");
@@ -298,6 +303,44 @@ fn empty_final_answer_is_sent_back_with_the_reason(client: Client) -> Outcome {
         reqs.len() == if client == Client::Gemini { 3 } else { 2 },
         "the second answer ends the run:\n{}",
         summary(&reqs)
+    );
+    Ok(())
+}
+
+/// The hooks `init` wrote, with no `triage` on the client's PATH: they skip, and the session
+/// goes on. (Gemini CLI blocks the prompt on any hook status but 0 and 1, the shell's 127 for
+/// a missing program included: `docs/clients-measured.md`.)
+fn a_session_without_triage_on_path_goes_on(client: Client) -> Outcome {
+    let p = Project::new(client, "no-triage");
+    p.hide_triage();
+    let api = FakeApi::start(|r| match r.tool_calls() {
+        0 => Reply::shell("false"),
+        _ => Reply::text("The check failed; nothing else to do."),
+    });
+    let run = p.run(&api, "E2E-NO-TRIAGE: run the check");
+    ensure!(
+        !run.timed_out && run.status == Some(0),
+        "the client did not end well: {:?}\nstderr: {}",
+        run.status,
+        run.stderr
+    );
+    let reqs = api.turns();
+    ensure!(
+        reqs.len() == 2 && reqs[1].says("Process exited with code 1")
+            || reqs[1].says("Exit Code: 1"),
+        "the prompt or the command's result did not reach the model:\n{}\nstderr: {}",
+        summary(&reqs),
+        run.stderr
+    );
+    ensure!(
+        !run.stderr.contains("blocked"),
+        "a hook blocked the session: {}",
+        run.stderr
+    );
+    ensure!(
+        !p.dir.join(".triage/logs/errors.jsonl").exists(),
+        "a triage ran: {:#?}",
+        p.records()
     );
     Ok(())
 }
