@@ -203,6 +203,12 @@ impl Project {
             .collect()
     }
 
+    /// True when a hook has judged something in this project: the hook keeps each session's
+    /// repeats under `.triage/sessions/`.
+    pub fn hooks_ran(&self) -> bool {
+        std::fs::read_dir(self.dir.join(".triage/sessions")).is_ok_and(|mut d| d.next().is_some())
+    }
+
     /// `triage breaker status KEY` as JSON.
     pub fn breaker(&self, key: &str) -> Value {
         let out = self.triage(&["breaker", "status", key]);
