@@ -92,6 +92,21 @@ fn finished(run: &Run, p: &Project) -> Outcome {
         "the hooks did not find triage: {}",
         run.stderr
     );
+    // What each client prints for a hook that failed or whose answer it refused: Codex
+    // `hook: EVENT Failed` (an answer outside the event's schema included), Gemini `Hook(s)
+    // [...] failed for event EVENT`.
+    let refused: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| {
+            (l.starts_with("hook: ") && l.ends_with(" Failed")) || l.contains("failed for event")
+        })
+        .collect();
+    ensure!(
+        refused.is_empty(),
+        "hooks that failed or were refused: {refused:#?}\ntrace: {}",
+        p.trace()
+    );
     Ok(())
 }
 
