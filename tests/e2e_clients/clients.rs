@@ -74,13 +74,20 @@ impl Client {
             .unwrap_or_else(|| self.pinned().to_string())
     }
 
-    /// The program inside an npm prefix: Codex's native binary (its `codex` launcher is a
-    /// Node script that only finds and runs it), Gemini's Node entry point.
+    /// The program inside an npm prefix: Codex's native binary for this machine (its `codex`
+    /// launcher is a Node script that only finds and runs it; npm installs the platform's
+    /// package beside it), Gemini's Node entry point.
     pub fn program_in(self, prefix: &Path) -> PathBuf {
         match self {
-            Client::Codex => prefix.join(
-                "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex",
-            ),
+            Client::Codex => {
+                let (package, target) = match std::env::consts::ARCH {
+                    "aarch64" => ("codex-linux-arm64", "aarch64-unknown-linux-musl"),
+                    _ => ("codex-linux-x64", "x86_64-unknown-linux-musl"),
+                };
+                prefix.join(format!(
+                    "node_modules/@openai/{package}/vendor/{target}/bin/codex"
+                ))
+            }
             Client::Gemini => prefix.join("node_modules/.bin/gemini"),
         }
     }
