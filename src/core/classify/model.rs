@@ -224,30 +224,4 @@ fn top(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_same_text_always_gets_the_same_answer() {
-        let text = "ERROR 1213 (40001): Deadlock found when trying to get lock; try restarting transaction";
-        let first = predict(text, None, true);
-        for _ in 0..3 {
-            assert_eq!(predict(text, None, true), first);
-        }
-        assert!(first.is_some());
-    }
-
-    #[test]
-    fn garbage_is_never_answered_with_confidence() {
-        for text in [
-            "",
-            "qwzx vbnm plokij uhyg",
-            "lorem ipsum dolor sit amet, consectetur adipiscing elit",
-            "12345 67890 0xdeadbeef /a/b/c",
-            "🙂🙂🙂",
-        ] {
-            let sure = predict(text, None, false).is_some_and(|a| a.sure);
-            assert!(!sure, "{text:?} was answered");
-        }
-    }
-}
+mod tests;
