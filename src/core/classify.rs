@@ -35,6 +35,9 @@
 //! 8. When nothing matched, levels 2, 3 and 6 once more on the text with its line breaks
 //!    joined: a terminal wraps a long message (`… which appears to violate` / `our Usage
 //!    Policy`), and issue reports quote it wrapped.
+//! 9. When the built-in rules still answer `unknown` and the caller asks for it
+//!    ([`Overrides::model_fallback`]), the learned fallback ([`model`]) gives the kind if it is
+//!    confident enough; `decided_by` says so.
 //!
 //! At every level, stack frames are not evidence: JavaScript `at …` lines, Python's
 //! `Traceback` header and `File "…"` frames, Go and Rust backtrace lines are dropped before
