@@ -78,6 +78,7 @@ def single_cases(x):
     bash, py, jq = x.bash, x.python, x.jq
     failure, pre, post = i + "/post-tool-use-failure.json", i + "/pre-tool-use.json", i + "/post-tool-use.json"
     stop_failure = i + "/stop-failure.json"
+    no_rule = i + "/no-rule-knows.txt"
     out20k = x.generated + "/output-20k.json"
 
     def floor_and_jq(stdin):
@@ -90,6 +91,20 @@ def single_cases(x):
                                want(lambda v: v["kind"] == "rate_limited", "kind rate_limited"))]
              + floor_and_jq(failure)
              + [Variant("bash+jq classify.sh", "bash", [bash, b + "/classify.sh"], failure)]),
+        # The learned fallback: a text no rule knows (a Google Cloud SDK denial), classified
+        # with the model deciding and with --no-model (rules only, `unknown`): the difference
+        # is the time the model adds to a call.
+        Case("classify-unknown", "classify a text no rule knows: the learned fallback, and --no-model",
+             "classify",
+             variants=[Variant("triage classify --raw (model decides)", "triage",
+                               [t, "classify", "--raw"], no_rule,
+                               want(lambda v: v["decided_by"] == "model"
+                                    and v["kind"] == "permission_denied", "decided_by model")),
+                       Variant("triage classify --raw --no-model", "triage-rules",
+                               [t, "classify", "--raw", "--no-model"], no_rule,
+                               want(lambda v: v["decided_by"] == "rule" and v["kind"] == "unknown",
+                                    "unknown, decided_by rule")),
+                       Variant("/bin/true", "floor", [x.true], no_rule)]),
         Case("breaker-check", "breaker check on a closed breaker", "breaker",
              variants=[Variant("triage breaker check", "triage", [t, "breaker", "check", "researcher"],
                                None, want(lambda v: v["allowed"] is True, "allowed: true"))]

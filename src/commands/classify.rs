@@ -42,6 +42,9 @@ pub struct Args {
     /// Read a Claude Code hook payload; answer with hookSpecificOutput.additionalContext
     #[arg(long)]
     pub hook: bool,
+    /// Rules only: a text no rule knows stays `unknown` (no learned fallback)
+    #[arg(long)]
+    pub no_model: bool,
 }
 
 const PRECEDENCE: &str = "\
@@ -52,7 +55,10 @@ status and the API error type (before any hint such as \"Retrying in 37 seconds\
 \"esc to interrupt\"), then StopFailure's error word, then generic wordings (the earliest \
 line wins; stack frames are not evidence), then the exit status and a bare `Exit code N` \
 (tool_failure, tier 1, retried once), and, when nothing matched, the wordings on the text \
-with its line breaks joined. A usage limit waits until its reset (context.retry_at, \
+with its line breaks joined. Where no rule knows the text, a learned model (naive Bayes over \
+its words and character n-grams, trained from the project's corpora) gives the kind when it \
+is confident enough: decided_by says \"model\", confidence how sure it was (--no-model: \
+rules only; --hook never uses it). A usage limit waits until its reset (context.retry_at, \
 from TRIAGE_NOW in tests). priority is P0 critical, P1 error, P2 warning, P3 info. --text \
 prints a notification for a person, CRITICAL in capitals.
 ";
@@ -79,6 +85,8 @@ pub fn run(args: &Args, cx: &Context) -> Result<Answer, Failure> {
         tool: args.tool.clone(),
         now: Some(cx.now),
         utc_offset: None,
+        // The hook's answer stays the rules' own (and as quick as before).
+        model_fallback: !args.hook && !args.no_model,
     };
     if args.hook && input.is_null() && o.message.is_none() && o.exit_code.is_none() {
         return Ok(Answer::nothing());
@@ -245,7 +253,13 @@ fn as_text(e: &ErrorObject) -> String {
         out.extend(e.suggestions.iter().map(|s| format!("- {s}")));
     }
     out.push(String::new());
-    out.push(format!("Rule: {}", e.matched_rule));
+    match e.confidence {
+        Some(c) => out.push(format!(
+            "Rule: {} (no rule knew the text; the learned model, confidence {c:.2})",
+            e.matched_rule
+        )),
+        None => out.push(format!("Rule: {}", e.matched_rule)),
+    }
     let context: Vec<String> = e
         .context
         .iter()

@@ -35,6 +35,9 @@
 //! 8. When nothing matched, levels 2, 3 and 6 once more on the text with its line breaks
 //!    joined: a terminal wraps a long message (`… which appears to violate` / `our Usage
 //!    Policy`), and issue reports quote it wrapped.
+//! 9. When the built-in rules still answer `unknown` and the caller asks for it
+//!    ([`Overrides::model_fallback`]), the learned fallback ([`model`]) gives the kind if it is
+//!    confident enough; `decided_by` says so.
 //!
 //! At every level, stack frames are not evidence: JavaScript `at …` lines, Python's
 //! `Traceback` header and `File "…"` frames, Go and Rust backtrace lines are dropped before
@@ -47,6 +50,7 @@ mod facts;
 pub mod hang;
 pub mod input;
 mod matching;
+pub mod model;
 pub mod retry;
 pub mod rules;
 mod search;
@@ -89,6 +93,20 @@ pub struct Overrides {
     /// The offset a reset printed as a wall-clock time ("resets 9am") is read in: the machine's
     /// local zone, which is the zone Claude Code prints it in. `None`: look it up when needed.
     pub utc_offset: Option<FixedOffset>,
+    /// Where no rule knows the text, let the learned fallback ([`model`]) give the kind when
+    /// it is confident enough. Off unless asked (`triage classify` asks; the hook does not).
+    pub model_fallback: bool,
+}
+
+/// What decided an error object's kind.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum DecidedBy {
+    /// A rule: the input's own kind, the policy's or a built-in one (`unknown` included).
+    #[default]
+    Rule,
+    /// The learned fallback, where no rule knew the text.
+    Model,
 }
 
 /// The error object (seed 003, extended by SPEC §5).
@@ -124,8 +142,19 @@ pub struct ErrorObject {
     /// The advised retry, when the action is `retry`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryAdvice>,
-    /// The rule that decided: `input`, `config:NAME` or `builtin:NAME`.
+    /// The rule that decided: `input`, `config:NAME`, `builtin:NAME`, or `model:naive-bayes`
+    /// when the learned fallback did.
     pub matched_rule: String,
+    /// `rule`, or `model` when no rule knew the text and the learned fallback gave the kind.
+    #[serde(default)]
+    pub decided_by: DecidedBy,
+    /// The learned fallback's confidence in the kind (0 to 1), when it decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// The features that weighed most in the learned fallback's decision, in words, each with
+    /// its weight in nats (for the trace).
+    #[serde(skip)]
+    pub model_features: Vec<(String, f64)>,
     /// Policy rules that could not be applied (a regex over the size limit, a jq filter
     /// stopped by its budget), each naming its rule; the glue turns them into warnings.
     #[serde(skip)]
@@ -155,6 +184,10 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
     let f = input::facts(input, overrides);
     let mut warnings = Vec::new();
     let v = verdict(&f, input, policy, &mut warnings);
+    let (v, learned) = match overrides.model_fallback.then(|| learned(&f, &v)).flatten() {
+        Some((verdict, answer)) => (verdict, Some(answer)),
+        None => (v, None),
+    };
     let d = rules::defaults(v.kind);
     let given = f.given.clone().unwrap_or_default();
     fn field<T: serde::de::DeserializeOwned>(given: &Map<String, Value>, key: &str) -> Option<T> {
@@ -276,8 +309,37 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
         action: decision.action,
         retry: decision.retry,
         matched_rule: v.rule,
+        decided_by: if learned.is_some() {
+            DecidedBy::Model
+        } else {
+            DecidedBy::Rule
+        },
+        confidence: learned
+            .as_ref()
+            .map(|a| (a.confidence * 1000.0).round() / 1000.0),
+        model_features: learned.map(|a| a.top_features).unwrap_or_default(),
         warnings,
     }
+}
+
+/// The learned fallback's verdict, where the built-in rules answered `unknown` (not the
+/// input's own kind, nor a policy rule's) and the model is confident enough.
+fn learned<'p>(f: &input::Facts, v: &Verdict<'p>) -> Option<(Verdict<'p>, model::Answer)> {
+    if v.kind != Kind::Unknown || !v.rule.starts_with("builtin:") {
+        return None;
+    }
+    let ev = matching::Evidence::new(&f.text);
+    let answer = model::predict(&ev.text, f.tool.as_deref(), true).filter(|a| a.sure)?;
+    let verdict = Verdict {
+        kind: answer.kind,
+        rule: "model:naive-bayes".into(),
+        evidence: v.evidence.clone(),
+        retryable: None,
+        config: None,
+        text_rule: None,
+        elapsed_s: None,
+    };
+    Some((verdict, answer))
 }
 
 fn verdict<'p>(

@@ -78,6 +78,18 @@ fn classification(policy: &Policy, who: &str, e: &ErrorObject) -> String {
         what.join(", ")
     } else if rule.starts_with("builtin:") {
         "a built-in rule".to_string()
+    } else if rule.starts_with("model:") {
+        // No rule knew the text: the learned fallback's confidence and what weighed most.
+        let top: Vec<String> = e
+            .model_features
+            .iter()
+            .map(|(f, w)| format!("{f} +{w:.2}"))
+            .collect();
+        format!(
+            "no rule knew the text; the learned model, confidence {:.3}, top features: {}",
+            e.confidence.unwrap_or_default(),
+            top.join(", ")
+        )
     } else if rule == "input" {
         "the kind the input gave".to_string()
     } else {

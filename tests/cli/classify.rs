@@ -636,3 +636,55 @@ fn an_unknown_agent_type_is_answered_with_the_types_the_client_lists() {
     let e = json_out(&classify(&s, &["--raw"], odd).status(0));
     assert_eq!(e["suggestions"], json!(["Use one of: “a b”, ok."]), "{e}");
 }
+
+/// A Google Cloud SDK denial: no rule knows it; the learned fallback does.
+const NO_RULE_KNOWS: &str =
+    "google.api_core.exceptions.PermissionDenied: 403 The caller does not have permission";
+
+#[test]
+fn the_json_says_the_learned_model_decided_a_text_no_rule_knows() {
+    let s = Sandbox::new();
+    let e = json_out(&classify(&s, &["--raw"], NO_RULE_KNOWS).status(0));
+    assert_eq!(e["kind"], "permission_denied", "{e}");
+    assert_eq!(e["class"], "trouble", "{e}");
+    assert_eq!(e["decided_by"], "model", "{e}");
+    assert_eq!(e["matched_rule"], "model:naive-bayes", "{e}");
+    let c = e["confidence"].as_f64().expect("a confidence");
+    assert!(c > 0.5 && c <= 1.0, "{e}");
+    // --text says it too.
+    let out = classify(&s, &["--raw", "--text"], NO_RULE_KNOWS).status(0);
+    assert!(
+        out.stdout().contains(
+            "Rule: model:naive-bayes (no rule knew the text; the learned model, confidence "
+        ),
+        "{}",
+        out.stdout()
+    );
+}
+
+#[test]
+fn no_model_and_a_matching_rule_leave_the_decision_to_the_rules() {
+    let s = Sandbox::new();
+    let e = json_out(&classify(&s, &["--raw", "--no-model"], NO_RULE_KNOWS).status(0));
+    assert_eq!(e["kind"], "unknown", "{e}");
+    assert_eq!(e["decided_by"], "rule", "{e}");
+    assert!(e.get("confidence").is_none(), "{e}");
+    let e = json_out(
+        &classify(
+            &s,
+            &["--raw"],
+            "curl: (6) Could not resolve host: example.invalid",
+        )
+        .status(0),
+    );
+    assert_eq!(e["kind"], "network_error", "{e}");
+    assert_eq!(e["decided_by"], "rule", "{e}");
+    assert!(e.get("confidence").is_none(), "{e}");
+    // Text no one knows stays unknown.
+    let e = json_out(&classify(&s, &["--raw"], "qwzx vbnm plokij uhyg").status(0));
+    assert_eq!(
+        (&e["kind"], &e["decided_by"]),
+        (&json!("unknown"), &json!("rule")),
+        "{e}"
+    );
+}

@@ -223,3 +223,28 @@ fn run_traces_each_attempts_retry_decision() {
         "{lines:#?}"
     );
 }
+
+/// Where no rule knew the text and the learned fallback decided, the trace says so, with its
+/// confidence and the features that weighed most, in words.
+#[test]
+fn the_trace_shows_the_learned_models_top_features() {
+    let s = Sandbox::new();
+    s.write(".triage.toml", "");
+    s.triage(["classify", "--raw", "-v"])
+        .env("TRIAGE_NOW", T0)
+        .stdin(
+            "google.api_core.exceptions.PermissionDenied: 403 The caller does not have permission",
+        )
+        .run()
+        .status(0);
+    let lines = debug_lines(&s);
+    assert!(
+        has(&lines, "decision classify: rule model:naive-bayes (no rule knew the text; the learned model, confidence "),
+        "{lines:#?}"
+    );
+    assert!(
+        has(&lines, "top features: word \"permission\" +"),
+        "{lines:#?}"
+    );
+    assert!(has(&lines, "kind permission_denied"), "{lines:#?}");
+}
