@@ -328,7 +328,13 @@ fn learned<'p>(f: &input::Facts, v: &Verdict<'p>) -> Option<(Verdict<'p>, model:
     if v.kind != Kind::Unknown || !v.rule.starts_with("builtin:") {
         return None;
     }
-    let ev = matching::Evidence::new(&f.text);
+    // The model reads the first 2 KB of the evidence: frames are dropped from a head of the
+    // text a few times that size, not from all of a long one.
+    let mut head = f.text.len().min(4 * model::features::MAX_BYTES);
+    while !f.text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let ev = matching::Evidence::new(&f.text[..head]);
     let answer = model::predict(&ev.text, f.tool.as_deref(), true).filter(|a| a.sure)?;
     let verdict = Verdict {
         kind: answer.kind,

@@ -360,11 +360,17 @@ fn held_out_real_errors_get_acceptable_kinds_and_classes() {
                 (kinds, classes, n) = (kinds + k, classes + c, n + m);
                 misses.extend(miss);
             }
+            // The model was trained on the training part: its figure there is not a measure.
+            let note = if model && part == "training" {
+                " (in-sample)"
+            } else {
+                ""
+            };
             // Straight to stderr, past the test harness's capture: `cargo test` shows the
             // figures whether the test passes or not.
             let _ = writeln!(
                 std::io::stderr(),
-                "real errors {part}, {how}: kind {kinds} of {n} acceptable ({:.1} %), class {classes} of {n} right ({:.1} %)",
+                "real errors {part}, {how}{note}: kind {kinds} of {n} acceptable ({:.1} %), class {classes} of {n} right ({:.1} %)",
                 pct(kinds, n),
                 pct(classes, n)
             );

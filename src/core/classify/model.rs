@@ -3,21 +3,22 @@
 //! A multinomial naive Bayes model over the features of [`features`] (words, word bigrams,
 //! character 3- and 4-grams of the normalized text, the tool), each counted once per text.
 //! It is trained from the training corpora only (`tests/data/*.toml`, never
-//! `tests/data/holdout/`) by [`train`], which writes its weights into `model/weights.rs`, a
+//! `tests/data/holdout/`) by `train`, which writes its weights into `model/weights.rs`, a
 //! committed file stamped with a hash of the corpora and of the code that trains and reads
 //! it; a lib test fails while that stamp is stale and names the command that writes it again.
 //!
-//! The weights are quantized: for each feature met in at least two training texts (the
-//! others say nothing about texts not yet seen), the classes it was met in, each with
-//! `ln((n + α) / α)` in 1/[`SCALE`] nats (n: the texts of the class that hold it); per class,
-//! the log prior and the log probability of a feature the class never met. A text's score for
-//! a class is its prior plus, per distinct known feature of the text, that feature's weight
-//! for the class and the class's unseen term. The confidence is the top class's share of
-//! `softmax(score / (SCALE · √L))`, L the number of known features of the text, so that a
-//! long text is not made surer by its length alone. Only the model's answer at or above the
-//! threshold the training chose (the lowest at which its cross-validated answers were right
-//! at least [`train`]'s target share) replaces `unknown`; a text with fewer than
-//! [`MIN_KNOWN`] known features is never answered.
+//! The weights are quantized: for each feature kept (met in at least two training texts, and
+//! of those the few thousand whose presence says most about the kind), the classes it was met
+//! in, each with `ln((n + α) / α)` in 1/[`SCALE`] nats (n: the texts of the class that hold
+//! it); per class, the log prior and the log probability of a feature the class never met. A
+//! text's score for a class is its prior plus, per distinct known feature of the text, that
+//! feature's weight for the class and the class's unseen term, a character n-gram counting a
+//! fraction of a word ([`Weights::chars_quarters`]: many overlapping n-grams say what one word
+//! says). The confidence is the top class's share of `softmax(score / (SCALE · √L))`, L the
+//! (so weighted) number of known features, so that a long text is not made surer by its
+//! length alone. Only an answer at or above the threshold the training chose (the lowest at
+//! which its cross-validated answers were acceptable at least `train`'s target share)
+//! replaces `unknown`, and only when at least [`MIN_KNOWN`] known words or bigrams back it.
 //!
 //! Everything is integer arithmetic on static tables until the last softmax, so the same text
 //! always gets the same answer.
@@ -37,19 +38,27 @@ pub const SCALE: f64 = 128.0;
 /// n-grams alone (`ing`, `tion`) are in any text.
 pub const MIN_KNOWN: usize = 2;
 
+/// The keys are bucketed by this many top bits of their hash.
+pub const BUCKET_BITS: u32 = 12;
+
 /// How many of a decision's features the trace shows.
 pub const TOP_FEATURES: usize = 5;
 
-/// The tables of a trained model (the committed one is `weights::MODEL`).
+/// The tables of a trained model (the committed one is `weights::model()`).
 pub struct Weights<'a> {
-    /// The classes, as kind names.
-    pub kinds: &'a [&'a str],
+    /// The classes, as kind names separated by spaces (a string, not a table of strings: the
+    /// committed tables hold no pointer, so loading the binary relocates nothing of them).
+    pub kinds: &'a str,
     /// Per class: the log prior, in 1/SCALE nats.
     pub prior: &'a [i32],
     /// Per class: the log probability of a feature the class never met, in 1/SCALE nats.
     pub unseen: &'a [i32],
     /// The known features' hashes, ascending.
     pub keys: &'a [u32],
+    /// Where the keys whose top [`BUCKET_BITS`] bits are `b` start in `keys`, per `b` (one
+    /// more at the end): a lookup reads one bucket of a few keys instead of searching them
+    /// all (a binary search over thousands of keys per n-gram was most of a long text's time).
+    pub buckets: &'a [u16],
     /// Per key, where its entries start in `entries` (one more at the end).
     pub starts: &'a [u32],
     /// `class << 10 | weight`: the classes a feature was met in and its weight for each.
@@ -78,12 +87,12 @@ pub struct Answer {
 /// `tool`; `None` when it knows too few of its features. With `explain`, the answer carries
 /// its top features.
 pub fn predict(text: &str, tool: Option<&str>, explain: bool) -> Option<Answer> {
-    predict_with(&weights::MODEL, text, tool, explain)
+    predict_with(&weights::model(), text, tool, explain)
 }
 
 /// The threshold of the committed model, 0 to 1.
 pub fn threshold() -> f64 {
-    f64::from(weights::MODEL.threshold) / 1000.0
+    f64::from(weights::model().threshold) / 1000.0
 }
 
 /// [`predict`] with the tables given.
@@ -95,18 +104,13 @@ pub fn predict_with(w: &Weights, text: &str, tool: Option<&str>, explain: bool) 
     let mut known: Vec<(u32, u32)> = feats
         .iter()
         .enumerate()
-        .filter_map(|(i, f)| {
-            w.keys
-                .binary_search(&f.hash)
-                .ok()
-                .map(|k| (k as u32, i as u32))
-        })
+        .filter_map(|(i, f)| lookup(w, f.hash).map(|k| (k, i as u32)))
         .collect();
     known.sort_unstable();
     known.dedup_by_key(|(k, _)| *k);
     let keys: Vec<u32> = known.iter().map(|(k, _)| *k).collect();
     let (best, confidence, runner_up) = decide(w, &keys)?;
-    let kind = w.kinds.get(best)?.parse::<Kind>().ok()?;
+    let kind = kind_of(w, best)?;
     let sure = kind != Kind::Unknown
         && known_words(w, &keys) >= MIN_KNOWN
         && (confidence * 1000.0).round() >= f64::from(w.threshold);
@@ -121,6 +125,35 @@ pub fn predict_with(w: &Weights, text: &str, tool: Option<&str>, explain: bool) 
         sure,
         top_features,
     })
+}
+
+/// The kind of class `class`.
+pub fn kind_of(w: &Weights, class: usize) -> Option<Kind> {
+    w.kinds.split(' ').nth(class)?.parse::<Kind>().ok()
+}
+
+/// The index of `hash` in `w.keys`, if it is a known feature.
+pub fn lookup(w: &Weights, hash: u32) -> Option<u32> {
+    let b = (hash >> (32 - BUCKET_BITS)) as usize;
+    let from = usize::from(*w.buckets.get(b)?);
+    let to = usize::from(*w.buckets.get(b + 1)?);
+    let at = w.keys.get(from..to)?.iter().position(|k| *k == hash)?;
+    Some((from + at) as u32)
+}
+
+/// Per bucket, where its keys start in `keys` (ascending): see [`Weights::buckets`].
+pub fn buckets_of(keys: &[u32]) -> Vec<u16> {
+    let n = 1usize << BUCKET_BITS;
+    let mut out = Vec::with_capacity(n + 1);
+    let mut at = 0usize;
+    for b in 0..n {
+        while at < keys.len() && ((keys[at] >> (32 - BUCKET_BITS)) as usize) < b {
+            at += 1;
+        }
+        out.push(at as u16);
+    }
+    out.push(keys.len() as u16);
+    out
 }
 
 /// How many of the known keys are words or bigrams (not character n-grams).
@@ -157,7 +190,7 @@ fn entries<'w>(w: &'w Weights, k: u32) -> impl Iterator<Item = (usize, i32)> + '
 
 /// The best class, its confidence and the runner-up class, for the known keys given.
 pub fn decide(w: &Weights, keys: &[u32]) -> Option<(usize, f64, usize)> {
-    let n = w.kinds.len();
+    let n = w.prior.len();
     if n == 0 || keys.is_empty() {
         return None;
     }

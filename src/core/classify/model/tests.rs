@@ -137,3 +137,18 @@ fn garbage_is_never_answered_with_confidence() {
         assert!(!sure, "{text:?} was answered");
     }
 }
+
+#[test]
+fn every_known_feature_is_found_in_its_bucket_and_no_other() {
+    let w = &weights::model();
+    assert!(!w.keys.is_empty());
+    for (i, k) in w.keys.iter().enumerate() {
+        assert_eq!(lookup(w, *k), Some(i as u32), "{k:#x}");
+    }
+    let unknown = (0..200_000u32)
+        .map(|i| i.wrapping_mul(0x9e37_79b9))
+        .filter(|h| w.keys.binary_search(h).is_err());
+    for h in unknown.take(1000) {
+        assert_eq!(lookup(w, h), None, "{h:#x}");
+    }
+}

@@ -18,7 +18,7 @@
 //! ```
 
 use super::features::{self, Feature};
-use super::{decide, known_words, Weights, MIN_KNOWN, SCALE};
+use super::{buckets_of, decide, kind_of, known_words, Weights, MIN_KNOWN, SCALE};
 use crate::core::classify::corpus;
 use crate::core::classify::{input, matching, Overrides};
 use crate::core::vocab::Kind;
@@ -159,10 +159,11 @@ pub fn docs(manifest: &Path) -> Result<Vec<Doc>, String> {
 
 /// A fitted model's tables, owned.
 pub struct Model {
-    pub kinds: Vec<&'static str>,
+    pub kinds: String,
     pub prior: Vec<i32>,
     pub unseen: Vec<i32>,
     pub keys: Vec<u32>,
+    pub buckets: Vec<u16>,
     pub starts: Vec<u32>,
     pub entries: Vec<u16>,
     pub threshold: u16,
@@ -177,6 +178,7 @@ impl Model {
             prior: &self.prior,
             unseen: &self.unseen,
             keys: &self.keys,
+            buckets: &self.buckets,
             starts: &self.starts,
             entries: &self.entries,
             threshold: self.threshold,
@@ -241,7 +243,12 @@ pub fn fit(docs: &[&Doc], p: Params) -> Model {
     }
     starts.push(entries.len() as u32);
     Model {
-        kinds: classes.iter().map(|k| k.as_str()).collect(),
+        buckets: buckets_of(&keys),
+        kinds: classes
+            .iter()
+            .map(|k| k.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
         prior,
         unseen,
         keys,
@@ -318,7 +325,7 @@ fn judge(m: &Model, d: &Doc) -> Option<(Kind, f64)> {
         return None;
     }
     let (best, confidence, _) = decide(&m.view(), &keys)?;
-    let kind = m.kinds.get(best)?.parse::<Kind>().ok()?;
+    let kind = kind_of(&m.view(), best)?;
     Some((kind, confidence))
 }
 
@@ -382,7 +389,7 @@ pub fn generate(manifest: &Path) -> Result<(String, String), String> {
         "trained from {} texts: {} features, {} classes, {} entries; cross-validated: {} of {} answers acceptable, {} of {} at or above the threshold {:.3}",
         docs.len(),
         m.keys.len(),
-        m.kinds.len(),
+        m.prior.len(),
         m.entries.len(),
         right_all,
         cv.len(),
@@ -398,38 +405,39 @@ pub fn generate(manifest: &Path) -> Result<(String, String), String> {
     out.push_str("// Written again by `TRIAGE_REFRESH_MODEL=1 cargo test --lib committed_model_is_not_stale`.\n");
     out.push_str(&format!("// {summary}.\n"));
     out.push_str("//! The learned fallback's weights (generated; see `super::train`).\n\n");
-    // The summary line is kept with the stamp so a reader of the file sees what made it.
-    out.push_str(
-        "use super::Weights;\n\n#[rustfmt::skip]\npub static MODEL: Weights<'static> = Weights {\n",
-    );
-    let kinds: Vec<String> = m.kinds.iter().map(|k| format!("{k:?}")).collect();
-    array(&mut out, "kinds", &kinds);
-    array(&mut out, "prior", &m.prior);
-    array(&mut out, "unseen", &m.unseen);
-    array(&mut out, "keys", &m.keys);
-    array(&mut out, "starts", &m.starts);
-    array(&mut out, "entries", &m.entries);
+    out.push_str("use super::Weights;\n\n");
+    out.push_str(&format!("const KINDS: &str = {:?};\n", m.kinds));
+    array(&mut out, "PRIOR", "i32", &m.prior);
+    array(&mut out, "UNSEEN", "i32", &m.unseen);
+    array(&mut out, "KEYS", "u32", &m.keys);
+    array(&mut out, "BUCKETS", "u16", &m.buckets);
+    array(&mut out, "STARTS", "u32", &m.starts);
+    array(&mut out, "ENTRIES", "u16", &m.entries);
     out.push_str(&format!(
-        "    threshold: {threshold},\n    chars_quarters: {},\n}};\n",
+        "\n/// The committed model.\npub fn model() -> Weights<'static> {{\n    Weights {{\n        kinds: KINDS,\n        prior: &PRIOR,\n        unseen: &UNSEEN,\n        keys: &KEYS,\n        buckets: &BUCKETS,\n        starts: &STARTS,\n        entries: &ENTRIES,\n        threshold: {threshold},\n        chars_quarters: {},\n    }}\n}}\n",
         m.chars_quarters
     ));
     Ok((out, summary))
 }
 
-/// `    name: &[a,b,…],` wrapped at about 100 columns.
-fn array<T: std::fmt::Display>(out: &mut String, name: &str, items: &[T]) {
-    out.push_str(&format!("    {name}: &["));
+/// `static NAME: [TYPE; N] = [a,b,…];` wrapped at about 100 columns (a static array, not a
+/// slice in a static: no pointer to relocate when the binary is loaded).
+fn array<T: std::fmt::Display>(out: &mut String, name: &str, ty: &str, items: &[T]) {
+    out.push_str(&format!(
+        "\n#[rustfmt::skip]\nstatic {name}: [{ty}; {}] = [",
+        items.len()
+    ));
     let mut col = 100;
     for x in items {
         let s = format!("{x},");
         if col + s.len() > 100 {
-            out.push_str("\n        ");
-            col = 8;
+            out.push_str("\n    ");
+            col = 4;
         }
         out.push_str(&s);
         col += s.len();
     }
-    out.push_str("\n    ],\n");
+    out.push_str("\n];\n");
 }
 
 #[cfg(test)]
