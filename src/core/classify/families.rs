@@ -879,8 +879,33 @@ fn a_wrong_api_key_is_an_auth_failure_not_invalid_input() {
     for t in [
         "Invalid API key · Please run /login",
         "[ERR] missing or invalid api key (get free api key & configure it from https://cloud.projectdiscovery.io/?ref=api_key)",
+        // A 400 by status, but what the service refused is the key.
+        "400 INVALID_ARGUMENT: API key not valid. Please pass a valid API key.",
+        "Error: Your API key is invalid",
     ] {
         let e = run(&text(t));
         assert_eq!(e.kind, Kind::AuthFailed, "{t}");
+    }
+}
+
+#[test]
+fn the_timeout_command_in_an_echo_does_not_decide_a_timeout() {
+    // `timeout 30 curl …` is what was typed; curl's own line says what went wrong.
+    let e = run(&text(
+        "$ timeout 30 curl -sS https://api.example.invalid/v1\ncurl: (6) Could not resolve host: api.example.invalid",
+    ));
+    assert_eq!(e.kind, Kind::NetworkError);
+}
+
+#[test]
+fn an_error_word_searched_for_on_a_prompts_echo_line_does_not_decide_a_kind() {
+    // Searching the logs for "Permission denied" is not being denied: grep's answer decides.
+    for t in [
+        "$ grep -rn 'Permission denied' /var/log/app\ngrep: /var/log/app: No such file or directory",
+        "deploy@web-1:~/app$ grep -rn 'Permission denied' /var/log/app\ngrep: /var/log/app: No such file or directory",
+        "[deploy@web-1 app]$ grep -rn 'Permission denied' /var/log/app\ngrep: /var/log/app: No such file or directory",
+    ] {
+        let e = run(&text(t));
+        assert_eq!(e.kind, Kind::NotFound, "{t}");
     }
 }
