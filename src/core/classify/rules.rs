@@ -346,7 +346,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "context-exhausted",
         Kind::ContextExhausted,
-        r"prompt is too long|context[_ ]length[_ ]exceeded|maximum context length|exceeds? the context window|context window (?:is )?(?:full|exceeded)|input is too long for|too many (?:input )?tokens|conversation too long|error during compaction|output token maximum|exceeded the \d+ output tokens?|\bexceeds? (?:the )?(?:model.s )?context (?:limit|length|window|size)\b|\binput length \(\d+ tokens?\) exceeds\b|\bexceeds? the maximum (?:allowed )?(?:input |context )?length \(\d+ tokens?\)",
+        r"prompt is too long|context[_ ]length[_ ]exceeded|maximum context length|exceeds? the context window|context window (?:is )?(?:full|exceeded)|input is too long for|too many (?:input )?tokens|conversation too long|error during compaction|output token maximum|exceeded the \d+ output tokens?|\bexceeds? (?:the )?(?:model.s )?context (?:limit|length|window|size)\b|\binput length \(\d+ tokens?\) exceeds\b|\bexceeds? the maximum (?:allowed )?(?:input |context )?length \(\d+ tokens?\)|reduce the length of the messages|\bexceeds? (?:the )?(?:model.s )?(?:maximum )?token limit\b|\btoken limit (?:exceeded|reached)\b",
     ),
     // Seed 004: "Agent context approaching 75%" is tier 2 (save L1/L2/L3, alert the lead).
     rule(
@@ -415,12 +415,12 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "db-deadlock",
         Kind::LockBusy,
-        r"\bdeadlock detected\b|\bdeadlockdetected\b|\bdeadlock found when trying to get lock\b|\bwas deadlocked on (?:lock|communication buffer|thread)\b|\bchosen as the deadlock victim\b|\bwaits for \w+ ?lock on (?:transaction|relation|tuple)\b.{0,100}\bblocked by process\b",
+        r"\bdeadlock detected\b|\bdeadlockdetected\b|\bdeadlock found when trying to get lock\b|\bwas deadlocked on (?:lock|communication buffer|thread)\b|\bchosen as the deadlock victim\b|\bwaits for \w+ ?lock on (?:transaction|relation|tuple)\b.{0,100}\bblocked by process\b|\block wait timeout exceeded\b|\bcanceling statement due to lock timeout\b",
     ),
     rule(
         "db-connections",
         Kind::Overloaded,
-        r"\btoo many clients already\b|\btoo many connections\b|exceeded the 'max_user_connections' resource|\bremaining connection slots are reserved\b|\bqueuepool limit of size \d+ overflow \d+ reached\b|\bconnection pool (?:is )?exhausted\b|\btimeout waiting for (?:a )?(?:idle )?(?:object|connection) from (?:the )?pool\b",
+        r"\btoo many clients already\b|\btoo many connections\b|exceeded the 'max_user_connections' resource|\bremaining connection slots are reserved\b|\bqueuepool limit of size \d+ overflow \d+ reached\b|\bconnection pool (?:is )?exhausted\b|\btimeout waiting for (?:a )?(?:idle )?(?:object|connection) from (?:the )?pool\b|\bmax number of clients reached\b|\bmaximum number of (?:sessions|processes|connections) exceeded\b|\bconnection is not available, request timed out\b",
     ),
     // Proxies and meshes: the proxy asked for credentials (407), refused the tunnel, or the
     // mesh could not reach the service behind it. Before the HTTP statuses (a 403 from a proxy
@@ -433,20 +433,20 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "proxy-refused",
         Kind::NetworkError,
-        r"connect tunnel failed, response \d{3}|upstream connect error or disconnect/reset before headers|\btunnel connection failed\b|\bproxy tunnel request to proxy\b|\bcannot connect to proxy\b|\bunable to connect to proxy\b",
+        r"connect tunnel failed, response \d{3}|upstream connect error or disconnect/reset before headers|\btunnel connection failed\b|\bproxy tunnel request to proxy\b|\bcannot connect to proxy\b|\bunable to connect to proxy\b|\bproxy connect aborted\b|\breceived http code \d{3} from proxy\b",
     ),
     // A gateway (nginx, a mesh) whose upstream closed, refused or did not answer: its own log
     // line says so, whatever status it then sent.
     rule(
         "gateway-upstream",
         Kind::NetworkError,
-        r"\bupstream prematurely closed (?:the )?connection\b|\bupstream timed out \(110\b|\bno live upstreams\b|\bwhile (?:reading response header from|connecting to|sending request to|reading upstream from) upstream\b|\bfrom upstream, client: ",
+        r"\bupstream prematurely closed (?:the )?connection\b|\bupstream timed out \(110\b|\bno live upstreams\b|\bwhile (?:reading response header from|connecting to|sending request to|reading upstream from) upstream\b|\bfrom upstream, client: |\bno healthy upstream\b",
     ),
     // Cloud SDKs' authorization refusals that say no status word the generic rules know.
     rule(
         "cloud-denied",
         Kind::PermissionDenied,
-        r"\bauthorizationfailed\b|does not have authorization to perform action|\bpermissiondenied: 403\b|\b403 permission_denied\b|\bpermission_denied\b|\biam_permission_denied\b|\bthe caller does not have permission\b|\bpermission '[\w.]+' denied\b|\bdenied on resource\b|\baccessdenied(?:exception)?\b|\bunauthorizedoperation\b|\bis not authorized to perform\b|\bdoes not have [\w.]+ access to\b|\bnot authorized to perform this operation\b",
+        r"\bauthorizationfailed\b|does not have authorization to perform action|\bpermissiondenied: 403\b|\b403 permission_denied\b|\bpermission_denied\b|\biam_permission_denied\b|\bthe caller does not have permission\b|\bpermission '[\w.]+' denied\b|\bdenied on resource\b|\baccessdenied(?:exception)?\b|\bunauthorizedoperation\b|\bis not authorized to perform\b|\bdoes not have [\w.]+ access to\b|\bnot authorized to perform this operation\b|\ban error occurred \(403\)|\binsufficient authentication scopes\b|\bauthorizationpermissionmismatch\b|\bnot authorized to perform this operation\b",
     ),
     // Cloud credentials the service refused: a session token that expired, a key it does not
     // know, a signature that does not match, a sign-in the directory refused (Azure's AADSTS).
@@ -454,7 +454,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "cloud-credentials",
         Kind::AuthFailed,
-        r"\bexpiredtoken(?:exception)?\b|\bsecurity token included in the request is (?:expired|invalid)\b|\binvalidclienttokenid\b|\bsignaturedoesnotmatch\b|\bunrecognizedclientexception\b|\baadsts\d{5,}\b|\binvalid_grant\b",
+        r"\bexpiredtoken(?:exception)?\b|\bsecurity token included in the request is (?:expired|invalid)\b|\binvalidclienttokenid\b|\bsignaturedoesnotmatch\b|\bunrecognizedclientexception\b|\baadsts\d{5,}\b|\binvalid_grant\b|\bunable to locate credentials\b|\bnocredentialserror\b|\bno credentials (?:were )?found\b|could not load credentials from any providers|\bcredentialsprovidererror\b|could not automatically determine credentials|\bdefaultcredentialserror\b|\bauthenticationfailed\b|\binvalidauthenticationtoken\b|run .az login|\bdefaultazurecredential failed\b",
     ),
     // The kernel's OOM killer: its "Killed process N (name) total-vm:…" line, or its stack.
     rule(
@@ -467,13 +467,13 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "push-rules",
         Kind::PermissionDenied,
-        r"\bgh013\b|\bgh006\b|repository rule violations|github push protection|\bprotected branch update failed\b|\b(?:pre-receive|protected branch|update) hook declined|\bcannot force-push to a protected branch\b|\bcommits must have verified signatures\b|\bchanges must be made through a pull request\b|\byou.re not authorized to push to this branch\b",
+        r"\bgh013\b|\bgh006\b|repository rule violations|github push protection|\bprotected branch update failed\b|\b(?:pre-receive|protected branch|update) hook declined|\bcannot force-push to a protected branch\b|\bcommits must have verified signatures\b|\bchanges must be made through a pull request\b|\byou.re not authorized to push to this branch\b|\bnot allowed to (?:force )?push code to (?:a )?protected branch|\bcan only be modified through pull requests\b|\bpush cannot contain secrets\b|\bgh007\b",
     ),
     // A Stop hook that blocked the stop: the agent is told to go on, the hook decided.
     rule(
         "stop-block",
         Kind::HookFailed,
-        r"\bprompt hook condition was not met\b|^decision: block\b",
+        r"\bprompt hook condition was not met\b|^decision: block\b|\bstop hook feedback:|\bstop hook (?:blocked|prevented)\b",
     ),
     // Credentials the service refused by name: a wrong or missing API key.
     rule(
@@ -548,7 +548,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "gcc",
         Kind::BuildFailed,
-        r"\.(?:c|cc|cpp|cxx|h|hpp|m|ino):\d+(?::\d+)?: (?:fatal )?error:|undefined reference to|ld returned \d+ exit status|ninja: build stopped|:\d+(?::\d+)?: error: .{1,200}\b(?:was not declared in this scope|does not name a type|undeclared \(first use|has no member named)\b|:\d+(?::\d+)?: error: no matching function for call to\b",
+        r"\.(?:c|cc|cpp|cxx|h|hpp|m|ino):\d+(?::\d+)?: (?:fatal )?error:|undefined reference to|ld returned \d+ exit status|ninja: build stopped|:\d+(?::\d+)?: error: .{1,200}\b(?:was not declared in this scope|does not name a type|undeclared \(first use|has no member named)\b|:\d+(?::\d+)?: error: no matching function for call to\b|\.(?:swift|mm):\d+:\d+: error:|\berror cs\d{4}:|^e: \S+\.kts?[:(]|^\[error\] \S+\.(?:scala|java):\d+",
     ),
     rule(
         "go-build",
@@ -561,7 +561,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "deps",
         Kind::DependencyConflict,
-        r"\beresolve\b|unable to resolve dependency tree|could not resolve dependency|failed to select a version for|candidate versions found which didn't match|no solution found when resolving|requirements are unsatisfiable|\bresolutionimpossible\b|have conflicting dependencies|version solving failed|\bsolverproblemerror\b|could not find compatible versions|\berr_pnpm_(?:outdated_lockfile|frozen_lockfile\w*)\b|cannot install with \W?frozen-lockfile|cannot perform a frozen installation|\block ?file\b.{0,60}needs to be updated|are not in sync\. please update your lock ?file",
+        r"\beresolve\b|unable to resolve dependency tree|could not resolve dependency|failed to select a version for|candidate versions found which didn't match|no solution found when resolving|requirements are unsatisfiable|\bresolutionimpossible\b|have conflicting dependencies|version solving failed|\bsolverproblemerror\b|could not find compatible versions|\berr_pnpm_(?:outdated_lockfile|frozen_lockfile\w*)\b|cannot install with \W?frozen-lockfile|cannot perform a frozen installation|\block ?file\b.{0,60}needs to be updated|are not in sync\. please update your lock ?file|\bconflicting peer dependency\b|\bunmet dependencies\b|\bheld broken packages\b|requirements could not be resolved to an installable set",
     ),
     // A test runner's verdict that a build tool wraps in its own failure line (Gradle's
     // "> Task :test FAILED" before "BUILD FAILED", a build script's "NUnit test failed" before
@@ -589,7 +589,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "package-missing",
         Kind::NotFound,
-        r"could not find a version that satisfies the requirement|no matching distribution found|is not in (?:this|the npm) registry|couldn't find package|\bcode e404\b|npm err! 404|no matching version found for|\betarget\b|couldn't find any versions for|registry returned 404|manifest (?:for \S+ )?(?:not found|unknown)",
+        r"could not find a version that satisfies the requirement|no matching distribution found|is not in (?:this|the npm) registry|couldn't find package|\bcode e404\b|npm err! 404|no matching version found for|\betarget\b|couldn't find any versions for|registry returned 404|manifest (?:for \S+ )?(?:not found|unknown)|\bunable to locate package\b|\bhas no installation candidate\b|could not find gem '|\bno matching package named\b|\berr_pnpm_fetch_404\b",
     )
     .advice(&[
         "Check the package name and version: a typo, a private or removed package, or a version this runtime cannot use",
@@ -670,7 +670,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "test-verdict",
         Kind::TestFailed,
-        r"\bjava\.lang\.assertionerror\b|\borg\.opentest4j\.\w+error\b|\bjunit\.framework\.(?:assertionfailederror|comparisonfailure)\b|\bexpected:\s?<[^>\n]{0,200}> but was:\s?<|<<< failure!|^failed tests:\s*$|^> task :\S*test\S* failed\s*$|^[>\s\d:]*[\w.$]+ > \S[^\n]{0,300} failed\s*$|\bfailed asserting that\b|^\s*there (?:was|were) \d+ failures?:|^failures!\s*$|^\s*test run failed\.?\s*$|\boverall result: failed\b|^\s*failed tests - failures: |\bnunit test failed\b|\btest\(s\) failed\.|^\s*but was:\s|\bxunit\.sdk\.\w+exception\b|\bassert\.\w+\(\) failure\b|^test method \S+ threw exception|\(using [=~]{1,3}\)\s*$|\brspec::expectations::expectationnotmeterror\b|^failing scenarios:\s*$|^\s*\d+\) test .{1,300} \([\w.]+\)\s*$|^\s*assertion with \S{1,4} failed\s*$|^assertion failed in \S+:\d+|^\s*thread '(?:[^m'\n]|m[^a'\n]|ma[^i'\n]|mai[^n'\n]|main[^'\n])[^'\n]{0,200}' (?:\(\d+\) )?panicked at '?assertion|^\s*assertion `left [!=]= right` failed|ssertionerror: assert\b|ssertionerror(?: \[err_assertion\])?: \S{1,80} (?:==|!=|===|!==) |={3,} failures ={3,}|\bfail: \S+_test\.go:\d+: ",
+        r"\bjava\.lang\.assertionerror\b|\borg\.opentest4j\.\w+error\b|\bjunit\.framework\.(?:assertionfailederror|comparisonfailure)\b|\bexpected:\s?<[^>\n]{0,200}> but was:\s?<|<<< failure!|^failed tests:\s*$|^> task :\S*test\S* failed\s*$|^[>\s\d:]*[\w.$]+ > \S[^\n]{0,300} failed\s*$|\bfailed asserting that\b|^\s*there (?:was|were) \d+ failures?:|^failures!\s*$|^\s*test run failed\.?\s*$|\boverall result: failed\b|^\s*failed tests - failures: |\bnunit test failed\b|\btest\(s\) failed\.|^\s*but was:\s|\bxunit\.sdk\.\w+exception\b|\bassert\.\w+\(\) failure\b|^test method \S+ threw exception|\(using [=~]{1,3}\)\s*$|\brspec::expectations::expectationnotmeterror\b|^failing scenarios:\s*$|^\s*\d+\) test .{1,300} \([\w.]+\)\s*$|^\s*assertion with \S{1,4} failed\s*$|^assertion failed in \S+:\d+|^\s*thread '(?:[^m'\n]|m[^a'\n]|ma[^i'\n]|mai[^n'\n]|main[^'\n])[^'\n]{0,200}' (?:\(\d+\) )?panicked at '?assertion|^\s*assertion `left [!=]= right` failed|ssertionerror: assert\b|ssertionerror(?: \[err_assertion\])?: \S{1,80} (?:==|!=|===|!==) |={3,} failures ={3,}|\bfail: \S+_test\.go:\d+: |^\s+\S+_test\.go:\d+: |^\s*thread '\w+(?:::\w+)+' (?:\(\d+\) )?panicked at\b|^\s*test files\s+\d+ failed\b|\bassertionerror \[err_assertion\]|^tests: \d+, assertions: \d+, (?:errors|failures): [1-9]|\borg\.junit\.comparisonfailure\b|\bcomparisonfailure: expected:|^\s*failed\s+[\w.]+(?:\([^)\n]*\))? \[\d+(?:\.\d+)? ?m?s\]|\bassert\.\w+ failed\.|^test case '-\[[^\]\n]+\]' failed\b|\(compared using [=~]{1,3}\)|^\s*expected: [^\n]{1,300}\n\s{3,}got: ",
     ),
     // Python refusing the code being written: its indentation.
     rule(
@@ -730,7 +730,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "git-conflict",
         Kind::ToolFailure,
-        r"conflict \((?:content|add/add|modify/delete|rename/\w+)\)|merge conflict in |automatic merge failed|fix conflicts and then commit|you have unmerged paths|would be overwritten by (?:merge|checkout)|commit your changes or stash them|refusing to merge unrelated histories",
+        r"conflict \((?:content|add/add|modify/delete|rename/\w+)\)|merge conflict in |automatic merge failed|fix conflicts and then commit|you have unmerged paths|would be overwritten by (?:merge|checkout)|commit your changes or stash them|refusing to merge unrelated histories|\bcannot pull with rebase: you have unstaged changes\b|\bneed to specify how to reconcile divergent branches\b",
     )
     .tier(Tier::SelfRecoverable)
     .retryable(false)
@@ -751,7 +751,7 @@ pub const SPECIFIC: &[TextRule] = &[
         Kind::ToolFailure,
         r"\b(?:imagepullbackoff|errimagepull|invalidimagename)\b",
     ),
-    rule("k8s-crashloop", Kind::Crash, r"\bcrashloopbackoff\b"),
+    rule("k8s-crashloop", Kind::Crash, r"\bcrashloopbackoff\b|\bback-off restarting failed container\b"),
     // A service stopped by a signal someone sent (systemd's `status=143`, docker's `Exited
     // (143)`): before the service-down wording its status lines also carry.
     rule(
@@ -779,7 +779,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "disk-full",
         Kind::ToolFailure,
-        r"\benospc\b|no space left on device|disk quota exceeded|not enough space on the disk",
+        r"\benospc\b|no space left on device|disk quota exceeded|not enough space on the disk|\binsufficient (?:disk )?space\b|\bout of disk space\b|\bdisk (?:is )?full\b",
     )
     .retryable(false)
     .advice(&[
@@ -805,7 +805,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "rate-limit",
         Kind::RateLimited,
-        r"rate[ _-]?limit|too many requests|quota exceeded|throttl",
+        r"rate[ _-]?limit|too many requests|quota exceeded|throttl|\brate exceeded\b|\btoomanyrequests\b|\bresource_exhausted\b|\bresource has been exhausted\b|please reduce your request rate",
     ),
     // npm's progress gauge left on screen: the bar, a spinner, then the stage and its log line
     // (`(⠂⠂⠂) ⠙ idealTree:web: sill idealTree buildDeps`). Quoted as the failure, it is a hang;
@@ -852,24 +852,24 @@ pub const GENERIC: &[TextRule] = &[
     rule(
         "interrupted",
         Kind::Interrupted,
-        r"keyboardinterrupt|\[request interrupted by user|interrupted by (?:the )?user|^\^c$|interrupted\W{1,4}what (?:should|do you want) claude|request was aborted|operation was aborted|operation aborted|\baborterror\b|tool use was cancell?ed|\bcancell?ed by (?:the )?user|operation (?:was )?cancell?ed|(?:^|[^\w^\\])\^c(?:[a-z]|\s|$)|\bsignal:? sigint\b|\bsignal: interrupt\b|^make: .{0,100}\binterrupt\b|\(code=exited, status=143\)|\bexited \(143\)",
+        r"keyboardinterrupt|\[request interrupted by user|interrupted by (?:the )?user|^\^c$|interrupted\W{1,4}what (?:should|do you want) claude|request was aborted|operation was aborted|operation aborted|\baborterror\b|tool use was cancell?ed|\bcancell?ed by (?:the )?user|operation (?:was )?cancell?ed|(?:^|[^\w^\\])\^c(?:[a-z]|\s|$)|\bsignal:? sigint\b|\bsignal: interrupt\b|^make: .{0,100}\binterrupt\b|\(code=exited, status=143\)|\bexited \(143\)|^terminated\s*$|\breceived sigterm\b|\bcaught sigterm\b|\bsignal: terminated\b|\baborted by (?:the )?user\b|\buser aborted\b",
     ),
     rule(
         "auth",
         Kind::AuthFailed,
-        r"invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|token is expired|invalid bearer token|invalid authentication credentials|failed to authenticate|password authentication was removed|host key verification failed|not logged in|\brun /login\b|could not read username|terminal prompts disabled",
+        r"invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|token is expired|invalid bearer token|invalid authentication credentials|failed to authenticate|password authentication was removed|host key verification failed|not logged in|\brun /login\b|could not read username|terminal prompts disabled|\bauthentication required\b|\brequires authentication\b|\bmust be authenticated\b|\binvalid credentials\b|\binvalid username or password\b|\bincorrect username or password\b|\b(?:invalid|expired|revoked) (?:access|auth|oauth|bearer|session|refresh|id|api) token\b|\btoken (?:is )?(?:invalid|revoked)\b|remote host identification has changed|too many authentication failures|load key .{1,200}: invalid format",
     ),
     rule(
         "overloaded",
         Kind::Overloaded,
-        r"overloaded|service unavailable|serviceunavailable|server is busy|internal server error|bad gateway|\bis temporarily unavailable\b",
+        r"overloaded|service unavailable|serviceunavailable|server is busy|internal server error|bad gateway|\bis temporarily unavailable\b|\bat capacity\b|\bhigh demand\b",
     ),
     // The word alone, not an option or argument that names it (`--timeout 30`, `timeout=None`,
     // `.timeout(`): a command's echo never decides a timeout, its error lines do.
     rule(
         "timeout",
         Kind::Timeout,
-        r"timed out|etimedout|esockettimedout|deadline exceeded|timeouterror|timeoutexception|(?:^|[^-\w.])timeout(?:[^=\w(]|$)|gateway time-?out",
+        r"timed out|etimedout|esockettimedout|deadline exceeded|timeouterror|timeoutexception|(?:^|[^-\w.])timeout(?:[^=\w(]|$)|gateway time-?out|\btimeoutexpired\b",
     ),
     rule(
         "tool-error",
@@ -879,27 +879,33 @@ pub const GENERIC: &[TextRule] = &[
     rule(
         "network",
         Kind::NetworkError,
-        r"\b(?:econnrefused|econnreset|enotfound|eai_again|ehostunreach|enetunreach|econnaborted)\b|getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|connection error|connection closed|connection aborted|forcibly closed|network is unreachable|no route to host|socket hang up|fetch failed|failed to fetch|failed to establish a new connection|\bdns\b|cannot connect to the docker daemon|\bis (?:your |the )?docker daemon (?:up and )?running\b|\bdial unix \S+\.sock: (?:connect: )?(?:no such file|connection refused)|couldn't connect to|failed to connect to|unable to connect|und_err_socket|was refused|no such host|ssl certificate problem|ssl connect error|certificate verif|handshake failed|remote end hung up|\bstream (?:disconnected|closed) before\b|\bstream (?:ended|terminated) (?:unexpectedly|prematurely)|error decoding response body|\bpremature close\b|self[- ]signed certificate|unable to get local issuer certificate|certificate signed by unknown authority|certificate has expired|\bcert_has_expired\b|\bself_signed_cert_in_chain\b|\bunable_to_verify_leaf_signature\b|\bx509: |certificate is not yet valid|certificate_verify_failed|\bsslcertverificationerror\b|\berr_tls_cert_altname_invalid\b|\bnxdomain\b|\bserver can.t find\b",
+        r"\b(?:econnrefused|econnreset|enotfound|eai_again|ehostunreach|enetunreach|econnaborted)\b|getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|connection error|connection closed|connection aborted|forcibly closed|network is unreachable|no route to host|socket hang up|fetch failed|failed to fetch|failed to establish a new connection|\bdns\b|cannot connect to the docker daemon|\bis (?:your |the )?docker daemon (?:up and )?running\b|\bdial unix \S+\.sock: (?:connect: )?(?:no such file|connection refused)|couldn't connect to|failed to connect to|unable to connect|und_err_socket|was refused|no such host|ssl certificate problem|ssl connect error|certificate verif|handshake failed|remote end hung up|\bstream (?:disconnected|closed) before\b|\bstream (?:ended|terminated) (?:unexpectedly|prematurely)|error decoding response body|\bpremature close\b|self[- ]signed certificate|unable to get local issuer certificate|certificate signed by unknown authority|certificate has expired|\bcert_has_expired\b|\bself_signed_cert_in_chain\b|\bunable_to_verify_leaf_signature\b|\bx509: |certificate is not yet valid|certificate_verify_failed|\bsslcertverificationerror\b|\berr_tls_cert_altname_invalid\b|\bnxdomain\b|\bserver can.t find\b|nxdomain\b|\bunknownhostexception\b|\bunknown host\b|\bname (?:resolution failed|does not resolve)\b|wrong_version_number|\bsslv3 alert\b|\btlsv1 alert\b|\bssl routines\b|\bssl_error_syscall\b|unsafe legacy renegotiation|\bhostname mismatch\b|certificate doesn.t match|unable to verify the first certificate|pkix path building failed|\bschannel: |\bkex_exchange_identification\b|no matching (?:host key type|key exchange method) found",
     ),
     rule(
         "permission",
         Kind::PermissionDenied,
-        r"\b(?:eacces|eperm)\b|permission denied|operation not permitted|access denied|read-only file system|permission to use \w+ has been denied|permission check failed|\bwas blocked\b|insufficient permissions|\bforbidden\b|access to the resource is denied|rejected by the user|user denied|denied by (?:the )?user|invalidated by the user|doesn't want to proceed with this tool use|tool use was rejected|permission to \S{1,100} denied|unprotected private key file|are too open\b|: bad permissions\b",
+        r"\b(?:eacces|eperm)\b|permission denied|operation not permitted|access denied|read-only file system|permission to use \w+ has been denied|permission check failed|\bwas blocked\b|insufficient permissions|\bforbidden\b|access to the resource is denied|rejected by the user|user denied|denied by (?:the )?user|invalidated by the user|doesn't want to proceed with this tool use|tool use was rejected|permission to \S{1,100} denied|unprotected private key file|are too open\b|: bad permissions\b|\baccess is denied\b|\bare you root\b|\bmust be run as root\b|\brequires root\b|\bsuperuser privileges\b|\brun as administrator\b|\b(?:administrator|elevated) privileges\b",
     ),
     rule(
         "not-found",
         Kind::NotFound,
-        r"\benoent\b|no such file or directory|command not found|filenotfounderror|no module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b|could not be found|no logs found|no conversation found|doesn't have a resource type|could not find the requested resource|did not match any files?|or any parent directory|no such (?:container|image|object)\b|\bmake sure (?:it|\S+) is (?:in|on) (?:your |the )?(?:\w+ )?path\b|\bno matching resources found\b",
+        r"\benoent\b|no such file or directory|command not found|filenotfounderror|no module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b|could not be found|no logs found|no conversation found|doesn't have a resource type|could not find the requested resource|did not match any files?|or any parent directory|no such (?:container|image|object)\b|\bmake sure (?:it|\S+) is (?:in|on) (?:your |the )?(?:\w+ )?path\b|\bno matching resources found\b|is not recognized as an internal or external command",
     ),
     rule(
         "schema",
         Kind::InvalidInput,
-        r"is a required property|validation errors? for|validationerror|missing (?:required )?field|inputvalidationerror|does not match (?:the )?schema|schema validation|unrecognized (?:arguments?|options?|subcommand)|unexpected argument|invalid (?:argument|option|parameter)|bad request|unknown directive|unknown (?:option|flag)\b|found argument .{1,100} which wasn't expected|following (?:required )?arguments (?:are required|were not (?:supplied|provided))|\beisdir\b|illegal operation on a directory|\benotdir\b|\bmust be non-empty\b",
+        r"is a required property|validation errors? for|validationerror|missing (?:required )?field|inputvalidationerror|does not match (?:the )?schema|schema validation|unrecognized (?:arguments?|options?|subcommand)|unexpected argument|invalid (?:argument|option|parameter)|bad request|unknown directive|unknown (?:option|flag)\b|found argument .{1,100} which wasn't expected|following (?:required )?arguments (?:are required|were not (?:supplied|provided))|\beisdir\b|illegal operation on a directory|\benotdir\b|\bmust be non-empty\b|\binvalid value for\b|\bmissing (?:required )?(?:argument|option|parameter)s?\b",
     ),
     rule(
         "crash",
         Kind::Crash,
-        r"panicked at|segmentation fault|sigsegv|sigabrt|sigbus|core dumped|fatal runtime error|\bmemoryerror\b|traceback \(most recent call last\)|abort trap|stack overflow|out of memory|oomkilled|^killed$|signal: killed|fatal error: runtime|^panic: |cannot read propert(?:y|ies) of (?:undefined|null)|is not a function\b|maximum call stack size exceeded|unhandledpromiserejection|^\s*fatal error: (?:concurrent map|all goroutines are asleep|unexpected signal|out of memory|stack overflow)|^\s*goroutine \d+ \[[^\]\n]{1,60}\]:\s*$|invoked oom-killer|\boom-kill\b|memory cgroup out of memory|killed\s*$|(?:failed:?|with|\() exit code:? -?137\b|\bexited \(137\)|\bstatus=137\b|\bgenserver \S+ terminating\b",
+        r"panicked at|segmentation fault|sigsegv|sigabrt|sigbus|core dumped|fatal runtime error|\bmemoryerror\b|traceback \(most recent call last\)|abort trap|stack overflow|out of memory|oomkilled|^killed$|signal: killed|fatal error: runtime|^panic: |cannot read propert(?:y|ies) of (?:undefined|null)|is not a function\b|maximum call stack size exceeded|unhandledpromiserejection|^\s*fatal error: (?:concurrent map|all goroutines are asleep|unexpected signal|out of memory|stack overflow)|^\s*goroutine \d+ \[[^\]\n]{1,60}\]:\s*$|invoked oom-killer|\boom-kill\b|memory cgroup out of memory|killed\s*$|(?:failed:?|with|\() exit code:? -?137\b|\bexited \(137\)|\bstatus=137\b|\bgenserver \S+ terminating\b|\billegal instruction\b|\bbus error\b|double free or corruption|\bfree\(\): invalid|\bmalloc\(\): |terminate called after throwing an instance of|\bexc_bad_access\b|\bunhandled exception\.|\bfatal python error\b|\bexception in thread \S+ [\w.]+(?:exception|error)\b|\buncaught (?:\w+)?(?:error|exception)\b|\bsigkill\b|\b(?:exited with|exit status|errno|return code|returned) (?:code |status )?-?137\b",
+    ),
+    // make's own line for a recipe that failed, when no line above it said why: the build.
+    rule(
+        "make-failed",
+        Kind::BuildFailed,
+        r"^make(?:\[\d+\])?: \*\*\* \[[^\]\n]{1,200}\] error \d+",
     ),
     // An uncaught exception's own line (`KeyError: 'x'`, `TypeError: …`), when no wording
     // above said more about it.
