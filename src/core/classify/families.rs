@@ -909,3 +909,42 @@ fn an_error_word_searched_for_on_a_prompts_echo_line_does_not_decide_a_kind() {
         assert_eq!(e.kind, Kind::NotFound, "{t}");
     }
 }
+
+#[test]
+fn a_push_behind_its_remote_and_a_merge_conflict_are_the_agents_own_loop() {
+    use crate::core::vocab::Class;
+    for t in [
+        " ! [rejected]        main -> main (non-fast-forward)\nerror: failed to push some refs to 'https://github.com/o/r.git'\nhint: Updates were rejected because the tip of your current branch is behind",
+        "Auto-merging src/lib.rs\nCONFLICT (content): Merge conflict in src/lib.rs\nAutomatic merge failed; fix conflicts and then commit the result.",
+        "error: Your local changes to the following files would be overwritten by merge:\n\tpackage.json\nPlease commit your changes or stash them before you merge.\nAborting",
+    ] {
+        let e = run(&text(t));
+        assert_eq!((e.kind, e.class), (Kind::ToolFailure, Class::Work), "{t}");
+    }
+    // A push refused for another reason is the tool's failure: trouble.
+    let e = run(&text(
+        " ! [remote rejected] main -> main (failure)\nerror: failed to push some refs to 'ssh://git@example.com/o/r.git'",
+    ));
+    assert_eq!(
+        (e.kind, e.class, e.matched_rule.as_str()),
+        (Kind::ToolFailure, Class::Trouble, "builtin:git-push-failed")
+    );
+}
+
+#[test]
+fn json_that_fails_at_its_first_byte_is_a_services_answer_not_the_agents_input() {
+    use crate::core::vocab::Class;
+    let e = run(&text(
+        "    return complexjson.loads(self.text, **kwargs)\njson.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+    ));
+    assert_eq!((e.kind, e.class), (Kind::InvalidInput, Class::Trouble));
+    let e = run(&text(
+        "SyntaxError: Unexpected token < in JSON at position 0\n    at JSON.parse (<anonymous>)",
+    ));
+    assert_eq!((e.kind, e.class), (Kind::ToolFailure, Class::Trouble));
+    // Further in, the text itself is malformed: the agent's input.
+    let e = run(&text(
+        "json.decoder.JSONDecodeError: Expecting ',' delimiter: line 3 column 5 (char 20)",
+    ));
+    assert_eq!((e.kind, e.class), (Kind::InvalidInput, Class::Work));
+}

@@ -7,7 +7,7 @@
 //! `ConnectionRefusedError` is a failed test, and a test run cut off by Claude Code's timeout
 //! is a timeout.
 
-use crate::core::vocab::{Action, Category, Kind, Severity, Tier};
+use crate::core::vocab::{Action, Category, Class, Kind, Severity, Tier};
 
 /// What a kind means when nothing more specific is said.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -202,6 +202,9 @@ pub struct TextRule {
     /// The action when it is not retried, or out of attempts (`proceed_degraded`: go on and
     /// say what is missing), instead of the kind's.
     pub fallback: Option<Action>,
+    /// The side of the work/trouble line, where the wording says more than the kind's family
+    /// (a push behind its remote is the agent's own loop though `tool_failure` is not).
+    pub class: Option<Class>,
 }
 
 const fn rule(name: &'static str, kind: Kind, pattern: &'static str) -> TextRule {
@@ -216,6 +219,7 @@ const fn rule(name: &'static str, kind: Kind, pattern: &'static str) -> TextRule
         delay_s: None,
         advice: &[],
         fallback: None,
+        class: None,
     }
 }
 
@@ -257,6 +261,12 @@ impl TextRule {
     const fn fallback(self, action: Action) -> TextRule {
         TextRule {
             fallback: Some(action),
+            ..self
+        }
+    }
+    const fn class(self, class: Class) -> TextRule {
+        TextRule {
+            class: Some(class),
             ..self
         }
     }
@@ -525,6 +535,15 @@ pub const SPECIFIC: &[TextRule] = &[
         Kind::ToolFailure,
         r"\bunexpected token .{1,3} in json at position 0\b|\bunexpected token '?<'?, \W{0,2}<!doctype",
     ),
+    // Python's JSON decoder failing on the first byte (`char 0`): the body is not JSON at all, an
+    // empty or HTML answer where a service's JSON was expected; the input is bad, but it is the
+    // service's answer, not the agent's own.
+    rule(
+        "json-empty-answer",
+        Kind::InvalidInput,
+        r"\bexpecting value: line 1 column 1 \(char 0\)",
+    )
+    .class(Class::Trouble),
     rule(
         "json-parse",
         Kind::InvalidInput,
@@ -719,14 +738,23 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "git-rejected",
         Kind::ToolFailure,
-        r"\(non-fast-forward\)|failed to push some refs|updates were rejected because",
+        r"\(non-fast-forward\)|\(fetch first\)|updates were rejected because",
     )
     .tier(Tier::SelfRecoverable)
     .retryable(false)
+    .class(Class::Work)
     .advice(&[
         "Integrate the remote changes first (git pull --rebase), resolve any conflicts, then push again",
         "Do not force-push unless the user asks for it",
     ]),
+    // A push refused for a reason no wording above names: the tool's failure.
+    rule(
+        "git-push-failed",
+        Kind::ToolFailure,
+        r"failed to push some refs",
+    )
+    .tier(Tier::SelfRecoverable)
+    .retryable(false),
     rule(
         "git-conflict",
         Kind::ToolFailure,
@@ -734,6 +762,7 @@ pub const SPECIFIC: &[TextRule] = &[
     )
     .tier(Tier::SelfRecoverable)
     .retryable(false)
+    .class(Class::Work)
     .advice(&[
         "Resolve the <<<<<<< ======= >>>>>>> markers in the conflicted files, git add them, then continue the merge or rebase",
         "Ask the user when the two sides disagree on intent",
