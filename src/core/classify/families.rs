@@ -948,3 +948,20 @@ fn json_that_fails_at_its_first_byte_is_a_services_answer_not_the_agents_input()
     ));
     assert_eq!((e.kind, e.class), (Kind::InvalidInput, Class::Work));
 }
+
+#[test]
+fn a_403_that_says_forbidden_is_a_permission_refusal_not_a_login() {
+    for t in [
+        "RESPONSE 403: 403 Forbidden\nERROR CODE: AuthorizationFailed",
+        "cli.azure.cli.core.sdk.policies: Response status: 403 (Forbidden)",
+        "HTTPError: 403 Client Error: Forbidden for url: https://storage.example.com/bucket/key",
+    ] {
+        let e = run(&text(t));
+        assert_eq!(e.kind, Kind::PermissionDenied, "{t}");
+    }
+    // GitHub's rate limit comes as a 403 too: its wording decides.
+    let e = run(&text(
+        "HTTP 403: 403 Forbidden - API rate limit exceeded for user ID 1234.",
+    ));
+    assert_eq!(e.kind, Kind::RateLimited);
+}

@@ -425,12 +425,12 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "db-deadlock",
         Kind::LockBusy,
-        r"\bdeadlock detected\b|\bdeadlockdetected\b|\bdeadlock found when trying to get lock\b|\bwas deadlocked on (?:lock|communication buffer|thread)\b|\bchosen as the deadlock victim\b|\bwaits for \w+ ?lock on (?:transaction|relation|tuple)\b.{0,100}\bblocked by process\b|\block wait timeout exceeded\b|\bcanceling statement due to lock timeout\b",
+        r"\bdeadlock detected\b|\bdeadlockdetected\b|\bdeadlock found when trying to get lock\b|\bwas deadlocked on (?:lock|communication buffer|thread)\b|\bchosen as the deadlock victim\b|\bwaits for \w+ ?lock on (?:transaction|relation|tuple)\b.{0,100}\bblocked by process\b|\block wait timeout exceeded\b|\bcanceling statement due to lock timeout\b|\ber_lock_deadlock\b|\b40p01\b|\bdeadlockloser\w*|could not serialize access due to concurrent update|\berror 1213\b|\bwas deadlocked\b",
     ),
     rule(
         "db-connections",
         Kind::Overloaded,
-        r"\btoo many clients already\b|\btoo many connections\b|exceeded the 'max_user_connections' resource|\bremaining connection slots are reserved\b|\bqueuepool limit of size \d+ overflow \d+ reached\b|\bconnection pool (?:is )?exhausted\b|\btimeout waiting for (?:a )?(?:idle )?(?:object|connection) from (?:the )?pool\b|\bmax number of clients reached\b|\bmaximum number of (?:sessions|processes|connections) exceeded\b|\bconnection is not available, request timed out\b",
+        r"\btoo many clients already\b|\btoo many connections\b|exceeded the 'max_user_connections' resource|\bremaining connection slots are reserved\b|\bqueuepool limit of size \d+ overflow \d+ reached\b|\bconnection pool (?:is )?exhausted\b|\btimeout waiting for (?:a )?(?:idle )?(?:object|connection) from (?:the )?pool\b|\bmax number of clients reached\b|\bmaximum number of (?:sessions|processes|connections) exceeded\b|\bconnection is not available, request timed out\b|\ber_con_count_error\b|\btoo many (?:open |active )?(?:connections|clients)\b|\bconnection limit (?:exceeded|reached)\b|timed out fetching a new connection from the connection pool|pool timed out while waiting for an open connection|unable to acquire (?:a )?(?:jdbc )?connection from (?:the )?pool|cannot get a connection, pool error|\bconnection pool (?:is )?full\b",
     ),
     // Proxies and meshes: the proxy asked for credentials (407), refused the tunnel, or the
     // mesh could not reach the service behind it. Before the HTTP statuses (a 403 from a proxy
@@ -438,25 +438,25 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "proxy-auth",
         Kind::AuthFailed,
-        r"\b407 proxy authentication required\b|proxy authentication required|received http code 407 from proxy|(?:tunnel|statuscode=|response code |response )\b407\b",
+        r"\b407 proxy authentication required\b|proxy authentication required|received http code 407 from proxy|(?:tunnel|statuscode=|response code |response )\b407\b|\bhttp/1\.[01] 407\b",
     ),
     rule(
         "proxy-refused",
         Kind::NetworkError,
-        r"connect tunnel failed, response \d{3}|upstream connect error or disconnect/reset before headers|\btunnel connection failed\b|\bproxy tunnel request to proxy\b|\bcannot connect to proxy\b|\bunable to connect to proxy\b|\bproxy connect aborted\b|\breceived http code \d{3} from proxy\b",
+        r"connect tunnel failed, response \d{3}|upstream connect error or disconnect/reset before headers|\btunnel connection failed\b|\bproxy tunnel request to proxy\b|\bcannot connect to proxy\b|\bunable to connect to proxy\b|\bproxy connect aborted\b|\breceived http code \d{3} from proxy\b|\bunable to tunnel through proxy\b",
     ),
     // A gateway (nginx, a mesh) whose upstream closed, refused or did not answer: its own log
     // line says so, whatever status it then sent.
     rule(
         "gateway-upstream",
         Kind::NetworkError,
-        r"\bupstream prematurely closed (?:the )?connection\b|\bupstream timed out \(110\b|\bno live upstreams\b|\bwhile (?:reading response header from|connecting to|sending request to|reading upstream from) upstream\b|\bfrom upstream, client: |\bno healthy upstream\b",
+        r"\bupstream prematurely closed (?:the )?connection\b|\bupstream timed out \(110\b|\bno live upstreams\b|\bwhile (?:reading response header from|connecting to|sending request to|reading upstream from) upstream\b|\bfrom upstream, client: |\bno healthy upstream\b|\bdelayed connect error\b|\bupstream_reset_before_response_started\b|\bupstream reset: reset reason\b",
     ),
     // Cloud SDKs' authorization refusals that say no status word the generic rules know.
     rule(
         "cloud-denied",
         Kind::PermissionDenied,
-        r"\bauthorizationfailed\b|does not have authorization to perform action|\bpermissiondenied: 403\b|\b403 permission_denied\b|\bpermission_denied\b|\biam_permission_denied\b|\bthe caller does not have permission\b|\bpermission '[\w.]+' denied\b|\bdenied on resource\b|\baccessdenied(?:exception)?\b|\bunauthorizedoperation\b|\bis not authorized to perform\b|\bdoes not have [\w.]+ access to\b|\bnot authorized to perform this operation\b|\ban error occurred \(403\)|\binsufficient authentication scopes\b|\bauthorizationpermissionmismatch\b|\bnot authorized to perform this operation\b",
+        r"authorizationfailed\b|does not have authorization to perform action|\bpermissiondenied: 403\b|\b403 permission_denied\b|\bpermission_denied\b|\biam_permission_denied\b|\bthe caller does not have permission\b|\bpermission '[\w.]+' denied\b|\bdenied on resource\b|\baccessdenied(?:exception)?\b|\bunauthorizedoperation\b|\bis not authorized to perform\b|\bdoes not have [\w.]+ access to\b|\bnot authorized to perform this operation\b|\ban error occurred \(403\)|\binsufficient authentication scopes\b|\bauthorizationpermissionmismatch\b|\bnot authorized to perform this operation\b|\binsufficientaccountpermissions\b|\brefusing to allow an? (?:personal access token|oauth app|github app) to (?:create or )?update workflow",
     ),
     // Cloud credentials the service refused: a session token that expired, a key it does not
     // know, a signature that does not match, a sign-in the directory refused (Azure's AADSTS).
@@ -477,7 +477,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "push-rules",
         Kind::PermissionDenied,
-        r"\bgh013\b|\bgh006\b|repository rule violations|github push protection|\bprotected branch update failed\b|\b(?:pre-receive|protected branch|update) hook declined|\bcannot force-push to a protected branch\b|\bcommits must have verified signatures\b|\bchanges must be made through a pull request\b|\byou.re not authorized to push to this branch\b|\bnot allowed to (?:force )?push code to (?:a )?protected branch|\bcan only be modified through pull requests\b|\bpush cannot contain secrets\b|\bgh007\b",
+        r"\bgh013\b|\bgh006\b|repository rule violations|github push protection|\bprotected branch update failed\b|\b(?:pre-receive|protected branch|update) hook declined|\bcannot force-push to a protected branch\b|\bcommits must have verified signatures\b|\bchanges must be made through a pull request\b|\byou.re not authorized to push to this branch\b|\bnot allowed to (?:force )?push code to (?:a )?protected branch|\bcan only be modified through pull requests\b|\bpush cannot contain secrets\b|\bgh007\b|\bnot allowed to push code to this project\b|\bmust have (?:a )?verified signatures?\b",
     ),
     // A Stop hook that blocked the stop: the agent is told to go on, the hook decided.
     rule(
@@ -567,7 +567,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "gcc",
         Kind::BuildFailed,
-        r"\.(?:c|cc|cpp|cxx|h|hpp|m|ino):\d+(?::\d+)?: (?:fatal )?error:|undefined reference to|ld returned \d+ exit status|ninja: build stopped|:\d+(?::\d+)?: error: .{1,200}\b(?:was not declared in this scope|does not name a type|undeclared \(first use|has no member named)\b|:\d+(?::\d+)?: error: no matching function for call to\b|\.(?:swift|mm):\d+:\d+: error:|\berror cs\d{4}:|^e: \S+\.kts?[:(]|^\[error\] \S+\.(?:scala|java):\d+",
+        r"\.(?:c|cc|cpp|cxx|h|hpp|m|ino):\d+(?::\d+)?: (?:fatal )?error:|undefined reference to|ld returned \d+ exit status|ninja: build stopped|:\d+(?::\d+)?: error: .{1,200}\b(?:was not declared in this scope|does not name a type|undeclared \(first use|has no member named)\b|:\d+(?::\d+)?: error: no matching function for call to\b|\.(?:swift|mm):\d+:\d+: error:|\berror cs\d{4}:|^e: \S+\.kts?[:(]|^\[error\] \S+\.(?:scala|java):\d+|^compilation terminated\.|^cmake error at |^error(?:\[e\d{4}\])?: [^\n]{1,200}\n\s*--> \S+\.rs:\d+:\d+",
     ),
     rule(
         "go-build",
@@ -593,7 +593,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "build",
         Kind::BuildFailed,
-        r"compilation failed|\bbuild failed\b|compilation error|compilation failure\b|failed to compile|^\s*syntaxerror: |did not complete successfully: exit code|\.java:\[\d+,\d+\] |\.(?:java|kt|scala):\d+: error: |^error in \S+\.(?:[cm]?[jt]sx?|vue|svelte|s?css|less)\b|\brollup failed to resolve import\b|^error during build:",
+        r"compilation failed|\bbuild failed\b|compilation error|compilation failure\b|failed to compile|^\s*syntaxerror: |did not complete successfully: exit code|\.java:\[\d+,\d+\] |\.(?:java|kt|scala):\d+: error: |^error in \S+\.(?:[cm]?[jt]sx?|vue|svelte|s?css|less)\b|\brollup failed to resolve import\b|^error during build:|\bmodule build failed\b",
     ),
     // A script or target the project does not have: the agent's command names the wrong one.
     rule(
@@ -689,7 +689,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "test-verdict",
         Kind::TestFailed,
-        r"\bjava\.lang\.assertionerror\b|\borg\.opentest4j\.\w+error\b|\bjunit\.framework\.(?:assertionfailederror|comparisonfailure)\b|\bexpected:\s?<[^>\n]{0,200}> but was:\s?<|<<< failure!|^failed tests:\s*$|^> task :\S*test\S* failed\s*$|^[>\s\d:]*[\w.$]+ > \S[^\n]{0,300} failed\s*$|\bfailed asserting that\b|^\s*there (?:was|were) \d+ failures?:|^failures!\s*$|^\s*test run failed\.?\s*$|\boverall result: failed\b|^\s*failed tests - failures: |\bnunit test failed\b|\btest\(s\) failed\.|^\s*but was:\s|\bxunit\.sdk\.\w+exception\b|\bassert\.\w+\(\) failure\b|^test method \S+ threw exception|\(using [=~]{1,3}\)\s*$|\brspec::expectations::expectationnotmeterror\b|^failing scenarios:\s*$|^\s*\d+\) test .{1,300} \([\w.]+\)\s*$|^\s*assertion with \S{1,4} failed\s*$|^assertion failed in \S+:\d+|^\s*thread '(?:[^m'\n]|m[^a'\n]|ma[^i'\n]|mai[^n'\n]|main[^'\n])[^'\n]{0,200}' (?:\(\d+\) )?panicked at '?assertion|^\s*assertion `left [!=]= right` failed|ssertionerror: assert\b|ssertionerror(?: \[err_assertion\])?: \S{1,80} (?:==|!=|===|!==) |={3,} failures ={3,}|\bfail: \S+_test\.go:\d+: |^\s+\S+_test\.go:\d+: |^\s*thread '\w+(?:::\w+)+' (?:\(\d+\) )?panicked at\b|^\s*test files\s+\d+ failed\b|\bassertionerror \[err_assertion\]|^tests: \d+, assertions: \d+, (?:errors|failures): [1-9]|\borg\.junit\.comparisonfailure\b|\bcomparisonfailure: expected:|^\s*failed\s+[\w.]+(?:\([^)\n]*\))? \[\d+(?:\.\d+)? ?m?s\]|\bassert\.\w+ failed\.|^test case '-\[[^\]\n]+\]' failed\b|\(compared using [=~]{1,3}\)|^\s*expected: [^\n]{1,300}\n\s{3,}got: ",
+        r"\bjava\.lang\.assertionerror\b|\borg\.opentest4j\.\w+error\b|\bjunit\.framework\.(?:assertionfailederror|comparisonfailure)\b|\bexpected:\s?<[^>\n]{0,200}> but was:\s?<|<<< failure!|^failed tests:\s*$|^> task :\S*test\S* failed\s*$|^[>\s\d:]*[\w.$]+ > \S[^\n]{0,300} failed\s*$|\bfailed asserting that\b|^\s*there (?:was|were) \d+ failures?:|^failures!\s*$|^\s*test run failed\.?\s*$|\boverall result: failed\b|^\s*failed tests - failures: |\bnunit test failed\b|\btest\(s\) failed\.|^\s*but was:\s|\bxunit\.sdk\.\w+exception\b|\bassert\.\w+\(\) failure\b|^test method \S+ threw exception|\(using [=~]{1,3}\)\s*$|\brspec::expectations::expectationnotmeterror\b|^failing scenarios:\s*$|^\s*\d+\) test .{1,300} \([\w.]+\)\s*$|^\s*assertion with \S{1,4} failed\s*$|^assertion failed in \S+:\d+|^\s*thread '(?:[^m'\n]|m[^a'\n]|ma[^i'\n]|mai[^n'\n]|main[^'\n])[^'\n]{0,200}' (?:\(\d+\) )?panicked at '?assertion|^\s*assertion `left [!=]= right` failed|ssertionerror: assert\b|ssertionerror(?: \[err_assertion\])?: \S{1,80} (?:==|!=|===|!==) |={3,} failures ={3,}|\bfail: \S+_test\.go:\d+: |^\s+\S+_test\.go:\d+: |^\s*thread '\w+(?:::\w+)+' (?:\(\d+\) )?panicked at\b|^\s*test files\s+\d+ failed\b|\bassertionerror \[err_assertion\]|^tests: \d+, assertions: \d+, (?:errors|failures): [1-9]|\borg\.junit\.comparisonfailure\b|\bcomparisonfailure: expected:|^\s*failed\s+[\w.]+(?:\([^)\n]*\))? \[\d+(?:\.\d+)? ?m?s\]|\bassert\.\w+ failed\.|^test case '-\[[^\]\n]+\]' failed\b|\(compared using [=~]{1,3}\)|^\s*expected: [^\n]{1,300}\n\s{3,}got: |: error: -\[[^\]\n]+\] : ",
     ),
     // Python refusing the code being written: its indentation.
     rule(
@@ -834,7 +834,15 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "rate-limit",
         Kind::RateLimited,
-        r"rate[ _-]?limit|too many requests|quota exceeded|throttl|\brate exceeded\b|\btoomanyrequests\b|\bresource_exhausted\b|\bresource has been exhausted\b|please reduce your request rate",
+        r"rate[ _-]?limit|too many requests|quota exceeded|throttl|\brate exceeded\b|\btoomanyrequests\b|\bresource_exhausted\b|\bresource has been exhausted\b|please reduce your request rate|\brequestlimitexceeded\b|\blimitexceededexception\b|\bprovisionedthroughputexceeded",
+    ),
+    // A 403 that says Forbidden: the caller is known and refused, a permission, not a login.
+    // After every wording above: GitHub's rate limit, a proxy's refusal and expired credentials
+    // come with a 403 too.
+    rule(
+        "http-forbidden",
+        Kind::PermissionDenied,
+        r"\b403\b[^\n]{0,40}\bforbidden\b|\bforbidden\b[^\n]{0,20}\b403\b",
     ),
     // npm's progress gauge left on screen: the bar, a spinner, then the stage and its log line
     // (`(⠂⠂⠂) ⠙ idealTree:web: sill idealTree buildDeps`). Quoted as the failure, it is a hang;
@@ -886,7 +894,7 @@ pub const GENERIC: &[TextRule] = &[
     rule(
         "auth",
         Kind::AuthFailed,
-        r"invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|token is expired|invalid bearer token|invalid authentication credentials|failed to authenticate|password authentication was removed|host key verification failed|not logged in|\brun /login\b|could not read username|terminal prompts disabled|\bauthentication required\b|\brequires authentication\b|\bmust be authenticated\b|\binvalid credentials\b|\binvalid username or password\b|\bincorrect username or password\b|\b(?:invalid|expired|revoked) (?:access|auth|oauth|bearer|session|refresh|id|api) token\b|\btoken (?:is )?(?:invalid|revoked)\b|remote host identification has changed|too many authentication failures|load key .{1,200}: invalid format",
+        r"invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|token is expired|invalid bearer token|invalid authentication credentials|failed to authenticate|password authentication was removed|host key verification failed|not logged in|\brun /login\b|could not read username|terminal prompts disabled|\bauthentication required\b|\brequires authentication\b|\bmust be authenticated\b|\binvalid credentials\b|\binvalid username or password\b|\bincorrect username or password\b|\b(?:invalid|expired|revoked) (?:access|auth|oauth|bearer|session|refresh|id|api) token\b|\btoken (?:is )?(?:invalid|revoked)\b|remote host identification has changed|too many authentication failures|load key .{1,200}: invalid format|\bnot authenticated\b|\blogin failed for user\b",
     ),
     rule(
         "overloaded",
@@ -908,17 +916,17 @@ pub const GENERIC: &[TextRule] = &[
     rule(
         "network",
         Kind::NetworkError,
-        r"\b(?:econnrefused|econnreset|enotfound|eai_again|ehostunreach|enetunreach|econnaborted)\b|getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|connection error|connection closed|connection aborted|forcibly closed|network is unreachable|no route to host|socket hang up|fetch failed|failed to fetch|failed to establish a new connection|\bdns\b|cannot connect to the docker daemon|\bis (?:your |the )?docker daemon (?:up and )?running\b|\bdial unix \S+\.sock: (?:connect: )?(?:no such file|connection refused)|couldn't connect to|failed to connect to|unable to connect|und_err_socket|was refused|no such host|ssl certificate problem|ssl connect error|certificate verif|handshake failed|remote end hung up|\bstream (?:disconnected|closed) before\b|\bstream (?:ended|terminated) (?:unexpectedly|prematurely)|error decoding response body|\bpremature close\b|self[- ]signed certificate|unable to get local issuer certificate|certificate signed by unknown authority|certificate has expired|\bcert_has_expired\b|\bself_signed_cert_in_chain\b|\bunable_to_verify_leaf_signature\b|\bx509: |certificate is not yet valid|certificate_verify_failed|\bsslcertverificationerror\b|\berr_tls_cert_altname_invalid\b|\bnxdomain\b|\bserver can.t find\b|nxdomain\b|\bunknownhostexception\b|\bunknown host\b|\bname (?:resolution failed|does not resolve)\b|wrong_version_number|\bsslv3 alert\b|\btlsv1 alert\b|\bssl routines\b|\bssl_error_syscall\b|unsafe legacy renegotiation|\bhostname mismatch\b|certificate doesn.t match|unable to verify the first certificate|pkix path building failed|\bschannel: |\bkex_exchange_identification\b|no matching (?:host key type|key exchange method) found",
+        r"\b(?:econnrefused|econnreset|enotfound|eai_again|ehostunreach|enetunreach|econnaborted)\b|getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|connection error|connection closed|connection aborted|forcibly closed|network is unreachable|no route to host|socket hang up|fetch failed|failed to fetch|failed to establish a new connection|\bdns\b|cannot connect to the docker daemon|\bis (?:your |the )?docker daemon (?:up and )?running\b|\bdial unix \S+\.sock: (?:connect: )?(?:no such file|connection refused)|couldn't connect to|failed to connect to|unable to connect|und_err_socket|was refused|no such host|ssl certificate problem|ssl connect error|certificate verif|handshake failed|remote end hung up|\bstream (?:disconnected|closed) before\b|\bstream (?:ended|terminated) (?:unexpectedly|prematurely)|error decoding response body|\bpremature close\b|self[- ]signed certificate|unable to get local issuer certificate|certificate signed by unknown authority|certificate has expired|\bcert_has_expired\b|\bself_signed_cert_in_chain\b|\bunable_to_verify_leaf_signature\b|\bx509: |certificate is not yet valid|certificate_verify_failed|\bsslcertverificationerror\b|\berr_tls_cert_altname_invalid\b|\bnxdomain\b|\bserver can.t find\b|nxdomain\b|\bunknownhostexception\b|\bunknown host\b|\bname (?:resolution failed|does not resolve)\b|wrong_version_number|\bsslv3 alert\b|\btlsv1 alert\b|\bssl routines\b|\bssl_error_syscall\b|unsafe legacy renegotiation|\bhostname mismatch\b|certificate doesn.t match|unable to verify the first certificate|pkix path building failed|\bschannel: |\bkex_exchange_identification\b|no matching (?:host key type|key exchange method) found|\bserver misbehaving\b|\bunknown (?:mysql )?server host\b|\bno address associated with hostname\b|\bunable to resolve host\b|\bnameresolutionerror\b|\bhost not found\b|failed to lookup address information|\berr_cert_\w+|\bsec_e_untrusted_root\b|ssl connection could not be established|remote certificate is invalid|unable to get issuer certificate|\bcert_not_yet_valid\b|\btls: (?:failed to verify|bad certificate|handshake failure|first record does not look like)|\bsslhandshakeexception\b|\bhandshake_failure\b|\bjavax\.net\.ssl\b|\bconnection failed\b|\bnetwork error\b|\bnet::err_\w+|\berr_network\b|network connection was lost|\bno internet connection\b|\bappear to be offline\b|\byou are offline\b",
     ),
     rule(
         "permission",
         Kind::PermissionDenied,
-        r"\b(?:eacces|eperm)\b|permission denied|operation not permitted|access denied|read-only file system|permission to use \w+ has been denied|permission check failed|\bwas blocked\b|insufficient permissions|\bforbidden\b|access to the resource is denied|rejected by the user|user denied|denied by (?:the )?user|invalidated by the user|doesn't want to proceed with this tool use|tool use was rejected|permission to \S{1,100} denied|unprotected private key file|are too open\b|: bad permissions\b|\baccess is denied\b|\bare you root\b|\bmust be run as root\b|\brequires root\b|\bsuperuser privileges\b|\brun as administrator\b|\b(?:administrator|elevated) privileges\b",
+        r"\b(?:eacces|eperm)\b|permission denied|operation not permitted|access denied|read-only file system|permission to use \w+ has been denied|permission check failed|\bwas blocked\b|insufficient permissions|\bforbidden\b|access to the resource is denied|rejected by the user|user denied|denied by (?:the )?user|invalidated by the user|doesn't want to proceed with this tool use|tool use was rejected|permission to \S{1,100} denied|unprotected private key file|are too open\b|: bad permissions\b|\baccess is denied\b|\bare you root\b|\bmust be run as root\b|\brequires root\b|\bsuperuser privileges\b|\brun as administrator\b|\b(?:administrator|elevated) privileges\b|\b(?:do not|don.t) have permission\b|\binsufficient privileges\b",
     ),
     rule(
         "not-found",
         Kind::NotFound,
-        r"\benoent\b|no such file or directory|command not found|filenotfounderror|no module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b|could not be found|no logs found|no conversation found|doesn't have a resource type|could not find the requested resource|did not match any files?|or any parent directory|no such (?:container|image|object)\b|\bmake sure (?:it|\S+) is (?:in|on) (?:your |the )?(?:\w+ )?path\b|\bno matching resources found\b|is not recognized as an internal or external command",
+        r"\benoent\b|no such file or directory|command not found|filenotfounderror|no module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b|could not be found|no logs found|no conversation found|doesn't have a resource type|could not find the requested resource|did not match any files?|or any parent directory|no such (?:container|image|object)\b|\bmake sure (?:it|\S+) is (?:in|on) (?:your |the )?(?:\w+ )?path\b|\bno matching resources found\b|is not recognized as an internal or external command|\bcannot import name\b",
     ),
     rule(
         "schema",
