@@ -842,7 +842,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "http-forbidden",
         Kind::PermissionDenied,
-        r"\b403\b[^\n]{0,40}\bforbidden\b|\bforbidden\b[^\n]{0,20}\b403\b",
+        r"\b403[ :-]{1,3}(?:\(?forbidden\b|client error: forbidden\b)|\bforbidden \(403\)|\bforbidden: 403\b",
     ),
     // npm's progress gauge left on screen: the bar, a spinner, then the stage and its log line
     // (`(⠂⠂⠂) ⠙ idealTree:web: sill idealTree buildDeps`). Quoted as the failure, it is a hang;
