@@ -297,7 +297,9 @@ pub fn classify(input: &Value, overrides: &Overrides, policy: &Policy, seed: u64
     ErrorObject {
         status: "error".into(),
         kind: v.kind,
-        class: class::answer_class(v.kind, f.tool.as_deref(), || from_model_api(&f, &v)),
+        class: tr.and_then(|r| r.class).unwrap_or_else(|| {
+            class::answer_class(v.kind, f.tool.as_deref(), || from_model_api(&f, &v))
+        }),
         detail,
         suggestions,
         retryable,

@@ -637,9 +637,8 @@ fn an_unknown_agent_type_is_answered_with_the_types_the_client_lists() {
     assert_eq!(e["suggestions"], json!(["Use one of: “a b”, ok."]), "{e}");
 }
 
-/// A Google Cloud SDK denial: no rule knows it; the learned fallback does.
-const NO_RULE_KNOWS: &str =
-    "google.api_core.exceptions.PermissionDenied: 403 The caller does not have permission";
+/// A denial in words no rule is written for: the learned fallback knows it.
+const NO_RULE_KNOWS: &str = "Error: the caller lacks permission to write to the bucket";
 
 #[test]
 fn the_json_says_the_learned_model_decided_a_text_no_rule_knows() {

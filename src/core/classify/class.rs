@@ -18,6 +18,11 @@
 //! the kind alone decides, except that the model API's own answer (a StopFailure, an
 //! `API Error: 400 … invalid_request_error`, a Usage Policy refusal) is never the agent's work:
 //! the classifier's answer says `trouble` for those ([`answer_class`]).
+//!
+//! A built-in rule may say the side itself where its wording says more than the kind's family:
+//! a push behind its remote and a merge conflict are the agent's own loop (it integrates and
+//! resolves them), though `tool_failure` is trouble; a JSON decoder failing on the first byte of
+//! a service's answer is trouble, though `invalid_input` is the agent's.
 
 use crate::core::vocab::{Class, Family, Kind};
 

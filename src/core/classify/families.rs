@@ -879,8 +879,89 @@ fn a_wrong_api_key_is_an_auth_failure_not_invalid_input() {
     for t in [
         "Invalid API key · Please run /login",
         "[ERR] missing or invalid api key (get free api key & configure it from https://cloud.projectdiscovery.io/?ref=api_key)",
+        // A 400 by status, but what the service refused is the key.
+        "400 INVALID_ARGUMENT: API key not valid. Please pass a valid API key.",
+        "Error: Your API key is invalid",
     ] {
         let e = run(&text(t));
         assert_eq!(e.kind, Kind::AuthFailed, "{t}");
     }
+}
+
+#[test]
+fn the_timeout_command_in_an_echo_does_not_decide_a_timeout() {
+    // `timeout 30 curl …` is what was typed; curl's own line says what went wrong.
+    let e = run(&text(
+        "$ timeout 30 curl -sS https://api.example.invalid/v1\ncurl: (6) Could not resolve host: api.example.invalid",
+    ));
+    assert_eq!(e.kind, Kind::NetworkError);
+}
+
+#[test]
+fn an_error_word_searched_for_on_a_prompts_echo_line_does_not_decide_a_kind() {
+    // Searching the logs for "Permission denied" is not being denied: grep's answer decides.
+    for t in [
+        "$ grep -rn 'Permission denied' /var/log/app\ngrep: /var/log/app: No such file or directory",
+        "deploy@web-1:~/app$ grep -rn 'Permission denied' /var/log/app\ngrep: /var/log/app: No such file or directory",
+        "[deploy@web-1 app]$ grep -rn 'Permission denied' /var/log/app\ngrep: /var/log/app: No such file or directory",
+    ] {
+        let e = run(&text(t));
+        assert_eq!(e.kind, Kind::NotFound, "{t}");
+    }
+}
+
+#[test]
+fn a_push_behind_its_remote_and_a_merge_conflict_are_the_agents_own_loop() {
+    use crate::core::vocab::Class;
+    for t in [
+        " ! [rejected]        main -> main (non-fast-forward)\nerror: failed to push some refs to 'https://github.com/o/r.git'\nhint: Updates were rejected because the tip of your current branch is behind",
+        "Auto-merging src/lib.rs\nCONFLICT (content): Merge conflict in src/lib.rs\nAutomatic merge failed; fix conflicts and then commit the result.",
+        "error: Your local changes to the following files would be overwritten by merge:\n\tpackage.json\nPlease commit your changes or stash them before you merge.\nAborting",
+    ] {
+        let e = run(&text(t));
+        assert_eq!((e.kind, e.class), (Kind::ToolFailure, Class::Work), "{t}");
+    }
+    // A push refused for another reason is the tool's failure: trouble.
+    let e = run(&text(
+        " ! [remote rejected] main -> main (failure)\nerror: failed to push some refs to 'ssh://git@example.com/o/r.git'",
+    ));
+    assert_eq!(
+        (e.kind, e.class, e.matched_rule.as_str()),
+        (Kind::ToolFailure, Class::Trouble, "builtin:git-push-failed")
+    );
+}
+
+#[test]
+fn json_that_fails_at_its_first_byte_is_a_services_answer_not_the_agents_input() {
+    use crate::core::vocab::Class;
+    let e = run(&text(
+        "    return complexjson.loads(self.text, **kwargs)\njson.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)",
+    ));
+    assert_eq!((e.kind, e.class), (Kind::InvalidInput, Class::Trouble));
+    let e = run(&text(
+        "SyntaxError: Unexpected token < in JSON at position 0\n    at JSON.parse (<anonymous>)",
+    ));
+    assert_eq!((e.kind, e.class), (Kind::ToolFailure, Class::Trouble));
+    // Further in, the text itself is malformed: the agent's input.
+    let e = run(&text(
+        "json.decoder.JSONDecodeError: Expecting ',' delimiter: line 3 column 5 (char 20)",
+    ));
+    assert_eq!((e.kind, e.class), (Kind::InvalidInput, Class::Work));
+}
+
+#[test]
+fn a_403_that_says_forbidden_is_a_permission_refusal_not_a_login() {
+    for t in [
+        "RESPONSE 403: 403 Forbidden\nERROR CODE: AuthorizationFailed",
+        "cli.azure.cli.core.sdk.policies: Response status: 403 (Forbidden)",
+        "HTTPError: 403 Client Error: Forbidden for url: https://storage.example.com/bucket/key",
+    ] {
+        let e = run(&text(t));
+        assert_eq!(e.kind, Kind::PermissionDenied, "{t}");
+    }
+    // GitHub's rate limit comes as a 403 too: its wording decides.
+    let e = run(&text(
+        "HTTP 403: 403 Forbidden - API rate limit exceeded for user ID 1234.",
+    ));
+    assert_eq!(e.kind, Kind::RateLimited);
 }

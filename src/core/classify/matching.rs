@@ -36,7 +36,7 @@ fn without_frames(text: &str) -> Cow<'_, str> {
     let mut keep = Vec::new();
     let mut dropped = false;
     for line in text.lines() {
-        let frame = is_frame(line, after_py_file);
+        let frame = is_frame(line, after_py_file) || is_echo(line);
         after_py_file = is_py_file(line.trim_start());
         if frame {
             dropped = true;
@@ -49,6 +49,28 @@ fn without_frames(text: &str) -> Cow<'_, str> {
     } else {
         Cow::Borrowed(text)
     }
+}
+
+/// A shell prompt's echo of the command that was typed (`$ cmd`, `user@host:~/dir$ cmd`,
+/// `[user@host dir]$ cmd`, `➜  dir cmd`, `PS C:\dir> cmd`): the command's own words (a
+/// `--timeout 30`, `timeout 10 curl …`, a file named `error.log`) are what was asked, not what
+/// went wrong, so they are not evidence; the lines it printed are.
+fn is_echo(line: &str) -> bool {
+    let t = line.trim_start();
+    if ["$ ", "➜  "].iter().any(|p| t.starts_with(p)) {
+        return true;
+    }
+    if let Some(rest) = t.strip_prefix("PS ") {
+        return rest.get(1..3) == Some(":\\") && rest.contains("> ");
+    }
+    // `user@host:dir$ ` or `[user@host dir]# `: the prompt is one word, or one bracketed group.
+    let Some(at) = t.find(['$', '#']) else {
+        return false;
+    };
+    let (prompt, rest) = t.split_at(at);
+    let one_word =
+        !prompt.contains(char::is_whitespace) || (prompt.starts_with('[') && prompt.ends_with(']'));
+    rest.get(1..2) == Some(" ") && prompt.contains('@') && prompt.len() <= 80 && one_word
 }
 
 fn is_py_file(t: &str) -> bool {
@@ -150,5 +172,34 @@ mod tests {
         let wrapped = "Your limit will reset\n     at 3pm (America/Santiago).";
         assert_eq!(Evidence::new(wrapped).text, wrapped);
         assert!(matches!(Evidence::new("plain").text, Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_prompts_echo_of_the_command_is_not_evidence() {
+        for echo in [
+            "$ curl --max-time 5 https://x.invalid",
+            "  $ npm test -- --timeout 30",
+            "user@host:~/src/app$ tail error.log",
+            "root@e62e48b00536:/# rg -l pattern",
+            "[vagrant@box ~]$ docker stop tomcat",
+            "➜  app git push origin main",
+            "PS C:\\Users\\me> npm run build",
+        ] {
+            assert!(is_echo(echo), "{echo}");
+        }
+        for line in [
+            "> a quoted line of an issue",
+            "remote: error: GH006: Protected branch update failed",
+            "Total: $ 5",
+            "curl: (6) Could not resolve host: x.invalid",
+            "mail me at a@b.c # later",
+        ] {
+            assert!(!is_echo(line), "{line}");
+        }
+        let text = "$ timeout 30 make\nmake: *** No rule to make target 'x'.  Stop.";
+        assert_eq!(
+            Evidence::new(text).text,
+            "make: *** No rule to make target 'x'.  Stop."
+        );
     }
 }

@@ -7,7 +7,7 @@
 //! `ConnectionRefusedError` is a failed test, and a test run cut off by Claude Code's timeout
 //! is a timeout.
 
-use crate::core::vocab::{Action, Category, Kind, Severity, Tier};
+use crate::core::vocab::{Action, Category, Class, Kind, Severity, Tier};
 
 /// What a kind means when nothing more specific is said.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -202,6 +202,9 @@ pub struct TextRule {
     /// The action when it is not retried, or out of attempts (`proceed_degraded`: go on and
     /// say what is missing), instead of the kind's.
     pub fallback: Option<Action>,
+    /// The side of the work/trouble line, where the wording says more than the kind's family
+    /// (a push behind its remote is the agent's own loop though `tool_failure` is not).
+    pub class: Option<Class>,
 }
 
 const fn rule(name: &'static str, kind: Kind, pattern: &'static str) -> TextRule {
@@ -216,6 +219,7 @@ const fn rule(name: &'static str, kind: Kind, pattern: &'static str) -> TextRule
         delay_s: None,
         advice: &[],
         fallback: None,
+        class: None,
     }
 }
 
@@ -260,6 +264,12 @@ impl TextRule {
             ..self
         }
     }
+    const fn class(self, class: Class) -> TextRule {
+        TextRule {
+            class: Some(class),
+            ..self
+        }
+    }
 }
 
 /// Wordings that decide on their own, before any HTTP status: a wrapper that says whose failure
@@ -271,7 +281,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "hook-deny",
         Kind::PermissionDenied,
-        r"hook (?:error|stopped continuation)\b.{0,200}\b(?:blocked|deny|denied|forbidden|not allowed|refused|rejected)\b|hook stopped continuation|hook \(blocked\)|blocked by (?:a |the )?(?:[\w:-]+ )?hook\b|operation blocked by hook|hook command (?:completed|exited) with status 2\b",
+        r"hook (?:error|stopped continuation)\b.{0,200}\b(?:blocked|deny|denied|forbidden|not allowed|refused|rejected)\b|hook (?:stopped|prevented) continuation|hook \(blocked\)|blocked by (?:a |the )?(?:[\w:-]+ )?hook\b|operation blocked by hook|hook command (?:completed|exited) with status 2\b",
     ),
     // A hook that crashed, timed out or printed what the client cannot use; the tool call went
     // on (seed 004: hooks never block, best effort).
@@ -331,6 +341,13 @@ pub const SPECIFIC: &[TextRule] = &[
         "The API refused this request's content (Usage Policy): do not resend it unchanged; rephrase, leave out the content that triggered it, or start a new session",
         "If the refusal looks wrong, tell the user: it may be a false positive",
     ]),
+    // `go test`'s own deadline: the suite ran past `-timeout` and the runner stopped it with a
+    // panic naming the tests still running. The tests are what is slow: the agent's loop.
+    rule(
+        "go-test-timeout",
+        Kind::TestFailed,
+        r"\bpanic: test timed out after\b",
+    ),
     rule(
         "cc-timeout",
         Kind::Timeout,
@@ -339,7 +356,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "context-exhausted",
         Kind::ContextExhausted,
-        r"prompt is too long|context[_ ]length[_ ]exceeded|maximum context length|exceeds? the context window|context window (?:is )?(?:full|exceeded)|input is too long for|too many (?:input )?tokens|conversation too long|error during compaction|output token maximum|exceeded the \d+ output tokens?",
+        r"prompt is too long|context[_ ]length[_ ]exceeded|maximum context length|exceeds? the context window|context window (?:is )?(?:full|exceeded)|input is too long for|too many (?:input )?tokens|conversation too long|error during compaction|output token maximum|exceeded the \d+ output tokens?|\bexceeds? (?:the )?(?:model.s )?context (?:limit|length|window|size)\b|\binput length \(\d+ tokens?\) exceeds\b|\bexceeds? the maximum (?:allowed )?(?:input |context )?length \(\d+ tokens?\)|reduce the length of the messages|\bexceeds? (?:the )?(?:model.s )?(?:maximum )?token limit\b|\btoken limit (?:exceeded|reached)\b",
     ),
     // Seed 004: "Agent context approaching 75%" is tier 2 (save L1/L2/L3, alert the lead).
     rule(
@@ -408,12 +425,12 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "db-deadlock",
         Kind::LockBusy,
-        r"\bdeadlock detected\b|\bdeadlockdetected\b|\bdeadlock found when trying to get lock\b",
+        r"\bdeadlock detected\b|\bdeadlockdetected\b|\bdeadlock found when trying to get lock\b|\bwas deadlocked on (?:lock|communication buffer|thread)\b|\bchosen as the deadlock victim\b|\bwaits for \w+ ?lock on (?:transaction|relation|tuple)\b.{0,100}\bblocked by process\b|\block wait timeout exceeded\b|\bcanceling statement due to lock timeout\b|\ber_lock_deadlock\b|\b40p01\b|\bdeadlockloser\w*|could not serialize access due to concurrent update|\berror 1213\b|\bwas deadlocked\b",
     ),
     rule(
         "db-connections",
         Kind::Overloaded,
-        r"\btoo many clients already\b|\btoo many connections\b|exceeded the 'max_user_connections' resource",
+        r"\btoo many clients already\b|\btoo many connections\b|exceeded the 'max_user_connections' resource|\bremaining connection slots are reserved\b|\bqueuepool limit of size \d+ overflow \d+ reached\b|\bconnection pool (?:is )?exhausted\b|\btimeout waiting for (?:a )?(?:idle )?(?:object|connection) from (?:the )?pool\b|\bmax number of clients reached\b|\bmaximum number of (?:sessions|processes|connections) exceeded\b|\bconnection is not available, request timed out\b|\ber_con_count_error\b|\btoo many (?:open |active )?(?:connections|clients)\b|\bconnection limit (?:exceeded|reached)\b|timed out fetching a new connection from the connection pool|pool timed out while waiting for an open connection|unable to acquire (?:a )?(?:jdbc )?connection from (?:the )?pool|cannot get a connection, pool error|\bconnection pool (?:is )?full\b",
     ),
     // Proxies and meshes: the proxy asked for credentials (407), refused the tunnel, or the
     // mesh could not reach the service behind it. Before the HTTP statuses (a 403 from a proxy
@@ -421,18 +438,33 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "proxy-auth",
         Kind::AuthFailed,
-        r"\b407 proxy authentication required\b|proxy authentication required|received http code 407 from proxy|(?:tunnel|statuscode=|response code |response )\b407\b",
+        r"\b407 proxy authentication required\b|proxy authentication required|received http code 407 from proxy|(?:tunnel|statuscode=|response code |response )\b407\b|\bhttp/1\.[01] 407\b",
     ),
     rule(
         "proxy-refused",
         Kind::NetworkError,
-        r"connect tunnel failed, response \d{3}|upstream connect error or disconnect/reset before headers",
+        r"connect tunnel failed, response \d{3}|upstream connect error or disconnect/reset before headers|\btunnel connection failed\b|\bproxy tunnel request to proxy\b|\bcannot connect to proxy\b|\bunable to connect to proxy\b|\bproxy connect aborted\b|\breceived http code \d{3} from proxy\b|\bunable to tunnel through proxy\b",
+    ),
+    // A gateway (nginx, a mesh) whose upstream closed, refused or did not answer: its own log
+    // line says so, whatever status it then sent.
+    rule(
+        "gateway-upstream",
+        Kind::NetworkError,
+        r"\bupstream prematurely closed (?:the )?connection\b|\bupstream timed out \(110\b|\bno live upstreams\b|\bwhile (?:reading response header from|connecting to|sending request to|reading upstream from) upstream\b|\bfrom upstream, client: |\bno healthy upstream\b|\bdelayed connect error\b|\bupstream_reset_before_response_started\b|\bupstream reset: reset reason\b",
     ),
     // Cloud SDKs' authorization refusals that say no status word the generic rules know.
     rule(
         "cloud-denied",
         Kind::PermissionDenied,
-        r"\bauthorizationfailed\b|does not have authorization to perform action",
+        r"authorizationfailed\b|does not have authorization to perform action|\bpermissiondenied: 403\b|\b403 permission_denied\b|\bpermission_denied\b|\biam_permission_denied\b|\bthe caller does not have permission\b|\bpermission '[\w.]+' denied\b|\bdenied on resource\b|\baccessdenied(?:exception)?\b|\bunauthorizedoperation\b|\bis not authorized to perform\b|\bdoes not have [\w.]+ access to\b|\bnot authorized to perform this operation\b|\ban error occurred \(403\)|\binsufficient authentication scopes\b|\bauthorizationpermissionmismatch\b|\bnot authorized to perform this operation\b|\binsufficientaccountpermissions\b|\brefusing to allow an? (?:personal access token|oauth app|github app) to (?:create or )?update workflow",
+    ),
+    // Cloud credentials the service refused: a session token that expired, a key it does not
+    // know, a signature that does not match, a sign-in the directory refused (Azure's AADSTS).
+    // Before the HTTP statuses (AWS sends them with 403 and 400).
+    rule(
+        "cloud-credentials",
+        Kind::AuthFailed,
+        r"\bexpiredtoken(?:exception)?\b|\bsecurity token included in the request is (?:expired|invalid)\b|\binvalidclienttokenid\b|\bsignaturedoesnotmatch\b|\bunrecognizedclientexception\b|\baadsts\d{5,}\b|\binvalid_grant\b|\bunable to locate credentials\b|\bnocredentialserror\b|\bno credentials (?:were )?found\b|could not load credentials from any providers|\bcredentialsprovidererror\b|could not automatically determine credentials|\bdefaultcredentialserror\b|\bauthenticationfailed\b|\binvalidauthenticationtoken\b|run .az login|\bdefaultazurecredential failed\b",
     ),
     // The kernel's OOM killer: its "Killed process N (name) total-vm:…" line, or its stack.
     rule(
@@ -445,19 +477,19 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "push-rules",
         Kind::PermissionDenied,
-        r"\bgh013\b|repository rule violations|github push protection",
+        r"\bgh013\b|\bgh006\b|repository rule violations|github push protection|\bprotected branch update failed\b|\b(?:pre-receive|protected branch|update) hook declined|\bcannot force-push to a protected branch\b|\bcommits must have verified signatures\b|\bchanges must be made through a pull request\b|\byou.re not authorized to push to this branch\b|\bnot allowed to (?:force )?push code to (?:a )?protected branch|\bcan only be modified through pull requests\b|\bpush cannot contain secrets\b|\bgh007\b|\bnot allowed to push code to this project\b|\bmust have (?:a )?verified signatures?\b",
     ),
     // A Stop hook that blocked the stop: the agent is told to go on, the hook decided.
     rule(
         "stop-block",
         Kind::HookFailed,
-        r"\bprompt hook condition was not met\b|^decision: block\b",
+        r"\bprompt hook condition was not met\b|^decision: block\b|\bstop hook feedback:|\bstop hook (?:blocked|prevented)\b",
     ),
     // Credentials the service refused by name: a wrong or missing API key.
     rule(
         "api-key",
         Kind::AuthFailed,
-        r"\b(?:invalid|incorrect|wrong|missing or invalid) api key\b",
+        r"\b(?:invalid|incorrect|wrong|missing or invalid|bad|expired|revoked) api[ _-]?key\b|\bapi[ _-]?key (?:is |was )?(?:not valid|invalid|incorrect|expired|revoked)\b",
     ),
     // A client's own words for a connection that failed, with no code behind them.
     rule(
@@ -471,7 +503,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "tool-crashed",
         Kind::Crash,
-        r"^internalerror> |\berror: internal error -- |oops! something went wrong! :\(",
+        r"^internalerror> |\berror: internal error -- |oops! something went wrong! :\(|\bthere was an error in the forked process\b|\bthe forked vm terminated without\b",
     ),
     // A compiler (or any process) killed from outside, on Linux usually by the OOM killer: gcc's
     // "Killed signal terminated program cc1plus", cargo's "(signal: 9, SIGKILL: kill)". The
@@ -496,6 +528,22 @@ pub const SPECIFIC: &[TextRule] = &[
             "The JSON given to jq is not what the filter expects: fall back to a default (`jq -e … || echo default`) and go on",
             "Print the input jq was given to see its shape before changing the filter",
         ]),
+    // A body that is not JSON from its first byte (an HTML error page, an empty answer) where a
+    // service's JSON answer was expected: the service failed, not the input the agent wrote.
+    rule(
+        "json-not-an-answer",
+        Kind::ToolFailure,
+        r"\bunexpected token .{1,3} in json at position 0\b|\bunexpected token '?<'?, \W{0,2}<!doctype",
+    ),
+    // Python's JSON decoder failing on the first byte (`char 0`): the body is not JSON at all, an
+    // empty or HTML answer where a service's JSON was expected; the input is bad, but it is the
+    // service's answer, not the agent's own.
+    rule(
+        "json-empty-answer",
+        Kind::InvalidInput,
+        r"\bexpecting value: line 1 column 1 \(char 0\)",
+    )
+    .class(Class::Trouble),
     rule(
         "json-parse",
         Kind::InvalidInput,
@@ -519,12 +567,12 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "gcc",
         Kind::BuildFailed,
-        r"\.(?:c|cc|cpp|cxx|h|hpp|m):\d+(?::\d+)?: (?:fatal )?error:|undefined reference to|ld returned \d+ exit status|ninja: build stopped",
+        r"\.(?:c|cc|cpp|cxx|h|hpp|m|ino):\d+(?::\d+)?: (?:fatal )?error:|undefined reference to|ld returned \d+ exit status|ninja: build stopped|:\d+(?::\d+)?: error: .{1,200}\b(?:was not declared in this scope|does not name a type|undeclared \(first use|has no member named)\b|:\d+(?::\d+)?: error: no matching function for call to\b|\.(?:swift|mm):\d+:\d+: error:|\berror cs\d{4}:|^e: \S+\.kts?[:(]|^\[error\] \S+\.(?:scala|java):\d+|^compilation terminated\.|^cmake error at |^error(?:\[e\d{4}\])?: [^\n]{1,200}\n\s*--> \S+\.rs:\d+:\d+",
     ),
     rule(
         "go-build",
         Kind::BuildFailed,
-        r"\.go:\d+:\d+: (?:undefined:|cannot use|syntax error|.*(?:imported|declared) and not used|missing return|too many arguments|not enough arguments|no required module provides package)|go: cannot find main module|go: errors parsing go\.mod",
+        r"\.go:\d+(?::\d+)?: (?:undefined:|cannot use|syntax error|.*(?:imported|declared) (?:and|but) not used|missing return|too many arguments|not enough arguments|no required module provides package)|go: cannot find main module|go: errors parsing go\.mod",
     ),
     // Dependency resolution: the manifest or the lockfile asks for what cannot be had together
     // (npm's ERESOLVE, pip's ResolutionImpossible, uv's "No solution found", cargo's version
@@ -532,12 +580,20 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "deps",
         Kind::DependencyConflict,
-        r"\beresolve\b|unable to resolve dependency tree|could not resolve dependency|failed to select a version for|candidate versions found which didn't match|no solution found when resolving|requirements are unsatisfiable|\bresolutionimpossible\b|have conflicting dependencies|version solving failed|\bsolverproblemerror\b|could not find compatible versions|\berr_pnpm_(?:outdated_lockfile|frozen_lockfile\w*)\b|cannot install with \W?frozen-lockfile|cannot perform a frozen installation|\block ?file\b.{0,60}needs to be updated|are not in sync\. please update your lock ?file",
+        r"\beresolve\b|unable to resolve dependency tree|could not resolve dependency|failed to select a version for|candidate versions found which didn't match|no solution found when resolving|requirements are unsatisfiable|\bresolutionimpossible\b|have conflicting dependencies|version solving failed|\bsolverproblemerror\b|could not find compatible versions|\berr_pnpm_(?:outdated_lockfile|frozen_lockfile\w*)\b|cannot install with \W?frozen-lockfile|cannot perform a frozen installation|\block ?file\b.{0,60}needs to be updated|are not in sync\. please update your lock ?file|\bconflicting peer dependency\b|\bunmet dependencies\b|\bheld broken packages\b|requirements could not be resolved to an installable set",
+    ),
+    // A test runner's verdict that a build tool wraps in its own failure line (Gradle's
+    // "> Task :test FAILED" before "BUILD FAILED", a build script's "NUnit test failed" before
+    // "Running build failed"): before `build`, the tests are what failed.
+    rule(
+        "runner-verdict",
+        Kind::TestFailed,
+        r"^> task :\S*test\S* failed\s*$|^[>\s\d:]*[\w.$]+ > \S[^\n]{0,300} failed\s*$|\bthere were failing tests\b|\bnunit test failed\b|\boverall result: failed\b|^\s*test run failed\.?\s*$",
     ),
     rule(
         "build",
         Kind::BuildFailed,
-        r"compilation failed|\bbuild failed\b|compilation error|failed to compile|^\s*syntaxerror: |did not complete successfully: exit code",
+        r"compilation failed|\bbuild failed\b|compilation error|compilation failure\b|failed to compile|^\s*syntaxerror: |did not complete successfully: exit code|\.java:\[\d+,\d+\] |\.(?:java|kt|scala):\d+: error: |^error in \S+\.(?:[cm]?[jt]sx?|vue|svelte|s?css|less)\b|\brollup failed to resolve import\b|^error during build:|\bmodule build failed\b",
     ),
     // A script or target the project does not have: the agent's command names the wrong one.
     rule(
@@ -552,7 +608,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "package-missing",
         Kind::NotFound,
-        r"could not find a version that satisfies the requirement|no matching distribution found|is not in (?:this|the npm) registry|couldn't find package|\bcode e404\b|npm err! 404|no matching version found for|\betarget\b|couldn't find any versions for|registry returned 404|manifest (?:for \S+ )?(?:not found|unknown)",
+        r"could not find a version that satisfies the requirement|no matching distribution found|is not in (?:this|the npm) registry|couldn't find package|\bcode e404\b|npm err! 404|no matching version found for|\betarget\b|couldn't find any versions for|registry returned 404|manifest (?:for \S+ )?(?:not found|unknown)|\bunable to locate package\b|\bhas no installation candidate\b|could not find gem '|\bno matching package named\b|\berr_pnpm_fetch_404\b",
     )
     .advice(&[
         "Check the package name and version: a typo, a private or removed package, or a version this runtime cannot use",
@@ -626,11 +682,14 @@ pub const SPECIFIC: &[TextRule] = &[
         Kind::TestFailed,
         r"\bxctassert\w* failed\b|executed \d+ tests?, with [1-9]\d* failures?",
     ),
-    // A search tool that says in words it found nothing.
+    // Test runners' own verdicts and assertion messages: JUnit and Gradle, PHPUnit, .NET
+    // (vstest, NUnit, xUnit, MSTest), RSpec, ExUnit, a Rust test's assertion panic, pytest's and
+    // node's assertion errors. After the runners above, whose own lines
+    // say more.
     rule(
-        "no-match-words",
-        Kind::NoMatch,
-        r"^[^a-z0-9\n]{0,8}no (?:matches|files) found\b|\bfound 0 (?:total occurrences|lines|files)\b",
+        "test-verdict",
+        Kind::TestFailed,
+        r"\bjava\.lang\.assertionerror\b|\borg\.opentest4j\.\w+error\b|\bjunit\.framework\.(?:assertionfailederror|comparisonfailure)\b|\bexpected:\s?<[^>\n]{0,200}> but was:\s?<|<<< failure!|^failed tests:\s*$|^> task :\S*test\S* failed\s*$|^[>\s\d:]*[\w.$]+ > \S[^\n]{0,300} failed\s*$|\bfailed asserting that\b|^\s*there (?:was|were) \d+ failures?:|^failures!\s*$|^\s*test run failed\.?\s*$|\boverall result: failed\b|^\s*failed tests - failures: |\bnunit test failed\b|\btest\(s\) failed\.|^\s*but was:\s|\bxunit\.sdk\.\w+exception\b|\bassert\.\w+\(\) failure\b|^test method \S+ threw exception|\(using [=~]{1,3}\)\s*$|\brspec::expectations::expectationnotmeterror\b|^failing scenarios:\s*$|^\s*\d+\) test .{1,300} \([\w.]+\)\s*$|^\s*assertion with \S{1,4} failed\s*$|^assertion failed in \S+:\d+|^\s*thread '(?:[^m'\n]|m[^a'\n]|ma[^i'\n]|mai[^n'\n]|main[^'\n])[^'\n]{0,200}' (?:\(\d+\) )?panicked at '?assertion|^\s*assertion `left [!=]= right` failed|ssertionerror: assert\b|ssertionerror(?: \[err_assertion\])?: \S{1,80} (?:==|!=|===|!==) |={3,} failures ={3,}|\bfail: \S+_test\.go:\d+: |^\s+\S+_test\.go:\d+: |^\s*thread '\w+(?:::\w+)+' (?:\(\d+\) )?panicked at\b|^\s*test files\s+\d+ failed\b|\bassertionerror \[err_assertion\]|^tests: \d+, assertions: \d+, (?:errors|failures): [1-9]|\borg\.junit\.comparisonfailure\b|\bcomparisonfailure: expected:|^\s*failed\s+[\w.]+(?:\([^)\n]*\))? \[\d+(?:\.\d+)? ?m?s\]|\bassert\.\w+ failed\.|^test case '-\[[^\]\n]+\]' failed\b|\(compared using [=~]{1,3}\)|^\s*expected: [^\n]{1,300}\n\s{3,}got: |: error: -\[[^\]\n]+\] : ",
     ),
     // Python refusing the code being written: its indentation.
     rule(
@@ -679,25 +738,62 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "git-rejected",
         Kind::ToolFailure,
-        r"\(non-fast-forward\)|failed to push some refs|updates were rejected because",
+        r"\(non-fast-forward\)|\(fetch first\)|updates were rejected because",
     )
     .tier(Tier::SelfRecoverable)
     .retryable(false)
+    .class(Class::Work)
     .advice(&[
         "Integrate the remote changes first (git pull --rebase), resolve any conflicts, then push again",
         "Do not force-push unless the user asks for it",
     ]),
+    // A push refused for a reason no wording above names: the tool's failure.
+    rule(
+        "git-push-failed",
+        Kind::ToolFailure,
+        r"failed to push some refs",
+    )
+    .tier(Tier::SelfRecoverable)
+    .retryable(false),
     rule(
         "git-conflict",
         Kind::ToolFailure,
-        r"conflict \((?:content|add/add|modify/delete|rename/\w+)\)|merge conflict in |automatic merge failed|fix conflicts and then commit|you have unmerged paths|would be overwritten by (?:merge|checkout)|commit your changes or stash them|refusing to merge unrelated histories",
+        r"conflict \((?:content|add/add|modify/delete|rename/\w+)\)|merge conflict in |automatic merge failed|fix conflicts and then commit|you have unmerged paths|would be overwritten by (?:merge|checkout)|commit your changes or stash them|refusing to merge unrelated histories|\bcannot pull with rebase: you have unstaged changes\b|\bneed to specify how to reconcile divergent branches\b",
     )
     .tier(Tier::SelfRecoverable)
     .retryable(false)
+    .class(Class::Work)
     .advice(&[
         "Resolve the <<<<<<< ======= >>>>>>> markers in the conflicted files, git add them, then continue the merge or rebase",
         "Ask the user when the two sides disagree on intent",
     ]),
+    // A port another process holds (docker's "port is already allocated", EADDRINUSE): the
+    // other process must go first, like a lock.
+    rule(
+        "port-in-use",
+        Kind::LockBusy,
+        r"\bport is already allocated\b|\baddress already in use\b|\beaddrinuse\b",
+    ),
+    // Kubernetes: an image that cannot be pulled, a pod that keeps crashing.
+    rule(
+        "k8s-image",
+        Kind::ToolFailure,
+        r"\b(?:imagepullbackoff|errimagepull|invalidimagename)\b",
+    ),
+    rule("k8s-crashloop", Kind::Crash, r"\bcrashloopbackoff\b|\bback-off restarting failed container\b"),
+    // A service stopped by a signal someone sent (systemd's `status=143`, docker's `Exited
+    // (143)`): before the service-down wording its status lines also carry.
+    rule(
+        "stopped-by-signal",
+        Kind::Interrupted,
+        r"\(code=exited, status=(?:130|143)\)|\(code=killed, signal=(?:term|int)\)|\bexited \((?:130|143)\)",
+    ),
+    // A service (systemd's status of a daemon) that is not running.
+    rule(
+        "daemon-down",
+        Kind::ToolUnavailable,
+        r"^\s*active: (?:failed|inactive \(dead\)) \(result: [\w-]+\)",
+    ),
     // Docker: "Conflict. The container name \"/x\" is already in use by container …".
     rule(
         "name-conflict",
@@ -712,7 +808,7 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "disk-full",
         Kind::ToolFailure,
-        r"\benospc\b|no space left on device|disk quota exceeded|not enough space on the disk",
+        r"\benospc\b|no space left on device|disk quota exceeded|not enough space on the disk|\binsufficient (?:disk )?space\b|\bout of disk space\b|\bdisk (?:is )?full\b",
     )
     .retryable(false)
     .advice(&[
@@ -738,7 +834,15 @@ pub const SPECIFIC: &[TextRule] = &[
     rule(
         "rate-limit",
         Kind::RateLimited,
-        r"rate[ _-]?limit|too many requests|quota exceeded|throttl",
+        r"rate[ _-]?limit|too many requests|quota exceeded|throttl|\brate exceeded\b|\btoomanyrequests\b|\bresource_exhausted\b|\bresource has been exhausted\b|please reduce your request rate|\brequestlimitexceeded\b|\blimitexceededexception\b|\bprovisionedthroughputexceeded",
+    ),
+    // A 403 that says Forbidden: the caller is known and refused, a permission, not a login.
+    // After every wording above: GitHub's rate limit, a proxy's refusal and expired credentials
+    // come with a 403 too.
+    rule(
+        "http-forbidden",
+        Kind::PermissionDenied,
+        r"\b403[ :-]{1,3}(?:\(?forbidden\b|client error: forbidden\b)|\bforbidden \(403\)|\bforbidden: 403\b",
     ),
     // npm's progress gauge left on screen: the bar, a spinner, then the stage and its log line
     // (`(⠂⠂⠂) ⠙ idealTree:web: sill idealTree buildDeps`). Quoted as the failure, it is a hang;
@@ -775,27 +879,34 @@ pub const API_TYPES: &[TextRule] = &[
 /// Generic wordings. The one on the earliest line wins (the first line of a multi-line error
 /// weighs more than what follows it); on one line, the first in this order.
 pub const GENERIC: &[TextRule] = &[
+    // A search tool that says in words it found nothing: first, so on its own line it is the
+    // search's answer, while an error on an earlier line (a permission denied) says more.
+    rule(
+        "no-match-words",
+        Kind::NoMatch,
+        r"\bno (?:matches|files|results) (?:were )?found\b|\bno matches for\b|\bno files were searched\b|\b0 results in 0 files\b|\bfound 0 (?:total occurrences|lines|files|matches|results)\b",
+    ),
     rule(
         "interrupted",
         Kind::Interrupted,
-        r"keyboardinterrupt|\[request interrupted by user|interrupted by (?:the )?user|^\^c$|interrupted\W{1,4}what (?:should|do you want) claude|request was aborted|operation was aborted|operation aborted|\baborterror\b|tool use was cancell?ed|\bcancell?ed by (?:the )?user|operation (?:was )?cancell?ed",
+        r"keyboardinterrupt|\[request interrupted by user|interrupted by (?:the )?user|^\^c$|interrupted\W{1,4}what (?:should|do you want) claude|request was aborted|operation was aborted|operation aborted|\baborterror\b|tool use was cancell?ed|\bcancell?ed by (?:the )?user|operation (?:was )?cancell?ed|(?:^|[^\w^\\])\^c(?:[a-z]|\s|$)|\bsignal:? sigint\b|\bsignal: interrupt\b|^make: .{0,100}\binterrupt\b|\(code=exited, status=143\)|\bexited \(143\)|^terminated\s*$|\breceived sigterm\b|\bcaught sigterm\b|\bsignal: terminated\b|\baborted by (?:the )?user\b|\buser aborted\b",
     ),
     rule(
         "auth",
         Kind::AuthFailed,
-        r"invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|token is expired|invalid bearer token|invalid authentication credentials|failed to authenticate|password authentication was removed|host key verification failed|not logged in|/login\b|could not read username|terminal prompts disabled",
+        r"invalid[ _-](?:x-)?api[ _-]?key|authentication[_ ](?:error|failed)|unauthori[sz]ed|bad credentials|permission denied \(publickey|token (?:has )?expired|token is expired|invalid bearer token|invalid authentication credentials|failed to authenticate|password authentication was removed|host key verification failed|not logged in|\brun /login\b|could not read username|terminal prompts disabled|\bauthentication required\b|\brequires authentication\b|\bmust be authenticated\b|\binvalid credentials\b|\binvalid username or password\b|\bincorrect username or password\b|\b(?:invalid|expired|revoked) (?:access|auth|oauth|bearer|session|refresh|id|api) token\b|\btoken (?:is )?(?:invalid|revoked)\b|remote host identification has changed|too many authentication failures|load key .{1,200}: invalid format|\bnot authenticated\b|\blogin failed for user\b",
     ),
     rule(
         "overloaded",
         Kind::Overloaded,
-        r"overloaded|service unavailable|serviceunavailable|server is busy|internal server error|bad gateway|\bis temporarily unavailable\b",
+        r"overloaded|service unavailable|serviceunavailable|server is busy|internal server error|bad gateway|\bis temporarily unavailable\b|\bat capacity\b|\bhigh demand\b",
     ),
     // The word alone, not an option or argument that names it (`--timeout 30`, `timeout=None`,
     // `.timeout(`): a command's echo never decides a timeout, its error lines do.
     rule(
         "timeout",
         Kind::Timeout,
-        r"timed out|etimedout|esockettimedout|deadline exceeded|timeouterror|timeoutexception|(?:^|[^-\w.])timeout(?:[^=\w(]|$)|gateway time-?out",
+        r"timed out|etimedout|esockettimedout|deadline exceeded|timeouterror|timeoutexception|(?:^|[^-\w.])timeout(?:[^=\w(]|$)|gateway time-?out|\btimeoutexpired\b",
     ),
     rule(
         "tool-error",
@@ -805,27 +916,33 @@ pub const GENERIC: &[TextRule] = &[
     rule(
         "network",
         Kind::NetworkError,
-        r"\b(?:econnrefused|econnreset|enotfound|eai_again|ehostunreach|enetunreach|econnaborted)\b|getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|connection error|connection closed|connection aborted|forcibly closed|network is unreachable|no route to host|socket hang up|fetch failed|failed to fetch|failed to establish a new connection|\bdns\b|cannot connect to the docker daemon|couldn't connect to|failed to connect to|unable to connect|und_err_socket|was refused|no such host|ssl certificate problem|ssl connect error|certificate verif|handshake failed|remote end hung up|\bstream (?:disconnected|closed) before\b|\bstream (?:ended|terminated) (?:unexpectedly|prematurely)|error decoding response body|\bpremature close\b",
+        r"\b(?:econnrefused|econnreset|enotfound|eai_again|ehostunreach|enetunreach|econnaborted)\b|getaddrinfo|could not resolve host|name or service not known|temporary failure in name resolution|nodename nor servname|connection refused|connection reset|connection error|connection closed|connection aborted|forcibly closed|network is unreachable|no route to host|socket hang up|fetch failed|failed to fetch|failed to establish a new connection|\bdns\b|cannot connect to the docker daemon|\bis (?:your |the )?docker daemon (?:up and )?running\b|\bdial unix \S+\.sock: (?:connect: )?(?:no such file|connection refused)|couldn't connect to|failed to connect to|unable to connect|und_err_socket|was refused|no such host|ssl certificate problem|ssl connect error|certificate verif|handshake failed|remote end hung up|\bstream (?:disconnected|closed) before\b|\bstream (?:ended|terminated) (?:unexpectedly|prematurely)|error decoding response body|\bpremature close\b|self[- ]signed certificate|unable to get local issuer certificate|certificate signed by unknown authority|certificate has expired|\bcert_has_expired\b|\bself_signed_cert_in_chain\b|\bunable_to_verify_leaf_signature\b|\bx509: |certificate is not yet valid|certificate_verify_failed|\bsslcertverificationerror\b|\berr_tls_cert_altname_invalid\b|\bnxdomain\b|\bserver can.t find\b|nxdomain\b|\bunknownhostexception\b|\bunknown host\b|\bname (?:resolution failed|does not resolve)\b|wrong_version_number|\bsslv3 alert\b|\btlsv1 alert\b|\bssl routines\b|\bssl_error_syscall\b|unsafe legacy renegotiation|\bhostname mismatch\b|certificate doesn.t match|unable to verify the first certificate|pkix path building failed|\bschannel: |\bkex_exchange_identification\b|no matching (?:host key type|key exchange method) found|\bserver misbehaving\b|\bunknown (?:mysql )?server host\b|\bno address associated with hostname\b|\bunable to resolve host\b|\bnameresolutionerror\b|\bhost not found\b|failed to lookup address information|\berr_cert_\w+|\bsec_e_untrusted_root\b|ssl connection could not be established|remote certificate is invalid|unable to get issuer certificate|\bcert_not_yet_valid\b|\btls: (?:failed to verify|bad certificate|handshake failure|first record does not look like)|\bsslhandshakeexception\b|\bhandshake_failure\b|\bjavax\.net\.ssl\b|\bconnection failed\b|\bnetwork error\b|\bnet::err_\w+|\berr_network\b|network connection was lost|\bno internet connection\b|\bappear to be offline\b|\byou are offline\b",
     ),
     rule(
         "permission",
         Kind::PermissionDenied,
-        r"\b(?:eacces|eperm)\b|permission denied|operation not permitted|access denied|read-only file system|permission to use \w+ has been denied|permission check failed|\bwas blocked\b|insufficient permissions|\bforbidden\b|access to the resource is denied|rejected by the user|user denied|denied by (?:the )?user|invalidated by the user|doesn't want to proceed with this tool use|tool use was rejected|permission to \S{1,100} denied",
+        r"\b(?:eacces|eperm)\b|permission denied|operation not permitted|access denied|read-only file system|permission to use \w+ has been denied|permission check failed|\bwas blocked\b|insufficient permissions|\bforbidden\b|access to the resource is denied|rejected by the user|user denied|denied by (?:the )?user|invalidated by the user|doesn't want to proceed with this tool use|tool use was rejected|permission to \S{1,100} denied|unprotected private key file|are too open\b|: bad permissions\b|\baccess is denied\b|\bare you root\b|\bmust be run as root\b|\brequires root\b|\bsuperuser privileges\b|\brun as administrator\b|\b(?:administrator|elevated) privileges\b|\b(?:do not|don.t) have permission\b|\binsufficient privileges\b",
     ),
     rule(
         "not-found",
         Kind::NotFound,
-        r"\benoent\b|no such file or directory|command not found|filenotfounderror|no module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b|could not be found|no logs found|no conversation found|doesn't have a resource type|could not find the requested resource|did not match any files?|or any parent directory|no such (?:container|image|object)\b",
+        r"\benoent\b|no such file or directory|command not found|filenotfounderror|no module named|not a git repository|cannot find (?:module|package|file)|does not exist|\bnot found\b|could not be found|no logs found|no conversation found|doesn't have a resource type|could not find the requested resource|did not match any files?|or any parent directory|no such (?:container|image|object)\b|\bmake sure (?:it|\S+) is (?:in|on) (?:your |the )?(?:\w+ )?path\b|\bno matching resources found\b|is not recognized as an internal or external command|\bcannot import name\b",
     ),
     rule(
         "schema",
         Kind::InvalidInput,
-        r"is a required property|validation errors? for|validationerror|missing (?:required )?field|inputvalidationerror|does not match (?:the )?schema|schema validation|unrecognized (?:arguments?|options?|subcommand)|unexpected argument|invalid (?:argument|option|parameter)|bad request|unknown directive|unknown (?:option|flag)\b|found argument .{1,100} which wasn't expected|following (?:required )?arguments (?:are required|were not (?:supplied|provided))|\beisdir\b|illegal operation on a directory|\benotdir\b",
+        r"is a required property|validation errors? for|validationerror|missing (?:required )?field|inputvalidationerror|does not match (?:the )?schema|schema validation|unrecognized (?:arguments?|options?|subcommand)|unexpected argument|invalid (?:argument|option|parameter)|bad request|unknown directive|unknown (?:option|flag)\b|found argument .{1,100} which wasn't expected|following (?:required )?arguments (?:are required|were not (?:supplied|provided))|\beisdir\b|illegal operation on a directory|\benotdir\b|\bmust be non-empty\b|\binvalid value for\b|\bmissing (?:required )?(?:argument|option|parameter)s?\b",
     ),
     rule(
         "crash",
         Kind::Crash,
-        r"panicked at|segmentation fault|sigsegv|sigabrt|sigbus|core dumped|fatal runtime error|\bmemoryerror\b|traceback \(most recent call last\)|abort trap|stack overflow|out of memory|oomkilled|^killed$|signal: killed|fatal error: runtime|^panic: |cannot read propert(?:y|ies) of (?:undefined|null)|is not a function\b|maximum call stack size exceeded|unhandledpromiserejection",
+        r"panicked at|segmentation fault|sigsegv|sigabrt|sigbus|core dumped|fatal runtime error|\bmemoryerror\b|traceback \(most recent call last\)|abort trap|stack overflow|out of memory|oomkilled|^killed$|signal: killed|fatal error: runtime|^panic: |cannot read propert(?:y|ies) of (?:undefined|null)|is not a function\b|maximum call stack size exceeded|unhandledpromiserejection|^\s*fatal error: (?:concurrent map|all goroutines are asleep|unexpected signal|out of memory|stack overflow)|^\s*goroutine \d+ \[[^\]\n]{1,60}\]:\s*$|invoked oom-killer|\boom-kill\b|memory cgroup out of memory|killed\s*$|(?:failed:?|with|\() exit code:? -?137\b|\bexited \(137\)|\bstatus=137\b|\bgenserver \S+ terminating\b|\billegal instruction\b|\bbus error\b|double free or corruption|\bfree\(\): invalid|\bmalloc\(\): |terminate called after throwing an instance of|\bexc_bad_access\b|\bunhandled exception\.|\bfatal python error\b|\bexception in thread \S+ [\w.]+(?:exception|error)\b|\buncaught (?:\w+)?(?:error|exception)\b|\bsigkill\b|\b(?:exited with|exit status|errno|return code|returned) (?:code |status )?-?137\b",
+    ),
+    // make's own line for a recipe that failed, when no line above it said why: the build.
+    rule(
+        "make-failed",
+        Kind::BuildFailed,
+        r"^make(?:\[\d+\])?: \*\*\* \[[^\]\n]{1,200}\] error \d+",
     ),
     // An uncaught exception's own line (`KeyError: 'x'`, `TypeError: …`), when no wording
     // above said more about it.
@@ -880,7 +997,7 @@ pub mod facts {
     /// Python says `non-zero exit status N`, CI runners `exited with code N`.
     pub const EXIT_STATUS: &str = r"(?:^(?:error: )?exit code:?|\bwith exit code|exit status|exited with code|non-zero exit status)\s+(-?\d+)";
     /// An HTTP status after what names it: `HTTP/1.1 429`, `status code 401`, `API Error: 529`.
-    pub const HTTP_STATUS: &str = r"(?:\bhttp(?:/\d(?:\.\d)?)?[ :]+|\bstatus(?:[ _]?code)?[ :=]+|\berror code[ :=]+|\bapi error:?\s*\(?|returned error:?\s*|\berror:\s+|\brejected \()([45]\d\d)\b";
+    pub const HTTP_STATUS: &str = r"(?:\bhttp(?:/\d(?:\.\d)?)?[ :]+|\bstatus(?:[ _]?code)?[ :=]+|\berror code[ :=]+|\bapi error:?\s*\(?|\breturned (?:error:?\s*)?|\berror:\s+|\brejected \()([45]\d\d)\b";
     /// An HTTP status before its reason phrase: `429 Too Many Requests`.
     pub const HTTP_PHRASE: &str = r"\b([45]\d\d) (?:too many requests|service unavailable|bad gateway|gateway time-?out|not found|unauthorized|forbidden|bad request|internal server error|unprocessable entity|request timeout)";
     /// `Retry-After: 30`, `retry after 2.5`, `try again in 20s`.

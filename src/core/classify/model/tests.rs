@@ -7,9 +7,9 @@ use crate::core::policy::Policy;
 use crate::core::vocab::Class;
 use serde_json::{json, Value};
 
-/// A Google Cloud SDK denial: a training text no rule knows.
-const GOOGLE: &str =
-    "google.api_core.exceptions.PermissionDenied: 403 The caller does not have permission";
+/// A denial in words no rule is written for (the rules know "does not have permission", not
+/// "lacks permission").
+const GOOGLE: &str = "Error: the caller lacks permission to write to the bucket";
 /// A connect timeout: the rules say `timeout`, the model alone `network_error`.
 const ETIMEDOUT: &str =
     "{ [Error: connect ETIMEDOUT] code: 'ETIMEDOUT', errno: 'ETIMEDOUT', syscall: 'connect' }";
