@@ -16,6 +16,7 @@ use super::codec::Response;
 use crate::context::Context;
 use crate::core::error_record;
 use crate::core::hook_payload::Payload;
+use crate::core::text;
 use crate::store::files;
 use crate::store::sessions::{self, Task};
 use serde_json::{json, Value};
@@ -215,16 +216,17 @@ pub(super) fn notified(cx: &Context, p: &Payload) -> Option<String> {
         match super::failure::post_tool_use_failure(cx, &failure) {
             Ok(r) => {
                 if let Some(words) = words_of(&r) {
+                    // The command and the client's summary are outside text: quoted as data.
                     let command = task
                         .tool_input
                         .get("command")
                         .and_then(Value::as_str)
-                        .map(|c| crate::core::text::cap(c, 120))
+                        .map(|c| text::quoted_max(c, 120))
                         .unwrap_or_default();
                     said.push(format!(
-                        "triage: `{command}` (moved to the background at its timeout, task {}) ended: {}.\n{words}",
-                        n.task,
-                        n.summary.trim_end_matches('.')
+                        "triage: the command {command}, moved to the background at its timeout (task {}), ended: {}.\n{words}",
+                        text::label(n.task),
+                        text::quoted(n.summary.trim_end_matches('.'))
                     ));
                 }
             }

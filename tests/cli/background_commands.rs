@@ -73,7 +73,7 @@ fn a_command_moved_to_the_background_is_a_record_not_a_failure_until_it_ends() {
     ));
     assert!(
         told.contains(
-            "(moved to the background at its timeout, task b1) ended: Background command"
+            "moved to the background at its timeout (task b1), ended: “Background command"
         ),
         "{told}"
     );

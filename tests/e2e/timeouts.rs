@@ -116,8 +116,8 @@ pub fn a_command_moved_to_the_background_at_its_timeout_is_judged_when_it_ends()
     let reqs = api.messages();
     ensure!(
         reqs.iter().any(|r| r.says("task-notification")
-            && r.says("at its timeout, task ")
-            && r.says("ended: Background command")),
+            && r.says("at its timeout (task ")
+            && r.says("ended: “Background command")),
         "the model never read triage's words with the notification"
     );
     Ok(())
